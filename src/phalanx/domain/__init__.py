@@ -1,0 +1,1 @@
+"""Values and invariants: time, resources, nodes, topology, jobs, states. No clock, no I/O."""

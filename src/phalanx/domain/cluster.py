@@ -1,0 +1,145 @@
+"""The cluster: nodes, the switch tree, partitions, accounts and QOS.
+
+A ``Cluster`` is an immutable description. What is free right now lives in
+``phalanx.sched.snapshot.ClusterState``; nothing here changes while jobs run.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from phalanx.domain.time import Duration
+
+__all__ = [
+    "Account",
+    "Cluster",
+    "Node",
+    "Partition",
+    "PreemptMode",
+    "Qos",
+    "Switch",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class Node:
+    """One machine. ``index`` is its position in ``Cluster.nodes``; ``leaf`` its leaf switch."""
+
+    index: int
+    name: str
+    gpus: int
+    gpu_model: str
+    cpus: int
+    memory_mb: int
+    leaf: int
+    features: frozenset[str] = frozenset()
+    block: int | None = None
+    """NVLink block (a set of nodes joined by NVLink), if the cluster has them."""
+
+
+@dataclass(frozen=True, slots=True)
+class Switch:
+    """A switch of the tree. Leaves hold nodes; spines hold leaves."""
+
+    index: int
+    name: str
+    children: tuple[int, ...]
+    """Node indexes for a leaf, leaf indexes for a spine."""
+    parent: int | None = None
+    """Spine index of a leaf; None for a spine or a leaf under no spine."""
+
+
+class PreemptMode(enum.Enum):
+    """What happens to a preempted job (Slurm's PreemptMode)."""
+
+    OFF = "off"
+    REQUEUE = "requeue"
+    CANCEL = "cancel"
+
+
+@dataclass(frozen=True, slots=True)
+class Partition:
+    name: str
+    nodes: tuple[int, ...]
+    default_time: Duration | None = None
+    max_time: Duration | None = None
+    priority_tier: int = 1
+    """Jobs in a higher tier are considered first and may preempt lower tiers."""
+    priority_job_factor: int = 1
+    """Normalised into the multifactor PARTITION factor."""
+    preempt_mode: PreemptMode = PreemptMode.OFF
+    grace_time: Duration = 0
+    profile: str = "phalanx"
+    """Id of the scheduling profile (set of plugins) used for this partition."""
+    default: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Qos:
+    name: str
+    priority: int = 0
+    preempt: frozenset[str] = frozenset()
+    """Names of the QOS this one may preempt."""
+    preempt_mode: PreemptMode = PreemptMode.REQUEUE
+    grace_time: Duration = 0
+    max_gpus_per_account: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Account:
+    """A node of the account tree. ``shares`` are raw shares among siblings."""
+
+    name: str
+    parent: str | None
+    shares: int = 1
+    quota_gpus: int | None = None
+    """Nominal GPU quota (Kueue-style admission); None lets the profile derive it from shares."""
+
+
+@dataclass(frozen=True)
+class Cluster:
+    nodes: tuple[Node, ...]
+    leaves: tuple[Switch, ...]
+    spines: tuple[Switch, ...]
+    partitions: Mapping[str, Partition]
+    accounts: Mapping[str, Account]
+    qos: Mapping[str, Qos]
+    name: str = "cluster"
+    _by_name: dict[str, int] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "_by_name", {n.name: n.index for n in self.nodes})
+
+    @property
+    def total_gpus(self) -> int:
+        return sum(n.gpus for n in self.nodes)
+
+    @property
+    def gpu_models(self) -> frozenset[str]:
+        return frozenset(n.gpu_model for n in self.nodes)
+
+    def node_index(self, name: str) -> int | None:
+        return self._by_name.get(name)
+
+    def default_partition(self) -> Partition:
+        for p in self.partitions.values():
+            if p.default:
+                return p
+        return next(iter(self.partitions.values()))
+
+    def partition(self, name: str | None) -> Partition | None:
+        if name is None:
+            return self.default_partition()
+        return self.partitions.get(name)
+
+    def account_path(self, name: str) -> tuple[str, ...]:
+        """The account and its ancestors, leaf first; an unknown account hangs under root."""
+        path: list[str] = []
+        current: str | None = name
+        while current is not None and current not in path:
+            path.append(current)
+            acct = self.accounts.get(current)
+            current = acct.parent if acct is not None else ("root" if current != "root" else None)
+        return tuple(path)

@@ -1,0 +1,121 @@
+"""Job requests: a gang of tasks with resources, limits and relations to other jobs.
+
+A ``JobSpec`` is what a user asked for, and all that policies may see of a job besides its
+history: never the runtime a trace says it had.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+
+from phalanx.domain.time import Duration, Instant
+from phalanx.errors import SpecError
+
+__all__ = ["ArraySpec", "DepKind", "Dependency", "JobSpec", "SIGNALS"]
+
+MILLI = 1000
+"""One whole GPU in thousandths: fractional requests are in these units."""
+
+SIGNALS = {"HUP": 1, "INT": 2, "QUIT": 3, "KILL": 9, "USR1": 10, "USR2": 12, "TERM": 15}
+
+
+class DepKind(enum.Enum):
+    AFTER = "after"
+    AFTEROK = "afterok"
+    AFTERANY = "afterany"
+    AFTERNOTOK = "afternotok"
+    SINGLETON = "singleton"
+
+
+@dataclass(frozen=True, slots=True)
+class Dependency:
+    kind: DepKind
+    job_ids: tuple[int, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class ArraySpec:
+    """Task ids of an array and the most that may run at once (``%`` throttle)."""
+
+    task_ids: tuple[int, ...]
+    throttle: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class JobSpec:
+    """One job request: ``nodes`` x ``tasks_per_node`` tasks, started all at once or not at all."""
+
+    name: str = "job"
+    user: str = "user"
+    account: str = "root"
+    partition: str | None = None
+    qos: str = "normal"
+    nodes_min: int = 1
+    nodes_max: int = 1
+    tasks_per_node: int = 1
+    gpus_per_task: int = 0
+    gpu_milli: int = 0
+    """Fraction of one GPU (thousandths, 1-999) for a single-task job on a shared device."""
+    cpus_per_task: int = 1
+    mem_per_node_mb: int = 0
+    gpu_models: frozenset[str] = frozenset()
+    """Allowed GPU models; empty means any."""
+    features: frozenset[str] = frozenset()
+    time_limit: Duration | None = None
+    """None: the partition's default time applies."""
+    switches: int | None = None
+    """``--switches=N@wait``: at most N leaf switches, held for up to ``switches_wait``."""
+    switches_wait: Duration = 0
+    exclusive: bool = False
+    requeue: bool = True
+    checkpoint_interval: Duration | None = None
+    signal: int = SIGNALS["TERM"]
+    signal_lead: Duration = 0
+    """Send ``signal`` this long before the time limit."""
+    dependencies: tuple[Dependency, ...] = ()
+    array: ArraySpec | None = None
+    begin: Instant | None = None
+    hold: bool = False
+    nice: int = 0
+    comment: str = ""
+    extra: tuple[tuple[str, str], ...] = field(default=())
+
+    def __post_init__(self) -> None:
+        if self.nodes_min < 1 or self.nodes_max < self.nodes_min:
+            raise SpecError(f"invalid node count {self.nodes_min}-{self.nodes_max}", field="nodes")
+        if self.tasks_per_node < 1:
+            raise SpecError("tasks per node must be at least 1", field="ntasks-per-node")
+        if self.gpus_per_task < 0:
+            raise SpecError("GPU count cannot be negative", field="gpus")
+        if self.gpu_milli:
+            if not 0 < self.gpu_milli < MILLI:
+                raise SpecError("a GPU fraction must be between 0 and 1", field="gpu_milli")
+            if self.gpus_per_task or self.tasks_per_node != 1 or self.nodes_max != 1:
+                raise SpecError(
+                    "a GPU fraction is only for a single-task job", field="gpu_milli"
+                )
+        if self.cpus_per_task < 0 or self.mem_per_node_mb < 0:
+            raise SpecError("CPUs and memory cannot be negative", field="cpus/mem")
+        if self.time_limit is not None and self.time_limit <= 0:
+            raise SpecError("time limit must be positive", field="time")
+        if self.switches is not None and self.switches < 1:
+            raise SpecError("switch count must be at least 1", field="switches")
+
+    @property
+    def gpus_per_node(self) -> int:
+        return self.tasks_per_node * self.gpus_per_task
+
+    @property
+    def cpus_per_node(self) -> int:
+        return self.tasks_per_node * self.cpus_per_task
+
+    @property
+    def min_gpus(self) -> int:
+        """Whole GPUs of the smallest allocation (a fraction counts as none)."""
+        return self.nodes_min * self.gpus_per_node
+
+    @property
+    def gpu_equivalent(self) -> float:
+        """GPUs at ``nodes_min``, a fraction counted as its share of one GPU."""
+        return self.min_gpus + self.gpu_milli / MILLI

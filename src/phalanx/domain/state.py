@@ -1,0 +1,107 @@
+"""Job states and pending reasons, with Slurm's names, and the allowed transitions."""
+
+from __future__ import annotations
+
+import enum
+
+__all__ = ["JobState", "Reason", "can_transition"]
+
+
+class JobState(enum.Enum):
+    PENDING = "PENDING"
+    RUNNING = "RUNNING"
+    SUSPENDED = "SUSPENDED"
+    COMPLETING = "COMPLETING"
+    COMPLETED = "COMPLETED"
+    FAILED = "FAILED"
+    CANCELLED = "CANCELLED"
+    TIMEOUT = "TIMEOUT"
+    PREEMPTED = "PREEMPTED"
+    NODE_FAIL = "NODE_FAIL"
+    REQUEUED = "REQUEUED"
+    OUT_OF_MEMORY = "OUT_OF_MEMORY"
+
+    @property
+    def is_final(self) -> bool:
+        return self in _FINAL
+
+    @property
+    def short(self) -> str:
+        """Slurm's two-letter code, as ``squeue %t`` prints it."""
+        return _SHORT[self]
+
+
+_FINAL = frozenset(
+    {
+        JobState.COMPLETED,
+        JobState.FAILED,
+        JobState.CANCELLED,
+        JobState.TIMEOUT,
+        JobState.PREEMPTED,
+        JobState.NODE_FAIL,
+        JobState.OUT_OF_MEMORY,
+    }
+)
+
+_SHORT = {
+    JobState.PENDING: "PD",
+    JobState.RUNNING: "R",
+    JobState.SUSPENDED: "S",
+    JobState.COMPLETING: "CG",
+    JobState.COMPLETED: "CD",
+    JobState.FAILED: "F",
+    JobState.CANCELLED: "CA",
+    JobState.TIMEOUT: "TO",
+    JobState.PREEMPTED: "PR",
+    JobState.NODE_FAIL: "NF",
+    JobState.REQUEUED: "RQ",
+    JobState.OUT_OF_MEMORY: "OOM",
+}
+
+_S = JobState
+_ALLOWED: dict[JobState, frozenset[JobState]] = {
+    _S.PENDING: frozenset({_S.RUNNING, _S.CANCELLED, _S.FAILED}),
+    _S.RUNNING: frozenset(
+        {_S.COMPLETING, _S.SUSPENDED, _S.REQUEUED, _S.CANCELLED, _S.PREEMPTED, _S.NODE_FAIL}
+    ),
+    _S.SUSPENDED: frozenset({_S.RUNNING, _S.CANCELLED, _S.REQUEUED}),
+    _S.COMPLETING: frozenset(
+        {
+            _S.COMPLETED,
+            _S.FAILED,
+            _S.CANCELLED,
+            _S.TIMEOUT,
+            _S.PREEMPTED,
+            _S.NODE_FAIL,
+            _S.OUT_OF_MEMORY,
+            _S.REQUEUED,
+        }
+    ),
+    _S.REQUEUED: frozenset({_S.PENDING}),
+}
+
+
+def can_transition(old: JobState, new: JobState) -> bool:
+    return new in _ALLOWED.get(old, frozenset())
+
+
+class Reason:
+    """Pending reasons exactly as Slurm prints them in ``squeue %r``."""
+
+    NONE = "None"
+    PRIORITY = "Priority"
+    RESOURCES = "Resources"
+    DEPENDENCY = "Dependency"
+    DEPENDENCY_NEVER = "DependencyNeverSatisfied"
+    BEGIN_TIME = "BeginTime"
+    HELD_USER = "JobHeldUser"
+    HELD_ADMIN = "JobHeldAdmin"
+    ARRAY_LIMIT = "JobArrayTaskLimit"
+    PARTITION_TIME = "PartitionTimeLimit"
+    PARTITION_NODES = "PartitionNodeLimit"
+    BAD_CONSTRAINTS = "BadConstraints"
+    QUOTA = "AssocGrpGRES"
+    QOS_QUOTA = "QOSGrpGRES"
+    NODE_DOWN = "ReqNodeNotAvail"
+    GANG_WAIT = "GangWait"
+    """k8s-default only: some pods placed, waiting for the rest."""

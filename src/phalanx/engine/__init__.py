@@ -1,0 +1,35 @@
+"""The sans-IO scheduling engine: ``handle(event) -> list[Command]``, no clock, no I/O."""
+
+from phalanx.engine.commands import Cleanup, Command, Kill, Launch, Persist, Signal, WakeAt
+from phalanx.engine.engine import Engine
+from phalanx.engine.events import (
+    Cancel,
+    CleanupDone,
+    Event,
+    LaunchFailed,
+    NodeDown,
+    NodeUp,
+    Submit,
+    TasksExited,
+    TimerFired,
+)
+
+__all__ = [
+    "Cancel",
+    "Cleanup",
+    "CleanupDone",
+    "Command",
+    "Engine",
+    "Event",
+    "Kill",
+    "Launch",
+    "LaunchFailed",
+    "NodeDown",
+    "NodeUp",
+    "Persist",
+    "Signal",
+    "Submit",
+    "TasksExited",
+    "TimerFired",
+    "WakeAt",
+]

@@ -1,0 +1,66 @@
+"""Outputs of the engine: side effects for the driver to carry out, in order."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from phalanx.domain.job import JobSpec
+from phalanx.domain.time import Instant
+from phalanx.sched.capacity import Allocation
+
+__all__ = ["PASS", "RECALC", "Cleanup", "Command", "Kill", "Launch", "Persist", "Signal", "WakeAt"]
+
+PASS: tuple[object, ...] = ("pass",)
+"""Timer key of a scheduling pass; drivers run it after the other events of the same instant."""
+RECALC: tuple[object, ...] = ("recalc",)
+
+
+@dataclass(frozen=True, slots=True)
+class Launch:
+    """Start run ``run`` of the job on ``alloc``. The engine already assumed the allocation;
+    the driver reports ``LaunchFailed`` if it cannot."""
+
+    job_id: int
+    run: int
+    alloc: Allocation
+    spec: JobSpec
+    time_limit: int
+
+
+@dataclass(frozen=True, slots=True)
+class Signal:
+    job_id: int
+    run: int
+    signal: int
+
+
+@dataclass(frozen=True, slots=True)
+class Kill:
+    job_id: int
+    run: int
+
+
+@dataclass(frozen=True, slots=True)
+class Cleanup:
+    """Run the epilog on the job's nodes; the driver answers ``CleanupDone``."""
+
+    job_id: int
+    run: int
+
+
+@dataclass(frozen=True, slots=True)
+class Persist:
+    """Commit this change before carrying out the commands that follow it (write-ahead)."""
+
+    job_id: int
+    what: str
+    data: tuple[tuple[str, object], ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class WakeAt:
+    at: Instant
+    key: tuple[object, ...]
+
+
+Command = Launch | Signal | Kill | Cleanup | Persist | WakeAt

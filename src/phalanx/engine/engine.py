@@ -1,0 +1,602 @@
+"""The engine: a sans-IO state machine that owns jobs, the snapshot and the decision log.
+
+``handle(event)`` changes state and returns the commands the driver must carry out, in order.
+The engine never reads a clock: ``now`` is the ``at`` of the event being handled. A scheduling
+pass runs when a ``PASS`` timer fires; the engine asks for one (``WakeAt(now, PASS)``) whenever
+something happened that could let a job start, so the events of one instant share one pass.
+"""
+
+from __future__ import annotations
+
+import bisect
+from collections.abc import Iterable, Mapping, Sequence
+
+from phalanx.domain.cluster import Cluster, PreemptMode
+from phalanx.domain.job import SIGNALS, DepKind, JobSpec
+from phalanx.domain.state import JobState, Reason
+from phalanx.domain.time import SECOND, Duration, Instant
+from phalanx.engine.commands import (
+    PASS,
+    RECALC,
+    Cleanup,
+    Command,
+    Kill,
+    Launch,
+    Persist,
+    Signal,
+    WakeAt,
+)
+from phalanx.engine.decisions import DecisionLog
+from phalanx.engine.events import (
+    Cancel,
+    CleanupDone,
+    Event,
+    LaunchFailed,
+    NodeDown,
+    NodeUp,
+    Submit,
+    TasksExited,
+    TimerFired,
+)
+from phalanx.engine.plugins import Plugins
+from phalanx.sched.capacity import Allocation, Capacity
+from phalanx.sched.job import Job
+from phalanx.sched.profile import Profile
+from phalanx.sched.shape import Shape
+from phalanx.sched.snapshot import ClusterState
+from phalanx.sched.status import OK, Code, Status
+from phalanx.sched.usage import Usage
+
+__all__ = ["Engine"]
+
+DEFAULT_TIME_LIMIT: Duration = 365 * 24 * 3600 * SECOND
+"""A job with no limit and no partition default runs at most a year (for the timeline)."""
+KILL_WAIT: Duration = 30 * SECOND
+"""Slurm's KillWait: from the time-limit signal to SIGKILL."""
+
+
+class Engine:
+    """One scheduling core for the simulator and the live controller."""
+
+    def __init__(
+        self,
+        cluster: Cluster,
+        profile: Profile,
+        *,
+        first_job_id: int = 1,
+        persist: bool = False,
+    ) -> None:
+        self.cluster = cluster
+        self.profile = profile
+        self.state = ClusterState(cluster)
+        self.usage = Usage(cluster)
+        self.plugins = Plugins(profile)
+        self.decisions = DecisionLog()
+        self.jobs: dict[int, Job] = {}
+        self.deadlocks = 0
+        self.passes = 0
+        self._persist = persist
+        self._next_id = first_job_id
+        self._seq = 0
+        self._now: Instant = 0
+        self._out: list[Command] = []
+        self._qkeys: list[tuple[int, float, int]] = []
+        self._qjobs: list[Job] = []
+        self._waiting: dict[int, Job] = {}
+        """Pending but not eligible: held, dependencies, begin time."""
+        self._preempting: dict[int, tuple[PreemptMode, int]] = {}
+        """Running jobs signalled for preemption: (mode, id of the job it was for)."""
+        self._failing: set[int] = set()
+        self._timeouts: set[int] = set()
+        self._cancelled: dict[int, str] = {}
+        self._array_running: dict[int, int] = {}
+        self._nonwhole_pending = 0
+        self._pass_requested = False
+        self._recalc_at: Instant | None = None
+
+    # ------------------------------------------------------------------ PassContext
+    @property
+    def now(self) -> Instant:
+        return self._now
+
+    def params(self, plugin: str) -> Mapping[str, object]:
+        return self.profile.plugin_params(plugin)
+
+    def pending(self) -> Sequence[Job]:
+        return list(self._qjobs)
+
+    def running(self) -> Iterable[Job]:
+        jobs = self.jobs
+        return [jobs[i] for i in self.state.running if jobs[i].state is JobState.RUNNING]
+
+    def place(self, job: Job, cap: Capacity | None = None) -> Allocation | None:
+        shape = job.shape
+        max_leaves = shape.switches
+        if max_leaves is not None and self._now - job.submit >= job.spec.switches_wait:
+            max_leaves = None  # waited long enough: relax, as Slurm does after max-time
+        cap = self.state.cap if cap is None else cap
+        nodes = shape.nodes_max
+        while nodes >= shape.nodes_min:
+            chosen = self.plugins.select.place(self.state, cap, shape, nodes, max_leaves)
+            if chosen is not None:
+                return self.state.allocation(cap, shape, chosen)
+            nodes = shape.nodes_min if nodes > shape.nodes_min else nodes - 1
+        return None
+
+    def place_shape(
+        self, shape: Shape, nodes: int, cap: Capacity | None = None
+    ) -> Allocation | None:
+        cap = self.state.cap if cap is None else cap
+        chosen = self.plugins.select.place(self.state, cap, shape, nodes, None)
+        return None if chosen is None else self.state.allocation(cap, shape, chosen)
+
+    def admit(self, job: Job) -> Status:
+        spec = job.spec
+        if job.array_job_id is not None and spec.array is not None and spec.array.throttle:
+            if self._array_running.get(job.array_job_id, 0) >= spec.array.throttle:
+                return Status.wait(Reason.ARRAY_LIMIT, "engine")
+        part = self.cluster.partitions.get(job.partition)
+        if part is not None and part.max_time is not None and job.time_limit > part.max_time:
+            return Status.wait(Reason.PARTITION_TIME, "engine")
+        qos = self.cluster.qos.get(spec.qos)
+        if qos is not None and qos.max_gpus_per_account is not None:
+            used = self.state.account_gpus.get(job.account, 0.0)
+            if used + job.gpus > qos.max_gpus_per_account:
+                return Status.wait(Reason.QOS_QUOTA, "engine")
+        for plugin in self.plugins.admit:
+            status = plugin.admit(job, self)
+            if not status.ok:
+                return status
+        return OK
+
+    def start(self, job: Job, alloc: Allocation) -> None:
+        now = self._now
+        self._dequeue(job)
+        job.state = JobState.RUNNING
+        job.reason = Reason.NONE
+        job.expected_start = None
+        job.start = now
+        if job.first_start is None:
+            job.first_start = now
+        job.alloc = alloc
+        job.run += 1
+        self.state.start(job.id, job.account, alloc, now + job.time_limit)
+        if job.array_job_id is not None:
+            self._array_running[job.array_job_id] = (
+                self._array_running.get(job.array_job_id, 0) + 1
+            )
+        self.decisions.add(now, "start", job.id, job.run, alloc.nodes)
+        if self._persist:
+            self._out.append(Persist(job.id, "start", (("run", job.run), ("nodes", alloc.nodes))))
+        self._out.append(Launch(job.id, job.run, alloc, job.spec, job.time_limit))
+        lead = min(job.spec.signal_lead, job.time_limit)
+        self._out.append(WakeAt(now + job.time_limit - lead, ("limit", job.id, job.run)))
+
+    def wait(self, job: Job, status: Status, expected_start: Instant | None = None) -> None:
+        job.reason = status.reason
+        job.reason_plugin = status.plugin
+        job.expected_start = expected_start
+
+    def hold(self, job: Job, alloc: Allocation) -> None:
+        self.state.cap.take(alloc)
+        self.state.free_gpus -= sum(len(d) for d in alloc.devices) if not alloc.milli else 0
+        self.state.account_gpus[job.account] = (
+            self.state.account_gpus.get(job.account, 0.0) + alloc.gpus
+        )
+        self.state.version += 1
+        if not job.holds:
+            job.hold_since = self._now
+            if job.first_start is None:
+                job.first_start = self._now
+        job.holds.append(alloc)
+        self.decisions.add(self._now, "hold", job.id, alloc.nodes, alloc.gpus)
+
+    def release_holds(self, job: Job) -> None:
+        for alloc in job.holds:
+            self.state.cap.give(alloc)
+            if not alloc.milli:
+                self.state.free_gpus += sum(len(d) for d in alloc.devices)
+            self.state.account_gpus[job.account] -= alloc.gpus
+            self.decisions.add(self._now, "unhold", job.id, alloc.nodes, alloc.gpus)
+        self.state.version += 1
+        job.holds = []
+        job.hold_since = None
+
+    def preempt(self, victims: Sequence[Job], for_job: Job) -> None:
+        for v in victims:
+            mode, grace = self._preempt_mode(v)
+            self._preempting[v.id] = (mode, for_job.id)
+            self.decisions.add(self._now, "preempt", v.id, v.run, for_job.id, mode.value)
+            if grace > 0:
+                self._out.append(Signal(v.id, v.run, SIGNALS["TERM"]))
+                self._out.append(WakeAt(self._now + grace, ("kill", v.id, v.run)))
+            else:
+                self._out.append(Kill(v.id, v.run))
+
+    def note_deadlock(self, jobs: Sequence[Job]) -> None:
+        self.deadlocks += 1
+        self.decisions.add(self._now, "deadlock", jobs[0].id, tuple(j.id for j in jobs))
+
+    def find_victims(self, job: Job) -> list[Job] | None:
+        plugin = self.plugins.preempt
+        if plugin is None:
+            return None
+        return plugin.victims(job, self)
+
+    def is_preempting(self, job: Job) -> bool:
+        return job.id in self._preempting
+
+    def wake_at(self, at: Instant) -> None:
+        self._out.append(WakeAt(max(at, self._now), PASS))
+
+    def more_than_whole_gpus_pending(self) -> bool:
+        return self._nonwhole_pending > 0
+
+    # ------------------------------------------------------------------ events
+    def handle(self, event: Event) -> list[Command]:
+        """Apply one event; return the commands it causes, in the order to carry them out."""
+        self._now = event.at
+        self._out = out = []
+        match event:
+            case TimerFired(key=key):
+                self._on_timer(key)
+            case Submit(spec=spec):
+                self._on_submit(spec)
+            case TasksExited():
+                self._on_exited(event)
+            case CleanupDone(job_id=job_id, run=run):
+                self._on_cleanup_done(job_id, run)
+            case Cancel(job_id=job_id, by=by):
+                self._on_cancel(job_id, by)
+            case LaunchFailed(job_id=job_id, run=run, reason=reason):
+                self._on_launch_failed(job_id, run, reason)
+            case NodeDown(node=node):
+                self._on_node_down(node)
+            case NodeUp(node=node):
+                self.state.set_up(node, True)
+                self.decisions.add(self._now, "node_up", -1, node)
+                self._request_pass()
+        return out
+
+    def submit(self, spec: JobSpec, at: Instant) -> list[int]:
+        """Submit and return the new job ids (one per array task). Same as ``Submit``."""
+        first = self._next_id
+        self._now = at
+        self._out = []
+        self._on_submit(spec)
+        return list(range(first, self._next_id))
+
+    # -- submit ---------------------------------------------------------------------------
+    def _on_submit(self, spec: JobSpec) -> None:
+        tasks: Sequence[int | None] = spec.array.task_ids if spec.array else (None,)
+        base = self._next_id
+        for task in tasks:
+            job = self._new_job(spec)
+            if task is not None:
+                job.array_job_id = base
+                job.array_task_id = task
+            self._admit_new(job)
+
+    def _new_job(self, spec: JobSpec) -> Job:
+        job_id = self._next_id
+        self._next_id += 1
+        self._seq += 1
+        part = self.cluster.partition(spec.partition)
+        name = part.name if part is not None else (spec.partition or "")
+        limit = spec.time_limit
+        if limit is None and part is not None:
+            limit = part.default_time
+        tier = part.priority_tier if part is not None else 0
+        job = Job(job_id, self._seq, spec, self._now, name, tier, limit or DEFAULT_TIME_LIMIT)
+        self.jobs[job_id] = job
+        return job
+
+    def _admit_new(self, job: Job) -> None:
+        self.decisions.add(self._now, "submit", job.id, job.seq)
+        if self._persist:
+            self._out.append(Persist(job.id, "submit"))
+        problem = self._never_fits(job)
+        if problem is not None:
+            job.state = JobState.FAILED
+            job.reason = problem
+            job.end = self._now
+            self.decisions.add(self._now, "reject", job.id, problem)
+            return
+        self._make_eligible_or_wait(job)
+
+    def _never_fits(self, job: Job) -> str | None:
+        if job.partition not in self.cluster.partitions:
+            return "InvalidPartition"
+        shape = job.shape
+        state = self.state
+        mask = state.static_mask(shape)
+        fits = mask & (state.node_gpus >= shape.gpus) & (state.node_cpus >= shape.cpus)
+        fits &= state.node_mem >= shape.mem_mb
+        if shape.milli:
+            fits &= state.node_gpus >= 1
+        if int(fits.sum()) < shape.nodes_min:
+            return "Requested node configuration is not available"
+        return None
+
+    def _make_eligible_or_wait(self, job: Job) -> None:
+        reason = self._blocker(job)
+        if reason is None:
+            self._enqueue(job)
+            self._request_pass()
+        else:
+            job.reason = reason
+            self._waiting[job.id] = job
+            if reason == Reason.BEGIN_TIME and job.spec.begin is not None:
+                self._out.append(WakeAt(job.spec.begin, ("begin", job.id)))
+
+    def _blocker(self, job: Job) -> str | None:
+        spec = job.spec
+        if spec.hold:
+            return Reason.HELD_USER
+        if spec.begin is not None and spec.begin > self._now:
+            return Reason.BEGIN_TIME
+        for dep in spec.dependencies:
+            verdict = self._dependency(job, dep.kind, dep.job_ids)
+            if verdict is not None:
+                return verdict
+        return None
+
+    def _dependency(self, job: Job, kind: DepKind, ids: tuple[int, ...]) -> str | None:
+        if kind is DepKind.SINGLETON:
+            for other in self.jobs.values():
+                if (
+                    other.id != job.id
+                    and other.seq < job.seq
+                    and other.spec.name == job.spec.name
+                    and other.spec.user == job.spec.user
+                    and not other.state.is_final
+                ):
+                    return Reason.DEPENDENCY
+            return None
+        for dep_id in ids:
+            other = self.jobs.get(dep_id)
+            if other is None:
+                continue  # Slurm ignores a dependency on a job it no longer knows
+            if kind is DepKind.AFTER:
+                if other.state is JobState.PENDING:
+                    return Reason.DEPENDENCY
+                continue
+            if not other.state.is_final:
+                return Reason.DEPENDENCY
+            ok = other.state is JobState.COMPLETED
+            if (kind is DepKind.AFTEROK and not ok) or (kind is DepKind.AFTERNOTOK and ok):
+                return Reason.DEPENDENCY_NEVER
+        return None
+
+    def _recheck_waiting(self) -> None:
+        for job in list(self._waiting.values()):
+            reason = self._blocker(job)
+            if reason is None:
+                del self._waiting[job.id]
+                self._enqueue(job)
+                self._request_pass()
+            else:
+                job.reason = reason
+
+    # -- the queue ------------------------------------------------------------------------
+    def _key(self, job: Job) -> tuple[int, float, int]:
+        return (-job.tier, -job.priority, job.seq)
+
+    def _enqueue(self, job: Job) -> None:
+        job.priority, job.factors = self.plugins.priority.compute(job, self, self._now)
+        key = self._key(job)
+        i = bisect.bisect_left(self._qkeys, key)
+        self._qkeys.insert(i, key)
+        self._qjobs.insert(i, job)
+        if not job.shape.gpus or job.shape.milli:
+            self._nonwhole_pending += 1
+        if self._recalc_at is None:
+            self._recalc_at = self._now + self.profile.calc_period
+            self._out.append(WakeAt(self._recalc_at, RECALC))
+
+    def _dequeue(self, job: Job) -> None:
+        key = self._key(job)
+        i = bisect.bisect_left(self._qkeys, key)
+        if i < len(self._qkeys) and self._qjobs[i] is job:
+            del self._qkeys[i]
+            del self._qjobs[i]
+            if not job.shape.gpus or job.shape.milli:
+                self._nonwhole_pending -= 1
+
+    def _recalc(self) -> None:
+        self.usage.advance(self._now, self.state.account_gpus)
+        jobs = self._qjobs
+        compute = self.plugins.priority.compute
+        for job in jobs:
+            job.priority, job.factors = compute(job, self, self._now)
+        pairs = sorted(((self._key(j), j) for j in jobs), key=lambda p: p[0])
+        self._qkeys = [k for k, _ in pairs]
+        self._qjobs = [j for _, j in pairs]
+        if self._qjobs:
+            self._recalc_at = self._now + self.profile.calc_period
+            self._out.append(WakeAt(self._recalc_at, RECALC))
+            self._request_pass()
+        else:
+            self._recalc_at = None
+
+    def _request_pass(self) -> None:
+        if not self._pass_requested:
+            self._pass_requested = True
+            self._out.append(WakeAt(self._now, PASS))
+
+    # -- timers ---------------------------------------------------------------------------
+    def _on_timer(self, key: tuple[object, ...]) -> None:
+        kind = key[0]
+        if kind == "pass":
+            self._pass_requested = False
+            self.passes += 1
+            self.plugins.scheduler.schedule(self)
+        elif kind == "recalc":
+            if self._recalc_at == self._now:
+                self._recalc()
+        elif kind == "limit":
+            self._on_limit(key)
+        elif kind == "kill":
+            job = self._live_run(key)
+            if job is not None:
+                self._out.append(Kill(job.id, job.run))
+        elif kind == "begin":
+            self._recheck_waiting()
+
+    def _live_run(self, key: tuple[object, ...]) -> Job | None:
+        job_id, run = key[1], key[2]
+        assert isinstance(job_id, int)
+        job = self.jobs.get(job_id)
+        if job is None or job.run != run or job.state is not JobState.RUNNING:
+            return None  # a stale timer of an earlier run
+        return job
+
+    def _on_limit(self, key: tuple[object, ...]) -> None:
+        job = self._live_run(key)
+        if job is None:
+            return
+        assert job.start is not None
+        limit_at = job.start + job.time_limit
+        if self._now < limit_at:
+            # The early signal (--signal=SIG@lead); the limit itself comes later.
+            self._out.append(Signal(job.id, job.run, job.spec.signal))
+            self._out.append(WakeAt(limit_at, ("limit", job.id, job.run)))
+            return
+        self._timeouts.add(job.id)
+        self.decisions.add(self._now, "timeout", job.id, job.run)
+        self._out.append(Signal(job.id, job.run, SIGNALS["TERM"]))
+        self._out.append(WakeAt(self._now + KILL_WAIT, ("kill", job.id, job.run)))
+
+    # -- ends -----------------------------------------------------------------------------
+    def _on_exited(self, event: TasksExited) -> None:
+        job = self.jobs.get(event.job_id)
+        if job is None or job.run != event.run or job.state is not JobState.RUNNING:
+            return
+        job.state = JobState.COMPLETING
+        job.exit_code = event.exit_code
+        self.decisions.add(self._now, "exit", job.id, job.run, event.exit_code, event.signal)
+        self._out.append(Cleanup(job.id, job.run))
+
+    def _on_cleanup_done(self, job_id: int, run: int) -> None:
+        job = self.jobs.get(job_id)
+        if job is None or job.run != run or job.state is not JobState.COMPLETING:
+            return
+        self.state.finish(job.id, job.account)
+        assert job.start is not None and job.alloc is not None
+        job.attained_gpu_ms += int(job.alloc.gpus * (self._now - job.start))
+        if job.array_job_id is not None:
+            self._array_running[job.array_job_id] -= 1
+        job.start = None
+        job.end = self._now
+        final = self._final_state(job)
+        if final is JobState.REQUEUED:
+            job.restarts += 1
+            job.state = JobState.PENDING
+            job.alloc = None
+            self.decisions.add(self._now, "requeue", job.id, job.run)
+            if self._persist:
+                self._out.append(Persist(job.id, "requeue"))
+            self._make_eligible_or_wait(job)
+        else:
+            job.state = final
+            self.decisions.add(self._now, "end", job.id, job.run, final.value)
+            if self._persist:
+                self._out.append(Persist(job.id, "end", (("state", final.value),)))
+            if self._waiting:
+                self._recheck_waiting()
+        self._request_pass()
+
+    def _final_state(self, job: Job) -> JobState:
+        jid = job.id
+        if jid in self._cancelled:
+            del self._cancelled[jid]
+            self._preempting.pop(jid, None)
+            self._failing.discard(jid)
+            self._timeouts.discard(jid)
+            return JobState.CANCELLED
+        if jid in self._preempting:
+            mode, _ = self._preempting.pop(jid)
+            self._timeouts.discard(jid)
+            if mode is PreemptMode.REQUEUE and job.spec.requeue:
+                return JobState.REQUEUED
+            return JobState.PREEMPTED
+        if jid in self._failing:
+            self._failing.discard(jid)
+            self._timeouts.discard(jid)
+            return JobState.REQUEUED if job.spec.requeue else JobState.NODE_FAIL
+        if jid in self._timeouts:
+            self._timeouts.discard(jid)
+            return JobState.TIMEOUT
+        return JobState.COMPLETED if job.exit_code == 0 else JobState.FAILED
+
+    def _preempt_mode(self, victim: Job) -> tuple[PreemptMode, Duration]:
+        qos = self.cluster.qos.get(victim.spec.qos)
+        part = self.cluster.partitions.get(victim.partition)
+        if part is not None and part.preempt_mode is not PreemptMode.OFF:
+            return part.preempt_mode, part.grace_time
+        if qos is not None:
+            return qos.preempt_mode, qos.grace_time
+        return PreemptMode.REQUEUE, 0
+
+    # -- cancel, launch failure, node failure ---------------------------------------------
+    def _on_cancel(self, job_id: int, by: str) -> None:
+        job = self.jobs.get(job_id)
+        if job is None or job.state.is_final:
+            return
+        self.decisions.add(self._now, "cancel", job.id, by)
+        if job.state is JobState.PENDING:
+            if job.holds:
+                self.release_holds(job)
+            self._dequeue(job)
+            self._waiting.pop(job.id, None)
+            job.state = JobState.CANCELLED
+            job.end = self._now
+            self.decisions.add(self._now, "end", job.id, job.run, "CANCELLED")
+            if self._persist:
+                self._out.append(Persist(job.id, "end", (("state", "CANCELLED"),)))
+            self._recheck_waiting()
+            self._request_pass()
+        elif job.state is JobState.RUNNING:
+            self._cancelled[job.id] = by
+            self._out.append(Kill(job.id, job.run))
+
+    def _on_launch_failed(self, job_id: int, run: int, reason: str) -> None:
+        job = self.jobs.get(job_id)
+        if job is None or job.run != run or job.state is not JobState.RUNNING:
+            return
+        self.state.finish(job.id, job.account)
+        if job.array_job_id is not None:
+            self._array_running[job.array_job_id] -= 1
+        job.state = JobState.PENDING
+        job.start = None
+        job.alloc = None
+        self.decisions.add(self._now, "launch_failed", job.id, run, reason)
+        self._make_eligible_or_wait(job)
+
+    def _on_node_down(self, node: int) -> None:
+        self.state.set_up(node, False)
+        self.decisions.add(self._now, "node_down", -1, node)
+        for jid, run in list(self.state.running.items()):
+            job = self.jobs[jid]
+            if node in run.alloc.nodes and job.state is JobState.RUNNING:
+                if jid not in self._failing:
+                    self._failing.add(jid)
+                    self.decisions.add(self._now, "node_fail", jid, job.run, node)
+                    self._out.append(Kill(jid, job.run))
+        for job in list(self._qjobs):
+            if job.holds and any(node in a.nodes for a in job.holds):
+                self.release_holds(job)
+
+    # ------------------------------------------------------------------ queries
+    @property
+    def next_id(self) -> int:
+        """The id the next submitted job (or array task) will get."""
+        return self._next_id
+
+    def pending_count(self) -> int:
+        return len(self._qjobs) + len(self._waiting)
+
+    def status_of(self, job: Job) -> Status:
+        if job.state is JobState.PENDING:
+            return Status(Code.WAIT, job.reason, job.reason_plugin)
+        return OK

@@ -1,0 +1,86 @@
+"""Inputs of the engine. Every event carries ``at``: time is data."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from phalanx.domain.job import JobSpec
+from phalanx.domain.time import Instant
+
+__all__ = [
+    "Cancel",
+    "CleanupDone",
+    "Event",
+    "LaunchFailed",
+    "NodeDown",
+    "NodeUp",
+    "Submit",
+    "TasksExited",
+    "TimerFired",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class Submit:
+    at: Instant
+    spec: JobSpec
+
+
+@dataclass(frozen=True, slots=True)
+class Cancel:
+    at: Instant
+    job_id: int
+    by: str = "root"
+
+
+@dataclass(frozen=True, slots=True)
+class LaunchFailed:
+    """The driver could not start the processes of run ``run``: the engine forgets it."""
+
+    at: Instant
+    job_id: int
+    run: int
+    reason: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class TasksExited:
+    """Every process of run ``run`` has ended; ``exit_code`` is the highest, ``signal`` set
+    if a signal ended them."""
+
+    at: Instant
+    job_id: int
+    run: int
+    exit_code: int = 0
+    signal: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class CleanupDone:
+    """The epilog of run ``run`` finished: its resources are free."""
+
+    at: Instant
+    job_id: int
+    run: int
+
+
+@dataclass(frozen=True, slots=True)
+class TimerFired:
+    at: Instant
+    key: tuple[object, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class NodeDown:
+    at: Instant
+    node: int
+    reason: str = "Not responding"
+
+
+@dataclass(frozen=True, slots=True)
+class NodeUp:
+    at: Instant
+    node: int
+
+
+Event = Submit | Cancel | LaunchFailed | TasksExited | CleanupDone | TimerFired | NodeDown | NodeUp

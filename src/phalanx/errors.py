@@ -1,0 +1,60 @@
+"""The exception tree of Phalanx.
+
+    PhalanxError                 root; every error a user can cause or see
+    +-- InputError               bad input: a file, line and field are named where known
+    |   +-- ConfigError          a cluster definition that cannot be used
+    |   +-- TraceError           a malformed trace row
+    |   +-- SpecError            a job request that is not well formed
+
+Expected scheduling outcomes ("does not fit", "waiting for priority") are never exceptions:
+they are ``phalanx.sched.status.Status`` values.
+"""
+
+from __future__ import annotations
+
+__all__ = ["ConfigError", "InputError", "PhalanxError", "SpecError", "TraceError"]
+
+
+class PhalanxError(Exception):
+    """Root of every error Phalanx raises on purpose."""
+
+
+class InputError(PhalanxError):
+    """Input that cannot be used. ``str()`` names the file, line and field where known."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        source: str | None = None,
+        line: int | None = None,
+        field: str | None = None,
+    ) -> None:
+        self.message = message
+        self.source = source
+        self.line = line
+        self.field = field
+        super().__init__(self._render())
+
+    def _render(self) -> str:
+        where = []
+        if self.source is not None:
+            where.append(self.source if self.line is None else f"{self.source}:{self.line}")
+        elif self.line is not None:
+            where.append(f"line {self.line}")
+        if self.field is not None:
+            where.append(f"field '{self.field}'")
+        prefix = ", ".join(where)
+        return f"{prefix}: {self.message}" if prefix else self.message
+
+
+class ConfigError(InputError):
+    """A cluster definition (YAML or generator arguments) that cannot be used."""
+
+
+class TraceError(InputError):
+    """A trace that cannot be read: unknown format or a malformed row."""
+
+
+class SpecError(InputError):
+    """A job request that is not well formed (bad time, negative GPUs, ...)."""

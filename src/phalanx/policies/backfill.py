@@ -1,0 +1,109 @@
+"""``sched/backfill``, ``sched/builtin`` and ``sched/greedy``: passes over a priority order.
+
+- ``sched/builtin`` (strict FIFO with gangs): start jobs in order; stop at the first that
+  does not fit.
+- ``sched/backfill``: start what fits; the first ``depth`` blocked jobs get a reservation on
+  the timeline (``depth`` 1 is EASY, more is conservative up to that depth); a lower job
+  starts only where it delays no reservation. With a preempt plugin, a blocked job that may
+  preempt asks for victims before it is reserved.
+- ``sched/greedy``: start whatever fits, skip what does not, reserve nothing (Kueue's
+  BestEffortFIFO, Volcano's allocate).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from phalanx.domain.state import Reason
+from phalanx.domain.time import Instant
+from phalanx.sched.capacity import Capacity
+from phalanx.sched.job import Job
+from phalanx.sched.protocols import PassContext
+from phalanx.sched.status import Status
+from phalanx.sched.timeline import Timeline
+
+__all__ = ["BackfillScheduler", "FifoScheduler", "GreedyScheduler"]
+
+
+def _whole_gpus(job: Job) -> int:
+    return job.shape.nodes_min * job.shape.gpus
+
+
+class BackfillScheduler:
+    plugin = "sched/backfill"
+
+    def __init__(self, params: Mapping[str, object]) -> None:
+        depth = params.get("depth", 1)
+        window = params.get("window_ms")
+        self.depth = int(depth) if isinstance(depth, int) else 1
+        self.window = int(window) if isinstance(window, int) else None
+        self.reserve = bool(params.get("reserve", True))
+        self.stop_at_blocked = bool(params.get("stop_at_blocked", False))
+
+    def schedule(self, ctx: PassContext) -> None:
+        now = ctx.now
+        state = ctx.state
+        timeline = Timeline(state, now)
+        failed: dict[object, Status] = {}
+        reserved = 0
+        blocked = False
+        horizon: Instant | None = now + self.window if self.window is not None else None
+        depth = self.depth if self.reserve else 0
+        only_whole = not ctx.more_than_whole_gpus_pending()
+        for job in ctx.pending():
+            if only_whole and state.free_gpus == 0 and reserved >= depth:
+                break  # nothing more can start or be reserved this pass
+            status = ctx.admit(job)
+            if not status.ok:
+                ctx.wait(job, status)
+                continue
+            known = failed.get(job.key)
+            if known is not None:
+                ctx.wait(job, known)
+                continue
+            end = now + job.time_limit
+            need = _whole_gpus(job)
+            if need <= state.free_gpus:
+                cap: Capacity | None = None
+                if timeline.reservations:
+                    cap = timeline.view(state.cap, end)
+                alloc = ctx.place(job, cap)
+                if alloc is not None:
+                    ctx.start(job, alloc)
+                    if timeline.reservations:
+                        timeline.consume(alloc, end)
+                    continue
+            reason = Reason.PRIORITY if blocked else Reason.RESOURCES
+            blocked = True
+            if self.stop_at_blocked:
+                ctx.wait(job, Status.wait(reason, self.plugin))
+                break
+            victims = ctx.find_victims(job)
+            if victims:
+                ctx.preempt(victims, job)
+                ctx.wait(job, Status.wait(Reason.RESOURCES, "preempt"))
+                continue
+            if reserved < depth:
+                reserved += 1
+                res = timeline.earliest(
+                    job.id, need, job.time_limit, lambda c, j=job: ctx.place(j, c), horizon
+                )
+                ctx.wait(job, Status.wait(reason, self.plugin), res.start if res else None)
+                continue
+            status = Status.wait(Reason.PRIORITY, self.plugin)
+            failed[job.key] = status
+            ctx.wait(job, status)
+
+
+class FifoScheduler(BackfillScheduler):
+    plugin = "sched/builtin"
+
+    def __init__(self, params: Mapping[str, object]) -> None:
+        super().__init__({**params, "reserve": False, "stop_at_blocked": True})
+
+
+class GreedyScheduler(BackfillScheduler):
+    plugin = "sched/greedy"
+
+    def __init__(self, params: Mapping[str, object]) -> None:
+        super().__init__({**params, "reserve": False})

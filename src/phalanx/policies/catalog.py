@@ -1,0 +1,126 @@
+"""Every built-in plugin under its id, and the baseline profiles built from them."""
+
+from __future__ import annotations
+
+from phalanx.domain.time import DAY, MINUTE
+from phalanx.errors import ConfigError
+from phalanx.policies.backfill import BackfillScheduler, FifoScheduler, GreedyScheduler
+from phalanx.policies.k8s_default import KubernetesScheduler
+from phalanx.policies.preempt_checkpoint import CheckpointPreempt
+from phalanx.policies.priority_multifactor import MultifactorPriority
+from phalanx.policies.priority_simple import BasicPriority, LasPriority
+from phalanx.policies.quota import QuotaAdmission
+from phalanx.policies.select_simple import BinpackSelect, SpreadSelect
+from phalanx.policies.select_topology import TopologySelect
+from phalanx.policies.tiresias import TiresiasScheduler
+from phalanx.policies.volcano import DrfScheduler
+from phalanx.sched.profile import Profile
+from phalanx.sched.registry import Registry
+
+__all__ = ["POLICIES", "REGISTRY", "profile"]
+
+REGISTRY = Registry()
+REGISTRY.register("sched/builtin", FifoScheduler)
+REGISTRY.register("sched/backfill", BackfillScheduler)
+REGISTRY.register("sched/greedy", GreedyScheduler)
+REGISTRY.register("sched/k8s", KubernetesScheduler)
+REGISTRY.register("sched/drf", DrfScheduler)
+REGISTRY.register("sched/tiresias", TiresiasScheduler)
+REGISTRY.register("priority/basic", BasicPriority)
+REGISTRY.register("priority/multifactor", MultifactorPriority)
+REGISTRY.register("priority/las", LasPriority)
+REGISTRY.register("select/topology", TopologySelect)
+REGISTRY.register("select/spread", SpreadSelect)
+REGISTRY.register("select/binpack", BinpackSelect)
+REGISTRY.register("admit/quota", QuotaAdmission)
+REGISTRY.register("preempt/checkpoint", CheckpointPreempt)
+
+# The reference Slurm's configuration (shared/slurm/start_slurm.sh): multifactor weights,
+# a 7-day half-life, Fair Tree; backfill reserves the top job within bf_window (1 day).
+_SLURM_WEIGHTS: dict[str, object] = {
+    "weight_age": 1000,
+    "weight_fairshare": 10000,
+    "weight_jobsize": 1000,
+    "weight_partition": 1000,
+    "weight_qos": 1000,
+    "fairshare": "fair_tree",
+}
+
+POLICIES: dict[str, Profile] = {
+    "fifo": Profile(
+        name="fifo",
+        scheduler="sched/builtin",
+        priority="priority/basic",
+        select="select/topology",
+        description="Strict FIFO with gangs: the first job that does not fit blocks the rest.",
+    ),
+    "slurm": Profile(
+        name="slurm",
+        scheduler="sched/backfill",
+        priority="priority/multifactor",
+        select="select/topology",
+        preempt="preempt/checkpoint",
+        params={
+            "sched/backfill": {"depth": 1, "window_ms": 1 * DAY},
+            "priority/multifactor": _SLURM_WEIGHTS,
+        },
+        description="Multifactor priority, EASY backfill, topology-aware placement.",
+    ),
+    "k8s-default": Profile(
+        name="k8s-default",
+        scheduler="sched/k8s",
+        priority="priority/basic",
+        select="select/spread",
+        params={"sched/k8s": {"hold_timeout_ms": 10 * MINUTE}},
+        description="Vanilla Kubernetes: pods placed one by one, spread, no gang.",
+    ),
+    "kueue": Profile(
+        name="kueue",
+        scheduler="sched/greedy",
+        priority="priority/basic",
+        select="select/spread",
+        admit=("admit/quota",),
+        description="Kueue: gang admission against quota with cohort borrowing, BestEffortFIFO.",
+    ),
+    "volcano": Profile(
+        name="volcano",
+        scheduler="sched/drf",
+        priority="priority/basic",
+        select="select/binpack",
+        description="Volcano: gangs, DRF between accounts, binpack, no backfill.",
+    ),
+    "tiresias": Profile(
+        name="tiresias",
+        scheduler="sched/tiresias",
+        priority="priority/las",
+        select="select/topology",
+        calc_period=1 * MINUTE,
+        description="Tiresias: discretised 2D-LAS with preemption.",
+    ),
+    "phalanx": Profile(
+        name="phalanx",
+        scheduler="sched/backfill",
+        priority="priority/multifactor",
+        select="select/topology",
+        preempt="preempt/checkpoint",
+        params={
+            "sched/backfill": {"depth": 1},
+            "priority/multifactor": {
+                **_SLURM_WEIGHTS,
+                "favor_small": True,
+                "weight_jobsize": 4000,
+                "weight_short": 20000,
+            },
+        },
+        description="Multifactor priority favouring small and short jobs, backfill, topology.",
+    ),
+}
+
+
+def profile(name: str) -> Profile:
+    found = POLICIES.get(name)
+    if found is None:
+        raise ConfigError(
+            f"unknown policy {name!r}; choose from {', '.join(POLICIES)}", field="--policy"
+        )
+    return found

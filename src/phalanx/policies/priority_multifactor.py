@@ -1,0 +1,88 @@
+"""``priority/multifactor``: Slurm's weighted sum of normalised factors, kept per factor.
+
+priority = w_age*age + w_fs*fairshare + w_size*jobsize + w_part*partition + w_qos*qos - nice
+
+- age: time pending / ``max_age`` (default 7 days), capped at 1.
+- fairshare: from the account tree (``FairShareTree``), classic or Fair Tree.
+- jobsize: nodes / cluster nodes, or ``1 - that`` with ``favor_small``.
+- partition: the partition's ``priority_job_factor`` / the largest in the cluster.
+- qos: the QOS priority / the largest QOS priority.
+
+Defaults are the weights of the reference Slurm in ``shared/slurm`` (Age 1000, Fairshare
+10000, JobSize 1000, Partition 1000, QOS 1000).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from phalanx.domain.time import DAY, Instant
+from phalanx.policies.fairshare_tree import FairShareTree
+from phalanx.sched.job import Job
+from phalanx.sched.protocols import PassContext
+
+__all__ = ["MultifactorPriority"]
+
+
+def _num(params: Mapping[str, object], key: str, default: float) -> float:
+    value = params.get(key, default)
+    if not isinstance(value, int | float):
+        raise TypeError(f"priority/multifactor: {key} must be a number")
+    return float(value)
+
+
+class MultifactorPriority:
+    def __init__(self, params: Mapping[str, object]) -> None:
+        self.w_age = _num(params, "weight_age", 1000)
+        self.w_fs = _num(params, "weight_fairshare", 10000)
+        self.w_size = _num(params, "weight_jobsize", 1000)
+        self.w_part = _num(params, "weight_partition", 1000)
+        self.w_qos = _num(params, "weight_qos", 1000)
+        self.w_short = _num(params, "weight_short", 0)
+        """Phalanx's own factor: favours short time limits (1 - limit/max_limit)."""
+        self.max_age = int(_num(params, "max_age_ms", 7 * DAY))
+        self.max_limit = int(_num(params, "short_horizon_ms", 7 * DAY))
+        self.favor_small = bool(params.get("favor_small", False))
+        self.algorithm = str(params.get("fairshare", "fair_tree"))
+        self._tree: FairShareTree | None = None
+        self._tree_version = -1.0
+
+    def _fairshare(self, job: Job, ctx: PassContext) -> float:
+        if self.w_fs == 0:
+            return 0.0
+        tree = self._tree
+        if tree is None:
+            tree = self._tree = FairShareTree(ctx.cluster, ctx.usage, self.algorithm)
+        # Factors depend only on usage, which changes once per recalculation period.
+        if self._tree_version != ctx.usage.updated:
+            tree.refresh(set(ctx.usage.raw))
+            self._tree_version = ctx.usage.updated
+        return tree.factor(job.account)
+
+    def compute(
+        self, job: Job, ctx: PassContext, now: Instant
+    ) -> tuple[float, Mapping[str, float]]:
+        cluster = ctx.cluster
+        age = min(max(now - job.submit, 0) / self.max_age, 1.0) if self.max_age else 0.0
+        size = job.shape.nodes_min / max(len(cluster.nodes), 1)
+        if self.favor_small:
+            size = 1.0 - size
+        part = cluster.partitions.get(job.partition)
+        max_part = max((p.priority_job_factor for p in cluster.partitions.values()), default=1)
+        part_f = (part.priority_job_factor / max_part) if part is not None and max_part else 0.0
+        qos = cluster.qos.get(job.spec.qos)
+        max_qos = max((q.priority for q in cluster.qos.values()), default=0)
+        qos_f = (qos.priority / max_qos) if qos is not None and max_qos > 0 else 0.0
+        short = 0.0
+        if self.w_short:
+            short = max(0.0, 1.0 - job.time_limit / self.max_limit)
+        factors = {
+            "age": self.w_age * age,
+            "fairshare": self.w_fs * self._fairshare(job, ctx),
+            "jobsize": self.w_size * size,
+            "partition": self.w_part * part_f,
+            "qos": self.w_qos * qos_f,
+            "short": self.w_short * short,
+            "nice": float(-job.spec.nice),
+        }
+        return sum(factors.values()), factors

@@ -1,0 +1,53 @@
+"""Placements of schedulers that ignore topology.
+
+``select/spread``: Kubernetes' default scoring (NodeResourcesFit LeastAllocated): the node
+with the most free GPUs. ``select/binpack``: Volcano's binpack: the fullest node that fits.
+Both pick nodes one by one, with no notion of switches.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import numpy as np
+
+from phalanx.sched.capacity import Capacity
+from phalanx.sched.shape import Shape
+from phalanx.sched.snapshot import ClusterState
+
+__all__ = ["BinpackSelect", "SpreadSelect"]
+
+
+class _NodeOrderSelect:
+    most_free_first = False
+
+    def __init__(self, params: Mapping[str, object]) -> None:
+        del params
+
+    def place(
+        self,
+        state: ClusterState,
+        cap: Capacity,
+        shape: Shape,
+        nodes: int,
+        max_leaves: int | None,
+    ) -> list[int] | None:
+        del max_leaves  # no topology
+        mask = state.eligible(cap, shape)
+        idx = np.flatnonzero(mask)
+        if len(idx) < nodes:
+            return None
+        free = cap.gpus[idx]
+        if shape.milli:
+            free = np.where(cap.dev[idx] >= shape.milli, cap.dev[idx], 1 << 30).min(axis=1)
+        primary = -free if self.most_free_first else free
+        order = np.lexsort((idx, primary))
+        return [int(i) for i in idx[order[:nodes]]]
+
+
+class SpreadSelect(_NodeOrderSelect):
+    most_free_first = True
+
+
+class BinpackSelect(_NodeOrderSelect):
+    most_free_first = False

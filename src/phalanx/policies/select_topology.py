@@ -1,0 +1,116 @@
+"""``select/topology``: place a gang under the lowest switch that can hold it, best fit.
+
+One node: the node that will have the fewest GPUs left (best fit), in the leaf switch with the
+fewest free GPUs, so that whole nodes and whole leaves stay free for big gangs. Several nodes:
+the leaf with the fewest eligible nodes that still holds the gang; else the spine with the
+fewest, filling its fullest leaves first (fewest switches); else the whole tree the same way.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import numpy as np
+
+from phalanx.sched.capacity import Capacity, IntArray
+from phalanx.sched.shape import Shape
+from phalanx.sched.snapshot import BoolArray, ClusterState
+
+__all__ = ["TopologySelect", "pick_best_fit"]
+
+_BIG = np.int64(1) << 60
+
+
+def pick_best_fit(state: ClusterState, cap: Capacity, mask: BoolArray, shape: Shape) -> int:
+    """The best-fitting single node among ``mask`` (which must not be empty)."""
+    if shape.milli:
+        # Pack shares onto devices already shared: least thousandths left on the best device.
+        left = np.where(cap.dev >= shape.milli, cap.dev - shape.milli, _BIG).min(axis=1)
+        primary = left
+    else:
+        primary = cap.gpus
+    leaf_free = np.bincount(state.leaf_of, weights=cap.gpus, minlength=state.n_leaves)
+    n = state.n
+    span = int(state.node_gpus.sum()) + 1
+    key = (primary * span + leaf_free[state.leaf_of].astype(np.int64)) * n + np.arange(n)
+    key = np.where(mask, key, _BIG)
+    return int(np.argmin(key))
+
+
+def _best_fit_nodes(cap: Capacity, candidates: IntArray, count: int) -> list[int]:
+    # Fullest nodes first (fewest free GPUs) to keep empty nodes whole; ties by index.
+    order = np.lexsort((candidates, cap.gpus[candidates]))
+    return [int(i) for i in candidates[order[:count]]]
+
+
+class TopologySelect:
+    def __init__(self, params: Mapping[str, object]) -> None:
+        self.topology = bool(params.get("topology", True))
+
+    def place(
+        self,
+        state: ClusterState,
+        cap: Capacity,
+        shape: Shape,
+        nodes: int,
+        max_leaves: int | None,
+    ) -> list[int] | None:
+        mask = state.eligible(cap, shape)
+        if nodes == 1:
+            if not mask.any():
+                return None
+            return [pick_best_fit(state, cap, mask, shape)]
+        idx = np.flatnonzero(mask)
+        if len(idx) < nodes:
+            return None
+        if not self.topology:
+            return _best_fit_nodes(cap, idx, nodes)
+        leaf_count = np.bincount(state.leaf_of[idx], minlength=state.n_leaves)
+        fits = np.flatnonzero(leaf_count >= nodes)
+        if len(fits):
+            leaf = int(fits[np.argmin(leaf_count[fits])])
+            return _best_fit_nodes(cap, idx[state.leaf_of[idx] == leaf], nodes)
+        leaves = self._fewest_leaves(state, leaf_count, nodes)
+        if leaves is None or (max_leaves is not None and len(leaves) > max_leaves):
+            return None
+        chosen: list[int] = []
+        for leaf in leaves:
+            in_leaf = idx[state.leaf_of[idx] == leaf]
+            chosen.extend(_best_fit_nodes(cap, in_leaf, nodes - len(chosen)))
+        return chosen
+
+    @staticmethod
+    def _fewest_leaves(state: ClusterState, leaf_count: IntArray, nodes: int) -> list[int] | None:
+        spine_of = state.spine_of_leaf
+        spines = [int(s) for s in np.unique(spine_of) if s >= 0]
+        best: tuple[int, int, list[int]] | None = None
+        for spine in spines:
+            members = np.flatnonzero(spine_of == spine)
+            total = int(leaf_count[members].sum())
+            if total < nodes:
+                continue
+            leaves = _fill(members, leaf_count, nodes)
+            key = (len(leaves), total)
+            if best is None or key < best[:2]:
+                best = (len(leaves), total, leaves)
+        if best is not None:
+            return best[2]
+        everything = np.arange(state.n_leaves)
+        if int(leaf_count.sum()) < nodes:
+            return None
+        return _fill(everything, leaf_count, nodes)
+
+
+def _fill(leaves: IntArray, leaf_count: IntArray, nodes: int) -> list[int]:
+    # Fullest leaves (most eligible nodes) first: the fewest switches for the gang.
+    order = np.lexsort((leaves, -leaf_count[leaves]))
+    out: list[int] = []
+    total = 0
+    for leaf in leaves[order]:
+        if leaf_count[leaf] == 0:
+            break
+        out.append(int(leaf))
+        total += int(leaf_count[leaf])
+        if total >= nodes:
+            break
+    return out

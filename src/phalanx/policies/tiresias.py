@@ -1,0 +1,77 @@
+"""``sched/tiresias``: 2D-LAS with preemption (Tiresias, NSDI'19), no backfill reservations.
+
+Each pass, pending jobs in queue order start where they fit (consolidated placement by the
+profile's select plugin). A pending job that does not fit preempts running jobs of strictly
+lower-priority queues (highest queue index first, then the newest), as few as it needs; the
+victims requeue and lose the work since their last checkpoint.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from phalanx.domain.state import Reason
+from phalanx.policies.priority_simple import LasPriority
+from phalanx.sched.job import Job
+from phalanx.sched.protocols import PassContext
+from phalanx.sched.status import Status
+
+__all__ = ["TiresiasScheduler"]
+
+
+class TiresiasScheduler:
+    plugin = "sched/tiresias"
+
+    def __init__(self, params: Mapping[str, object]) -> None:
+        self.las = LasPriority(params)
+        max_victims = params.get("max_victims", 16)
+        self.max_victims = int(max_victims) if isinstance(max_victims, int) else 16
+
+    def schedule(self, ctx: PassContext) -> None:
+        now = ctx.now
+        state = ctx.state
+        failed: dict[object, Status] = {}
+        running_q: list[tuple[int, int, Job]] | None = None
+        for job in ctx.pending():
+            known = failed.get(job.key)
+            if known is not None:
+                ctx.wait(job, known)
+                continue
+            need = job.shape.nodes_min * job.shape.gpus
+            if need <= state.free_gpus:
+                alloc = ctx.place(job, None)
+                if alloc is not None:
+                    ctx.start(job, alloc)
+                    continue
+            q = self.las.queue(job, now)
+            if running_q is None:
+                running_q = sorted(
+                    ((self.las.queue(r, now), r.seq, r) for r in ctx.running()),
+                    key=lambda t: (-t[0], -t[1]),
+                )
+            victims = self._victims(job, q, running_q, ctx)
+            if victims:
+                ctx.preempt(victims, job)
+                chosen = {v.id for v in victims}
+                running_q = [t for t in running_q if t[2].id not in chosen]
+                ctx.wait(job, Status.wait(Reason.RESOURCES, self.plugin))
+                continue
+            status = Status.wait(Reason.RESOURCES, self.plugin)
+            failed[job.key] = status
+            ctx.wait(job, status)
+
+    def _victims(
+        self, job: Job, q: int, running_q: list[tuple[int, int, Job]], ctx: PassContext
+    ) -> list[Job] | None:
+        cap = ctx.state.cap.copy()
+        chosen: list[Job] = []
+        for rq, _, r in running_q:
+            if rq <= q or len(chosen) >= self.max_victims:
+                break
+            if ctx.is_preempting(r) or r.alloc is None:
+                continue
+            cap.give(r.alloc)
+            chosen.append(r)
+            if ctx.place(job, cap) is not None:
+                return chosen
+        return None

@@ -1,0 +1,94 @@
+"""Free resources per node as arrays, and allocations that take from them and give back.
+
+Placement, backfill and preemption all ask "what if": they copy a ``Capacity`` (a few numpy
+arrays, cheap) or take and give back an ``Allocation`` (exact undo), never deep-copy jobs.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+
+from phalanx.domain.job import MILLI
+
+__all__ = ["Allocation", "Capacity", "IntArray"]
+
+IntArray = npt.NDArray[np.int64]
+
+
+@dataclass(frozen=True, slots=True)
+class Allocation:
+    """Resources held by one job: the same CPUs and memory on every node it spans."""
+
+    nodes: tuple[int, ...]
+    devices: tuple[tuple[int, ...], ...]
+    """GPU device ids per node (what CUDA_VISIBLE_DEVICES lists)."""
+    milli: int
+    """0 for whole GPUs; else the job holds this fraction of its single device."""
+    cpus: int
+    mem_mb: int
+
+    @property
+    def gpus(self) -> float:
+        if self.milli:
+            return self.milli / MILLI
+        return float(sum(len(d) for d in self.devices))
+
+    def gpus_on(self, position: int) -> float:
+        return self.milli / MILLI if self.milli else float(len(self.devices[position]))
+
+
+class Capacity:
+    """Free resources per node. ``dev`` is free thousandths per GPU device (-1: no device)."""
+
+    __slots__ = ("cpus", "dev", "gpus", "mem")
+
+    def __init__(self, gpus: IntArray, cpus: IntArray, mem: IntArray, dev: IntArray) -> None:
+        self.gpus = gpus
+        """Whole free devices per node (devices with all MILLI free)."""
+        self.cpus = cpus
+        self.mem = mem
+        self.dev = dev
+
+    def copy(self) -> Capacity:
+        return Capacity(self.gpus.copy(), self.cpus.copy(), self.mem.copy(), self.dev.copy())
+
+    def minimum(self, other: Capacity) -> Capacity:
+        return Capacity(
+            np.minimum(self.gpus, other.gpus),
+            np.minimum(self.cpus, other.cpus),
+            np.minimum(self.mem, other.mem),
+            np.minimum(self.dev, other.dev),
+        )
+
+    def take(self, alloc: Allocation) -> None:
+        self._apply(alloc, -1)
+
+    def give(self, alloc: Allocation) -> None:
+        self._apply(alloc, +1)
+
+    def _apply(self, alloc: Allocation, sign: int) -> None:
+        amount = alloc.milli or MILLI
+        dev, gpus = self.dev, self.gpus
+        for node, devices in zip(alloc.nodes, alloc.devices, strict=True):
+            for d in devices:
+                before = int(dev[node, d])
+                after = before + sign * amount
+                dev[node, d] = after
+                # A device counts as a whole free GPU only while nothing at all is taken from it.
+                gpus[node] += (after == MILLI) - (before == MILLI)
+            self.cpus[node] += sign * alloc.cpus
+            self.mem[node] += sign * alloc.mem_mb
+
+    def take_devices(self, node: int, count: int, milli: int) -> tuple[int, ...]:
+        """Choose device ids on ``node``: the lowest whole free ones, or the best-fitting share."""
+        row = self.dev[node]
+        if milli:
+            fits = np.where(row >= milli, row, MILLI + 1)
+            best = int(np.argmin(fits))
+            return (best,)
+        if count == 0:
+            return ()
+        return tuple(int(d) for d in np.flatnonzero(row == MILLI)[:count])

@@ -1,0 +1,111 @@
+"""A job as the scheduler tracks it: the request plus its state and history.
+
+Policies read these; only the engine changes them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from phalanx.domain.job import JobSpec
+from phalanx.domain.state import JobState, Reason
+from phalanx.domain.time import Duration, Instant
+from phalanx.sched.capacity import Allocation
+from phalanx.sched.shape import Shape
+
+__all__ = ["Job"]
+
+
+class Job:
+    __slots__ = (
+        "alloc",
+        "array_job_id",
+        "array_task_id",
+        "attained_gpu_ms",
+        "end",
+        "exit_code",
+        "expected_start",
+        "factors",
+        "first_start",
+        "holds",
+        "hold_since",
+        "id",
+        "key",
+        "partition",
+        "priority",
+        "reason",
+        "reason_plugin",
+        "restarts",
+        "run",
+        "seq",
+        "shape",
+        "spec",
+        "start",
+        "state",
+        "submit",
+        "tier",
+        "time_limit",
+    )
+
+    def __init__(
+        self,
+        job_id: int,
+        seq: int,
+        spec: JobSpec,
+        submit: Instant,
+        partition: str,
+        tier: int,
+        time_limit: Duration,
+    ) -> None:
+        self.id = job_id
+        self.seq = seq
+        """Unique submit sequence: every ordering ends on it, so passes are deterministic."""
+        self.spec = spec
+        self.submit = submit
+        self.partition = partition
+        self.tier = tier
+        self.time_limit = time_limit
+        """The limit in force: the job's own, else the partition default."""
+        self.shape = Shape.of(spec, partition)
+        self.key = (self.shape, time_limit)
+        """Jobs with equal keys fail to place identically within one pass."""
+        self.state = JobState.PENDING
+        self.reason = Reason.NONE
+        self.reason_plugin = ""
+        self.priority = 0.0
+        self.factors: Mapping[str, float] = {}
+        self.expected_start: Instant | None = None
+        self.start: Instant | None = None
+        """Start of the current run."""
+        self.first_start: Instant | None = None
+        self.end: Instant | None = None
+        self.alloc: Allocation | None = None
+        self.holds: list[Allocation] = []
+        """k8s-default only: pods placed while the rest of the gang waits."""
+        self.hold_since: Instant | None = None
+        self.restarts = 0
+        self.run = 0
+        """Run generation: bumped on every start, so stale timers are recognised."""
+        self.attained_gpu_ms = 0
+        """Service received so far (GPUs x ms over all runs): what LAS policies order by."""
+        self.exit_code: int | None = None
+        self.array_job_id: int | None = None
+        self.array_task_id: int | None = None
+
+    @property
+    def account(self) -> str:
+        return self.spec.account
+
+    @property
+    def gpus(self) -> float:
+        """GPUs of the smallest allocation the job accepts."""
+        return self.shape.gpu_equivalent(self.shape.nodes_min)
+
+    def attained_at(self, now: Instant) -> int:
+        """Attained service including the current run up to ``now``."""
+        if self.start is not None and self.alloc is not None:
+            return self.attained_gpu_ms + int(self.alloc.gpus * (now - self.start))
+        return self.attained_gpu_ms
+
+    def __repr__(self) -> str:
+        return f"Job({self.id}, {self.state.value}, {self.spec.name})"

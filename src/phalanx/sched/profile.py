@@ -1,0 +1,30 @@
+"""A scheduling profile: which plugin serves each extension point, and their parameters."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from phalanx.domain.time import MINUTE, Duration
+
+__all__ = ["Profile"]
+
+
+@dataclass(frozen=True)
+class Profile:
+    name: str
+    scheduler: str
+    """``sched/*`` id: the pass itself (``sched/backfill``, ``sched/builtin``, ...)."""
+    priority: str
+    """``priority/*`` id."""
+    select: str
+    """``select/*`` id."""
+    admit: tuple[str, ...] = ()
+    preempt: str | None = None
+    params: Mapping[str, Mapping[str, object]] = field(default_factory=dict)
+    calc_period: Duration = 5 * MINUTE
+    """How often priorities are recalculated (Slurm's PriorityCalcPeriod)."""
+    description: str = ""
+
+    def plugin_params(self, plugin: str) -> Mapping[str, object]:
+        return self.params.get(plugin, {})

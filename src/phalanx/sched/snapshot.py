@@ -1,0 +1,161 @@
+"""The cluster snapshot a pass works on: static masks, free capacity, running allocations.
+
+The engine keeps one ``ClusterState`` up to date as jobs start and end; plugins read it and
+do their what-if work on copies of its ``Capacity``.
+"""
+
+from __future__ import annotations
+
+import bisect
+
+import numpy as np
+import numpy.typing as npt
+
+from phalanx.domain.cluster import Cluster
+from phalanx.domain.job import MILLI
+from phalanx.domain.time import Instant
+from phalanx.sched.capacity import Allocation, Capacity, IntArray
+from phalanx.sched.shape import Shape
+
+__all__ = ["BoolArray", "ClusterState", "Running"]
+
+BoolArray = npt.NDArray[np.bool_]
+
+
+class Running:
+    """One running job as the snapshot sees it: its allocation and when it must end by."""
+
+    __slots__ = ("alloc", "end", "job_id")
+
+    def __init__(self, job_id: int, alloc: Allocation, end: Instant) -> None:
+        self.job_id = job_id
+        self.alloc = alloc
+        self.end = end
+
+
+class ClusterState:
+    """Free resources now plus what the running jobs hold, by node, leaf switch and spine."""
+
+    def __init__(self, cluster: Cluster) -> None:
+        self.cluster = cluster
+        nodes = cluster.nodes
+        self.n = len(nodes)
+        self.max_gpus = max((nd.gpus for nd in nodes), default=0)
+        self.node_gpus: IntArray = np.array([nd.gpus for nd in nodes], dtype=np.int64)
+        self.node_cpus: IntArray = np.array([nd.cpus for nd in nodes], dtype=np.int64)
+        self.node_mem: IntArray = np.array([nd.memory_mb for nd in nodes], dtype=np.int64)
+        self.leaf_of: IntArray = np.array([nd.leaf for nd in nodes], dtype=np.int64)
+        self.n_leaves = len(cluster.leaves)
+        self.spine_of_leaf: IntArray = np.array(
+            [lf.parent if lf.parent is not None else -1 for lf in cluster.leaves], dtype=np.int64
+        )
+        dev = np.full((self.n, max(self.max_gpus, 1)), -1, dtype=np.int64)
+        for nd in nodes:
+            dev[nd.index, : nd.gpus] = MILLI
+        self.cap = Capacity(
+            self.node_gpus.copy(), self.node_cpus.copy(), self.node_mem.copy(), dev
+        )
+        self.up: BoolArray = np.ones(self.n, dtype=np.bool_)
+        self._part_masks: dict[str, BoolArray] = {}
+        for name, part in cluster.partitions.items():
+            mask = np.zeros(self.n, dtype=np.bool_)
+            mask[list(part.nodes)] = True
+            self._part_masks[name] = mask
+        self._masks: dict[tuple[str, frozenset[str], frozenset[str]], BoolArray] = {}
+        self.running: dict[int, Running] = {}
+        self._ends: list[tuple[Instant, int]] = []
+        self.free_gpus = int(self.node_gpus.sum())
+        """Whole free GPUs on nodes that are up: a quick upper bound before placing."""
+        self.account_gpus: dict[str, float] = {}
+        self.version = 0
+        """Bumped on every change, so callers can cache what they derive."""
+
+    # -- static masks -------------------------------------------------------------------
+    def base_mask(self, shape: Shape) -> BoolArray:
+        """Nodes of the partition, up, with an allowed GPU model and the features asked."""
+        key = (shape.partition, shape.models, shape.features)
+        mask = self._masks.get(key)
+        if mask is None:
+            mask = self._part_masks.get(shape.partition, np.zeros(self.n, dtype=np.bool_)).copy()
+            nodes = self.cluster.nodes
+            if shape.models:
+                mask &= np.array([nd.gpu_model in shape.models for nd in nodes], dtype=np.bool_)
+            if shape.features:
+                mask &= np.array([shape.features <= nd.features for nd in nodes], dtype=np.bool_)
+            self._masks[key] = mask
+        return mask & self.up
+
+    def static_mask(self, shape: Shape) -> BoolArray:
+        """Like ``base_mask`` but ignoring node health: where the job could ever run."""
+        self.base_mask(shape)
+        return self._masks[(shape.partition, shape.models, shape.features)]
+
+    def eligible(self, cap: Capacity, shape: Shape) -> BoolArray:
+        """Nodes that can take one node's share of ``shape`` out of ``cap``."""
+        mask = self.base_mask(shape)
+        if shape.gpus:
+            mask = mask & (cap.gpus >= shape.gpus)
+        if shape.cpus:
+            mask = mask & (cap.cpus >= shape.cpus)
+        if shape.mem_mb:
+            mask = mask & (cap.mem >= shape.mem_mb)
+        if shape.milli:
+            mask = mask & (cap.dev >= shape.milli).any(axis=1)
+        if shape.exclusive:
+            mask = mask & (cap.gpus == self.node_gpus) & (cap.cpus == self.node_cpus)
+        return mask
+
+    # -- allocations --------------------------------------------------------------------
+    def allocation(self, cap: Capacity, shape: Shape, nodes: list[int]) -> Allocation:
+        """Turn a node choice into an allocation with device ids (exclusive takes all)."""
+        if shape.exclusive:
+            devices = tuple(cap.take_devices(i, int(cap.gpus[i]), 0) for i in nodes)
+            cpus, mem = shape.cpus, shape.mem_mb
+            return Allocation(tuple(nodes), devices, 0, cpus, mem)
+        devices = tuple(cap.take_devices(i, shape.gpus, shape.milli) for i in nodes)
+        return Allocation(tuple(nodes), devices, shape.milli, shape.cpus, shape.mem_mb)
+
+    def start(self, job_id: int, account: str, alloc: Allocation, end: Instant) -> None:
+        self.cap.take(alloc)
+        self.free_gpus -= sum(len(d) for d in alloc.devices) if not alloc.milli else 0
+        self._recount_fraction(alloc)
+        self.running[job_id] = Running(job_id, alloc, end)
+        bisect.insort(self._ends, (end, job_id))
+        self.account_gpus[account] = self.account_gpus.get(account, 0.0) + alloc.gpus
+        self.version += 1
+
+    def finish(self, job_id: int, account: str) -> Allocation:
+        run = self.running.pop(job_id)
+        self.cap.give(run.alloc)
+        if not run.alloc.milli:
+            self.free_gpus += sum(len(d) for d in run.alloc.devices)
+        self._recount_fraction(run.alloc)
+        i = bisect.bisect_left(self._ends, (run.end, job_id))
+        del self._ends[i]
+        self.account_gpus[account] = self.account_gpus.get(account, 0.0) - run.alloc.gpus
+        self.version += 1
+        return run.alloc
+
+    def _recount_fraction(self, alloc: Allocation) -> None:
+        # A shared device stops (or starts) counting as a whole free GPU; recount that node.
+        if alloc.milli:
+            self.free_gpus = int(self.cap.gpus[self.up].sum())
+
+    def set_up(self, node: int, up: bool) -> None:
+        if bool(self.up[node]) == up:
+            return
+        self.up[node] = up
+        self.free_gpus = int(self.cap.gpus[self.up].sum())
+        self.version += 1
+
+    def ends(self) -> list[tuple[Instant, int]]:
+        """Running jobs as (latest end by time limit, job id), soonest first."""
+        return self._ends
+
+    def gpus_in_use(self) -> float:
+        return sum(r.alloc.gpus for r in self.running.values())
+
+    def capacity_gpus(self, shape: Shape) -> int:
+        """Most whole GPUs per node any eligible node has in total (ignoring use)."""
+        mask = self.static_mask(shape)
+        return int(self.node_gpus[mask].max()) if mask.any() else 0

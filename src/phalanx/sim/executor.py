@@ -1,0 +1,173 @@
+"""The simulated executor: runs jobs in virtual time and books where their GPU time went.
+
+It is the simulator's side of the engine's commands: a ``Launch`` becomes a ``TasksExited``
+after the launch latency plus the work the job has left; a ``Kill`` ends the run at once,
+keeping the work up to the last checkpoint; a ``Cleanup`` becomes ``CleanupDone`` after the
+epilog time. Every GPU-millisecond a job holds is booked to one term of the efficiency model
+(``phalanx.sim.records.JobRecord``).
+"""
+
+from __future__ import annotations
+
+from phalanx.domain.time import Instant
+from phalanx.engine.decisions import Decision
+from phalanx.engine.events import CleanupDone, TasksExited
+from phalanx.sim.records import JobRecord, Segment
+
+__all__ = ["RunState", "SimulatedExecutor"]
+
+
+class RunState:
+    __slots__ = ("alloc_nodes", "gpus", "launched", "run", "running_from", "stopped")
+
+    def __init__(self, run: int, gpus: float, nodes: tuple[int, ...], at: Instant, lat: int):
+        self.run = run
+        self.gpus = gpus
+        self.alloc_nodes = nodes
+        self.launched = at
+        self.running_from = at + lat
+        self.stopped = False
+
+
+class SimulatedExecutor:
+    def __init__(
+        self,
+        records: dict[int, JobRecord],
+        remaining: dict[int, int],
+        checkpoints: dict[int, int | None],
+        *,
+        launch_latency_ms: int,
+        cleanup_ms: int,
+        keep_segments: bool = True,
+    ) -> None:
+        self.records = records
+        self.remaining = remaining
+        """Work (ms) each job still has to do; shrinks at each checkpoint kept."""
+        self.checkpoints = checkpoints
+        self.latency = launch_latency_ms
+        self.cleanup = cleanup_ms
+        self.keep_segments = keep_segments
+        self.runs: dict[int, RunState] = {}
+        self.preempted_at: dict[int, Instant] = {}
+        """When a victim got its preemption signal: from then on its GPUs are evicting."""
+        self.failed_nodes: set[int] = set()
+        self.final_kill: set[int] = set()
+        """Jobs killed for good (time limit, cancel): what they did counts as compute."""
+        self.holds: dict[tuple[int, tuple[int, ...]], list[Instant]] = {}
+        self.allocated = 0.0
+        self.timeline: list[tuple[Instant, float]] = [(0, 0.0)]
+        self.segments: list[Segment] = []
+        self.finished = 0
+
+    # -- allocation timeline --------------------------------------------------------------
+    def _alloc(self, at: Instant, delta: float) -> None:
+        self.allocated += delta
+        last = self.timeline[-1]
+        if last[0] == at:
+            self.timeline[-1] = (at, self.allocated)
+        else:
+            self.timeline.append((at, self.allocated))
+
+    # -- commands -------------------------------------------------------------------------
+    def launch(self, at: Instant, job_id: int, run: int, gpus: float, nodes: tuple[int, ...]
+               ) -> TasksExited:
+        state = RunState(run, gpus, nodes, at, self.latency)
+        self.runs[job_id] = state
+        rec = self.records[job_id]
+        if rec.first_start is None:
+            rec.first_start = at
+        self._alloc(at, gpus)
+        return TasksExited(state.running_from + self.remaining[job_id], job_id, run, 0, 0)
+
+    def exited(self, at: Instant, job_id: int, run: int) -> bool:
+        """A natural exit: True if it is still current (the run was not killed before)."""
+        state = self.runs.get(job_id)
+        if state is None or state.run != run or state.stopped:
+            return False
+        state.stopped = True
+        rec = self.records[job_id]
+        rec.launch_gpu_ms += int(state.gpus * (state.running_from - state.launched))
+        rec.compute_gpu_ms += int(state.gpus * (at - state.running_from))
+        self.remaining[job_id] = 0
+        return True
+
+    def kill(self, at: Instant, job_id: int, run: int) -> TasksExited | None:
+        state = self.runs.get(job_id)
+        if state is None or state.run != run or state.stopped:
+            return None
+        state.stopped = True
+        rec = self.records[job_id]
+        g = state.gpus
+        signalled = self.preempted_at.pop(job_id, None)
+        work_end = at if signalled is None else max(min(signalled, at), state.launched)
+        launch_end = min(state.running_from, work_end)
+        rec.launch_gpu_ms += int(g * (launch_end - state.launched))
+        progress = max(0, work_end - state.running_from)
+        progress = min(progress, self.remaining[job_id])
+        if signalled is not None:
+            rec.evict_gpu_ms += int(g * (at - work_end))
+        if job_id in self.final_kill:
+            self.final_kill.discard(job_id)
+            rec.compute_gpu_ms += int(g * progress)
+            self.remaining[job_id] -= progress
+        else:
+            interval = self.checkpoints.get(job_id)
+            kept = (progress // interval) * interval if interval else 0
+            rec.compute_gpu_ms += int(g * kept)
+            rec.lost_gpu_ms += int(g * (progress - kept))
+            self.remaining[job_id] -= kept
+        return TasksExited(at, job_id, run, 0, 9)
+
+    def cleanup_started(self, at: Instant, job_id: int, run: int) -> CleanupDone:
+        return CleanupDone(at + self.cleanup, job_id, run)
+
+    def cleanup_done(self, at: Instant, job_id: int) -> None:
+        state = self.runs.get(job_id)
+        if state is None:
+            return
+        rec = self.records[job_id]
+        rec.cleanup_gpu_ms += int(state.gpus * self.cleanup)
+        self._alloc(at, -state.gpus)
+        if self.keep_segments:
+            share = state.gpus / max(len(state.alloc_nodes), 1)
+            for node in state.alloc_nodes:
+                self.segments.append(Segment(job_id, node, state.launched, at, share))
+        del self.runs[job_id]
+
+    # -- what the engine decided ----------------------------------------------------------
+    def observe(self, decisions: list[Decision]) -> None:
+        for at, kind, job_id, detail in decisions:
+            if kind == "preempt":
+                self.preempted_at[job_id] = at
+                self.records[job_id].preemptions += 1
+            elif kind in ("timeout", "cancel"):
+                self.final_kill.add(job_id)
+            elif kind == "node_fail":
+                self.records[job_id].node_failures += 1
+            elif kind == "requeue":
+                self.records[job_id].restarts += 1
+            elif kind == "end":
+                rec = self.records[job_id]
+                rec.state = str(detail[1])
+                rec.end = at
+                self.finished += 1
+            elif kind == "reject":
+                rec = self.records[job_id]
+                rec.rejected = str(detail[0])
+                rec.state = "REJECTED"
+                rec.end = at
+                self.finished += 1
+            elif kind == "hold":
+                nodes, gpus = detail
+                assert isinstance(nodes, tuple) and isinstance(gpus, float)
+                self.holds.setdefault((job_id, nodes), []).append(at)
+                self._alloc(at, gpus)
+                rec = self.records[job_id]
+                if rec.first_start is None:
+                    rec.first_start = at
+            elif kind == "unhold":
+                nodes, gpus = detail
+                assert isinstance(nodes, tuple) and isinstance(gpus, float)
+                since = self.holds[(job_id, nodes)].pop()
+                self.records[job_id].gang_wait_gpu_ms += int(gpus * (at - since))
+                self._alloc(at, -gpus)

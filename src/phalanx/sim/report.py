@@ -1,0 +1,140 @@
+"""Policies side by side: a terminal table, a markdown table for the README, and JSON.
+
+One row per policy and one column per key figure, so adding a policy adds a line rather than
+widening the table past a terminal (about 150 columns with the default figures). The best value
+of each column is bold when more than one policy is shown.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from rich import box
+from rich.console import Console
+from rich.table import Table
+
+from phalanx.sim.metrics import PolicyMetrics, to_json_dict
+
+__all__ = [
+    "format_duration_s",
+    "markdown_table",
+    "print_table",
+    "render_table",
+    "write_json",
+]
+
+
+def format_duration_s(seconds: float) -> str:
+    """Seconds in the largest unit that keeps the number readable: s, min or h, one decimal."""
+    if seconds < 60:
+        return f"{seconds:.1f} s"
+    if seconds < 3600:
+        return f"{seconds / 60:.1f} min"
+    return f"{seconds / 3600:.1f} h"
+
+
+def _pct(x: float) -> str:
+    return f"{100 * x:.1f}%"
+
+
+def _count(x: float) -> str:
+    return f"{x:,.0f}"
+
+
+@dataclass(frozen=True, slots=True)
+class _Column:
+    header: str
+    """Short header; a newline splits it over two lines to keep the column narrow."""
+    value: Callable[[PolicyMetrics], float]
+    text: Callable[[float], str]
+    better: int
+    """+1 when higher is better, -1 when lower is better, 0 when neither (not highlighted)."""
+
+
+_COLUMNS: tuple[_Column, ...] = (
+    _Column("jobs", lambda m: m.jobs, _count, 0),
+    _Column("eta\nsched", lambda m: m.eta_sched, _pct, +1),
+    _Column("theta", lambda m: m.theta_overhead, _pct, -1),
+    _Column("util", lambda m: m.utilization, _pct, +1),
+    _Column("JCT\nmean", lambda m: m.jct_mean_s, format_duration_s, -1),
+    _Column("JCT\np95", lambda m: m.jct_p95_s, format_duration_s, -1),
+    _Column("wait\nmean", lambda m: m.wait_mean_s, format_duration_s, -1),
+    _Column("wait\np95", lambda m: m.wait_p95_s, format_duration_s, -1),
+    _Column("make-\nspan", lambda m: m.makespan_s, format_duration_s, -1),
+    _Column("gang\nGPU-h", lambda m: m.gang_wait_gpu_hours, _count, -1),
+    _Column("lost\nGPU-h", lambda m: m.lost_gpu_hours, _count, -1),
+    _Column("pre-\nempt", lambda m: m.preemptions, _count, -1),
+    _Column("dead-\nlock", lambda m: m.deadlocks, _count, -1),
+    _Column("Jain", lambda m: m.fairness_jain, lambda x: f"{x:.3f}", +1),
+    _Column("jobs/s", lambda m: m.jobs_per_s, _count, +1),
+)
+
+
+def _cells(results: Mapping[str, PolicyMetrics]) -> list[list[tuple[str, bool]]]:
+    """Per policy, per column: the text and whether it is the column's best value."""
+    rows = [[(col.text(col.value(m)), False) for col in _COLUMNS] for m in results.values()]
+    if len(results) < 2:
+        return rows
+    metrics = list(results.values())
+    for k, col in enumerate(_COLUMNS):
+        if col.better == 0:
+            continue
+        # Compare the shown text, not the raw float, so values that print alike are all bold.
+        shown = [col.text(col.value(m)) for m in metrics]
+        values = [col.value(m) for m in metrics]
+        best = max(values) if col.better > 0 else min(values)
+        best_text = shown[values.index(best)]
+        for i, text in enumerate(shown):
+            rows[i][k] = (text, text == best_text)
+    return rows
+
+
+def render_table(results: Mapping[str, PolicyMetrics], *, title: str) -> Table:
+    """A rich table: one row per policy, in the mapping's order."""
+    table = Table(title=title, box=box.SIMPLE_HEAD, pad_edge=False, padding=(0, 1))
+    table.add_column("policy", no_wrap=True)
+    for col in _COLUMNS:
+        table.add_column(col.header, justify="right", no_wrap=True)
+    for name, row in zip(results, _cells(results), strict=True):
+        table.add_row(name, *(f"[bold]{text}[/bold]" if best else text for text, best in row))
+    return table
+
+
+def print_table(
+    results: Mapping[str, PolicyMetrics], *, title: str, console: Console | None = None
+) -> None:
+    """Print :func:`render_table` to ``console`` (a fresh stdout console by default)."""
+    (console or Console()).print(render_table(results, title=title))
+
+
+def markdown_table(results: Mapping[str, PolicyMetrics]) -> str:
+    """The same table as GitHub markdown (best values in ``**bold**``), ending with a newline."""
+    headers = ["policy", *(col.header.replace("-\n", "").replace("\n", " ") for col in _COLUMNS)]
+    lines = [
+        "| " + " | ".join(headers) + " |",
+        "|" + "|".join([":---", *("---:" for _ in _COLUMNS)]) + "|",
+    ]
+    for name, row in zip(results, _cells(results), strict=True):
+        cells = [f"**{text}**" if best else text for text, best in row]
+        lines.append("| " + " | ".join([name, *cells]) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def write_json(
+    path: str, results: Mapping[str, PolicyMetrics], extra: dict[str, Any] | None = None
+) -> None:
+    """Write ``{"policies": {name: figures}, **extra}`` with sorted keys, indented by 2.
+
+    Raises ValueError when ``extra`` has its own "policies" key, which would hide the figures.
+    """
+    if extra and "policies" in extra:
+        raise ValueError('extra must not contain the key "policies"')
+    doc: dict[str, Any] = {"policies": {name: to_json_dict(m) for name, m in results.items()}}
+    if extra:
+        doc.update(extra)
+    with open(path, "w", encoding="utf-8") as f:
+        json.dump(doc, f, sort_keys=True, indent=2)
+        f.write("\n")

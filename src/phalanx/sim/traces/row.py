@@ -1,0 +1,174 @@
+"""Rows of a trace file: opening it, splitting it into rows, and reading typed fields.
+
+Every reader goes through here so that a bad file always ends as a ``TraceError`` naming the
+file, the 1-based line and the field, never as a raw ``ValueError`` or ``KeyError``.
+"""
+
+from __future__ import annotations
+
+import csv
+import gzip
+import json
+import math
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from typing import TextIO
+
+from phalanx.domain.time import SECOND, Duration
+from phalanx.errors import TraceError
+
+__all__ = ["Cells", "csv_records", "jsonl_records", "open_trace", "seconds_to_ms", "text_lines"]
+
+
+def seconds_to_ms(seconds: float) -> Duration:
+    """Seconds (possibly fractional) to integer milliseconds, rounded to the nearest."""
+    return round(seconds * SECOND)
+
+
+@contextmanager
+def open_trace(path: str) -> Iterator[TextIO]:
+    """Open a trace as text; ``.gz`` files are decompressed (archives ship SWF logs that way).
+
+    Decoding and CSV-level failures while the file is read are turned into ``TraceError`` too.
+    """
+    # Opened outside ``with`` so that a missing file is told apart from a failure mid-read; the
+    # ``with handle`` below closes it either way.
+    try:
+        if path.endswith(".gz"):
+            handle: TextIO = gzip.open(path, "rt", encoding="utf-8", newline="")  # noqa: SIM115
+        else:
+            handle = open(path, encoding="utf-8", newline="")  # noqa: SIM115
+    except FileNotFoundError as exc:
+        raise TraceError("no such trace file", source=path) from exc
+    except OSError as exc:
+        raise TraceError(f"cannot open trace: {exc.strerror or exc}", source=path) from exc
+    try:
+        with handle:
+            yield handle
+    except (UnicodeDecodeError, csv.Error, OSError, EOFError) as exc:
+        raise TraceError(f"cannot read trace: {exc}", source=path) from exc
+
+
+class Cells:
+    """The fields of one row by name, with the file and line to blame when one is bad.
+
+    Empty strings and JSON ``null`` count as absent, so optional fields may be left blank.
+    """
+
+    __slots__ = ("line", "source", "values")
+
+    def __init__(self, values: Mapping[str, object], *, source: str, line: int) -> None:
+        self.values = values
+        self.source = source
+        self.line = line
+
+    def error(self, message: str, field: str | None = None) -> TraceError:
+        return TraceError(message, source=self.source, line=self.line, field=field)
+
+    def raw(self, field: str) -> object | None:
+        value = self.values.get(field)
+        if value is None or (isinstance(value, str) and not value.strip()):
+            return None
+        return value
+
+    def text(self, field: str, default: str | None = None) -> str:
+        value = self.raw(field)
+        if value is None:
+            if default is None:
+                raise self.error("missing value", field)
+            return default
+        return str(value).strip()
+
+    def opt_text(self, field: str) -> str | None:
+        value = self.raw(field)
+        return None if value is None else str(value).strip()
+
+    def number(self, field: str) -> float:
+        value = self.opt_number(field)
+        if value is None:
+            raise self.error("missing value", field)
+        return value
+
+    def opt_number(self, field: str) -> float | None:
+        value = self.raw(field)
+        if value is None:
+            return None
+        if isinstance(value, bool):  # JSON true/false are ints to Python, not numbers here
+            raise self.error(f"not a number: {value!r}", field)
+        if isinstance(value, int | float):
+            number = float(value)
+        else:
+            try:
+                number = float(str(value))
+            except ValueError:
+                raise self.error(f"not a number: {value!r}", field) from None
+        if not math.isfinite(number):
+            raise self.error(f"not a finite number: {value!r}", field)
+        return number
+
+    def integer(self, field: str) -> int:
+        value = self.opt_integer(field)
+        if value is None:
+            raise self.error("missing value", field)
+        return value
+
+    def opt_integer(self, field: str) -> int | None:
+        number = self.opt_number(field)
+        if number is None:
+            return None
+        if not number.is_integer():
+            raise self.error(f"not a whole number: {number:g}", field)
+        return int(number)
+
+    def count(self, field: str, default: int | None = None) -> int:
+        """A whole number that may not be negative (GPUs, CPUs, memory); ``default`` if absent."""
+        value = self.opt_integer(field)
+        if value is None:
+            if default is None:
+                raise self.error("missing value", field)
+            return default
+        if value < 0:
+            raise self.error(f"cannot be negative: {value}", field)
+        return value
+
+
+def csv_records(path: str, required: Sequence[str]) -> Iterator[Cells]:
+    """Rows of a CSV file with a header line; blank lines are skipped.
+
+    Every header column is a key of every row (a short row's missing cells are empty, hence
+    absent), so a reader can tell a column the file lacks from a value a row lacks.
+    A header that lacks a ``required`` column fails at line 1, before any row is read.
+    """
+    with open_trace(path) as handle:
+        reader = csv.reader(handle)
+        header = [name.strip() for name in next(reader, [])]
+        for name in required:
+            if name not in header:
+                raise TraceError("missing column", source=path, line=1, field=name)
+        for row in reader:
+            if not row:
+                continue
+            if len(row) < len(header):
+                row += [""] * (len(header) - len(row))
+            yield Cells(dict(zip(header, row, strict=False)), source=path, line=reader.line_num)
+
+
+def jsonl_records(path: str) -> Iterator[Cells]:
+    """Objects of a JSON-lines file, one per non-blank line."""
+    for line, text in text_lines(path):
+        try:
+            value = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise TraceError(f"invalid JSON: {exc.msg}", source=path, line=line) from None
+        if not isinstance(value, dict):
+            raise TraceError("each line must be a JSON object", source=path, line=line)
+        yield Cells(value, source=path, line=line)
+
+
+def text_lines(path: str) -> Iterator[tuple[int, str]]:
+    """Non-blank lines with their 1-based numbers, stripped."""
+    with open_trace(path) as handle:
+        for number, text in enumerate(handle, start=1):
+            stripped = text.strip()
+            if stripped:
+                yield number, stripped
