@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from phalanx.domain.time import Duration, Instant
 from phalanx.errors import SpecError
 
-__all__ = ["ArraySpec", "DepKind", "Dependency", "JobSpec", "SIGNALS"]
+__all__ = ["SIGNALS", "ArraySpec", "DepKind", "Dependency", "JobSpec"]
 
 MILLI = 1000
 """One whole GPU in thousandths: fractional requests are in these units."""

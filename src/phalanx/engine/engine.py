@@ -93,6 +93,7 @@ class Engine:
         self._nonwhole_pending = 0
         self._pass_requested = False
         self._recalc_at: Instant | None = None
+        self._keys: dict[object, int] = {}
 
     # ------------------------------------------------------------------ PassContext
     @property
@@ -288,6 +289,7 @@ class Engine:
             limit = part.default_time
         tier = part.priority_tier if part is not None else 0
         job = Job(job_id, self._seq, spec, self._now, name, tier, limit or DEFAULT_TIME_LIMIT)
+        job.key = self._keys.setdefault(job.key, len(self._keys))
         self.jobs[job_id] = job
         return job
 

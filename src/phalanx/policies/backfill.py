@@ -50,8 +50,11 @@ class BackfillScheduler:
         horizon: Instant | None = now + self.window if self.window is not None else None
         depth = self.depth if self.reserve else 0
         only_whole = not ctx.more_than_whole_gpus_pending()
+        # The top blocked jobs' reservations are computed lazily: only once a lower job could
+        # start on free resources is it worth knowing what it must not delay.
+        unreserved: list[Job] = []
         for job in ctx.pending():
-            if only_whole and state.free_gpus == 0 and reserved >= depth:
+            if only_whole and state.free_gpus == 0 and reserved + len(unreserved) >= depth:
                 break  # nothing more can start or be reserved this pass
             status = ctx.admit(job)
             if not status.ok:
@@ -64,6 +67,10 @@ class BackfillScheduler:
             end = now + job.time_limit
             need = _whole_gpus(job)
             if need <= state.free_gpus:
+                if unreserved:
+                    self._reserve(ctx, timeline, unreserved, horizon)
+                    reserved += len(unreserved)
+                    unreserved = []
                 cap: Capacity | None = None
                 if timeline.reservations:
                     cap = timeline.view(state.cap, end)
@@ -83,16 +90,26 @@ class BackfillScheduler:
                 ctx.preempt(victims, job)
                 ctx.wait(job, Status.wait(Reason.RESOURCES, "preempt"))
                 continue
-            if reserved < depth:
-                reserved += 1
-                res = timeline.earliest(
-                    job.id, need, job.time_limit, lambda c, j=job: ctx.place(j, c), horizon
-                )
-                ctx.wait(job, Status.wait(reason, self.plugin), res.start if res else None)
+            if reserved + len(unreserved) < depth:
+                ctx.wait(job, Status.wait(reason, self.plugin))
+                unreserved.append(job)
                 continue
             status = Status.wait(Reason.PRIORITY, self.plugin)
             failed[job.key] = status
             ctx.wait(job, status)
+
+    def _reserve(
+        self, ctx: PassContext, timeline: Timeline, jobs: list[Job], horizon: Instant | None
+    ) -> None:
+        for job in jobs:
+            res = timeline.earliest(
+                job.id,
+                _whole_gpus(job),
+                job.time_limit,
+                lambda c, j=job: ctx.place(j, c),
+                horizon,
+            )
+            job.expected_start = res.start if res is not None else None
 
 
 class FifoScheduler(BackfillScheduler):

@@ -16,7 +16,7 @@ from phalanx.domain.time import Instant
 from phalanx.sched.job import Job
 from phalanx.sched.protocols import PassContext
 
-__all__ = ["CheckpointPreempt", "lost_work", "may_preempt"]
+__all__ = ["CheckpointPreempt", "could_preempt_any", "lost_work", "may_preempt"]
 
 
 def lost_work(job: Job, now: Instant) -> float:
@@ -42,13 +42,31 @@ def may_preempt(job: Job, victim: Job, cluster: Cluster) -> bool:
     )
 
 
+def could_preempt_any(job: Job, cluster: Cluster) -> bool:
+    """Whether any running job could ever be a victim of ``job`` (cheap, by QOS and tier)."""
+    qos = cluster.qos.get(job.spec.qos)
+    if qos is not None and qos.preempt:
+        return True
+    return any(
+        p.priority_tier < job.tier and p.preempt_mode is not PreemptMode.OFF
+        for p in cluster.partitions.values()
+    )
+
+
 class CheckpointPreempt:
     def __init__(self, params: Mapping[str, object]) -> None:
         del params
+        self._can: dict[tuple[str, int], bool] = {}
 
     def victims(self, job: Job, ctx: PassContext) -> list[Job] | None:
         now = ctx.now
         cluster = ctx.cluster
+        key = (job.spec.qos, job.tier)
+        can = self._can.get(key)
+        if can is None:
+            can = self._can[key] = could_preempt_any(job, cluster)
+        if not can:
+            return None
         candidates = [
             r
             for r in ctx.running()

@@ -27,8 +27,8 @@ class Job:
         "expected_start",
         "factors",
         "first_start",
-        "holds",
         "hold_since",
+        "holds",
         "id",
         "key",
         "partition",
@@ -67,8 +67,9 @@ class Job:
         self.time_limit = time_limit
         """The limit in force: the job's own, else the partition default."""
         self.shape = Shape.of(spec, partition)
-        self.key = (self.shape, time_limit)
-        """Jobs with equal keys fail to place identically within one pass."""
+        self.key: object = (self.shape, time_limit)
+        """Jobs with equal keys fail to place identically within one pass (the engine may
+        replace it by a small int standing for the same pair, which hashes faster)."""
         self.state = JobState.PENDING
         self.reason = Reason.NONE
         self.reason_plugin = ""

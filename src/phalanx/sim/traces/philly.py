@@ -23,7 +23,7 @@ from phalanx.domain.time import MINUTE, SECOND, Duration, Instant
 from phalanx.sim.traces.estimates import estimate_limit
 from phalanx.sim.traces.gang import gang_shape
 from phalanx.sim.traces.options import TraceOptions, select
-from phalanx.sim.traces.row import Cells, csv_records, seconds_to_ms
+from phalanx.sim.traces.row import Cells, csv_rows, seconds_to_ms
 from phalanx.sim.workload import TraceJob
 
 __all__ = ["CHECKPOINT_INTERVAL", "COLUMNS", "read_philly"]
@@ -56,26 +56,25 @@ def read_philly(
     """Jobs of a Philly CSV, options applied as ``options.select`` describes."""
     options = TraceOptions(limit, window, load, seed)
     options.check(path)
-    rows = [_parse(cells) for cells in csv_records(path, COLUMNS)]
+    rows = [_parse(values, path, line) for line, values in csv_rows(path, COLUMNS)]
     kept = select([row.submit for row in rows], options)
     return [_job(rows[index], index, at, seed) for index, at in kept]
 
 
-def _parse(cells: Cells) -> _Row:
+def _parse(values: dict[str, str], path: str, line: int) -> _Row:
     # Fast path for well-formed rows (the full file must load in well under 2 s); anything it
     # does not accept goes through the checked path below, which names the bad field.
-    values = cells.values
     try:
-        duration = float(values["duration"])  # type: ignore[arg-type]
-        gpus = int(values["num_gpus"])  # type: ignore[call-overload]
-        account = str(values["cluster"]).strip()
-        moment = datetime.fromisoformat(values["timestamp"])  # type: ignore[arg-type]
-    except (KeyError, ValueError, TypeError):
-        return _checked(cells)
+        duration = float(values["duration"])
+        gpus = int(values["num_gpus"])
+        account = values["cluster"].strip()
+        moment = datetime.fromisoformat(values["timestamp"])
+    except ValueError:
+        return _checked(Cells(values, source=path, line=line))
     if not (0.0 <= duration < _MAX_SECONDS and gpus >= 0 and account and moment.tzinfo is None):
-        return _checked(cells)
+        return _checked(Cells(values, source=path, line=line))
     return _Row((moment - _EPOCH) // _MS, max(round(duration * SECOND), SECOND), gpus, account,
-                cells.line)
+                line)
 
 
 def _checked(cells: Cells) -> _Row:

@@ -17,7 +17,15 @@ from typing import TextIO
 from phalanx.domain.time import SECOND, Duration
 from phalanx.errors import TraceError
 
-__all__ = ["Cells", "csv_records", "jsonl_records", "open_trace", "seconds_to_ms", "text_lines"]
+__all__ = [
+    "Cells",
+    "csv_records",
+    "csv_rows",
+    "jsonl_records",
+    "open_trace",
+    "seconds_to_ms",
+    "text_lines",
+]
 
 
 def seconds_to_ms(seconds: float) -> Duration:
@@ -132,12 +140,12 @@ class Cells:
         return value
 
 
-def csv_records(path: str, required: Sequence[str]) -> Iterator[Cells]:
-    """Rows of a CSV file with a header line; blank lines are skipped.
+def csv_rows(path: str, required: Sequence[str]) -> Iterator[tuple[int, dict[str, str]]]:
+    """``(line, cells by column)`` for each row of a CSV file with a header line.
 
-    Every header column is a key of every row (a short row's missing cells are empty, hence
-    absent), so a reader can tell a column the file lacks from a value a row lacks.
-    A header that lacks a ``required`` column fails at line 1, before any row is read.
+    Blank lines are skipped. Every header column is a key of every row (a short row's missing
+    cells are empty, hence absent to ``Cells``), so a reader can tell a column the file lacks
+    from a value a row lacks. A header without a ``required`` column fails at line 1.
     """
     with open_trace(path) as handle:
         reader = csv.reader(handle)
@@ -145,12 +153,19 @@ def csv_records(path: str, required: Sequence[str]) -> Iterator[Cells]:
         for name in required:
             if name not in header:
                 raise TraceError("missing column", source=path, line=1, field=name)
+        width = len(header)
         for row in reader:
             if not row:
                 continue
-            if len(row) < len(header):
-                row += [""] * (len(header) - len(row))
-            yield Cells(dict(zip(header, row, strict=False)), source=path, line=reader.line_num)
+            if len(row) < width:
+                row += [""] * (width - len(row))
+            yield reader.line_num, dict(zip(header, row, strict=False))
+
+
+def csv_records(path: str, required: Sequence[str]) -> Iterator[Cells]:
+    """``csv_rows`` as ``Cells``."""
+    for line, values in csv_rows(path, required):
+        yield Cells(values, source=path, line=line)
 
 
 def jsonl_records(path: str) -> Iterator[Cells]:
