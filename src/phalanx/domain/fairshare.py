@@ -22,4 +22,4 @@ def classic_factor(effective_usage: float, norm_shares: float) -> float:
     """Slurm's classic fair-share factor ``2^(-usage/shares)``, in [0, 1]."""
     if norm_shares <= 0:
         return 0.0
-    return math.pow(2.0, -effective_usage / norm_shares)
+    return float(math.pow(2.0, -effective_usage / norm_shares))

@@ -8,11 +8,24 @@ from phalanx.domain.job import JobSpec
 from phalanx.domain.time import Instant
 from phalanx.sched.capacity import Allocation
 
-__all__ = ["PASS", "RECALC", "Cleanup", "Command", "Kill", "Launch", "Persist", "Signal", "WakeAt"]
+__all__ = [
+    "PASS",
+    "RECALC",
+    "WAKE",
+    "Cleanup",
+    "Command",
+    "Kill",
+    "Launch",
+    "Persist",
+    "Signal",
+    "WakeAt",
+]
 
 PASS: tuple[object, ...] = ("pass",)
 """Timer key of a scheduling pass; drivers run it after the other events of the same instant."""
 RECALC: tuple[object, ...] = ("recalc",)
+WAKE: tuple[object, ...] = ("wake",)
+"""A plugin asked for a pass at this instant (a timeout it waits for)."""
 
 
 @dataclass(frozen=True, slots=True)

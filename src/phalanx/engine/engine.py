@@ -18,6 +18,7 @@ from phalanx.domain.time import SECOND, Duration, Instant
 from phalanx.engine.commands import (
     PASS,
     RECALC,
+    WAKE,
     Cleanup,
     Command,
     Kill,
@@ -94,6 +95,12 @@ class Engine:
         self._pass_requested = False
         self._recalc_at: Instant | None = None
         self._keys: dict[object, int] = {}
+        self._wakes: set[Instant] = set()
+        self._admission_rules = bool(
+            self.plugins.admit
+            or any(q.max_gpus_per_account is not None for q in cluster.qos.values())
+            or any(p.max_time is not None for p in cluster.partitions.values())
+        )
 
     # ------------------------------------------------------------------ PassContext
     @property
@@ -133,9 +140,15 @@ class Engine:
 
     def admit(self, job: Job) -> Status:
         spec = job.spec
-        if job.array_job_id is not None and spec.array is not None and spec.array.throttle:
-            if self._array_running.get(job.array_job_id, 0) >= spec.array.throttle:
-                return Status.wait(Reason.ARRAY_LIMIT, "engine")
+        if spec.array is None and not self._admission_rules:
+            return OK
+        throttle = spec.array.throttle if spec.array is not None else None
+        if (
+            throttle
+            and job.array_job_id is not None
+            and self._array_running.get(job.array_job_id, 0) >= throttle
+        ):
+            return Status.wait(Reason.ARRAY_LIMIT, "engine")
         part = self.cluster.partitions.get(job.partition)
         if part is not None and part.max_time is not None and job.time_limit > part.max_time:
             return Status.wait(Reason.PARTITION_TIME, "engine")
@@ -228,7 +241,10 @@ class Engine:
         return job.id in self._preempting
 
     def wake_at(self, at: Instant) -> None:
-        self._out.append(WakeAt(max(at, self._now), PASS))
+        at = max(at, self._now)
+        if at not in self._wakes:
+            self._wakes.add(at)
+            self._out.append(WakeAt(at, WAKE))
 
     def more_than_whole_gpus_pending(self) -> bool:
         return self._nonwhole_pending > 0
@@ -237,7 +253,8 @@ class Engine:
     def handle(self, event: Event) -> list[Command]:
         """Apply one event; return the commands it causes, in the order to carry them out."""
         self._now = event.at
-        self._out = out = []
+        out: list[Command] = []
+        self._out = out
         match event:
             case TimerFired(key=key):
                 self._on_timer(key)
@@ -289,7 +306,7 @@ class Engine:
             limit = part.default_time
         tier = part.priority_tier if part is not None else 0
         job = Job(job_id, self._seq, spec, self._now, name, tier, limit or DEFAULT_TIME_LIMIT)
-        job.key = self._keys.setdefault(job.key, len(self._keys))
+        job.key = self._keys.setdefault(job.shape, len(self._keys))
         self.jobs[job_id] = job
         return job
 
@@ -356,16 +373,16 @@ class Engine:
                     return Reason.DEPENDENCY
             return None
         for dep_id in ids:
-            other = self.jobs.get(dep_id)
-            if other is None:
+            dep = self.jobs.get(dep_id)
+            if dep is None:
                 continue  # Slurm ignores a dependency on a job it no longer knows
             if kind is DepKind.AFTER:
-                if other.state is JobState.PENDING:
+                if dep.state is JobState.PENDING:
                     return Reason.DEPENDENCY
                 continue
-            if not other.state.is_final:
+            if not dep.state.is_final:
                 return Reason.DEPENDENCY
-            ok = other.state is JobState.COMPLETED
+            ok = dep.state is JobState.COMPLETED
             if (kind is DepKind.AFTEROK and not ok) or (kind is DepKind.AFTERNOTOK and ok):
                 return Reason.DEPENDENCY_NEVER
         return None
@@ -412,12 +429,16 @@ class Engine:
         for job in jobs:
             job.priority, job.factors = compute(job, self, self._now)
         pairs = sorted(((self._key(j), j) for j in jobs), key=lambda p: p[0])
+        reordered = any(a is not b for (_, a), b in zip(pairs, jobs, strict=True))
         self._qkeys = [k for k, _ in pairs]
         self._qjobs = [j for _, j in pairs]
         if self._qjobs:
             self._recalc_at = self._now + self.profile.calc_period
             self._out.append(WakeAt(self._recalc_at, RECALC))
-            self._request_pass()
+            # A new order may let another job start; so may time itself, for policies that
+            # look at running jobs' attained service (pass_on_recalc).
+            if reordered or self.profile.pass_on_recalc:
+                self._request_pass()
         else:
             self._recalc_at = None
 
@@ -433,6 +454,9 @@ class Engine:
             self._pass_requested = False
             self.passes += 1
             self.plugins.scheduler.schedule(self)
+        elif kind == "wake":
+            self._wakes.discard(self._now)
+            self._request_pass()
         elif kind == "recalc":
             if self._recalc_at == self._now:
                 self._recalc()
@@ -580,11 +604,14 @@ class Engine:
         self.decisions.add(self._now, "node_down", -1, node)
         for jid, run in list(self.state.running.items()):
             job = self.jobs[jid]
-            if node in run.alloc.nodes and job.state is JobState.RUNNING:
-                if jid not in self._failing:
-                    self._failing.add(jid)
-                    self.decisions.add(self._now, "node_fail", jid, job.run, node)
-                    self._out.append(Kill(jid, job.run))
+            if (
+                node in run.alloc.nodes
+                and job.state is JobState.RUNNING
+                and jid not in self._failing
+            ):
+                self._failing.add(jid)
+                self.decisions.add(self._now, "node_fail", jid, job.run, node)
+                self._out.append(Kill(jid, job.run))
         for job in list(self._qjobs):
             if job.holds and any(node in a.nodes for a in job.holds):
                 self.release_holds(job)

@@ -13,6 +13,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from functools import partial
 
 from phalanx.domain.state import Reason
 from phalanx.domain.time import Instant
@@ -44,7 +45,9 @@ class BackfillScheduler:
         now = ctx.now
         state = ctx.state
         timeline = Timeline(state, now)
-        failed: dict[object, Status] = {}
+        # Shape -> the shortest time limit that failed: a job of the same shape that runs at
+        # least as long fails too (views only shrink with the end of the run and the pass).
+        failed: dict[object, tuple[int, Status]] = {}
         reserved = 0
         blocked = False
         horizon: Instant | None = now + self.window if self.window is not None else None
@@ -56,13 +59,14 @@ class BackfillScheduler:
         for job in ctx.pending():
             if only_whole and state.free_gpus == 0 and reserved + len(unreserved) >= depth:
                 break  # nothing more can start or be reserved this pass
+            known = failed.get(job.key)
+            if known is not None and job.time_limit >= known[0]:
+                if job.reason is not known[1].reason:
+                    ctx.wait(job, known[1])
+                continue
             status = ctx.admit(job)
             if not status.ok:
                 ctx.wait(job, status)
-                continue
-            known = failed.get(job.key)
-            if known is not None:
-                ctx.wait(job, known)
                 continue
             end = now + job.time_limit
             need = _whole_gpus(job)
@@ -95,7 +99,7 @@ class BackfillScheduler:
                 unreserved.append(job)
                 continue
             status = Status.wait(Reason.PRIORITY, self.plugin)
-            failed[job.key] = status
+            failed[job.key] = (job.time_limit, status)
             ctx.wait(job, status)
 
     def _reserve(
@@ -103,13 +107,10 @@ class BackfillScheduler:
     ) -> None:
         for job in jobs:
             res = timeline.earliest(
-                job.id,
-                _whole_gpus(job),
-                job.time_limit,
-                lambda c, j=job: ctx.place(j, c),
-                horizon,
+                job.id, job.shape, job.time_limit, partial(ctx.place, job), horizon
             )
-            job.expected_start = res.start if res is not None else None
+            status = Status.wait(job.reason, job.reason_plugin)
+            ctx.wait(job, status, res.start if res is not None else None)
 
 
 class FifoScheduler(BackfillScheduler):

@@ -94,7 +94,7 @@ POLICIES: dict[str, Profile] = {
         scheduler="sched/tiresias",
         priority="priority/las",
         select="select/topology",
-        calc_period=1 * MINUTE,
+        pass_on_recalc=True,
         description="Tiresias: discretised 2D-LAS with preemption.",
     ),
     "phalanx": Profile(

@@ -14,7 +14,7 @@ Defaults are the weights of the reference Slurm in ``shared/slurm`` (Age 1000, F
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 
 from phalanx.domain.time import DAY, Instant
 from phalanx.policies.fairshare_tree import FairShareTree
@@ -45,44 +45,88 @@ class MultifactorPriority:
         self.favor_small = bool(params.get("favor_small", False))
         self.algorithm = str(params.get("fairshare", "fair_tree"))
         self._tree: FairShareTree | None = None
+        self._statics: dict[int, tuple[float, float, float, float]] = {}
+        self._max_part: int | None = None
+        self._max_qos = 0
         self._tree_version = -1.0
+        self._fs: dict[str, float] = {}
 
     def _fairshare(self, job: Job, ctx: PassContext) -> float:
         if self.w_fs == 0:
             return 0.0
-        tree = self._tree
-        if tree is None:
-            tree = self._tree = FairShareTree(ctx.cluster, ctx.usage, self.algorithm)
+        usage = ctx.usage
         # Factors depend only on usage, which changes once per recalculation period.
-        if self._tree_version != ctx.usage.updated:
-            tree.refresh(set(ctx.usage.raw))
-            self._tree_version = ctx.usage.updated
-        return tree.factor(job.account)
+        if self._tree_version != usage.updated:
+            tree = self._tree
+            if tree is None:
+                tree = self._tree = FairShareTree(ctx.cluster, usage, self.algorithm)
+            tree.refresh(set(usage.raw))
+            self._tree_version = usage.updated
+            self._fs = {}
+        value = self._fs.get(job.account)
+        if value is None:
+            assert self._tree is not None
+            value = self._fs[job.account] = self._tree.factor(job.account)
+        return value
 
-    def compute(
-        self, job: Job, ctx: PassContext, now: Instant
-    ) -> tuple[float, Mapping[str, float]]:
+    def _static(self, job: Job, ctx: PassContext) -> tuple[float, float, float, float]:
+        """Factors that never change while a job waits: size, partition, QOS, short."""
         cluster = ctx.cluster
-        age = min(max(now - job.submit, 0) / self.max_age, 1.0) if self.max_age else 0.0
+        if self._max_part is None:
+            self._max_part = max(
+                (p.priority_job_factor for p in cluster.partitions.values()), default=1
+            )
+            self._max_qos = max((q.priority for q in cluster.qos.values()), default=0)
         size = job.shape.nodes_min / max(len(cluster.nodes), 1)
         if self.favor_small:
             size = 1.0 - size
         part = cluster.partitions.get(job.partition)
-        max_part = max((p.priority_job_factor for p in cluster.partitions.values()), default=1)
+        max_part = self._max_part
         part_f = (part.priority_job_factor / max_part) if part is not None and max_part else 0.0
         qos = cluster.qos.get(job.spec.qos)
-        max_qos = max((q.priority for q in cluster.qos.values()), default=0)
+        max_qos = self._max_qos
         qos_f = (qos.priority / max_qos) if qos is not None and max_qos > 0 else 0.0
-        short = 0.0
-        if self.w_short:
-            short = max(0.0, 1.0 - job.time_limit / self.max_limit)
-        factors = {
-            "age": self.w_age * age,
-            "fairshare": self.w_fs * self._fairshare(job, ctx),
-            "jobsize": self.w_size * size,
-            "partition": self.w_part * part_f,
-            "qos": self.w_qos * qos_f,
-            "short": self.w_short * short,
-            "nice": float(-job.spec.nice),
-        }
-        return sum(factors.values()), factors
+        short = max(0.0, 1.0 - job.time_limit / self.max_limit) if self.w_short else 0.0
+        return (
+            self.w_size * size,
+            self.w_part * part_f,
+            self.w_qos * qos_f,
+            self.w_short * short,
+        )
+
+    def compute(
+        self, job: Job, ctx: PassContext, now: Instant
+    ) -> tuple[float, Mapping[str, float]]:
+        static = self._statics.get(job.seq)
+        if static is None:
+            static = self._statics[job.seq] = self._static(job, ctx)
+        age = min(max(now - job.submit, 0) / self.max_age, 1.0) if self.max_age else 0.0
+        w_age = self.w_age * age
+        w_fs = self.w_fs * self._fairshare(job, ctx) if self.w_fs else 0.0
+        nice = float(-job.spec.nice)
+        factors = _Factors(w_age, w_fs, static, nice)
+        return w_age + w_fs + static[0] + static[1] + static[2] + static[3] + nice, factors
+
+
+class _Factors(Mapping[str, float]):
+    """The breakdown ``sprio`` prints, built only when someone reads it."""
+
+    __slots__ = ("_values",)
+    _NAMES = ("age", "fairshare", "jobsize", "partition", "qos", "short", "nice")
+
+    def __init__(
+        self, age: float, fs: float, static: tuple[float, float, float, float], nice: float
+    ) -> None:
+        self._values = (age, fs, *static, nice)
+
+    def __getitem__(self, key: str) -> float:
+        try:
+            return self._values[self._NAMES.index(key)]
+        except ValueError:
+            raise KeyError(key) from None
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._NAMES)
+
+    def __len__(self) -> int:
+        return len(self._NAMES)

@@ -3,7 +3,8 @@
 Each pass, pending jobs in queue order start where they fit (consolidated placement by the
 profile's select plugin). A pending job that does not fit preempts running jobs of strictly
 lower-priority queues (highest queue index first, then the newest), as few as it needs; the
-victims requeue and lose the work since their last checkpoint.
+victims requeue and lose the work since their last checkpoint. A job that started less than
+``min_run_ms`` ago is not a victim (the lease of the paper's scheduling interval).
 """
 
 from __future__ import annotations
@@ -11,7 +12,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from phalanx.domain.state import Reason
-from phalanx.policies.priority_simple import LasPriority
+from phalanx.domain.time import MINUTE
+from phalanx.policies.priority_simple import LasPriority, las_queue
 from phalanx.sched.job import Job
 from phalanx.sched.protocols import PassContext
 from phalanx.sched.status import Status
@@ -26,6 +28,8 @@ class TiresiasScheduler:
         self.las = LasPriority(params)
         max_victims = params.get("max_victims", 16)
         self.max_victims = int(max_victims) if isinstance(max_victims, int) else 16
+        min_run = params.get("min_run_ms", 5 * MINUTE)
+        self.min_run = int(min_run) if isinstance(min_run, int) else 5 * MINUTE
 
     def schedule(self, ctx: PassContext) -> None:
         now = ctx.now
@@ -43,7 +47,8 @@ class TiresiasScheduler:
                 if alloc is not None:
                     ctx.start(job, alloc)
                     continue
-            q = self.las.queue(job, now)
+            # Starvation promotion only reorders the queue; preemption goes by attained service.
+            q = las_queue(job.attained_at(now), self.las.thresholds)
             if running_q is None:
                 running_q = sorted(
                     ((self.las.queue(r, now), r.seq, r) for r in ctx.running()),
@@ -70,6 +75,8 @@ class TiresiasScheduler:
                 break
             if ctx.is_preempting(r) or r.alloc is None:
                 continue
+            if r.start is not None and ctx.now - r.start < self.min_run:
+                continue  # a lease: a job just started is not preempted at once
             cap.give(r.alloc)
             chosen.append(r)
             if ctx.place(job, cap) is not None:

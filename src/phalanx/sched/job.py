@@ -67,9 +67,10 @@ class Job:
         self.time_limit = time_limit
         """The limit in force: the job's own, else the partition default."""
         self.shape = Shape.of(spec, partition)
-        self.key: object = (self.shape, time_limit)
-        """Jobs with equal keys fail to place identically within one pass (the engine may
-        replace it by a small int standing for the same pair, which hashes faster)."""
+        self.key: object = self.shape
+        """Jobs with equal keys have equal shapes: where one fails to place in a pass, another
+        with a time limit at least as long fails too (the engine replaces the shape by a small
+        int standing for it, which hashes faster)."""
         self.state = JobState.PENDING
         self.reason = Reason.NONE
         self.reason_plugin = ""

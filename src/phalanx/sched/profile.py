@@ -24,6 +24,8 @@ class Profile:
     params: Mapping[str, Mapping[str, object]] = field(default_factory=dict)
     calc_period: Duration = 5 * MINUTE
     """How often priorities are recalculated (Slurm's PriorityCalcPeriod)."""
+    pass_on_recalc: bool = False
+    """Run a pass after every recalculation even if the order did not change."""
     description: str = ""
 
     def plugin_params(self, plugin: str) -> Mapping[str, object]:

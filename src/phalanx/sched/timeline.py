@@ -13,6 +13,7 @@ from collections.abc import Callable
 
 from phalanx.domain.time import Duration, Instant
 from phalanx.sched.capacity import Allocation, Capacity
+from phalanx.sched.shape import Shape
 from phalanx.sched.snapshot import ClusterState
 
 __all__ = ["Reservation", "Timeline"]
@@ -45,7 +46,7 @@ class Timeline:
     def earliest(
         self,
         job_id: int,
-        need_gpus: int,
+        shape: Shape,
         duration: Duration,
         place: PlaceFn,
         horizon: Instant | None = None,
@@ -53,30 +54,57 @@ class Timeline:
         """Reserve the earliest start for a blocked job, or None if not within ``horizon``.
 
         Walks running jobs by time limit, releasing their resources, until ``place`` finds
-        room that no overlapping reservation needs.
+        room that no overlapping reservation needs. The walk counts, in plain integers, the
+        nodes that could hold one node's share of the job and calls ``place`` (numpy, exact)
+        only once enough of them are free.
         """
         state = self.state
-        tmp = state.cap.copy()
-        free = state.free_gpus
+        cap = state.cap
+        gl: list[int] = cap.gpus.tolist()
+        cl: list[int] = cap.cpus.tolist()
+        ml: list[int] = cap.mem.tolist()
+        ok_node: list[bool] = state.base_mask(shape).tolist()
+        g, c, m = shape.gpus, shape.cpus, shape.mem_mb
+        # Shares and exclusive nodes are not counted exactly here: for them every release is
+        # worth a try with ``place``.
+        approximate = bool(shape.milli or shape.exclusive)
+        fitting = sum(
+            1
+            for i in range(state.n)
+            if ok_node[i] and gl[i] >= g and cl[i] >= c and ml[i] >= m
+        )
         ends = state.ends()
         running = state.running
+        released: list[Allocation] = []
         i, n = 0, len(ends)
+        first = self.now + 1
         while i < n:
-            t = max(ends[i][0], self.now + 1)
+            t = ends[i][0] if ends[i][0] > first else first
             if horizon is not None and t > horizon:
                 return None
-            while i < n and max(ends[i][0], self.now + 1) == t:
+            while i < n and (ends[i][0] if ends[i][0] > first else first) == t:
                 alloc = running[ends[i][1]].alloc
-                tmp.give(alloc)
-                if not alloc.milli:
-                    free += sum(len(d) for d in alloc.devices)
+                released.append(alloc)
+                whole = 0 if alloc.milli else 1
+                for node, devices in zip(alloc.nodes, alloc.devices, strict=True):
+                    before = gl[node] >= g and cl[node] >= c and ml[node] >= m
+                    gl[node] += len(devices) * whole
+                    cl[node] += alloc.cpus
+                    ml[node] += alloc.mem_mb
+                    if ok_node[node] and not before and gl[node] >= g and cl[node] >= c and (
+                        ml[node] >= m
+                    ):
+                        fitting += 1
                 i += 1
-            if free < need_gpus:
+            if fitting < shape.nodes_min and not approximate:
                 continue
+            tmp = cap.copy()
+            for alloc in released:
+                tmp.give(alloc)
             view = self._without_reservations(tmp, t, t + duration)
-            alloc = place(view)
-            if alloc is not None:
-                return self._add(job_id, t, t + duration, alloc, tmp)
+            found = place(view)
+            if found is not None:
+                return self._add(job_id, t, t + duration, found, tmp)
         return None
 
     def _without_reservations(self, cap: Capacity, start: Instant, end: Instant) -> Capacity:

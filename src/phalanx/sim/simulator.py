@@ -159,7 +159,8 @@ class Simulator:
         executor = self.executor
         for cmd in commands:
             if isinstance(cmd, WakeAt):
-                self._push(cmd.at, _PASS if cmd.key == PASS else _TIMER, TimerFired(cmd.at, cmd.key))
+                prio = _PASS if cmd.key == PASS else _TIMER
+                self._push(cmd.at, prio, TimerFired(cmd.at, cmd.key))
             elif isinstance(cmd, Launch):
                 ev = executor.launch(at, cmd.job_id, cmd.run, cmd.alloc.gpus, cmd.alloc.nodes)
                 self._push(ev.at, _END, ev)

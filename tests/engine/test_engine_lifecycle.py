@@ -1,0 +1,207 @@
+"""A job's life in the engine: start, time limit, cancel, node failure, rejects, launches."""
+
+from __future__ import annotations
+
+from phalanx.domain.job import SIGNALS
+from phalanx.domain.state import JobState, Reason
+from phalanx.domain.time import HOUR, MINUTE, SECOND
+from phalanx.engine.commands import PASS, Cleanup, Kill, Launch, Signal, WakeAt
+from phalanx.engine.engine import KILL_WAIT, Engine
+from phalanx.engine.events import Submit, TimerFired
+from phalanx.policies.catalog import POLICIES
+from phalanx.testing import EngineDriver, make_job, run_engine, small_cluster
+
+
+def test_submit_asks_for_a_pass_and_the_pass_launches() -> None:
+    engine = Engine(small_cluster(), POLICIES["slurm"])
+    out = engine.handle(Submit(5, make_job(gpus=8, nodes=2)))
+    assert WakeAt(5, PASS) in out
+    out = engine.handle(TimerFired(5, PASS))
+    launches = [c for c in out if isinstance(c, Launch)]
+    assert len(launches) == 1 and launches[0].job_id == 1 and launches[0].run == 1
+    assert len(launches[0].alloc.nodes) == 2 and launches[0].alloc.gpus == 16
+    assert WakeAt(5 + HOUR, ("limit", 1, 1)) in out
+    assert engine.jobs[1].state is JobState.RUNNING
+    assert engine.state.free_gpus == 32 - 16
+    assert [e[1] for e in engine.decisions.entries] == ["submit", "start"]
+
+
+def test_completion_frees_the_gpus_and_records_the_end() -> None:
+    d = EngineDriver(small_cluster(), "fifo")
+    [j] = d.submit(make_job(gpus=8, nodes=4), runtime=10 * MINUTE)
+    d.settle()
+    assert d.engine.state.free_gpus == 0
+    d.advance(10 * MINUTE)
+    assert d.state(j) is JobState.COMPLETED and d.job(j).end == 10 * MINUTE
+    assert d.engine.state.free_gpus == 32 and d.engine.state.running == {}
+    assert d.sent(Cleanup, j)
+    assert d.decisions("end", j)[0][3] == (1, "COMPLETED")
+
+
+def test_nonzero_exit_is_failed_and_cleanup_keeps_gpus_until_done() -> None:
+    d = EngineDriver(small_cluster(), "fifo", cleanup_ms=5 * SECOND)
+    [j] = d.submit(make_job(gpus=8))
+    d.settle()
+    d.finish(j, exit_code=3)
+    assert d.state(j) is JobState.COMPLETING and d.engine.state.free_gpus == 24
+    d.advance(5 * SECOND)
+    assert d.state(j) is JobState.FAILED and d.job(j).exit_code == 3
+    assert d.engine.state.free_gpus == 32
+
+
+def test_time_limit_signals_then_kills_and_ends_in_timeout() -> None:
+    d = EngineDriver(small_cluster(), "slurm")
+    [j] = d.submit(make_job(gpus=8, time_limit=10 * MINUTE))  # runs until killed
+    d.settle()
+    d.advance(10 * MINUTE)
+    assert d.sent(Signal, j) == [Signal(j, 1, SIGNALS["TERM"])]
+    assert not d.sent(Kill, j) and d.state(j) is JobState.RUNNING
+    assert d.decisions("timeout", j)
+    d.advance(10 * MINUTE + KILL_WAIT)
+    assert d.sent(Kill, j) == [Kill(j, 1)]
+    assert d.state(j) is JobState.TIMEOUT
+    assert d.engine.state.free_gpus == 32
+
+
+def test_signal_lead_sends_the_users_signal_before_the_limit() -> None:
+    d = EngineDriver(small_cluster(), "slurm")
+    spec = make_job(gpus=8, time_limit=10 * MINUTE, signal=SIGNALS["USR1"], signal_lead=MINUTE)
+    [j] = d.submit(spec)
+    d.settle()
+    d.advance(9 * MINUTE)
+    assert d.sent(Signal, j) == [Signal(j, 1, SIGNALS["USR1"])]
+    d.advance(10 * MINUTE)
+    assert d.sent(Signal, j)[-1] == Signal(j, 1, SIGNALS["TERM"])
+    d.advance(10 * MINUTE + KILL_WAIT)
+    assert d.state(j) is JobState.TIMEOUT
+
+
+def test_job_that_exits_before_the_kill_after_its_limit_is_still_timeout() -> None:
+    d = EngineDriver(small_cluster(), "slurm")
+    [j] = d.submit(make_job(gpus=8, time_limit=10 * MINUTE))
+    d.settle()
+    d.advance(10 * MINUTE + SECOND)
+    d.finish(j)  # exits on the TERM, before KillWait
+    assert d.state(j) is JobState.TIMEOUT
+    d.advance(20 * MINUTE)  # the stale kill timer does nothing
+    assert d.sent(Kill, j) == []
+
+
+def test_cancel_pending_and_running() -> None:
+    d = EngineDriver(small_cluster(nodes=1, gpus=8, per_leaf=1), "fifo")
+    [running] = d.submit(make_job(gpus=8))
+    [pending] = d.submit(make_job(gpus=8))
+    d.settle()
+    d.cancel(pending)
+    assert d.state(pending) is JobState.CANCELLED and d.job(pending).end == 0
+    assert d.engine.pending_count() == 0
+    assert d.decisions("end", pending)[0][3] == (0, "CANCELLED")
+    d.cancel(running)
+    assert d.sent(Kill, running)
+    assert d.state(running) is JobState.CANCELLED
+    assert d.engine.state.free_gpus == 8
+    d.cancel(running)  # cancelling a finished job changes nothing
+    assert len(d.decisions("cancel", running)) == 1
+
+
+def test_node_failure_requeues_a_running_job_and_it_restarts_elsewhere() -> None:
+    d = EngineDriver(small_cluster(nodes=2, gpus=8, per_leaf=2), "fifo")
+    [j] = d.submit(make_job(gpus=8))
+    d.settle()
+    alloc = d.job(j).alloc
+    assert alloc is not None
+    failed = alloc.nodes[0]
+    d.node_down(failed)
+    assert d.decisions("node_fail", j) and d.decisions("requeue", j)
+    job = d.job(j)
+    assert job.restarts == 1 and job.state is JobState.RUNNING and job.run == 2
+    assert job.alloc is not None and failed not in job.alloc.nodes
+    assert d.engine.state.cap.gpus[failed] == 8 and not d.engine.state.up[failed]
+    d.node_up(failed)
+    assert d.engine.state.free_gpus == 8
+
+
+def test_node_failure_without_requeue_is_node_fail() -> None:
+    d = EngineDriver(small_cluster(nodes=2, gpus=8, per_leaf=2), "slurm")
+    [j] = d.submit(make_job(gpus=8, nodes=2, requeue=False))
+    d.settle()
+    d.node_down(1)
+    assert d.state(j) is JobState.NODE_FAIL
+    assert d.engine.state.cap.gpus.tolist() == [8, 8]
+
+
+def test_free_gpus_leaves_out_a_down_node_after_its_job_ends() -> None:
+    d = EngineDriver(small_cluster(nodes=2, gpus=8, per_leaf=2), "slurm")
+    [j] = d.submit(make_job(gpus=8, nodes=2, requeue=False))
+    d.settle()
+    d.node_down(1)
+    state = d.engine.state
+    assert state.free_gpus == int(state.cap.gpus[state.up].sum()) == 8
+
+
+def test_requeued_job_waits_while_its_nodes_are_down() -> None:
+    d = EngineDriver(small_cluster(nodes=1, gpus=8, per_leaf=1), "slurm")
+    [j] = d.submit(make_job(gpus=8))
+    d.settle()
+    d.node_down(0)
+    assert d.state(j) is JobState.PENDING and d.job(j).restarts == 1
+    d.advance(10 * MINUTE)
+    assert d.state(j) is JobState.PENDING
+    d.node_up(0)
+    assert d.state(j) is JobState.RUNNING and d.job(j).run == 2
+
+
+def test_a_job_bigger_than_the_cluster_is_rejected_at_submit() -> None:
+    d = EngineDriver(small_cluster(nodes=2, gpus=8, per_leaf=2), "slurm")
+    too_many_nodes, too_many_gpus = (
+        d.submit(make_job(gpus=1, nodes=3))[0],
+        d.submit(make_job(gpus=9))[0],
+    )
+    bad_partition = d.submit(make_job(gpus=1, partition="nope"))[0]
+    for j in (too_many_nodes, too_many_gpus, bad_partition):
+        assert d.state(j) is JobState.FAILED
+        assert d.decisions("reject", j)
+    assert d.decisions("reject", bad_partition)[0][3] == ("InvalidPartition",)
+    d.settle()
+    assert d.sent(Launch) == []
+
+
+def test_launch_failure_forgets_the_allocation_and_retries() -> None:
+    d = EngineDriver(small_cluster(nodes=1, gpus=8, per_leaf=1), "fifo")
+    [j] = d.submit(make_job(gpus=8))
+    d.settle()
+    d.fail_launch(j)
+    assert d.decisions("launch_failed", j)
+    assert d.state(j) is JobState.RUNNING and d.job(j).run == 2  # retried in the next pass
+    assert len(d.sent(Launch, j)) == 2
+
+
+def test_partition_limits_default_and_max_time() -> None:
+    cluster = small_cluster(nodes=1, gpus=8, per_leaf=1, default_time=HOUR, max_time=2 * HOUR)
+    d = EngineDriver(cluster, "slurm")
+    [dflt] = d.submit(make_job(gpus=1, time_limit=None))
+    [toolong] = d.submit(make_job(gpus=1, time_limit=3 * HOUR))
+    d.settle()
+    assert d.job(dflt).time_limit == HOUR and d.state(dflt) is JobState.RUNNING
+    assert d.state(toolong) is JobState.PENDING
+    assert d.job(toolong).reason == Reason.PARTITION_TIME
+
+
+def test_held_and_begin_time_jobs_wait() -> None:
+    d = EngineDriver(small_cluster(), "slurm")
+    [held] = d.submit(make_job(gpus=1, hold=True))
+    [later] = d.submit(make_job(gpus=1, begin=HOUR))
+    d.settle()
+    assert d.job(held).reason == Reason.HELD_USER and d.state(held) is JobState.PENDING
+    assert d.job(later).reason == Reason.BEGIN_TIME
+    d.advance(HOUR)
+    assert d.state(later) is JobState.RUNNING and d.job(later).start == HOUR
+    assert d.state(held) is JobState.PENDING
+
+
+def test_run_engine_replays_to_the_end() -> None:
+    spec = make_job(gpus=8, nodes=4, time_limit=HOUR)
+    d = run_engine(small_cluster(), "slurm", [(0, spec, 30 * MINUTE), (MINUTE, spec, HOUR)])
+    first, second = (ids[0] for ids in d.submitted)
+    assert d.state(first) is JobState.COMPLETED and d.state(second) is JobState.COMPLETED
+    assert d.job(second).first_start == 30 * MINUTE and d.job(second).end == 90 * MINUTE

@@ -1,0 +1,94 @@
+"""sched/builtin (FIFO), sched/backfill (EASY) and sched/greedy on a one-node cluster."""
+
+from __future__ import annotations
+
+import pytest
+
+from phalanx.domain.state import JobState, Reason
+from phalanx.domain.time import HOUR, MINUTE
+from phalanx.testing import EngineDriver, make_job, small_cluster
+
+
+def blocked_head(profile: str, small_limit: int) -> tuple[EngineDriver, int, int, int]:
+    """A 6-GPU job runs until 1 h; an 8-GPU job is blocked; a 2-GPU job with ``small_limit``."""
+    d = EngineDriver(small_cluster(nodes=1, gpus=8, per_leaf=1), profile)
+    [running] = d.submit(make_job(gpus=6, time_limit=HOUR), runtime=HOUR)
+    d.settle()
+    [head] = d.submit(make_job(gpus=8, time_limit=HOUR), runtime=HOUR)
+    [small] = d.submit(make_job(gpus=2, time_limit=small_limit), runtime=small_limit)
+    d.settle()
+    return d, running, head, small
+
+
+def test_fifo_blocks_everything_behind_the_first_blocked_job() -> None:
+    d, running, head, small = blocked_head("fifo", 10 * MINUTE)
+    assert d.state(running) is JobState.RUNNING
+    assert d.state(head) is JobState.PENDING and d.job(head).reason == Reason.RESOURCES
+    assert d.state(small) is JobState.PENDING
+    d.advance(HOUR)
+    assert d.state(head) is JobState.RUNNING and d.state(small) is JobState.PENDING
+    d.advance(2 * HOUR)
+    assert d.state(small) is JobState.RUNNING
+
+
+def test_backfill_starts_a_short_small_job_that_ends_before_the_reservation() -> None:
+    d, _, head, small = blocked_head("slurm", 30 * MINUTE)
+    assert d.decisions("start", small)[0][0] == 0
+    assert d.state(small) is JobState.RUNNING
+    assert d.state(head) is JobState.PENDING
+    assert d.job(head).expected_start == HOUR  # EASY: the head's reservation is known
+    d.advance(HOUR)
+    assert d.state(head) is JobState.RUNNING and d.job(head).start == HOUR
+
+
+def test_phalanx_orders_the_short_small_job_first_and_the_big_one_still_starts_on_time() -> None:
+    d, _, head, small = blocked_head("phalanx", 30 * MINUTE)
+    assert d.job(small).priority > d.job(head).priority  # favour small and short
+    assert d.state(small) is JobState.RUNNING
+    d.advance(HOUR)
+    assert d.state(head) is JobState.RUNNING and d.job(head).start == HOUR
+
+
+@pytest.mark.parametrize("profile", ["slurm", "phalanx"])
+def test_backfill_does_not_start_a_long_job_that_would_delay_the_reservation(
+    profile: str,
+) -> None:
+    d, _, head, small = blocked_head(profile, 2 * HOUR)
+    assert d.state(small) is JobState.PENDING and d.job(small).reason == Reason.PRIORITY
+    assert d.job(head).expected_start == HOUR
+    d.advance(HOUR)
+    assert d.state(head) is JobState.RUNNING and d.state(small) is JobState.PENDING
+
+
+def test_backfill_may_start_a_long_job_on_what_the_reservation_leaves() -> None:
+    # The head needs 4 of the 8 GPUs when the running job ends: 2 GPUs stay extra all along.
+    d = EngineDriver(small_cluster(nodes=1, gpus=8, per_leaf=1), "slurm")
+    d.submit(make_job(gpus=6, time_limit=HOUR), runtime=HOUR)
+    d.settle()
+    [head] = d.submit(make_job(gpus=4, time_limit=HOUR))
+    [long] = d.submit(make_job(gpus=2, time_limit=10 * HOUR))
+    [more] = d.submit(make_job(gpus=1, time_limit=10 * HOUR))
+    d.settle()
+    assert d.state(long) is JobState.RUNNING  # 6 + 2 = 8 at the reservation: it still fits
+    assert d.state(more) is JobState.PENDING  # no GPU left now
+    assert d.state(head) is JobState.PENDING and d.job(head).expected_start == HOUR
+    d.advance(HOUR)
+    assert d.state(head) is JobState.RUNNING
+
+
+def test_greedy_starts_whatever_fits_and_reserves_nothing() -> None:
+    d, _, head, small = blocked_head("kueue", 2 * HOUR)
+    assert d.state(small) is JobState.RUNNING
+    assert d.job(head).expected_start is None
+    d.advance(HOUR)
+    assert d.state(head) is JobState.PENDING  # the long small job still holds 2 GPUs
+
+
+def test_every_job_that_did_not_start_carries_a_reason() -> None:
+    # ARCHITECTURE.md, pass step 5: every job that did not start carries a Status.
+    d = EngineDriver(small_cluster(nodes=1, gpus=8, per_leaf=1), "slurm")
+    d.submit(make_job(gpus=8, time_limit=HOUR))
+    d.settle()
+    ids = [j for _ in range(3) for j in d.submit(make_job(gpus=8, time_limit=HOUR))]
+    d.settle()
+    assert [d.job(j).reason for j in ids] == [Reason.RESOURCES, Reason.PRIORITY, Reason.PRIORITY]

@@ -1,0 +1,138 @@
+"""Baselines: k8s-default pod-by-pod gang wait and deadlock, Kueue quota, Tiresias, Volcano."""
+
+from __future__ import annotations
+
+import dataclasses
+
+from phalanx.domain.state import JobState, Reason
+from phalanx.domain.time import HOUR, MINUTE
+from phalanx.policies.catalog import POLICIES
+from phalanx.testing import EngineDriver, make_job, small_cluster
+
+
+def k8s_deadlock() -> tuple[EngineDriver, int, int, int]:
+    """3 nodes x 4 GPUs. A 2-GPU pod runs on node 0; gang A wants 3 pods of 4 GPUs, gang B
+    3 pods of 2 GPUs. A takes nodes 1 and 2, B the last 2 GPUs of node 0: neither can ever
+    complete, even if the running pod ended."""
+    d = EngineDriver(small_cluster(nodes=3, gpus=4, per_leaf=3), "k8s-default")
+    [small] = d.submit(make_job(gpus=2, time_limit=10 * HOUR))
+    d.settle()
+    [a] = d.submit(make_job(gpus=4, nodes=3, time_limit=HOUR))
+    [b] = d.submit(make_job(gpus=2, nodes=3, time_limit=HOUR))
+    d.settle()
+    return d, small, a, b
+
+
+def test_k8s_holds_partial_pods_and_counts_the_deadlock_once() -> None:
+    d, small, a, b = k8s_deadlock()
+    assert d.state(small) is JobState.RUNNING
+    assert d.state(a) is JobState.PENDING and d.state(b) is JobState.PENDING
+    assert len(d.job(a).holds) == 2 and len(d.job(b).holds) == 1
+    assert d.job(a).reason == Reason.GANG_WAIT and d.job(b).reason == Reason.GANG_WAIT
+    assert d.engine.state.free_gpus == 0
+    assert d.engine.deadlocks == 1
+    [entry] = d.decisions("deadlock")
+    assert set(entry[3][0]) == {a, b}  # type: ignore[arg-type]
+    d.advance(5 * MINUTE)  # more passes while stuck do not count the same deadlock again
+    d.run_pass()
+    assert d.engine.deadlocks == 1
+
+
+def test_k8s_releases_holds_after_the_timeout() -> None:
+    d, _, a, b = k8s_deadlock()
+    d.advance(10 * MINUTE)
+    unheld = {e[2] for e in d.decisions("unhold")}
+    assert unheld == {a, b}
+    assert all(e[0] == 10 * MINUTE for e in d.decisions("unhold"))
+
+
+def test_k8s_gang_runs_once_its_last_pod_is_placed() -> None:
+    d = EngineDriver(small_cluster(nodes=2, gpus=4, per_leaf=2), "k8s-default")
+    [first] = d.submit(make_job(gpus=4, time_limit=HOUR), runtime=HOUR)
+    d.settle()
+    [gang] = d.submit(make_job(gpus=4, nodes=2, time_limit=HOUR))
+    d.settle()
+    assert len(d.job(gang).holds) == 1 and d.state(gang) is JobState.PENDING
+    d.advance(HOUR)
+    assert d.state(first) is JobState.COMPLETED
+    assert d.state(gang) is JobState.RUNNING and d.job(gang).holds == []
+    alloc = d.job(gang).alloc
+    assert alloc is not None and sorted(alloc.nodes) == [0, 1]
+
+
+def test_kueue_admits_within_quota_and_borrows_what_the_cohort_leaves() -> None:
+    cluster = small_cluster(nodes=2, gpus=8, per_leaf=2, quotas={"a": 8, "b": 8})
+    d = EngineDriver(cluster, "kueue")
+    [a1] = d.submit(make_job(gpus=8, account="a"))
+    [a2] = d.submit(make_job(gpus=4, account="a"))
+    [a3] = d.submit(make_job(gpus=8, account="a"))
+    [b1] = d.submit(make_job(gpus=4, account="b"))
+    d.settle()
+    assert d.state(a1) is JobState.RUNNING and d.state(a2) is JobState.RUNNING  # borrowed
+    assert d.state(a3) is JobState.PENDING
+    assert d.job(a3).reason == Reason.QUOTA and d.job(a3).reason_plugin == "admit/quota"
+    assert d.state(b1) is JobState.RUNNING  # within its own quota
+
+
+def test_kueue_without_borrowing_holds_an_account_at_its_quota() -> None:
+    profile = dataclasses.replace(
+        POLICIES["kueue"], params={"admit/quota": {"borrowing": False}}
+    )
+    cluster = small_cluster(nodes=2, gpus=8, per_leaf=2, quotas={"a": 8, "b": 8})
+    d = EngineDriver(cluster, profile)
+    [a1] = d.submit(make_job(gpus=8, account="a"))
+    [a2] = d.submit(make_job(gpus=4, account="a"))
+    [b1] = d.submit(make_job(gpus=8, account="b"))
+    d.settle()
+    assert d.state(a1) is JobState.RUNNING and d.state(b1) is JobState.RUNNING
+    assert d.state(a2) is JobState.PENDING and d.job(a2).reason == Reason.QUOTA
+
+
+def test_kueue_quota_from_shares_when_none_is_set() -> None:
+    profile = dataclasses.replace(
+        POLICIES["kueue"], params={"admit/quota": {"borrowing": False}}
+    )
+    cluster = small_cluster(nodes=2, gpus=8, per_leaf=2, accounts={"a": 1, "b": 3})
+    d = EngineDriver(cluster, profile)
+    [a1] = d.submit(make_job(gpus=4, account="a"))
+    [a2] = d.submit(make_job(gpus=1, account="a"))
+    d.settle()
+    # Nominal quota of "a": 16 GPUs x 1 share out of the shares of the accounts seen (a).
+    assert d.state(a1) is JobState.RUNNING and d.state(a2) is JobState.RUNNING
+
+
+def test_tiresias_preempts_a_job_of_a_lower_priority_queue() -> None:
+    d = EngineDriver(small_cluster(nodes=1, gpus=8, per_leaf=1), "tiresias")
+    [old] = d.submit(make_job(gpus=8, time_limit=100 * HOUR))
+    d.settle()
+    d.advance(2 * HOUR)  # 16 GPU-hours attained: queue 2
+    [new] = d.submit(make_job(gpus=8, time_limit=HOUR))
+    d.settle()
+    assert [e[2] for e in d.decisions("preempt")] == [old]
+    assert d.state(new) is JobState.RUNNING
+    assert d.state(old) is JobState.PENDING and d.job(old).restarts == 1
+    assert d.job(old).attained_gpu_ms == 16 * HOUR
+
+
+def test_tiresias_does_not_preempt_within_the_same_queue() -> None:
+    d = EngineDriver(small_cluster(nodes=1, gpus=8, per_leaf=1), "tiresias")
+    [old] = d.submit(make_job(gpus=8, time_limit=100 * HOUR))
+    d.settle()
+    d.advance(5 * MINUTE)  # 40 GPU-minutes: still queue 0
+    [new] = d.submit(make_job(gpus=8))
+    d.settle()
+    assert d.decisions("preempt") == []
+    assert d.state(old) is JobState.RUNNING and d.state(new) is JobState.PENDING
+
+
+def test_volcano_serves_the_account_with_the_lowest_share_first() -> None:
+    cluster = small_cluster(nodes=1, gpus=8, per_leaf=1, accounts={"a": 1, "b": 1})
+    d = EngineDriver(cluster, "volcano")
+    [a1] = d.submit(make_job(gpus=4, account="a"), runtime=HOUR)
+    d.settle()
+    [a2] = d.submit(make_job(gpus=4, account="a"))
+    [b1] = d.submit(make_job(gpus=4, account="b"))
+    [a3] = d.submit(make_job(gpus=4, account="a"))
+    d.settle()
+    assert d.state(a1) is JobState.RUNNING and d.state(b1) is JobState.RUNNING
+    assert d.state(a2) is JobState.PENDING and d.state(a3) is JobState.PENDING

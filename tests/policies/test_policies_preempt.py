@@ -1,0 +1,91 @@
+"""preempt/checkpoint: QOS high preempts whole normal jobs, least work lost first."""
+
+from __future__ import annotations
+
+from phalanx.domain.cluster import PreemptMode
+from phalanx.domain.state import JobState
+from phalanx.domain.time import HOUR, MINUTE, SECOND
+from phalanx.engine.commands import Kill, Signal
+from phalanx.testing import EngineDriver, make_job, small_cluster
+
+
+def test_high_qos_preempts_the_victim_with_least_work_since_its_checkpoint() -> None:
+    d = EngineDriver(small_cluster(nodes=2, gpus=8, per_leaf=2), "slurm")
+    [ckpt] = d.submit(make_job(gpus=8, time_limit=10 * HOUR, checkpoint_interval=10 * MINUTE))
+    [plain] = d.submit(make_job(gpus=8, time_limit=10 * HOUR))
+    d.settle()
+    assert d.state(ckpt) is JobState.RUNNING and d.state(plain) is JobState.RUNNING
+    d.advance(25 * MINUTE)  # ckpt would lose 5 min of work, plain 25 min
+    [high] = d.submit(make_job(gpus=8, qos="high"))
+    d.settle()
+    preempts = d.decisions("preempt")
+    assert [(e[2], e[3][1]) for e in preempts] == [(ckpt, high)]
+    assert d.sent(Kill, ckpt) and not d.sent(Kill, plain)
+    assert d.state(high) is JobState.RUNNING
+    assert d.state(plain) is JobState.RUNNING
+    victim = d.job(ckpt)
+    assert victim.state is JobState.PENDING and victim.restarts == 1
+    assert d.decisions("requeue", ckpt)
+
+
+def test_a_gang_is_preempted_whole_and_victims_not_needed_are_dropped() -> None:
+    d = EngineDriver(small_cluster(nodes=2, gpus=8, per_leaf=2), "slurm")
+    [gang] = d.submit(make_job(gpus=4, nodes=2, time_limit=10 * HOUR))
+    d.settle()
+    [single] = d.submit(make_job(gpus=4, time_limit=10 * HOUR))
+    d.settle()
+    alloc = d.job(single).alloc
+    assert alloc is not None and alloc.nodes == (0,)  # best fit: node 0 is now full
+    d.advance(MINUTE)
+    # 8 GPUs on one node: the single job loses least, so it is tried first, but only the
+    # gang's removal frees a whole node (node 1); the single job is then not needed.
+    [high] = d.submit(make_job(gpus=8, qos="high"))
+    d.settle()
+    assert [e[2] for e in d.decisions("preempt")] == [gang]
+    assert d.state(high) is JobState.RUNNING and d.state(single) is JobState.RUNNING
+    assert d.state(gang) is JobState.PENDING and d.job(gang).restarts == 1
+    d2 = EngineDriver(small_cluster(nodes=2, gpus=8, per_leaf=2), "slurm")
+    [gang2] = d2.submit(make_job(gpus=8, nodes=2, time_limit=10 * HOUR))
+    d2.settle()
+    [high2] = d2.submit(make_job(gpus=2, qos="high"))
+    d2.settle()
+    assert [e[2] for e in d2.decisions("preempt")] == [gang2]
+    assert d2.job(gang2).state is JobState.PENDING and d2.job(gang2).alloc is None
+    alloc = d2.job(high2).alloc
+    assert alloc is not None and d2.engine.state.free_gpus == 16 - 2
+
+
+def test_preemption_with_grace_time_signals_then_kills() -> None:
+    cluster = small_cluster(
+        nodes=1, gpus=8, per_leaf=1, preempt_mode=PreemptMode.REQUEUE, grace_time=30 * SECOND
+    )
+    d = EngineDriver(cluster, "slurm")
+    [victim] = d.submit(make_job(gpus=8, time_limit=10 * HOUR))
+    d.settle()
+    [high] = d.submit(make_job(gpus=8, qos="high"))
+    d.settle()
+    assert d.sent(Signal, victim) and not d.sent(Kill, victim)
+    assert d.state(victim) is JobState.RUNNING and d.state(high) is JobState.PENDING
+    d.advance(30 * SECOND)
+    assert d.sent(Kill, victim)
+    assert d.state(victim) is JobState.PENDING and d.state(high) is JobState.RUNNING
+
+
+def test_no_requeue_means_preempted() -> None:
+    d = EngineDriver(small_cluster(nodes=1, gpus=8, per_leaf=1), "slurm")
+    [victim] = d.submit(make_job(gpus=8, time_limit=10 * HOUR, requeue=False))
+    d.settle()
+    d.submit(make_job(gpus=8, qos="high"))
+    d.settle()
+    assert d.state(victim) is JobState.PREEMPTED
+
+
+def test_normal_does_not_preempt_and_fifo_has_no_preemption() -> None:
+    for profile in ("slurm", "fifo"):
+        d = EngineDriver(small_cluster(nodes=1, gpus=8, per_leaf=1), profile)
+        [first] = d.submit(make_job(gpus=8, time_limit=10 * HOUR))
+        d.settle()
+        later = d.submit(make_job(gpus=8, qos="normal" if profile == "slurm" else "high"))
+        d.settle()
+        assert d.decisions("preempt") == []
+        assert d.state(first) is JobState.RUNNING and d.state(later[0]) is JobState.PENDING

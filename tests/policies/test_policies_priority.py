@@ -1,0 +1,89 @@
+"""priority/multifactor: the breakdown sums to the priority; fair share follows usage."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from phalanx.domain.state import JobState
+from phalanx.domain.time import DAY, HOUR, MINUTE
+from phalanx.engine.engine import Engine
+from phalanx.policies.catalog import POLICIES
+from phalanx.policies.priority_multifactor import MultifactorPriority
+from phalanx.policies.priority_simple import las_queue
+from phalanx.sched.job import Job
+from phalanx.testing import EngineDriver, make_job, small_cluster
+
+
+def job(engine: Engine, job_id: int, account: str, submit: int = 0, **kw: object) -> Job:
+    spec = make_job(account=account, **kw)  # type: ignore[arg-type]
+    return Job(job_id, job_id, spec, submit, "gpu", 1, spec.time_limit or HOUR)
+
+
+@pytest.mark.parametrize("profile", ["slurm", "phalanx"])
+def test_breakdown_sums_to_the_priority_of_every_pending_job(profile: str) -> None:
+    d = EngineDriver(small_cluster(nodes=2, gpus=8, accounts={"a": 1, "b": 3}), profile)
+    d.submit(make_job(gpus=8, nodes=2, time_limit=DAY, account="a"))
+    d.settle()
+    ids = [
+        *d.submit(make_job(gpus=4, nodes=1, account="a", nice=5)),
+        *d.submit(make_job(gpus=8, nodes=2, account="b", time_limit=2 * HOUR)),
+    ]
+    d.advance(3 * HOUR)  # age grows and usage is charged at the periodic recalculation
+    for j in ids:
+        job_ = d.job(j)
+        assert d.state(j) is JobState.PENDING
+        assert set(job_.factors) >= {"age", "fairshare", "jobsize", "partition", "qos"}
+        assert math.isclose(sum(job_.factors.values()), job_.priority)
+        assert job_.factors["age"] > 0
+    assert d.job(ids[0]).factors["nice"] == -5
+    assert d.job(ids[0]).factors["qos"] == 0  # QOS normal has priority 0
+
+
+@pytest.mark.parametrize("algorithm", ["fair_tree", "classic"])
+def test_fairshare_factor_drops_for_the_account_with_more_usage(algorithm: str) -> None:
+    engine = Engine(small_cluster(accounts={"a": 1, "b": 1}), POLICIES["slurm"])
+    engine.usage.raw.update({"a": 9.0e9, "b": 1.0e9, "root": 1.0e10})
+    engine.usage.updated = 1
+    plugin = MultifactorPriority({"fairshare": algorithm})
+    _, fa = plugin.compute(job(engine, 1, "a"), engine, 10)
+    _, fb = plugin.compute(job(engine, 2, "b"), engine, 10)
+    assert fa["fairshare"] < fb["fairshare"]
+
+
+def test_more_usage_means_lower_priority_in_the_engine() -> None:
+    d = EngineDriver(small_cluster(nodes=1, gpus=8, accounts={"a": 1, "b": 1}), "slurm")
+    [hog] = d.submit(make_job(gpus=8, account="a", time_limit=DAY), runtime=2 * HOUR)
+    d.settle()
+    d.advance(HOUR)
+    [a2] = d.submit(make_job(gpus=8, account="a"))
+    [b1] = d.submit(make_job(gpus=8, account="b"))
+    d.advance(HOUR + 10 * MINUTE)  # a recalculation after the submits charges the usage
+    assert d.job(a2).factors["fairshare"] < d.job(b1).factors["fairshare"]
+    d.advance(2 * HOUR)
+    assert d.state(hog) is JobState.COMPLETED
+    assert d.state(b1) is JobState.RUNNING and d.state(a2) is JobState.PENDING
+
+
+def test_jobsize_factor_favours_big_jobs_or_small_with_favor_small() -> None:
+    engine = Engine(small_cluster(nodes=4), POLICIES["slurm"])
+    big, small = job(engine, 1, "root", nodes=4), job(engine, 2, "root", nodes=1)
+    plain = MultifactorPriority({})
+    assert plain.compute(big, engine, 0)[1]["jobsize"] == 1000
+    assert plain.compute(small, engine, 0)[1]["jobsize"] == 250
+    favour = MultifactorPriority({"favor_small": True})
+    assert favour.compute(big, engine, 0)[1]["jobsize"] == 0
+    assert favour.compute(small, engine, 0)[1]["jobsize"] == 750
+
+
+def test_age_factor_caps_at_max_age() -> None:
+    engine = Engine(small_cluster(), POLICIES["slurm"])
+    j = job(engine, 1, "root")
+    plugin = MultifactorPriority({"weight_age": 1000, "max_age_ms": 2 * DAY})
+    assert plugin.compute(j, engine, DAY)[1]["age"] == 500
+    assert plugin.compute(j, engine, 5 * DAY)[1]["age"] == 1000
+
+
+def test_las_queue_thresholds() -> None:
+    assert [las_queue(x, (10, 100)) for x in (0, 9, 10, 99, 100, 10**9)] == [0, 0, 1, 1, 2, 2]

@@ -1,0 +1,61 @@
+"""ClusterState: starting and finishing jobs keeps free GPUs, ends and account use exact."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from phalanx.sched.capacity import Allocation
+from phalanx.sched.shape import Shape
+from phalanx.sched.snapshot import ClusterState
+from phalanx.testing import make_job, small_cluster
+
+
+def test_start_then_finish_restores_everything() -> None:
+    state = ClusterState(small_cluster(nodes=3, gpus=8, per_leaf=3))
+    free0 = state.cap.copy()
+    a = Allocation((0, 2), ((0, 1, 2), (5, 6, 7)), 0, 4, 10)
+    b = Allocation((2,), ((0,),), 0, 1, 0)
+    state.start(1, "x", a, end=100)
+    state.start(2, "y", b, end=50)
+    assert state.free_gpus == 24 - 7
+    assert state.cap.gpus.tolist() == [5, 8, 4]
+    assert state.ends() == [(50, 2), (100, 1)]
+    assert state.account_gpus == {"x": 6.0, "y": 1.0}
+    assert state.gpus_in_use() == 7.0
+    assert state.finish(1, "x") == a
+    assert state.finish(2, "y") == b
+    assert state.free_gpus == 24
+    assert state.running == {} and state.ends() == []
+    assert state.account_gpus == {"x": 0.0, "y": 0.0}
+    for f in ("gpus", "cpus", "mem", "dev"):
+        assert np.array_equal(getattr(state.cap, f), getattr(free0, f))
+
+
+def test_fractional_job_takes_one_whole_gpu_out_of_free_until_it_ends() -> None:
+    state = ClusterState(small_cluster(nodes=1, gpus=2, per_leaf=1))
+    share = Allocation((0,), ((1,),), 300, 1, 0)
+    state.start(7, "x", share, end=10)
+    assert state.free_gpus == 1
+    state.finish(7, "x")
+    assert state.free_gpus == 2 and state.cap.dev[0].tolist() == [1000, 1000]
+
+
+def test_node_down_leaves_free_count_and_eligibility() -> None:
+    state = ClusterState(small_cluster(nodes=2, gpus=8, per_leaf=2))
+    shape = Shape.of(make_job(gpus=4), "gpu")
+    state.set_up(1, False)
+    assert state.free_gpus == 8
+    assert state.eligible(state.cap, shape).tolist() == [True, False]
+    assert state.static_mask(shape).tolist() == [True, True]
+    state.set_up(1, True)
+    assert state.free_gpus == 16
+
+
+def test_free_gpus_counts_only_nodes_that_are_up_when_a_job_there_finishes() -> None:
+    # ``free_gpus`` is documented as whole free GPUs on nodes that are up.
+    state = ClusterState(small_cluster(nodes=2, gpus=8, per_leaf=2))
+    state.start(1, "x", Allocation((1,), (tuple(range(8)),), 0, 0, 0), end=100)
+    state.set_up(1, False)
+    assert state.free_gpus == 8
+    state.finish(1, "x")
+    assert state.free_gpus == int(state.cap.gpus[state.up].sum()) == 8

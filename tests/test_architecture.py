@@ -1,0 +1,48 @@
+"""The layers of ARCHITECTURE.md hold: import-linter contracts, and a sans-IO core."""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+SRC = ROOT / "src" / "phalanx"
+CORE = ("domain", "sched", "policies", "engine")
+NO_CLOCK = {"time", "random", "datetime"}
+
+
+def test_import_linter_contracts_hold() -> None:
+    lint = Path(sys.executable).with_name("lint-imports")
+    if not lint.exists():
+        pytest.skip("lint-imports is not installed next to this interpreter")
+    done = subprocess.run(
+        [str(lint)], cwd=ROOT, capture_output=True, text=True, timeout=120, check=False
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+def imported_modules(path: Path) -> set[str]:
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            found.add(node.module)
+    return found
+
+
+CORE_FILES = sorted(p for layer in CORE for p in (SRC / layer).rglob("*.py"))
+
+
+@pytest.mark.parametrize("path", CORE_FILES, ids=lambda p: str(p.relative_to(SRC)))
+def test_core_module_reads_no_clock_and_no_randomness(path: Path) -> None:
+    bad = {m for m in imported_modules(path) if m.split(".")[0] in NO_CLOCK}
+    assert not bad, f"{path.relative_to(ROOT)} imports {sorted(bad)}"
+
+
+def test_the_check_sees_every_layer() -> None:
+    assert {p.relative_to(SRC).parts[0] for p in CORE_FILES} == set(CORE)
