@@ -15,7 +15,7 @@ def decay_multiplier(elapsed: Duration, half_life: Duration) -> float:
     """What past usage is multiplied by after ``elapsed``: halves every ``half_life``."""
     if half_life <= 0:
         return 1.0
-    return 0.5 ** (elapsed / half_life)
+    return float(0.5 ** (elapsed / half_life))
 
 
 def classic_factor(effective_usage: float, norm_shares: float) -> float:
