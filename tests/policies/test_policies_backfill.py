@@ -6,6 +6,7 @@ import pytest
 
 from phalanx.domain.state import JobState, Reason
 from phalanx.domain.time import HOUR, MINUTE
+from phalanx.engine.commands import Launch
 from phalanx.testing import EngineDriver, make_job, small_cluster
 
 
@@ -92,3 +93,24 @@ def test_every_job_that_did_not_start_carries_a_reason() -> None:
     ids = [j for _ in range(3) for j in d.submit(make_job(gpus=8, time_limit=HOUR))]
     d.settle()
     assert [d.job(j).reason for j in ids] == [Reason.RESOURCES, Reason.PRIORITY, Reason.PRIORITY]
+
+
+def test_a_backfilled_job_is_launched_with_all_its_gpus() -> None:
+    d = EngineDriver(small_cluster(nodes=1, gpus=4, per_leaf=1), "slurm")
+    d.submit(make_job(gpus=2, time_limit=HOUR), runtime=HOUR)  # devices 0, 1
+    d.settle()
+    d.advance(MINUTE)
+    d.submit(make_job(gpus=2, time_limit=HOUR), runtime=HOUR)  # devices 2, 3 until 1 h 1 min
+    d.settle()
+    d.advance(HOUR)  # the first ends: devices 0, 1 free
+    [head] = d.submit(make_job(gpus=3, time_limit=HOUR))  # reserved on 0-2 from 1 h 1 min
+    [long] = d.submit(make_job(gpus=1, time_limit=10 * HOUR))
+    d.settle()
+    assert d.state(head) is JobState.PENDING
+    for launch in d.sent(Launch):
+        assert all(len(devs) == launch.spec.gpus_per_node for devs in launch.alloc.devices)
+    if d.state(long) is JobState.RUNNING:
+        d.advance(HOUR + MINUTE)
+        alloc, head_alloc = d.job(long).alloc, d.job(head).alloc
+        assert alloc is not None and head_alloc is not None
+        assert not set(alloc.devices[0]) & set(head_alloc.devices[0])

@@ -89,3 +89,32 @@ def test_normal_does_not_preempt_and_fifo_has_no_preemption() -> None:
         d.settle()
         assert d.decisions("preempt") == []
         assert d.state(first) is JobState.RUNNING and d.state(later[0]) is JobState.PENDING
+
+
+def test_preemptor_gets_the_resources_it_freed() -> None:
+    # phalanx favours small short jobs: the normal 4-GPU job ranks above the high-QOS job.
+    # When the high job's victims leave, the freed GPUs must go to it, not to a job that
+    # it would then preempt again (a livelock: start, preempt, requeue, start, ...).
+    d = EngineDriver(small_cluster(nodes=1, gpus=8, per_leaf=1), "phalanx", cleanup_ms=SECOND)
+    d.submit(make_job(gpus=6, time_limit=24 * HOUR))
+    d.settle()
+    [high] = d.submit(make_job(gpus=8, qos="high", time_limit=100 * HOUR))
+    [small] = d.submit(make_job(gpus=4, time_limit=MINUTE))
+    d.settle()
+    d.advance(MINUTE, max_events=10_000)
+    assert d.state(high) is JobState.RUNNING
+    assert len(d.decisions("preempt")) <= 2
+    assert d.job(small).restarts <= 1
+
+
+def test_high_qos_job_preempts_even_when_the_cluster_is_full_and_a_job_ranks_above() -> None:
+    # The cluster is full; a normal job ranks above the high-QOS job (favour small/short).
+    # The high job must still look for victims rather than be skipped by the pass.
+    d = EngineDriver(small_cluster(nodes=1, gpus=8, per_leaf=1), "phalanx")
+    [victim] = d.submit(make_job(gpus=8, time_limit=24 * HOUR))
+    d.settle()
+    [high] = d.submit(make_job(gpus=8, qos="high", time_limit=100 * HOUR))
+    [small] = d.submit(make_job(gpus=2, time_limit=MINUTE))
+    d.settle()
+    assert d.job(small).priority > d.job(high).priority
+    assert [e[2] for e in d.decisions("preempt")] == [victim]

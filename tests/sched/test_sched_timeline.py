@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+from phalanx.domain.job import MILLI
 from phalanx.policies.select_topology import TopologySelect
 from phalanx.sched.capacity import Allocation, Capacity
 from phalanx.sched.shape import Shape
 from phalanx.sched.snapshot import ClusterState
-from phalanx.sched.timeline import Timeline
+from phalanx.sched.timeline import Reservation, Timeline
 from phalanx.testing import make_job, small_cluster
 
 SELECT = TopologySelect({})
@@ -22,6 +23,13 @@ def placer(state: ClusterState, gpus: int, nodes: int = 1):  # type: ignore[no-u
     return place
 
 
+def reserve(
+    t: Timeline, job_id: int, gpus: int, duration: int, nodes: int = 1, horizon: int | None = None
+) -> Reservation | None:
+    shape = Shape.of(make_job(gpus=gpus, nodes=nodes), "gpu")
+    return t.earliest(job_id, shape, duration, placer(t.state, gpus, nodes), horizon)
+
+
 def busy(state: ClusterState, job_id: int, node: int, devices: range, end: int) -> Allocation:
     alloc = Allocation((node,), (tuple(devices),), 0, 0, 0)
     state.start(job_id, "root", alloc, end)
@@ -33,18 +41,18 @@ def test_earliest_is_the_first_end_after_which_the_job_fits() -> None:
     busy(state, 1, 0, range(0, 6), end=100)
     busy(state, 2, 0, range(6, 8), end=50)
     t = Timeline(state, now=0)
-    assert t.earliest(10, 2, 30, placer(state, 2)).start == 50  # type: ignore[union-attr]
+    assert reserve(t, 10, 2, 30).start == 50  # type: ignore[union-attr]
     t = Timeline(state, now=0)
-    res = t.earliest(11, 8, 30, placer(state, 8))
+    res = reserve(t, 11, 8, 30)
     assert res is not None and (res.start, res.end) == (100, 130)
     # Not within the horizon: no reservation.
-    assert Timeline(state, now=0).earliest(12, 8, 30, placer(state, 8), horizon=99) is None
+    assert reserve(Timeline(state, now=0), 12, 8, 30, horizon=99) is None
 
 
 def test_earliest_is_after_now_even_if_a_limit_has_passed() -> None:
     state = ClusterState(small_cluster(nodes=1, gpus=8, per_leaf=1))
     busy(state, 1, 0, range(8), end=100)
-    res = Timeline(state, now=500).earliest(2, 8, 10, placer(state, 8))
+    res = reserve(Timeline(state, now=500), 2, 8, 10)
     assert res is not None and res.start == 501
 
 
@@ -52,8 +60,8 @@ def test_a_second_reservation_never_overlaps_the_first_on_its_devices() -> None:
     state = ClusterState(small_cluster(nodes=1, gpus=8, per_leaf=1))
     busy(state, 1, 0, range(8), end=100)
     t = Timeline(state, now=0)
-    first = t.earliest(2, 8, 50, placer(state, 8))
-    second = t.earliest(3, 8, 50, placer(state, 8))
+    first = reserve(t, 2, 8, 50)
+    second = reserve(t, 3, 8, 50)
     assert first is not None and (first.start, first.end) == (100, 150)
     assert second is None or second.start >= first.end
 
@@ -64,8 +72,8 @@ def test_a_second_reservation_starts_when_the_first_one_ends() -> None:
     state = ClusterState(small_cluster(nodes=1, gpus=8, per_leaf=1))
     busy(state, 1, 0, range(8), end=100)
     t = Timeline(state, now=0)
-    t.earliest(2, 8, 50, placer(state, 8))
-    second = t.earliest(3, 8, 50, placer(state, 8))
+    reserve(t, 2, 8, 50)
+    second = reserve(t, 3, 8, 50)
     assert second is not None and second.start == 150
 
 
@@ -75,7 +83,7 @@ def test_view_and_consume_keep_reserved_resources_for_the_reservation() -> None:
     busy(state, 1, 0, range(8), end=100)
     busy(state, 2, 1, range(4), end=1000)
     t = Timeline(state, now=0)
-    res = t.earliest(3, 8, 100, placer(state, 8))
+    res = reserve(t, 3, 8, 100)
     assert res is not None and res.start == 100 and res.alloc.nodes == (0,)
     four = placer(state, 4)
     # A job ending before the reservation starts may use anything free now.
@@ -99,7 +107,21 @@ def test_view_never_offers_reserved_devices_even_if_free_now() -> None:
     state = ClusterState(small_cluster(nodes=2, gpus=8, per_leaf=2))
     busy(state, 1, 0, range(8), end=100)
     t = Timeline(state, now=0)
-    res = t.earliest(2, 16, 100, placer(state, 8, nodes=2))
+    res = reserve(t, 2, 8, 100, nodes=2)
     assert res is not None and sorted(res.alloc.nodes) == [0, 1] and res.start == 100
     assert t.view(state.cap, 101).gpus.tolist() == [0, 0]
     assert t.view(state.cap, 100).gpus.tolist() == [0, 8]
+
+
+def test_view_counts_only_devices_free_both_now_and_at_the_reservation() -> None:
+    # 4 GPUs: devices 2, 3 busy until 100. A 3-GPU job reserves devices 0-2 from 100, so
+    # device 3 is the extra then; devices 0, 1 are free now. No device is free in both.
+    state = ClusterState(small_cluster(nodes=1, gpus=4, per_leaf=1))
+    busy(state, 1, 0, range(2, 4), end=100)
+    t = Timeline(state, now=0)
+    res = reserve(t, 2, 3, 100)
+    assert res is not None and res.alloc.devices == ((0, 1, 2),)
+    view = t.view(state.cap, 1000)
+    assert view.gpus.tolist() == (view.dev == MILLI).sum(axis=1).tolist()
+    alloc = placer(state, 1)(view)
+    assert alloc is None or len(alloc.devices[0]) == 1

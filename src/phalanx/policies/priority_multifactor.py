@@ -45,7 +45,7 @@ class MultifactorPriority:
         self.favor_small = bool(params.get("favor_small", False))
         self.algorithm = str(params.get("fairshare", "fair_tree"))
         self._tree: FairShareTree | None = None
-        self._statics: dict[int, tuple[float, float, float, float]] = {}
+        self._statics: dict[int, tuple[float, float, float, float, float]] = {}
         self._max_part: int | None = None
         self._max_qos = 0
         self._tree_version = -1.0
@@ -69,7 +69,9 @@ class MultifactorPriority:
             value = self._fs[job.account] = self._tree.factor(job.account)
         return value
 
-    def _static(self, job: Job, ctx: PassContext) -> tuple[float, float, float, float]:
+    def _static(
+        self, job: Job, ctx: PassContext
+    ) -> tuple[float, float, float, float, float]:
         """Factors that never change while a job waits: size, partition, QOS, short."""
         cluster = ctx.cluster
         if self._max_part is None:
@@ -87,12 +89,8 @@ class MultifactorPriority:
         max_qos = self._max_qos
         qos_f = (qos.priority / max_qos) if qos is not None and max_qos > 0 else 0.0
         short = max(0.0, 1.0 - job.time_limit / self.max_limit) if self.w_short else 0.0
-        return (
-            self.w_size * size,
-            self.w_part * part_f,
-            self.w_qos * qos_f,
-            self.w_short * short,
-        )
+        parts = (self.w_size * size, self.w_part * part_f, self.w_qos * qos_f, self.w_short * short)
+        return (*parts, sum(parts))
 
     def compute(
         self, job: Job, ctx: PassContext, now: Instant
@@ -100,12 +98,16 @@ class MultifactorPriority:
         static = self._statics.get(job.seq)
         if static is None:
             static = self._statics[job.seq] = self._static(job, ctx)
-        age = min(max(now - job.submit, 0) / self.max_age, 1.0) if self.max_age else 0.0
-        w_age = self.w_age * age
-        w_fs = self.w_fs * self._fairshare(job, ctx) if self.w_fs else 0.0
-        nice = float(-job.spec.nice)
-        factors = _Factors(w_age, w_fs, static, nice)
-        return w_age + w_fs + static[0] + static[1] + static[2] + static[3] + nice, factors
+        age = now - job.submit
+        max_age = self.max_age
+        w_age = self.w_age * (1.0 if age >= max_age else (age / max_age if age > 0 else 0.0))
+        fs = self._fs.get(job.account) if self._tree_version == ctx.usage.updated else None
+        if fs is None:
+            fs = self._fairshare(job, ctx)
+        w_fs = self.w_fs * fs
+        nice = -job.spec.nice
+        priority = w_age + w_fs + static[4] + nice
+        return priority, _Factors(w_age, w_fs, static, nice)
 
 
 class _Factors(Mapping[str, float]):
@@ -115,9 +117,13 @@ class _Factors(Mapping[str, float]):
     _NAMES = ("age", "fairshare", "jobsize", "partition", "qos", "short", "nice")
 
     def __init__(
-        self, age: float, fs: float, static: tuple[float, float, float, float], nice: float
+        self,
+        age: float,
+        fs: float,
+        static: tuple[float, float, float, float, float],
+        nice: float,
     ) -> None:
-        self._values = (age, fs, *static, nice)
+        self._values = (age, fs, static[0], static[1], static[2], static[3], float(nice))
 
     def __getitem__(self, key: str) -> float:
         try:

@@ -63,6 +63,32 @@ class Capacity:
             np.minimum(self.dev, other.dev),
         )
 
+    def give_many(self, allocs: list[Allocation]) -> None:
+        """``give`` for many allocations at once: a few array operations, not one per GPU."""
+        if not allocs:
+            return
+        dev_nodes: list[int] = []
+        dev_ids: list[int] = []
+        amounts: list[int] = []
+        nodes: list[int] = []
+        cpus: list[int] = []
+        mem: list[int] = []
+        for alloc in allocs:
+            amount = alloc.milli or MILLI
+            for node, devices in zip(alloc.nodes, alloc.devices, strict=True):
+                for d in devices:
+                    dev_nodes.append(node)
+                    dev_ids.append(d)
+                    amounts.append(amount)
+                nodes.append(node)
+                cpus.append(alloc.cpus)
+                mem.append(alloc.mem_mb)
+        np.add.at(self.dev, (dev_nodes, dev_ids), amounts)
+        np.add.at(self.cpus, nodes, cpus)
+        np.add.at(self.mem, nodes, mem)
+        touched = np.unique(np.asarray(nodes, dtype=np.int64))
+        self.gpus[touched] = (self.dev[touched] == MILLI).sum(axis=1)
+
     def take(self, alloc: Allocation) -> None:
         self._apply(alloc, -1)
 

@@ -69,6 +69,15 @@ class ClusterState:
         self.account_gpus: dict[str, float] = {}
         self.version = 0
         """Bumped on every change, so callers can cache what they derive."""
+        self._memo: dict[object, object] = {}
+        self._memo_version = -1
+
+    def memo(self) -> dict[object, object]:
+        """A scratch cache valid while nothing changes (emptied at every new ``version``)."""
+        if self._memo_version != self.version:
+            self._memo = {}
+            self._memo_version = self.version
+        return self._memo
 
     # -- static masks -------------------------------------------------------------------
     def base_mask(self, shape: Shape) -> BoolArray:

@@ -59,6 +59,33 @@ class Timeline:
         only once enough of them are free.
         """
         state = self.state
+        # With no reservation yet, the answer depends only on the running jobs: between two
+        # passes where none started or ended (arrivals only), it is the same.
+        memo_key = (job_id, duration, horizon) if not self.reservations else None
+        if memo_key is not None:
+            hit = state.memo().get(memo_key)
+            if isinstance(hit, tuple):
+                t, alloc, at_start = hit
+                return self._add(job_id, t, t + duration, alloc, at_start)
+            if hit is False:
+                return None
+        found = self._walk(job_id, shape, duration, place, horizon)
+        if memo_key is not None:
+            state.memo()[memo_key] = found if found is not None else False
+        if found is None:
+            return None
+        t, alloc, at_start = found
+        return self._add(job_id, t, t + duration, alloc, at_start)
+
+    def _walk(
+        self,
+        job_id: int,
+        shape: Shape,
+        duration: Duration,
+        place: PlaceFn,
+        horizon: Instant | None,
+    ) -> tuple[Instant, Allocation, Capacity] | None:
+        state = self.state
         cap = state.cap
         gl: list[int] = cap.gpus.tolist()
         cl: list[int] = cap.cpus.tolist()
@@ -76,6 +103,8 @@ class Timeline:
         ends = state.ends()
         running = state.running
         released: list[Allocation] = []
+        tmp: Capacity | None = None
+        given = 0
         i, n = 0, len(ends)
         first = self.now + 1
         while i < n:
@@ -98,13 +127,14 @@ class Timeline:
                 i += 1
             if fitting < shape.nodes_min and not approximate:
                 continue
-            tmp = cap.copy()
-            for alloc in released:
-                tmp.give(alloc)
+            if tmp is None:
+                tmp = cap.copy()
+            tmp.give_many(released[given:])
+            given = len(released)
             view = self._without_reservations(tmp, t, t + duration)
             found = place(view)
             if found is not None:
-                return self._add(job_id, t, t + duration, found, tmp)
+                return t, found, tmp
         return None
 
     def _without_reservations(self, cap: Capacity, start: Instant, end: Instant) -> Capacity:
