@@ -132,7 +132,7 @@ def test_node_failure_without_requeue_is_node_fail() -> None:
 
 def test_free_gpus_leaves_out_a_down_node_after_its_job_ends() -> None:
     d = EngineDriver(small_cluster(nodes=2, gpus=8, per_leaf=2), "slurm")
-    [j] = d.submit(make_job(gpus=8, nodes=2, requeue=False))
+    d.submit(make_job(gpus=8, nodes=2, requeue=False))
     d.settle()
     d.node_down(1)
     state = d.engine.state

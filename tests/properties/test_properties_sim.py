@@ -1,7 +1,8 @@
 """Properties of every profile over random small clusters and random job streams.
 
 (a) never more GPUs allocated than exist, in total and per node; (b) never a partial gang;
-(d) the same workload gives the same decision log; and every job ends (no livelock).
+(d) the same workload gives the same decision log; and every job ends (no livelock) except
+under k8s-default, whose partial gangs may deadlock by design.
 
 A run is stopped after ``STEP_BUDGET`` simulator steps (a dozen jobs need a few thousand);
 (a) and (b) are then checked on what happened until then.
@@ -16,7 +17,7 @@ from hypothesis import HealthCheck, Phase, example, given, settings
 from hypothesis import strategies as st
 
 from phalanx.domain.cluster import Cluster
-from phalanx.domain.time import MINUTE
+from phalanx.domain.time import MINUTE, SECOND
 from phalanx.policies.catalog import POLICIES
 from phalanx.sim.records import RunRecord
 from phalanx.sim.simulator import Simulator
@@ -143,8 +144,23 @@ def check_whole_gangs(sim: Simulator) -> None:
         assert sum(g for _, g in segs) == pytest.approx(len(nodes) * spec.gpus_per_node)
 
 
+# Found by (b): at 2 min a 1-GPU job is backfilled with no device at all (node 0 has GPUs
+# free now and others free when the reserved 12-GPU job starts, but none free at both).
+_NO_DEVICE = (
+    small_cluster(nodes=2, gpus=16, per_leaf=1, leaves_per_spine=2),
+    [
+        TraceJob(0, make_job(gpus=10, time_limit=MINUTE), MINUTE),
+        TraceJob(0, make_job(gpus=1, time_limit=10 * MINUTE), MINUTE),
+        TraceJob(MINUTE, make_job(gpus=12, time_limit=MINUTE), 6 * SECOND),
+        TraceJob(MINUTE, make_job(gpus=5, nodes=2, time_limit=10 * MINUTE), MINUTE),
+        TraceJob(2 * MINUTE, make_job(gpus=1, time_limit=10 * MINUTE), MINUTE),
+    ],
+)
+
+
 @pytest.mark.parametrize("profile", PROFILES)
 @SETTINGS
+@example(cluster=_NO_DEVICE[0], jobs=_NO_DEVICE[1])
 @given(cluster=clusters(), jobs=workloads)
 def test_never_more_gpus_than_exist_and_never_a_partial_gang(
     profile: str, cluster: Cluster, jobs: list[TraceJob]
@@ -155,15 +171,20 @@ def test_never_more_gpus_than_exist_and_never_a_partial_gang(
         check_whole_gangs(sim)
 
 
-# The smallest livelock found: on one 8-GPU node a 6-GPU job runs; a high-QOS 8-GPU job and a
-# short normal 4-GPU job that ranks above it wait. The high job preempts the running one; the
-# normal job takes the freed GPUs first; the high job preempts it; and so on, forever.
+# The smallest livelock found: on one 8-GPU node a 6-GPU job of account a runs; a high-QOS
+# 8-GPU job of a and a normal 4-GPU job of b (which ranks above it by fair share) wait. The
+# high job preempts the running one; the normal job takes the freed GPUs first; the high job
+# preempts it; and so on, forever, one cycle per cleanup.
 _LIVELOCK = (
-    small_cluster(nodes=1, gpus=8, per_leaf=1),
+    small_cluster(nodes=1, gpus=8, per_leaf=1, accounts={"a": 1, "b": 1}),
     [
-        TraceJob(0, make_job(gpus=6, time_limit=240 * MINUTE), 240 * MINUTE),
-        TraceJob(MINUTE, make_job(gpus=8, qos="high", time_limit=240 * MINUTE), MINUTE),
-        TraceJob(MINUTE, make_job(gpus=4, time_limit=MINUTE), MINUTE),
+        TraceJob(0, make_job(gpus=6, time_limit=240 * MINUTE, account="a"), 240 * MINUTE),
+        TraceJob(
+            10 * MINUTE,
+            make_job(gpus=8, qos="high", time_limit=240 * MINUTE, account="a"),
+            MINUTE,
+        ),
+        TraceJob(10 * MINUTE, make_job(gpus=4, time_limit=240 * MINUTE, account="b"), MINUTE),
     ],
 )
 
@@ -178,6 +199,8 @@ _LIVELOCK = (
 @example(cluster=_LIVELOCK[0], jobs=_LIVELOCK[1])
 @given(cluster=clusters(), jobs=workloads)
 def test_every_job_ends(profile: str, cluster: Cluster, jobs: list[TraceJob]) -> None:
+    if profile == "k8s-default":
+        return  # by design: partial gangs can deadlock, release on timeout, and deadlock again
     sim, record = simulate(cluster, profile, jobs)
     assert record is not None, (
         f"livelock: {len(sim.engine.decisions.entries)} decisions, "

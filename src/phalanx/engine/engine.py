@@ -96,6 +96,10 @@ class Engine:
         self._recalc_at: Instant | None = None
         self._keys: dict[object, int] = {}
         self._wakes: set[Instant] = set()
+        self._claims: dict[int, set[int]] = {}
+        """Jobs that preempted others, with their victims: they start first."""
+        self._can_preempt: dict[tuple[str, int], bool] = {}
+        self._preemptors = 0
         self._admission_rules = bool(
             self.plugins.admit
             or any(q.max_gpus_per_account is not None for q in cluster.qos.values())
@@ -111,7 +115,12 @@ class Engine:
         return self.profile.plugin_params(plugin)
 
     def pending(self) -> Sequence[Job]:
-        return list(self._qjobs)
+        if not self._claims:
+            return list(self._qjobs)
+        # A job that preempted others comes first, so it gets what its victims give back
+        # (otherwise a higher job could take it, be preempted in turn, and so on forever).
+        first = [j for j in self._qjobs if j.id in self._claims]
+        return first + [j for j in self._qjobs if j.id not in self._claims]
 
     def running(self) -> Iterable[Job]:
         jobs = self.jobs
@@ -129,6 +138,8 @@ class Engine:
             if chosen is not None:
                 return self.state.allocation(cap, shape, chosen)
             nodes = shape.nodes_min if nodes > shape.nodes_min else nodes - 1
+        if max_leaves is not None:
+            self.wake_at(job.submit + job.spec.switches_wait)  # when the limit relaxes
         return None
 
     def place_shape(
@@ -191,9 +202,34 @@ class Engine:
         job.reason_plugin = status.plugin
         job.expected_start = expected_start
 
+    def wait_rest(self, jobs: Sequence[Job], start: int, status: Status) -> None:
+        reason, plugin = status.reason, status.plugin
+        for i in range(start, len(jobs)):
+            job = jobs[i]
+            if job.reason is not reason:
+                job.reason = reason
+                job.reason_plugin = plugin
+                job.expected_start = None
+
+    def could_preempt(self, job: Job) -> bool:
+        if self.plugins.preempt is None:
+            return False
+        key = (job.spec.qos, job.tier)
+        can = self._can_preempt.get(key)
+        if can is None:
+            qos = self.cluster.qos.get(job.spec.qos)
+            can = bool(qos is not None and qos.preempt) or any(
+                p.priority_tier < job.tier and p.preempt_mode is not PreemptMode.OFF
+                for p in self.cluster.partitions.values()
+            )
+            self._can_preempt[key] = can
+        return can
+
+    def preemptors_pending(self) -> bool:
+        return self._preemptors > 0
+
     def hold(self, job: Job, alloc: Allocation) -> None:
-        self.state.cap.take(alloc)
-        self.state.free_gpus -= sum(len(d) for d in alloc.devices) if not alloc.milli else 0
+        self.state.take(alloc)
         self.state.account_gpus[job.account] = (
             self.state.account_gpus.get(job.account, 0.0) + alloc.gpus
         )
@@ -207,9 +243,7 @@ class Engine:
 
     def release_holds(self, job: Job) -> None:
         for alloc in job.holds:
-            self.state.cap.give(alloc)
-            if not alloc.milli:
-                self.state.free_gpus += sum(len(d) for d in alloc.devices)
+            self.state.give(alloc)
             self.state.account_gpus[job.account] -= alloc.gpus
             self.decisions.add(self._now, "unhold", job.id, alloc.nodes, alloc.gpus)
         self.state.version += 1
@@ -217,6 +251,7 @@ class Engine:
         job.hold_since = None
 
     def preempt(self, victims: Sequence[Job], for_job: Job) -> None:
+        self._claims.setdefault(for_job.id, set()).update(v.id for v in victims)
         for v in victims:
             mode, grace = self._preempt_mode(v)
             self._preempting[v.id] = (mode, for_job.id)
@@ -235,6 +270,9 @@ class Engine:
         plugin = self.plugins.preempt
         if plugin is None:
             return None
+        claimed = self._claims.get(job.id)
+        if claimed and any(v in self._preempting for v in claimed):
+            return None  # its victims are still on their way out
         return plugin.victims(job, self)
 
     def is_preempting(self, job: Job) -> bool:
@@ -409,6 +447,8 @@ class Engine:
         self._qjobs.insert(i, job)
         if not job.shape.gpus or job.shape.milli:
             self._nonwhole_pending += 1
+        if self.could_preempt(job):
+            self._preemptors += 1
         if self._recalc_at is None:
             self._recalc_at = self._now + self.profile.calc_period
             self._out.append(WakeAt(self._recalc_at, RECALC))
@@ -421,6 +461,9 @@ class Engine:
             del self._qjobs[i]
             if not job.shape.gpus or job.shape.milli:
                 self._nonwhole_pending -= 1
+            if self.could_preempt(job):
+                self._preemptors -= 1
+            self._claims.pop(job.id, None)
 
     def _recalc(self) -> None:
         self.usage.advance(self._now, self.state.account_gpus)

@@ -56,11 +56,20 @@ class BackfillScheduler:
         # The top blocked jobs' reservations are computed lazily: only once a lower job could
         # start on free resources is it worth knowing what it must not delay.
         unreserved: list[Job] = []
-        for job in ctx.pending():
-            if only_whole and state.free_gpus == 0 and reserved + len(unreserved) >= depth:
-                break  # nothing more can start or be reserved this pass
+        pending = ctx.pending()
+        preemptors = ctx.preemptors_pending()
+        for index, job in enumerate(pending):
+            if (
+                only_whole
+                and not preemptors
+                and state.free_gpus == 0
+                and reserved + len(unreserved) >= depth
+            ):
+                # Nothing more can start, be reserved or preempt this pass.
+                ctx.wait_rest(pending, index, Status.wait(Reason.PRIORITY, self.plugin))
+                break
             known = failed.get(job.key)
-            if known is not None and job.time_limit >= known[0]:
+            if known is not None and job.time_limit >= known[0] and not ctx.could_preempt(job):
                 if job.reason is not known[1].reason:
                     ctx.wait(job, known[1])
                 continue
@@ -88,6 +97,7 @@ class BackfillScheduler:
             blocked = True
             if self.stop_at_blocked:
                 ctx.wait(job, Status.wait(reason, self.plugin))
+                ctx.wait_rest(pending, index + 1, Status.wait(Reason.PRIORITY, self.plugin))
                 break
             victims = ctx.find_victims(job)
             if victims:

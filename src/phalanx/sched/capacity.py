@@ -56,11 +56,14 @@ class Capacity:
         return Capacity(self.gpus.copy(), self.cpus.copy(), self.mem.copy(), self.dev.copy())
 
     def minimum(self, other: Capacity) -> Capacity:
+        """What is free in both. Whole GPUs are recounted from the devices: a node with one
+        free GPU in each need not have one device free in both."""
+        dev = np.minimum(self.dev, other.dev)
         return Capacity(
-            np.minimum(self.gpus, other.gpus),
+            (dev == MILLI).sum(axis=1),
             np.minimum(self.cpus, other.cpus),
             np.minimum(self.mem, other.mem),
-            np.minimum(self.dev, other.dev),
+            dev,
         )
 
     def give_many(self, allocs: list[Allocation]) -> None:
@@ -117,4 +120,7 @@ class Capacity:
             return (best,)
         if count == 0:
             return ()
-        return tuple(int(d) for d in np.flatnonzero(row == MILLI)[:count])
+        chosen = tuple(int(d) for d in np.flatnonzero(row == MILLI)[:count])
+        if len(chosen) < count:
+            raise ValueError(f"node {node} has {len(chosen)} whole free GPUs, not {count}")
+        return chosen

@@ -70,6 +70,16 @@ class PassContext(Protocol):
     def wait(self, job: Job, status: Status, expected_start: Instant | None = None) -> None:
         """Record why the job did not start this pass."""
 
+    def wait_rest(self, jobs: Sequence[Job], start: int, status: Status) -> None:
+        """``wait`` for ``jobs[start:]``: a pass that stops early still gives every job a
+        reason (cheaply: jobs that already carry it are not touched)."""
+
+    def could_preempt(self, job: Job) -> bool:
+        """Whether ``job`` could preempt anything at all (by its QOS or partition tier)."""
+
+    def preemptors_pending(self) -> bool:
+        """Whether some pending job could preempt (a full cluster is then no reason to stop)."""
+
     def hold(self, job: Job, alloc: Allocation) -> None:
         """k8s-default only: keep one pod's resources while the rest of the gang waits."""
 

@@ -124,10 +124,27 @@ class ClusterState:
         devices = tuple(cap.take_devices(i, shape.gpus, shape.milli) for i in nodes)
         return Allocation(tuple(nodes), devices, shape.milli, shape.cpus, shape.mem_mb)
 
-    def start(self, job_id: int, account: str, alloc: Allocation, end: Instant) -> None:
+    def take(self, alloc: Allocation) -> None:
+        """Take an allocation out of the free capacity (a start, or a k8s pod held)."""
         self.cap.take(alloc)
-        self.free_gpus -= sum(len(d) for d in alloc.devices) if not alloc.milli else 0
-        self._recount_fraction(alloc)
+        self._count(alloc, -1)
+
+    def give(self, alloc: Allocation) -> None:
+        self.cap.give(alloc)
+        self._count(alloc, +1)
+
+    def _count(self, alloc: Allocation, sign: int) -> None:
+        if alloc.milli:
+            # A shared device stops (or starts) counting as a whole free GPU: recount.
+            self.free_gpus = int(self.cap.gpus[self.up].sum())
+            return
+        up = self.up
+        for node, devices in zip(alloc.nodes, alloc.devices, strict=True):
+            if up[node]:
+                self.free_gpus += sign * len(devices)
+
+    def start(self, job_id: int, account: str, alloc: Allocation, end: Instant) -> None:
+        self.take(alloc)
         self.running[job_id] = Running(job_id, alloc, end)
         bisect.insort(self._ends, (end, job_id))
         self.account_gpus[account] = self.account_gpus.get(account, 0.0) + alloc.gpus
@@ -135,20 +152,12 @@ class ClusterState:
 
     def finish(self, job_id: int, account: str) -> Allocation:
         run = self.running.pop(job_id)
-        self.cap.give(run.alloc)
-        if not run.alloc.milli:
-            self.free_gpus += sum(len(d) for d in run.alloc.devices)
-        self._recount_fraction(run.alloc)
+        self.give(run.alloc)
         i = bisect.bisect_left(self._ends, (run.end, job_id))
         del self._ends[i]
         self.account_gpus[account] = self.account_gpus.get(account, 0.0) - run.alloc.gpus
         self.version += 1
         return run.alloc
-
-    def _recount_fraction(self, alloc: Allocation) -> None:
-        # A shared device stops (or starts) counting as a whole free GPU; recount that node.
-        if alloc.milli:
-            self.free_gpus = int(self.cap.gpus[self.up].sum())
 
     def set_up(self, node: int, up: bool) -> None:
         if bool(self.up[node]) == up:

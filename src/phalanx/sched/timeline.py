@@ -105,26 +105,35 @@ class Timeline:
         released: list[Allocation] = []
         tmp: Capacity | None = None
         given = 0
-        i, n = 0, len(ends)
         first = self.now + 1
-        while i < n:
-            t = ends[i][0] if ends[i][0] > first else first
+        # Besides running jobs' ends, an earlier reservation's end frees what it held.
+        points = sorted({r.end for r in self.reservations if r.end >= first}, reverse=True)
+        i, n = 0, len(ends)
+        while i < n or points:
+            t_end = (ends[i][0] if ends[i][0] > first else first) if i < n else None
+            if points and (t_end is None or points[-1] < t_end):
+                t = points.pop()
+            else:
+                assert t_end is not None
+                t = t_end
+                while i < n and (ends[i][0] if ends[i][0] > first else first) == t:
+                    alloc = running[ends[i][1]].alloc
+                    released.append(alloc)
+                    whole = 0 if alloc.milli else 1
+                    for node, devices in zip(alloc.nodes, alloc.devices, strict=True):
+                        before = gl[node] >= g and cl[node] >= c and ml[node] >= m
+                        gl[node] += len(devices) * whole
+                        cl[node] += alloc.cpus
+                        ml[node] += alloc.mem_mb
+                        if ok_node[node] and not before and gl[node] >= g and cl[node] >= c and (
+                            ml[node] >= m
+                        ):
+                            fitting += 1
+                    i += 1
+                if points and points[-1] == t:
+                    points.pop()
             if horizon is not None and t > horizon:
                 return None
-            while i < n and (ends[i][0] if ends[i][0] > first else first) == t:
-                alloc = running[ends[i][1]].alloc
-                released.append(alloc)
-                whole = 0 if alloc.milli else 1
-                for node, devices in zip(alloc.nodes, alloc.devices, strict=True):
-                    before = gl[node] >= g and cl[node] >= c and ml[node] >= m
-                    gl[node] += len(devices) * whole
-                    cl[node] += alloc.cpus
-                    ml[node] += alloc.mem_mb
-                    if ok_node[node] and not before and gl[node] >= g and cl[node] >= c and (
-                        ml[node] >= m
-                    ):
-                        fitting += 1
-                i += 1
             if fitting < shape.nodes_min and not approximate:
                 continue
             if tmp is None:

@@ -1,0 +1,68 @@
+"""(c) A backfilled job never delays a reservation (EASY: ``slurm`` and ``phalanx``).
+
+Every job is submitted at 0 (so the priority order never changes) and runs exactly to its
+time limit (so the timeline's view of the future is exact). The engine is driven pass by
+pass with a fake clock; the first ``expected_start`` each job is given as the reserved head
+is recorded; the job must start no later than that.
+"""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from phalanx.domain.cluster import Cluster
+from phalanx.domain.job import JobSpec
+from phalanx.domain.state import JobState
+from phalanx.domain.time import MINUTE, Instant
+from phalanx.engine.events import TimerFired
+from phalanx.testing import EngineDriver, make_job, small_cluster
+
+
+@st.composite
+def clusters(draw: st.DrawFn) -> Cluster:
+    return small_cluster(
+        nodes=draw(st.integers(1, 6)),
+        gpus=draw(st.sampled_from([4, 8, 16])),
+        per_leaf=draw(st.integers(1, 4)),
+        leaves_per_spine=2,
+    )
+
+
+@st.composite
+def specs(draw: st.DrawFn) -> JobSpec:
+    nodes = draw(st.integers(1, 3))
+    return make_job(
+        gpus=draw(st.integers(1, 16)),
+        nodes=nodes,
+        nodes_max=nodes + draw(st.sampled_from([0, 0, 0, 1])),
+        time_limit=draw(st.integers(1, 240)) * MINUTE,
+    )
+
+
+@pytest.mark.parametrize("profile", ["slurm", "phalanx"])
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(cluster=clusters(), jobs=st.lists(specs(), min_size=1, max_size=12))
+def test_the_reserved_head_starts_no_later_than_its_expected_start(
+    profile: str, cluster: Cluster, jobs: list[JobSpec]
+) -> None:
+    d = EngineDriver(cluster, profile)
+    for spec in jobs:
+        d.submit(spec, runtime=spec.time_limit)
+    promised: dict[int, Instant] = {}
+    for _ in range(100_000):
+        event = d.step()
+        if event is None:
+            break
+        if isinstance(event, TimerFired) and event.key == ("pass",):
+            for job in d.engine.jobs.values():
+                if job.state is JobState.PENDING and job.expected_start is not None:
+                    promised.setdefault(job.id, job.expected_start)
+    else:
+        pytest.fail("the run did not end")
+    for job_id, expected in promised.items():
+        job = d.job(job_id)
+        assert job.first_start is not None, (job_id, expected)
+        assert job.first_start <= expected, (job_id, job.first_start, expected)
+    assert all(j.state.is_final for j in d.engine.jobs.values())
