@@ -468,9 +468,10 @@ class Engine:
     def _recalc(self) -> None:
         self.usage.advance(self._now, self.state.account_gpus)
         jobs = self._qjobs
-        compute = self.plugins.priority.compute
-        for job in jobs:
-            job.priority, job.factors = compute(job, self, self._now)
+        results = self.plugins.priority.compute_many(jobs, self, self._now)
+        for job, (priority, factors) in zip(jobs, results, strict=True):
+            job.priority = priority
+            job.factors = factors
         pairs = sorted(((self._key(j), j) for j in jobs), key=lambda p: p[0])
         reordered = any(a is not b for (_, a), b in zip(pairs, jobs, strict=True))
         self._qkeys = [k for k, _ in pairs]

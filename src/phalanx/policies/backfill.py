@@ -4,8 +4,10 @@
   does not fit.
 - ``sched/backfill``: start what fits; the first ``depth`` blocked jobs get a reservation on
   the timeline (``depth`` 1 is EASY, more is conservative up to that depth); a lower job
-  starts only where it delays no reservation. With a preempt plugin, a blocked job that may
-  preempt asks for victims before it is reserved.
+  starts only where it delays no reservation. With ``min_age_reserve_ms`` (Slurm's
+  bf_min_age_reserve) only jobs pending that long are reserved for. With a preempt plugin, a
+  blocked job that may preempt (by QOS or partition tier), and up to ``victim_search_depth``
+  other blocked jobs a pass, ask for victims before they are reserved.
 - ``sched/greedy``: start whatever fits, skip what does not, reserve nothing (Kueue's
   BestEffortFIFO, Volcano's allocate).
 """
@@ -26,6 +28,10 @@ from phalanx.sched.timeline import Timeline
 __all__ = ["BackfillScheduler", "FifoScheduler", "GreedyScheduler"]
 
 
+def _never(job: Job) -> bool:
+    return False
+
+
 def _whole_gpus(job: Job) -> int:
     return job.shape.nodes_min * job.shape.gpus
 
@@ -40,6 +46,13 @@ class BackfillScheduler:
         self.window = int(window) if isinstance(window, int) else None
         self.reserve = bool(params.get("reserve", True))
         self.stop_at_blocked = bool(params.get("stop_at_blocked", False))
+        victim_depth = params.get("victim_search_depth", 0)
+        self.victim_depth = int(victim_depth) if isinstance(victim_depth, int) else 0
+        """Blocked jobs per pass that may look for victims although their QOS and partition
+        preempt nothing (the preempt plugin decides which victims are cheap enough)."""
+        min_age = params.get("min_age_reserve_ms", 0)
+        self.min_age_reserve = int(min_age) if isinstance(min_age, int) else 0
+        """Slurm's bf_min_age_reserve: reserve only for jobs pending at least this long."""
 
     def schedule(self, ctx: PassContext) -> None:
         now = ctx.now
@@ -58,18 +71,21 @@ class BackfillScheduler:
         unreserved: list[Job] = []
         pending = ctx.pending()
         preemptors = ctx.preemptors_pending()
+        could_preempt = ctx.could_preempt if preemptors else _never
+        searched = 0
         for index, job in enumerate(pending):
             if (
                 only_whole
                 and not preemptors
                 and state.free_gpus == 0
                 and reserved + len(unreserved) >= depth
+                and searched >= self.victim_depth
             ):
                 # Nothing more can start, be reserved or preempt this pass.
                 ctx.wait_rest(pending, index, Status.wait(Reason.PRIORITY, self.plugin))
                 break
             known = failed.get(job.key)
-            if known is not None and job.time_limit >= known[0] and not ctx.could_preempt(job):
+            if known is not None and job.time_limit >= known[0] and not could_preempt(job):
                 if job.reason is not known[1].reason:
                     ctx.wait(job, known[1])
                 continue
@@ -80,7 +96,7 @@ class BackfillScheduler:
             end = now + job.time_limit
             need = _whole_gpus(job)
             if need <= state.free_gpus:
-                if unreserved:
+                if unreserved and not self._ends_before(timeline, unreserved, end):
                     self._reserve(ctx, timeline, unreserved, horizon)
                     reserved += len(unreserved)
                     unreserved = []
@@ -99,18 +115,57 @@ class BackfillScheduler:
                 ctx.wait(job, Status.wait(reason, self.plugin))
                 ctx.wait_rest(pending, index + 1, Status.wait(Reason.PRIORITY, self.plugin))
                 break
-            victims = ctx.find_victims(job)
+            victims = None
+            if could_preempt(job) or searched < self.victim_depth:
+                searched += 1
+                victims = ctx.find_victims(job)
             if victims:
                 ctx.preempt(victims, job)
                 ctx.wait(job, Status.wait(Reason.RESOURCES, "preempt"))
                 continue
-            if reserved + len(unreserved) < depth:
+            if reserved + len(unreserved) < depth and now - job.submit >= self.min_age_reserve:
                 ctx.wait(job, Status.wait(reason, self.plugin))
                 unreserved.append(job)
                 continue
             status = Status.wait(Reason.PRIORITY, self.plugin)
             failed[job.key] = (job.time_limit, status)
             ctx.wait(job, status)
+        if unreserved:
+            self._expect(ctx, timeline, unreserved, horizon, exact=reserved == 0)
+
+    def _expect(
+        self,
+        ctx: PassContext,
+        timeline: Timeline,
+        jobs: list[Job],
+        horizon: Instant | None,
+        *,
+        exact: bool,
+    ) -> None:
+        """Expected starts of blocked jobs nobody needed to reserve for this pass.
+
+        For the first one, with nothing reserved before it, the counting bound is its
+        reservation's start (whole GPUs, no switch limit); otherwise reserve for real."""
+        first = jobs[0]
+        shape = first.shape
+        if exact and not (shape.milli or shape.exclusive or shape.switches):
+            bound = timeline.lower_bound(first.id, shape)
+            if horizon is not None and bound is not None and bound > horizon:
+                bound = None
+            ctx.wait(first, Status.wait(first.reason, first.reason_plugin), bound)
+            jobs = jobs[1:]
+        if jobs:
+            self._reserve(ctx, timeline, jobs, horizon)
+
+    @staticmethod
+    def _ends_before(timeline: Timeline, jobs: list[Job], end: Instant) -> bool:
+        """Whether a job ending at ``end`` surely delays none of ``jobs`` (not reserved yet):
+        it ends before any of them could start. Saves computing reservations in most passes."""
+        for job in jobs:
+            bound = timeline.lower_bound(job.id, job.shape)
+            if bound is not None and end > bound:
+                return False
+        return True
 
     def _reserve(
         self, ctx: PassContext, timeline: Timeline, jobs: list[Job], horizon: Instant | None

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from phalanx.domain.time import DAY, MINUTE
+from phalanx.domain.time import DAY, HOUR, MINUTE
 from phalanx.errors import ConfigError
 from phalanx.policies.backfill import BackfillScheduler, FifoScheduler, GreedyScheduler
 from phalanx.policies.k8s_default import KubernetesScheduler
@@ -104,15 +104,35 @@ POLICIES: dict[str, Profile] = {
         select="select/topology",
         preempt="preempt/checkpoint",
         params={
-            "sched/backfill": {"depth": 1},
+            # Up to 64 blocked jobs a pass may look for cheap victims (below).
+            "sched/backfill": {"depth": 1, "victim_search_depth": 64},
+            # Checkpoint-aware least-attained-service preemption, only where it costs next to
+            # nothing: a job with under 1 GPU-hour of service may preempt one with over 10 that
+            # checkpointed in the last 3 minutes and was never requeued before.
+            "preempt/checkpoint": {
+                "opportunistic": True,
+                "job_attained_gpu_ms": 1 * HOUR,
+                "victim_attained_gpu_ms": 10 * HOUR,
+                "max_loss_ms": 3 * MINUTE,
+                "max_victim_restarts": 1,
+                "lease_ms": 5 * MINUTE,
+            },
+            # Small and short jobs first (what lowers mean JCT), but a job that has waited a
+            # day outranks any newcomer, so long jobs are not pushed to the end of the trace.
             "priority/multifactor": {
                 **_SLURM_WEIGHTS,
                 "favor_small": True,
                 "weight_jobsize": 4000,
                 "weight_short": 20000,
+                "weight_age": 25000,
+                "max_age_ms": 1 * DAY,
             },
         },
-        description="Multifactor priority favouring small and short jobs, backfill, topology.",
+        description=(
+            "Multifactor priority favouring small and short jobs with a one-day aging bound, "
+            "EASY backfill, topology-aware best fit, checkpoint-aware preemption that also lets "
+            "new jobs displace long runs right after their checkpoints."
+        ),
     ),
 }
 

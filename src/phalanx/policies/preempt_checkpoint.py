@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from phalanx.domain.cluster import Cluster, PreemptMode
-from phalanx.domain.time import Instant
+from phalanx.domain.time import HOUR, MINUTE, Instant
 from phalanx.sched.job import Job
 from phalanx.sched.protocols import PassContext
 
@@ -53,10 +53,56 @@ def could_preempt_any(job: Job, cluster: Cluster) -> bool:
     )
 
 
+def _ms(params: Mapping[str, object], key: str, default: int) -> int:
+    value = params.get(key, default)
+    return int(value) if isinstance(value, int | float) else default
+
+
 class CheckpointPreempt:
+    """Victims by QOS or partition tier; with ``opportunistic``, also checkpointing jobs that
+    have had a long run (attained service of ``victim_attained_gpu_ms`` or more) and would
+    lose at most ``max_loss_ms`` since their last checkpoint, for a job that has had almost
+    none (``job_attained_gpu_ms``): least-attained-service first, as Tiresias, but only where
+    the victim loses next to nothing."""
+
     def __init__(self, params: Mapping[str, object]) -> None:
-        del params
         self._can: dict[tuple[str, int], bool] = {}
+        self.opportunistic = bool(params.get("opportunistic", False))
+        self.victim_attained = _ms(params, "victim_attained_gpu_ms", 10 * HOUR)
+        self.job_attained = _ms(params, "job_attained_gpu_ms", 1 * HOUR)
+        self.max_loss = _ms(params, "max_loss_ms", 10 * MINUTE)
+        self.max_restarts = _ms(params, "max_victim_restarts", 1)
+        """A job already requeued this often is no longer a cheap victim: long jobs must end."""
+        self.lease = _ms(params, "lease_ms", 5 * MINUTE)
+        """A job that started this recently is not a cheap victim (no thrashing)."""
+
+    def _cheap_candidates(self, job: Job, ctx: PassContext) -> list[Job]:
+        """Cheap victims for jobs of this QOS and tier; the same for every such job until the
+        running set changes, so a pass computes them once (the snapshot's memo)."""
+        memo = ctx.state.memo()
+        key = ("cheap-victims", ctx.now, job.spec.qos, job.tier)
+        found = memo.get(key)
+        if found is None:
+            now, cluster = ctx.now, ctx.cluster
+            found = [r for r in ctx.running() if self._cheap_victim(job, r, cluster, now)]
+            memo[key] = found
+        assert isinstance(found, list)
+        return found
+
+    def _cheap_victim(self, job: Job, victim: Job, cluster: Cluster, now: Instant) -> bool:
+        interval = victim.spec.checkpoint_interval
+        if not interval or not victim.spec.requeue or victim.tier > job.tier:
+            return False
+        if victim.restarts >= self.max_restarts:
+            return False
+        if victim.start is None or now - victim.start < self.lease:
+            return False
+        if (now - victim.start) % interval > self.max_loss:
+            return False
+        if victim.attained_at(now) < self.victim_attained:
+            return False
+        qos, vqos = cluster.qos.get(job.spec.qos), cluster.qos.get(victim.spec.qos)
+        return (vqos.priority if vqos else 0) <= (qos.priority if qos else 0)
 
     def victims(self, job: Job, ctx: PassContext) -> list[Job] | None:
         now = ctx.now
@@ -65,16 +111,26 @@ class CheckpointPreempt:
         can = self._can.get(key)
         if can is None:
             can = self._can[key] = could_preempt_any(job, cluster)
-        if not can:
+        cheap = self.opportunistic and job.attained_at(now) < self.job_attained
+        if not can and not cheap:
             return None
-        candidates = [
-            r
-            for r in ctx.running()
-            if not ctx.is_preempting(r) and may_preempt(job, r, cluster)
-        ]
+        if can:
+            candidates = [
+                r
+                for r in ctx.running()
+                if not ctx.is_preempting(r)
+                and (
+                    may_preempt(job, r, cluster)
+                    or (cheap and self._cheap_victim(job, r, cluster, now))
+                )
+            ]
+        else:
+            candidates = [r for r in self._cheap_candidates(job, ctx) if not ctx.is_preempting(r)]
         if not candidates:
             return None
-        candidates.sort(key=lambda r: (lost_work(r, now), -(r.alloc.gpus if r.alloc else 0), r.seq))
+        candidates.sort(
+            key=lambda r: (lost_work(r, now), -(r.alloc.gpus if r.alloc else 0), r.seq)
+        )
         cap = ctx.state.cap.copy()
         chosen: list[Job] = []
         for r in candidates:

@@ -28,6 +28,11 @@ class BasicPriority:
     ) -> tuple[float, Mapping[str, float]]:
         return 0.0, {}
 
+    def compute_many(
+        self, jobs: Sequence[Job], ctx: PassContext, now: Instant
+    ) -> list[tuple[float, Mapping[str, float]]]:
+        return [(0.0, {})] * len(jobs)
+
 
 DEFAULT_THRESHOLDS: tuple[int, ...] = (1 * HOUR, 10 * HOUR)
 """GPU-ms of attained service that move a job to the next queue (1 and 10 GPU-hours)."""
@@ -64,3 +69,8 @@ class LasPriority:
     ) -> tuple[float, Mapping[str, float]]:
         q = self.queue(job, now)
         return float(-q), {"queue": float(q)}
+
+    def compute_many(
+        self, jobs: Sequence[Job], ctx: PassContext, now: Instant
+    ) -> list[tuple[float, Mapping[str, float]]]:
+        return [self.compute(job, ctx, now) for job in jobs]

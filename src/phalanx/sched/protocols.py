@@ -116,6 +116,11 @@ class PriorityPlugin(Protocol):
         self, job: Job, ctx: PassContext, now: Instant
     ) -> tuple[float, Mapping[str, float]]: ...
 
+    def compute_many(
+        self, jobs: Sequence[Job], ctx: PassContext, now: Instant
+    ) -> list[tuple[float, Mapping[str, float]]]:
+        """``compute`` for every job of a recalculation, in order (may share work)."""
+
 
 class SelectPlugin(Protocol):
     """``select/*``: choose ``nodes`` node indexes that can each hold one node's share of

@@ -9,7 +9,7 @@ instants is exact.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 from phalanx.domain.time import Duration, Instant
 from phalanx.sched.capacity import Allocation, Capacity
@@ -77,14 +77,21 @@ class Timeline:
         t, alloc, at_start = found
         return self._add(job_id, t, t + duration, alloc, at_start)
 
-    def _walk(
-        self,
-        job_id: int,
-        shape: Shape,
-        duration: Duration,
-        place: PlaceFn,
-        horizon: Instant | None,
-    ) -> tuple[Instant, Allocation, Capacity] | None:
+    def lower_bound(self, job_id: int, shape: Shape) -> Instant | None:
+        """A time before which the job cannot start, whatever else happens (cheap: counts
+        only). A job that ends by then cannot delay it. None: it cannot start at all."""
+        memo = self.state.memo()
+        key = (job_id, "bound", len(self.reservations))
+        if key in memo:
+            hit = memo[key]
+            return hit if isinstance(hit, int) else None
+        bound = next((t for t, _ in self._candidates(shape)), None)
+        memo[key] = bound
+        return bound
+
+    def _candidates(self, shape: Shape) -> Iterator[tuple[Instant, list[Allocation]]]:
+        """Instants, soonest first, at which enough nodes could hold the job by counts alone,
+        with the allocations released by then (the list grows as the walk goes on)."""
         state = self.state
         cap = state.cap
         gl: list[int] = cap.gpus.tolist()
@@ -103,8 +110,6 @@ class Timeline:
         ends = state.ends()
         running = state.running
         released: list[Allocation] = []
-        tmp: Capacity | None = None
-        given = 0
         first = self.now + 1
         # Besides running jobs' ends, an earlier reservation's end frees what it held.
         points = sorted({r.end for r in self.reservations if r.end >= first}, reverse=True)
@@ -132,12 +137,24 @@ class Timeline:
                     i += 1
                 if points and points[-1] == t:
                     points.pop()
+            if fitting >= shape.nodes_min or approximate:
+                yield t, released
+
+    def _walk(
+        self,
+        job_id: int,
+        shape: Shape,
+        duration: Duration,
+        place: PlaceFn,
+        horizon: Instant | None,
+    ) -> tuple[Instant, Allocation, Capacity] | None:
+        tmp: Capacity | None = None
+        given = 0
+        for t, released in self._candidates(shape):
             if horizon is not None and t > horizon:
                 return None
-            if fitting < shape.nodes_min and not approximate:
-                continue
             if tmp is None:
-                tmp = cap.copy()
+                tmp = self.state.cap.copy()
             tmp.give_many(released[given:])
             given = len(released)
             view = self._without_reservations(tmp, t, t + duration)

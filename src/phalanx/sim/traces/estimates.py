@@ -38,6 +38,7 @@ __all__ = [
     "MEDIAN_FACTOR",
     "MIN_FACTOR",
     "SIGMA",
+    "STARTUP_MARGIN_MS",
     "estimate_limit",
     "estimate_limits",
     "overestimate_factor",
@@ -88,12 +89,18 @@ def round_up_to_ladder(ms: Duration) -> Duration:
     return -(-ms // DAY) * DAY
 
 
+STARTUP_MARGIN_MS: Duration = 60_000
+"""Time a limit leaves beyond the runtime at the least, for launch and start-up."""
+
+
 def estimate_limit(runtime_ms: Duration, seed: int, index: int) -> Duration:
     """The time limit the user of job ``index`` (runtime ``runtime_ms``) asked for."""
     if runtime_ms < 0:
         raise ValueError(f"runtime cannot be negative: {runtime_ms}")
     wanted = math.ceil(runtime_ms * overestimate_factor(seed, index))
-    return round_up_to_ladder(max(wanted, runtime_ms))
+    # The limit also covers the job's start-up (a launch takes seconds): a user who asks for
+    # exactly the runtime would be killed just before the end, which the model does not intend.
+    return round_up_to_ladder(max(wanted, runtime_ms + STARTUP_MARGIN_MS))
 
 
 def estimate_limits(runtimes_ms: Sequence[Duration], seed: int) -> list[Duration]:
