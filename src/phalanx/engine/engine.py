@@ -96,6 +96,8 @@ class Engine:
         self._recalc_at: Instant | None = None
         self._keys: dict[object, int] = {}
         self._wakes: set[Instant] = set()
+        self._running: dict[int, Job] = {}
+        """Jobs in state RUNNING (not COMPLETING), for plugins that look at them."""
         self._claims: dict[int, set[int]] = {}
         """Jobs that preempted others, with their victims: they start first."""
         self._can_preempt: dict[tuple[str, int], bool] = {}
@@ -123,8 +125,7 @@ class Engine:
         return first + [j for j in self._qjobs if j.id not in self._claims]
 
     def running(self) -> Iterable[Job]:
-        jobs = self.jobs
-        return [jobs[i] for i in self.state.running if jobs[i].state is JobState.RUNNING]
+        return list(self._running.values())
 
     def place(self, job: Job, cap: Capacity | None = None) -> Allocation | None:
         shape = job.shape
@@ -185,6 +186,7 @@ class Engine:
             job.first_start = now
         job.alloc = alloc
         job.run += 1
+        self._running[job.id] = job
         self.state.start(job.id, job.account, alloc, now + job.time_limit)
         if job.array_job_id is not None:
             self._array_running[job.array_job_id] = (
@@ -543,6 +545,7 @@ class Engine:
         if job is None or job.run != event.run or job.state is not JobState.RUNNING:
             return
         job.state = JobState.COMPLETING
+        self._running.pop(job.id, None)
         job.exit_code = event.exit_code
         self.decisions.add(self._now, "exit", job.id, job.run, event.exit_code, event.signal)
         self._out.append(Cleanup(job.id, job.run))
@@ -635,6 +638,7 @@ class Engine:
         if job is None or job.run != run or job.state is not JobState.RUNNING:
             return
         self.state.finish(job.id, job.account)
+        self._running.pop(job.id, None)
         if job.array_job_id is not None:
             self._array_running[job.array_job_id] -= 1
         job.state = JobState.PENDING

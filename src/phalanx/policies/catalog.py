@@ -104,8 +104,8 @@ POLICIES: dict[str, Profile] = {
         select="select/topology",
         preempt="preempt/checkpoint",
         params={
-            # Up to 64 blocked jobs a pass may look for cheap victims (below).
-            "sched/backfill": {"depth": 1, "victim_search_depth": 64},
+            # Up to 8 blocked jobs a pass may look for cheap victims (below).
+            "sched/backfill": {"depth": 1, "victim_search_depth": 8},
             # Checkpoint-aware least-attained-service preemption, only where it costs next to
             # nothing: a job with under 1 GPU-hour of service may preempt one with over 10 that
             # checkpointed in the last 3 minutes and was never requeued before.

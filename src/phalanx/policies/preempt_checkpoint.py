@@ -83,8 +83,17 @@ class CheckpointPreempt:
         key = ("cheap-victims", ctx.now, job.spec.qos, job.tier)
         found = memo.get(key)
         if found is None:
-            now, cluster = ctx.now, ctx.cluster
-            found = [r for r in ctx.running() if self._cheap_victim(job, r, cluster, now)]
+            now, cluster, floor = ctx.now, ctx.cluster, self.victim_attained
+            # Most running jobs are short: the inline test of attained service rejects them
+            # before the full check is called.
+            found = [
+                r
+                for r in ctx.running()
+                if r.start is not None
+                and r.alloc is not None
+                and r.attained_gpu_ms + r.alloc.gpus * (now - r.start) >= floor
+                and self._cheap_victim(job, r, cluster, now)
+            ]
             memo[key] = found
         assert isinstance(found, list)
         return found

@@ -6,7 +6,7 @@ arrays, cheap) or take and give back an ``Allocation`` (exact undo), never deep-
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import numpy.typing as npt
@@ -29,12 +29,12 @@ class Allocation:
     """0 for whole GPUs; else the job holds this fraction of its single device."""
     cpus: int
     mem_mb: int
+    gpus: float = field(init=False, compare=False)
+    """GPUs held, a share counted as its fraction (computed once: read in hot loops)."""
 
-    @property
-    def gpus(self) -> float:
-        if self.milli:
-            return self.milli / MILLI
-        return float(sum(len(d) for d in self.devices))
+    def __post_init__(self) -> None:
+        held = self.milli / MILLI if self.milli else float(sum(len(d) for d in self.devices))
+        object.__setattr__(self, "gpus", held)
 
     def gpus_on(self, position: int) -> float:
         return self.milli / MILLI if self.milli else float(len(self.devices[position]))

@@ -42,6 +42,7 @@ class Timeline:
         self.state = state
         self.now = now
         self.reservations: list[Reservation] = []
+        self._bounds: dict[tuple[int, int], Instant | None] = {}
 
     def earliest(
         self,
@@ -80,13 +81,20 @@ class Timeline:
     def lower_bound(self, job_id: int, shape: Shape) -> Instant | None:
         """A time before which the job cannot start, whatever else happens (cheap: counts
         only). A job that ends by then cannot delay it. None: it cannot start at all."""
+        # Within a pass resources are only taken, never given back, so a bound found earlier
+        # in the pass stays a bound; across passes it holds while nothing changed.
+        key = (job_id, len(self.reservations))
+        if key in self._bounds:
+            return self._bounds[key]
         memo = self.state.memo()
-        key = (job_id, "bound", len(self.reservations))
-        if key in memo:
-            hit = memo[key]
-            return hit if isinstance(hit, int) else None
-        bound = next((t for t, _ in self._candidates(shape)), None)
-        memo[key] = bound
+        mkey = (job_id, "bound", len(self.reservations))
+        if mkey in memo:
+            hit = memo[mkey]
+            bound = hit if isinstance(hit, int) else None
+        else:
+            bound = next((t for t, _ in self._candidates(shape)), None)
+            memo[mkey] = bound
+        self._bounds[key] = bound
         return bound
 
     def _candidates(self, shape: Shape) -> Iterator[tuple[Instant, list[Allocation]]]:
