@@ -88,6 +88,7 @@ class BackfillScheduler:
             if known is not None and job.time_limit >= known[0] and not could_preempt(job):
                 if job.reason is not known[1].reason:
                     ctx.wait(job, known[1])
+                searched += 1  # a blocked job passed over counts against the search budget
                 continue
             status = ctx.admit(job)
             if not status.ok:

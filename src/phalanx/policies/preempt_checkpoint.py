@@ -84,13 +84,17 @@ class CheckpointPreempt:
         found = memo.get(key)
         if found is None:
             now, cluster, floor = ctx.now, ctx.cluster, self.victim_attained
-            # Most running jobs are short: the inline test of attained service rejects them
-            # before the full check is called.
+            lease, max_loss = self.lease, self.max_loss
+            # Most running jobs are short or far from a checkpoint: the inline tests reject
+            # them before the full check is called (this runs in every contended pass).
             found = [
                 r
                 for r in ctx.running()
                 if r.start is not None
                 and r.alloc is not None
+                and (interval := r.spec.checkpoint_interval)
+                and now - r.start >= lease
+                and (now - r.start) % interval <= max_loss
                 and r.attained_gpu_ms + r.alloc.gpus * (now - r.start) >= floor
                 and self._cheap_victim(job, r, cluster, now)
             ]

@@ -110,10 +110,8 @@ class Timeline:
         # Shares and exclusive nodes are not counted exactly here: for them every release is
         # worth a try with ``place``.
         approximate = bool(shape.milli or shape.exclusive)
-        fitting = sum(
-            1
-            for i in range(state.n)
-            if ok_node[i] and gl[i] >= g and cl[i] >= c and ml[i] >= m
+        fitting = int(
+            (state.base_mask(shape) & (cap.gpus >= g) & (cap.cpus >= c) & (cap.mem >= m)).sum()
         )
         ends = state.ends()
         running = state.running
