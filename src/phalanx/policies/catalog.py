@@ -128,6 +128,9 @@ POLICIES: dict[str, Profile] = {
                 "max_age_ms": 1 * DAY,
             },
         },
+        # Ages are measured in hours and usage decays over a week: recalculating every 15
+        # minutes loses nothing and costs a third of Slurm's default 5.
+        calc_period=15 * MINUTE,
         description=(
             "Multifactor priority favouring small and short jobs with a one-day aging bound, "
             "EASY backfill, topology-aware best fit, checkpoint-aware preemption that also lets "
