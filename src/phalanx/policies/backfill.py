@@ -73,6 +73,9 @@ class BackfillScheduler:
         preemptors = ctx.preemptors_pending()
         could_preempt = ctx.could_preempt if preemptors else _never
         searched = 0
+        # No node has more free GPUs than this (starts only lower it): a cheap test before
+        # a placement is tried.
+        most_free = int(state.cap.gpus.max()) if state.n else 0
         for index, job in enumerate(pending):
             if (
                 only_whole
@@ -96,7 +99,7 @@ class BackfillScheduler:
                 continue
             end = now + job.time_limit
             need = _whole_gpus(job)
-            if need <= state.free_gpus:
+            if need <= state.free_gpus and job.shape.gpus <= most_free:
                 if unreserved and not self._ends_before(timeline, unreserved, end):
                     self._reserve(ctx, timeline, unreserved, horizon)
                     reserved += len(unreserved)
@@ -163,7 +166,7 @@ class BackfillScheduler:
         """Whether a job ending at ``end`` surely delays none of ``jobs`` (not reserved yet):
         it ends before any of them could start. Saves computing reservations in most passes."""
         for job in jobs:
-            bound = timeline.lower_bound(job.id, job.shape)
+            bound = timeline.lower_bound(job.id, job.shape, exact=False)
             if bound is not None and end > bound:
                 return False
         return True

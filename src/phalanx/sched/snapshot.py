@@ -69,6 +69,11 @@ class ClusterState:
         self.account_gpus: dict[str, float] = {}
         self.version = 0
         """Bumped on every change, so callers can cache what they derive."""
+        self.gives = 0
+        """Bumped whenever resources come back (an end, a node up): until then, starts can
+        only make a blocked job's earliest start later, never earlier."""
+        self.bounds: dict[int, tuple[int, Instant | None]] = {}
+        """Lower bounds on blocked jobs' starts, with the ``gives`` they were computed at."""
         self._memo: dict[object, object] = {}
         self._memo_version = -1
 
@@ -132,6 +137,7 @@ class ClusterState:
     def give(self, alloc: Allocation) -> None:
         self.cap.give(alloc)
         self._count(alloc, +1)
+        self.gives += 1
 
     def _count(self, alloc: Allocation, sign: int) -> None:
         if alloc.milli:
@@ -164,6 +170,8 @@ class ClusterState:
             return
         self.up[node] = up
         self.free_gpus = int(self.cap.gpus[self.up].sum())
+        if up:
+            self.gives += 1
         self.version += 1
 
     def ends(self) -> list[tuple[Instant, int]]:

@@ -78,15 +78,22 @@ class Timeline:
         t, alloc, at_start = found
         return self._add(job_id, t, t + duration, alloc, at_start)
 
-    def lower_bound(self, job_id: int, shape: Shape) -> Instant | None:
+    def lower_bound(self, job_id: int, shape: Shape, *, exact: bool = True) -> Instant | None:
         """A time before which the job cannot start, whatever else happens (cheap: counts
-        only). A job that ends by then cannot delay it. None: it cannot start at all."""
-        # Within a pass resources are only taken, never given back, so a bound found earlier
-        # in the pass stays a bound; across passes it holds while nothing changed.
+        only). A job that ends by then cannot delay it. None: it cannot start at all.
+
+        ``exact``: the first instant the counts allow now, which with nothing reserved before
+        is the reservation's start. Otherwise possibly an earlier instant, computed before
+        later starts: still a bound, since starts only push a blocked job later."""
         key = (job_id, len(self.reservations))
         if key in self._bounds:
             return self._bounds[key]
-        memo = self.state.memo()
+        state = self.state
+        if not exact and not self.reservations:
+            cached = state.bounds.get(job_id)
+            if cached is not None and cached[0] == state.gives:
+                return cached[1]
+        memo = state.memo()
         mkey = (job_id, "bound", len(self.reservations))
         if mkey in memo:
             hit = memo[mkey]
@@ -95,6 +102,8 @@ class Timeline:
             bound = next((t for t, _ in self._candidates(shape)), None)
             memo[mkey] = bound
         self._bounds[key] = bound
+        if not self.reservations:
+            state.bounds[job_id] = (state.gives, bound)
         return bound
 
     def _candidates(self, shape: Shape) -> Iterator[tuple[Instant, list[Allocation]]]:
