@@ -1,5 +1,6 @@
 # Two entry points: `make run` (the main job on an embedded default) and `make test` (every test).
-PY ?= python3.11
+PY ?= $(shell command -v python3.11 || command -v python3)
+TRACE := ../shared/traces/philly/philly.csv
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
@@ -7,17 +8,19 @@ STAMP := $(VENV)/.installed
 .PHONY: run test lint bench clean
 
 $(STAMP): pyproject.toml
-	@command -v $(PY) >/dev/null 2>&1 || { echo "make: $(PY) not found; set PY=python3.11 or newer" >&2; exit 2; }
+	@test -n "$(PY)" || { echo "make: no python3.11 or python3 found; set PY=" >&2; exit 2; }
 	$(PY) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
 	$(BIN)/pip install -q -e '.[test]'
 	@touch $(STAMP)
 
+# The first 20,000 jobs of the Philly trace on 64 nodes x 8 GPUs under all seven policies;
+# without the shared traces, a week of the seeded synthetic AI workload instead.
 run: $(STAMP)
-	$(BIN)/phalanx simulate --trace ../shared/traces/philly/philly.csv --limit 20000 \
-	    --nodes 64 --gpus-per-node 8 --nodes-per-switch 8 \
-	    --policy fifo --policy slurm --policy k8s-default --policy kueue \
-	    --policy volcano --policy tiresias --policy phalanx
+	@if [ -f $(TRACE) ]; then workload="--trace $(TRACE) --limit 20000"; \
+	else echo "($(TRACE) not found: using the synthetic workload generator)"; \
+	workload="--generate 7"; fi; \
+	$(BIN)/phalanx simulate $$workload --nodes 64 --gpus-per-node 8 --nodes-per-switch 8
 
 lint: $(STAMP)
 	$(BIN)/ruff check src tests bench

@@ -97,6 +97,10 @@ class Engine:
         self._keys: dict[object, int] = {}
         self._wakes: set[Instant] = set()
         self._running: dict[int, Job] = {}
+        self._not_priority: set[int] = set()
+        self._held: dict[int, Job] = {}
+        """k8s-default: jobs holding some of their pods."""
+        """Queued jobs whose reason is not Priority (what ``wait_rest`` may have to change)."""
         """Jobs in state RUNNING (not COMPLETING), for plugins that look at them."""
         self._claims: dict[int, set[int]] = {}
         """Jobs that preempted others, with their victims: they start first."""
@@ -203,12 +207,27 @@ class Engine:
         job.reason = status.reason
         job.reason_plugin = status.plugin
         job.expected_start = expected_start
+        job.seen = self.passes
+        if status.reason is Reason.PRIORITY:
+            self._not_priority.discard(job.id)
+        else:
+            self._not_priority.add(job.id)
 
     def wait_rest(self, jobs: Sequence[Job], start: int, status: Status) -> None:
         reason, plugin = status.reason, status.plugin
-        for i in range(start, len(jobs)):
-            job = jobs[i]
-            if job.reason is not reason:
+        if reason is not Reason.PRIORITY:
+            for i in range(start, len(jobs)):
+                self.wait(jobs[i], status)
+            return
+        # The common case (a full cluster: everyone below waits for Priority) touches only the
+        # queued jobs that carry another reason and were not looked at in this pass, not the
+        # whole tail of a long queue.
+        for job_id in list(self._not_priority):
+            job = self.jobs[job_id]
+            if job.seen == self.passes:
+                continue
+            self._not_priority.discard(job_id)
+            if job.state is JobState.PENDING and job_id not in self._waiting:
                 job.reason = reason
                 job.reason_plugin = plugin
                 job.expected_start = None
@@ -238,6 +257,7 @@ class Engine:
         self.state.version += 1
         if not job.holds:
             job.hold_since = self._now
+            self._held[job.id] = job
             if job.first_start is None:
                 job.first_start = self._now
         job.holds.append(alloc)
@@ -251,6 +271,10 @@ class Engine:
         self.state.version += 1
         job.holds = []
         job.hold_since = None
+        self._held.pop(job.id, None)
+
+    def held(self) -> list[Job]:
+        return sorted(self._held.values(), key=lambda j: j.seq)
 
     def preempt(self, victims: Sequence[Job], for_job: Job) -> None:
         self._claims.setdefault(for_job.id, set()).update(v.id for v in victims)
@@ -443,6 +467,8 @@ class Engine:
 
     def _enqueue(self, job: Job) -> None:
         job.priority, job.factors = self.plugins.priority.compute(job, self, self._now)
+        if job.reason is not Reason.PRIORITY:
+            self._not_priority.add(job.id)
         key = self._key(job)
         i = bisect.bisect_left(self._qkeys, key)
         self._qkeys.insert(i, key)
@@ -451,7 +477,7 @@ class Engine:
             self._nonwhole_pending += 1
         if self.could_preempt(job):
             self._preemptors += 1
-        if self._recalc_at is None:
+        if self._recalc_at is None and self.profile.calc_period > 0:
             self._recalc_at = self._now + self.profile.calc_period
             self._out.append(WakeAt(self._recalc_at, RECALC))
 
@@ -461,6 +487,7 @@ class Engine:
         if i < len(self._qkeys) and self._qjobs[i] is job:
             del self._qkeys[i]
             del self._qjobs[i]
+            self._not_priority.discard(job.id)
             if not job.shape.gpus or job.shape.milli:
                 self._nonwhole_pending -= 1
             if self.could_preempt(job):

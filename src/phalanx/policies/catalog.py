@@ -52,6 +52,7 @@ POLICIES: dict[str, Profile] = {
         scheduler="sched/builtin",
         priority="priority/basic",
         select="select/topology",
+        calc_period=0,  # submit order never changes
         description="Strict FIFO with gangs: the first job that does not fit blocks the rest.",
     ),
     "slurm": Profile(
@@ -72,6 +73,7 @@ POLICIES: dict[str, Profile] = {
         priority="priority/basic",
         select="select/spread",
         params={"sched/k8s": {"hold_timeout_ms": 10 * MINUTE}},
+        calc_period=0,  # submit order never changes
         description="Vanilla Kubernetes: pods placed one by one, spread, no gang.",
     ),
     "kueue": Profile(
@@ -80,6 +82,7 @@ POLICIES: dict[str, Profile] = {
         priority="priority/basic",
         select="select/spread",
         admit=("admit/quota",),
+        calc_period=0,  # submit order never changes
         description="Kueue: gang admission against quota with cohort borrowing, BestEffortFIFO.",
     ),
     "volcano": Profile(
@@ -87,6 +90,7 @@ POLICIES: dict[str, Profile] = {
         scheduler="sched/drf",
         priority="priority/basic",
         select="select/binpack",
+        calc_period=0,  # submit order never changes
         description="Volcano: gangs, DRF between accounts, binpack, no backfill.",
     ),
     "tiresias": Profile(

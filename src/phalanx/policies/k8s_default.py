@@ -62,15 +62,27 @@ class KubernetesScheduler:
         timeout = params.get("hold_timeout_ms", 10 * MINUTE)
         self.timeout = int(timeout) if isinstance(timeout, int) else 10 * MINUTE
         self._in_deadlock = False
+        self._pods: dict[tuple[object, int], Shape] = {}
 
     def schedule(self, ctx: PassContext) -> None:
         now = ctx.now
         state = ctx.state
-        full: set[Shape] = set()
-        for job in ctx.pending():
-            if job.holds and job.hold_since is not None and now - job.hold_since >= self.timeout:
+        # Timeouts first: a partially placed job deep in the queue still gives its pods back.
+        for job in ctx.held():
+            if job.hold_since is not None and now - job.hold_since >= self.timeout:
                 ctx.release_holds(job)
-            shape = pod_shape(job)
+        full: set[Shape] = set()
+        pending = ctx.pending()
+        only_whole = not ctx.more_than_whole_gpus_pending()
+        resources = Status.wait(Reason.RESOURCES, self.plugin)
+        for index, job in enumerate(pending):
+            if only_whole and state.free_gpus == 0 and not job.holds:
+                ctx.wait_rest(pending, index, resources)
+                break
+            key = (job.key, job.spec.tasks_per_node)
+            shape = self._pods.get(key)
+            if shape is None:
+                shape = self._pods[key] = pod_shape(job)
             total = job.shape.nodes_min * job.spec.tasks_per_node
             while len(job.holds) < total:
                 if shape in full or (shape.gpus and shape.gpus > state.free_gpus):
@@ -91,12 +103,12 @@ class KubernetesScheduler:
                 ctx.wait(job, Status.wait(Reason.GANG_WAIT, self.plugin))
                 if job.hold_since is not None:
                     ctx.wake_at(job.hold_since + self.timeout)
-            elif job.start is None:
-                ctx.wait(job, Status.wait(Reason.RESOURCES, self.plugin))
+            elif job.start is None and job.reason is not Reason.RESOURCES:
+                ctx.wait(job, resources)
         self._check_deadlock(ctx)
 
     def _check_deadlock(self, ctx: PassContext) -> None:
-        partial = [j for j in ctx.pending() if j.holds]
+        partial = ctx.held()
         if len(partial) < 2:
             self._in_deadlock = False
             return

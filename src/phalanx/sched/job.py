@@ -37,6 +37,7 @@ class Job:
         "reason_plugin",
         "restarts",
         "run",
+        "seen",
         "seq",
         "shape",
         "spec",
@@ -87,6 +88,8 @@ class Job:
         self.hold_since: Instant | None = None
         self.restarts = 0
         self.run = 0
+        self.seen = -1
+        """Number of the last pass that looked at this job (set by the engine)."""
         """Run generation: bumped on every start, so stale timers are recognised."""
         self.attained_gpu_ms = 0
         """Service received so far (GPUs x ms over all runs): what LAS policies order by."""

@@ -23,7 +23,8 @@ class Profile:
     preempt: str | None = None
     params: Mapping[str, Mapping[str, object]] = field(default_factory=dict)
     calc_period: Duration = 5 * MINUTE
-    """How often priorities are recalculated (Slurm's PriorityCalcPeriod)."""
+    """How often priorities are recalculated (Slurm's PriorityCalcPeriod); 0 never, for
+    priorities that do not change while a job waits."""
     pass_on_recalc: bool = False
     """Run a pass after every recalculation even if the order did not change."""
     description: str = ""

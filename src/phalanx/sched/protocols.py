@@ -83,6 +83,9 @@ class PassContext(Protocol):
     def hold(self, job: Job, alloc: Allocation) -> None:
         """k8s-default only: keep one pod's resources while the rest of the gang waits."""
 
+    def held(self) -> list[Job]:
+        """k8s-default only: pending jobs that hold some pods, in submit order."""
+
     def release_holds(self, job: Job) -> None:
         """k8s-default only: give back every pod the job holds (timeout or deadlock)."""
 

@@ -40,6 +40,10 @@ def _pct(x: float) -> str:
     return f"{100 * x:.1f}%"
 
 
+def _pct2(x: float) -> str:
+    return f"{100 * x:.2f}%"
+
+
 def _count(x: float) -> str:
     return f"{x:,.0f}"
 
@@ -56,10 +60,11 @@ class _Column:
 
 _COLUMNS: tuple[_Column, ...] = (
     _Column("jobs", lambda m: m.jobs, _count, 0),
-    _Column("eta\nsched", lambda m: m.eta_sched, _pct, +1),
-    _Column("theta", lambda m: m.theta_overhead, _pct, -1),
-    _Column("util", lambda m: m.utilization, _pct, +1),
-    _Column("JCT\nmean", lambda m: m.jct_mean_s, format_duration_s, -1),
+    _Column("eta\nsched", lambda m: m.eta_sched, _pct2, +1),
+    _Column("theta", lambda m: m.theta_overhead, _pct2, -1),
+    _Column("util", lambda m: m.utilization, _pct2, +1),
+    # Mean JCT in plain seconds: policies often differ by far less than an hour's tenth.
+    _Column("JCT\nmean", lambda m: m.jct_mean_s, lambda x: f"{x:,.1f} s", -1),
     _Column("JCT\np95", lambda m: m.jct_p95_s, format_duration_s, -1),
     _Column("wait\nmean", lambda m: m.wait_mean_s, format_duration_s, -1),
     _Column("wait\np95", lambda m: m.wait_p95_s, format_duration_s, -1),
