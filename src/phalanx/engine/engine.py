@@ -8,11 +8,10 @@ something happened that could let a job start, so the events of one instant shar
 
 from __future__ import annotations
 
-import bisect
 from collections.abc import Iterable, Mapping, Sequence
 
 from phalanx.domain.cluster import Cluster, PreemptMode
-from phalanx.domain.job import SIGNALS, DepKind, JobSpec
+from phalanx.domain.job import SIGNALS, JobSpec
 from phalanx.domain.state import JobState, Reason
 from phalanx.domain.time import SECOND, Duration, Instant
 from phalanx.engine.commands import (
@@ -28,6 +27,7 @@ from phalanx.engine.commands import (
     WakeAt,
 )
 from phalanx.engine.decisions import DecisionLog
+from phalanx.engine.dependencies import blocker
 from phalanx.engine.events import (
     Cancel,
     CleanupDone,
@@ -40,6 +40,7 @@ from phalanx.engine.events import (
     TimerFired,
 )
 from phalanx.engine.plugins import Plugins
+from phalanx.engine.queue import PendingQueue
 from phalanx.sched.capacity import Allocation, Capacity
 from phalanx.sched.job import Job
 from phalanx.sched.profile import Profile
@@ -81,8 +82,7 @@ class Engine:
         self._seq = 0
         self._now: Instant = 0
         self._out: list[Command] = []
-        self._qkeys: list[tuple[int, float, int]] = []
-        self._qjobs: list[Job] = []
+        self._queue = PendingQueue()
         self._waiting: dict[int, Job] = {}
         """Pending but not eligible: held, dependencies, begin time."""
         self._preempting: dict[int, tuple[PreemptMode, int]] = {}
@@ -122,11 +122,12 @@ class Engine:
 
     def pending(self) -> Sequence[Job]:
         if not self._claims:
-            return list(self._qjobs)
+            return list(self._queue.jobs())
         # A job that preempted others comes first, so it gets what its victims give back
         # (otherwise a higher job could take it, be preempted in turn, and so on forever).
-        first = [j for j in self._qjobs if j.id in self._claims]
-        return first + [j for j in self._qjobs if j.id not in self._claims]
+        queued = self._queue.jobs()
+        first = [j for j in queued if j.id in self._claims]
+        return first + [j for j in queued if j.id not in self._claims]
 
     def running(self) -> Iterable[Job]:
         return list(self._running.values())
@@ -402,7 +403,7 @@ class Engine:
         return None
 
     def _make_eligible_or_wait(self, job: Job) -> None:
-        reason = self._blocker(job)
+        reason = blocker(job, self.jobs, self._now)
         if reason is None:
             self._enqueue(job)
             self._request_pass()
@@ -412,48 +413,9 @@ class Engine:
             if reason == Reason.BEGIN_TIME and job.spec.begin is not None:
                 self._out.append(WakeAt(job.spec.begin, ("begin", job.id)))
 
-    def _blocker(self, job: Job) -> str | None:
-        spec = job.spec
-        if spec.hold:
-            return Reason.HELD_USER
-        if spec.begin is not None and spec.begin > self._now:
-            return Reason.BEGIN_TIME
-        for dep in spec.dependencies:
-            verdict = self._dependency(job, dep.kind, dep.job_ids)
-            if verdict is not None:
-                return verdict
-        return None
-
-    def _dependency(self, job: Job, kind: DepKind, ids: tuple[int, ...]) -> str | None:
-        if kind is DepKind.SINGLETON:
-            for other in self.jobs.values():
-                if (
-                    other.id != job.id
-                    and other.seq < job.seq
-                    and other.spec.name == job.spec.name
-                    and other.spec.user == job.spec.user
-                    and not other.state.is_final
-                ):
-                    return Reason.DEPENDENCY
-            return None
-        for dep_id in ids:
-            dep = self.jobs.get(dep_id)
-            if dep is None:
-                continue  # Slurm ignores a dependency on a job it no longer knows
-            if kind is DepKind.AFTER:
-                if dep.state is JobState.PENDING:
-                    return Reason.DEPENDENCY
-                continue
-            if not dep.state.is_final:
-                return Reason.DEPENDENCY
-            ok = dep.state is JobState.COMPLETED
-            if (kind is DepKind.AFTEROK and not ok) or (kind is DepKind.AFTERNOTOK and ok):
-                return Reason.DEPENDENCY_NEVER
-        return None
-
     def _recheck_waiting(self) -> None:
         for job in list(self._waiting.values()):
-            reason = self._blocker(job)
+            reason = blocker(job, self.jobs, self._now)
             if reason is None:
                 del self._waiting[job.id]
                 self._enqueue(job)
@@ -462,17 +424,11 @@ class Engine:
                 job.reason = reason
 
     # -- the queue ------------------------------------------------------------------------
-    def _key(self, job: Job) -> tuple[int, float, int]:
-        return (-job.tier, -job.priority, job.seq)
-
     def _enqueue(self, job: Job) -> None:
         job.priority, job.factors = self.plugins.priority.compute(job, self, self._now)
         if job.reason is not Reason.PRIORITY:
             self._not_priority.add(job.id)
-        key = self._key(job)
-        i = bisect.bisect_left(self._qkeys, key)
-        self._qkeys.insert(i, key)
-        self._qjobs.insert(i, job)
+        self._queue.insert(job)
         if not job.shape.gpus or job.shape.milli:
             self._nonwhole_pending += 1
         if self.could_preempt(job):
@@ -482,11 +438,7 @@ class Engine:
             self._out.append(WakeAt(self._recalc_at, RECALC))
 
     def _dequeue(self, job: Job) -> None:
-        key = self._key(job)
-        i = bisect.bisect_left(self._qkeys, key)
-        if i < len(self._qkeys) and self._qjobs[i] is job:
-            del self._qkeys[i]
-            del self._qjobs[i]
+        if self._queue.remove(job):
             self._not_priority.discard(job.id)
             if not job.shape.gpus or job.shape.milli:
                 self._nonwhole_pending -= 1
@@ -496,16 +448,13 @@ class Engine:
 
     def _recalc(self) -> None:
         self.usage.advance(self._now, self.state.account_gpus)
-        jobs = self._qjobs
+        jobs = self._queue.jobs()
         results = self.plugins.priority.compute_many(jobs, self, self._now)
         for job, (priority, factors) in zip(jobs, results, strict=True):
             job.priority = priority
             job.factors = factors
-        pairs = sorted(((self._key(j), j) for j in jobs), key=lambda p: p[0])
-        reordered = any(a is not b for (_, a), b in zip(pairs, jobs, strict=True))
-        self._qkeys = [k for k, _ in pairs]
-        self._qjobs = [j for _, j in pairs]
-        if self._qjobs:
+        reordered = self._queue.resort()
+        if self._queue:
             self._recalc_at = self._now + self.profile.calc_period
             self._out.append(WakeAt(self._recalc_at, RECALC))
             # A new order may let another job start; so may time itself, for policies that
@@ -687,7 +636,7 @@ class Engine:
                 self._failing.add(jid)
                 self.decisions.add(self._now, "node_fail", jid, job.run, node)
                 self._out.append(Kill(jid, job.run))
-        for job in list(self._qjobs):
+        for job in list(self._queue):
             if job.holds and any(node in a.nodes for a in job.holds):
                 self.release_holds(job)
 
@@ -698,7 +647,7 @@ class Engine:
         return self._next_id
 
     def pending_count(self) -> int:
-        return len(self._qjobs) + len(self._waiting)
+        return len(self._queue) + len(self._waiting)
 
     def status_of(self, job: Job) -> Status:
         if job.state is JobState.PENDING:

@@ -1,0 +1,63 @@
+"""The pending queue: eligible jobs in scheduling order, kept sorted as jobs come and go.
+
+Order: higher partition tier first, then higher priority, then submit sequence (unique, so the
+order is total and deterministic). Priorities change only when the engine recalculates them,
+after which ``resort`` restores the order.
+"""
+
+from __future__ import annotations
+
+import bisect
+from collections.abc import Iterator
+
+from phalanx.sched.job import Job
+
+__all__ = ["PendingQueue"]
+
+Key = tuple[int, float, int]
+
+
+def _key(job: Job) -> Key:
+    return (-job.tier, -job.priority, job.seq)
+
+
+class PendingQueue:
+    __slots__ = ("_jobs", "_keys")
+
+    def __init__(self) -> None:
+        self._keys: list[Key] = []
+        self._jobs: list[Job] = []
+
+    def insert(self, job: Job) -> None:
+        key = _key(job)
+        i = bisect.bisect_left(self._keys, key)
+        self._keys.insert(i, key)
+        self._jobs.insert(i, job)
+
+    def remove(self, job: Job) -> bool:
+        """Take ``job`` out; False if it was not queued (its priority must be unchanged
+        since it was inserted or last resorted)."""
+        i = bisect.bisect_left(self._keys, _key(job))
+        if i < len(self._keys) and self._jobs[i] is job:
+            del self._keys[i]
+            del self._jobs[i]
+            return True
+        return False
+
+    def resort(self) -> bool:
+        """Restore the order after priorities changed; True if it changed."""
+        pairs = sorted(((_key(j), j) for j in self._jobs), key=lambda p: p[0])
+        reordered = any(a is not b for (_, a), b in zip(pairs, self._jobs, strict=True))
+        self._keys = [k for k, _ in pairs]
+        self._jobs = [j for _, j in pairs]
+        return reordered
+
+    def jobs(self) -> list[Job]:
+        """The queued jobs in order (the queue's own list: do not change it)."""
+        return self._jobs
+
+    def __len__(self) -> int:
+        return len(self._jobs)
+
+    def __iter__(self) -> Iterator[Job]:
+        return iter(self._jobs)
