@@ -8,6 +8,7 @@ them. ``read_trace`` picks the reader by name or from the file itself.
 
 from __future__ import annotations
 
+import os
 from typing import Protocol
 
 from phalanx.domain.time import Instant
@@ -64,6 +65,8 @@ def read_trace(
     seed: int = 0,
 ) -> list[TraceJob]:
     """Read ``path`` as ``fmt`` (one of ``FORMATS``), or as ``guess_format`` says."""
+    if not os.path.isfile(path):
+        raise TraceError("no such trace file", source=path)
     fmt = guess_format(path) if fmt is None else fmt.lower()
     if fmt in ("csv", "jsonl"):
         return read_generic(path, fmt=fmt, limit=limit, window=window, load=load, seed=seed)
@@ -76,6 +79,8 @@ def read_trace(
 
 def guess_format(path: str) -> str:
     """The format of ``path``: from a CSV header (Philly, openb), else from the extension."""
+    if not os.path.isfile(path):
+        raise TraceError("no such trace file", source=path)
     name = path.lower().removesuffix(".gz")
     if name.endswith(".swf"):
         return "swf"
