@@ -26,7 +26,7 @@ from phalanx.cli.progress import RunProgress
 from phalanx.domain.cluster import Cluster
 from phalanx.domain.clusterspec import cluster_from_yaml, regular_cluster
 from phalanx.domain.time import HOUR, Instant
-from phalanx.errors import InputError
+from phalanx.errors import InputError, TraceError
 from phalanx.policies.catalog import POLICIES, profile
 from phalanx.sim.faults import FaultModel
 from phalanx.sim.generator import generate
@@ -155,6 +155,8 @@ def _load_workload(args: argparse.Namespace) -> Workload:
         label = f"generated ({args.generate:g} days, seed {args.seed})"
         return Workload(kept, label, f"generate:{args.generate:g}", None)
     path: str = args.trace
+    if not os.path.isfile(path):
+        raise TraceError("no such trace file", source=path)
     fmt: str = args.trace_format or guess_format(path)
     jobs = read_trace(path, fmt, limit=args.limit, window=args.window, load=args.load,
                       seed=args.seed)

@@ -79,8 +79,6 @@ def read_trace(
 
 def guess_format(path: str) -> str:
     """The format of ``path``: from a CSV header (Philly, openb), else from the extension."""
-    if not os.path.isfile(path):
-        raise TraceError("no such trace file", source=path)
     name = path.lower().removesuffix(".gz")
     if name.endswith(".swf"):
         return "swf"
