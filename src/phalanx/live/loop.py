@@ -1,0 +1,101 @@
+"""The control loop: events in, engine, commands out to the store and the executor.
+
+Events (from the API, the executor, node health) and the engine's own timers wait in one heap
+ordered ``(at, class, seq)``: at one instant, ends first, then arrivals and node changes, then
+timers, and the scheduling pass last — the simulator's order, so that a replay with a fake
+clock and a fake executor gives the simulator's decision log. ``Persist`` commands reach the
+store before the launch that follows them (write-ahead).
+
+The loop itself never waits: a driver (asyncio live, a test's fake clock) calls ``run_due``
+when ``next_due`` comes.
+"""
+
+from __future__ import annotations
+
+import heapq
+
+from phalanx.domain.time import Instant
+from phalanx.engine import (
+    Cancel,
+    Cleanup,
+    CleanupDone,
+    Command,
+    Engine,
+    Event,
+    Kill,
+    Launch,
+    LaunchFailed,
+    NodeDown,
+    NodeUp,
+    Persist,
+    Signal,
+    Submit,
+    TasksExited,
+    TimerFired,
+    WakeAt,
+)
+from phalanx.engine.commands import PASS
+from phalanx.live.clock import Clock
+from phalanx.live.executor import Executor
+from phalanx.live.store import Record, Store
+
+__all__ = ["ControlLoop"]
+
+_END, _ARRIVE, _TIMER, _PASS = 0, 1, 2, 3
+
+
+def _class_of(event: Event) -> int:
+    if isinstance(event, TasksExited | CleanupDone | LaunchFailed):
+        return _END
+    if isinstance(event, Submit | Cancel | NodeDown | NodeUp):
+        return _ARRIVE
+    assert isinstance(event, TimerFired)
+    return _PASS if event.key == PASS else _TIMER
+
+
+class ControlLoop:
+    def __init__(self, engine: Engine, clock: Clock, store: Store) -> None:
+        self.engine = engine
+        self.clock = clock
+        self.store = store
+        self.executor: Executor | None = None
+        self._heap: list[tuple[Instant, int, int, Event]] = []
+        self._seq = 0
+
+    def attach(self, executor: Executor) -> None:
+        self.executor = executor
+
+    def deliver(self, event: Event) -> None:
+        """Queue an event; it is handled by the next ``run_due`` at or after ``event.at``."""
+        self._seq += 1
+        heapq.heappush(self._heap, (event.at, _class_of(event), self._seq, event))
+
+    def next_due(self) -> Instant | None:
+        return self._heap[0][0] if self._heap else None
+
+    def run_due(self) -> int:
+        """Handle every event due by the clock's now, in order; return how many."""
+        now = self.clock.now()
+        handled = 0
+        while self._heap and self._heap[0][0] <= now:
+            _, _, _, event = heapq.heappop(self._heap)
+            self._carry_out(event.at, self.engine.handle(event))
+            handled += 1
+        return handled
+
+    def _carry_out(self, at: Instant, commands: list[Command]) -> None:
+        executor = self.executor
+        assert executor is not None, "attach an executor before running the loop"
+        for cmd in commands:
+            if isinstance(cmd, WakeAt):
+                self.deliver(TimerFired(cmd.at, cmd.key))
+            elif isinstance(cmd, Persist):
+                self.store.append(Record(at, cmd.job_id, cmd.what, dict(cmd.data)))
+            elif isinstance(cmd, Launch):
+                executor.launch(cmd, at)
+            elif isinstance(cmd, Signal):
+                executor.signal(cmd, at)
+            elif isinstance(cmd, Kill):
+                executor.kill(cmd, at)
+            elif isinstance(cmd, Cleanup):
+                executor.cleanup(cmd, at)
