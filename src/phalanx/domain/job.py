@@ -79,6 +79,16 @@ class JobSpec:
     hold: bool = False
     nice: int = 0
     comment: str = ""
+    command: tuple[str, ...] = ()
+    """What each task runs (argv; never passed through a shell). Empty in simulation."""
+    workdir: str = "."
+    """Directory the tasks start in (Slurm's submit directory)."""
+    output: str | None = None
+    """stdout file name pattern (``%j`` ...); None: ``slurm-%j.out`` (``slurm-%A_%a.out``)."""
+    error: str | None = None
+    """stderr file name pattern; None: stderr goes with stdout."""
+    environment: tuple[tuple[str, str], ...] = ()
+    """Variables the tasks start with, before the ones Phalanx sets."""
     extra: tuple[tuple[str, str], ...] = field(default=())
 
     def __post_init__(self) -> None:

@@ -38,6 +38,8 @@ class Launch:
     alloc: Allocation
     spec: JobSpec
     time_limit: int
+    array_job_id: int | None = None
+    array_task_id: int | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -200,7 +200,17 @@ class Engine:
         self.decisions.add(now, "start", job.id, job.run, alloc.nodes)
         if self._persist:
             self._out.append(Persist(job.id, "start", (("run", job.run), ("nodes", alloc.nodes))))
-        self._out.append(Launch(job.id, job.run, alloc, job.spec, job.time_limit))
+        self._out.append(
+            Launch(
+                job.id,
+                job.run,
+                alloc,
+                job.spec,
+                job.time_limit,
+                job.array_job_id,
+                job.array_task_id,
+            )
+        )
         lead = min(job.spec.signal_lead, job.time_limit)
         self._out.append(WakeAt(now + job.time_limit - lead, ("limit", job.id, job.run)))
 
@@ -282,6 +292,9 @@ class Engine:
         for v in victims:
             mode, grace = self._preempt_mode(v)
             self._preempting[v.id] = (mode, for_job.id)
+            # The timeline must see the victim's resources coming back at the kill, so that a
+            # reservation for ``for_job`` can hold them against lower jobs.
+            self.state.expect_end(v.id, self._now + grace)
             self.decisions.add(self._now, "preempt", v.id, v.run, for_job.id, mode.value)
             if grace > 0:
                 self._out.append(Signal(v.id, v.run, SIGNALS["TERM"]))

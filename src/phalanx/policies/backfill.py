@@ -125,7 +125,12 @@ class BackfillScheduler:
                 victims = ctx.find_victims(job)
             if victims:
                 ctx.preempt(victims, job)
-                ctx.wait(job, Status.wait(Reason.RESOURCES, "preempt"))
+                status = Status.wait(Reason.RESOURCES, "preempt")
+                ctx.wait(job, status)
+                # Reserved like any blocked job: what its victims give back, and what it needs
+                # besides, must not go to lower jobs meanwhile (or it would preempt forever).
+                if reserved + len(unreserved) < depth:
+                    unreserved.append(job)
                 continue
             if reserved + len(unreserved) < depth and now - job.submit >= self.min_age_reserve:
                 ctx.wait(job, Status.wait(reason, self.plugin))

@@ -165,6 +165,17 @@ class ClusterState:
         self.version += 1
         return run.alloc
 
+    def expect_end(self, job_id: int, end: Instant) -> None:
+        """A running job will end by ``end`` (a preemption's kill), sooner than its limit."""
+        run = self.running[job_id]
+        if end >= run.end:
+            return
+        i = bisect.bisect_left(self._ends, (run.end, job_id))
+        del self._ends[i]
+        run.end = end
+        bisect.insort(self._ends, (end, job_id))
+        self.version += 1
+
     def set_up(self, node: int, up: bool) -> None:
         if bool(self.up[node]) == up:
             return
