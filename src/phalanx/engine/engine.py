@@ -458,6 +458,7 @@ class Engine:
             if self.could_preempt(job):
                 self._preemptors -= 1
             self._claims.pop(job.id, None)
+            self.state.bounds.pop(job.id, None)
 
     def _recalc(self) -> None:
         self.usage.advance(self._now, self.state.account_gpus)

@@ -114,7 +114,15 @@ class MultifactorPriority:
     ) -> list[tuple[float, Mapping[str, float]]]:
         # The same sum as ``compute``, with the per-account fair share and the loop-invariant
         # lookups hoisted: recalculation touches every pending job every period.
-        statics = self._statics
+        # Only the jobs still pending keep their cached static factors (the cache must not
+        # grow with every job a long-lived controller has seen).
+        old = self._statics
+        statics: dict[int, tuple[float, float, float, float, float]] = {}
+        for job in jobs:
+            kept = old.get(job.seq)
+            if kept is not None:
+                statics[job.seq] = kept
+        self._statics = statics
         fs_of: dict[str, float] = {}
         max_age, w_age_max, w_fs = self.max_age, self.w_age, self.w_fs
         out: list[tuple[float, Mapping[str, float]]] = []
