@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import heapq
 
+from phalanx.domain.job import JobSpec
 from phalanx.domain.time import Instant
 from phalanx.engine import (
     Cancel,
@@ -69,6 +70,14 @@ class ControlLoop:
         """Queue an event; it is handled by the next ``run_due`` at or after ``event.at``."""
         self._seq += 1
         heapq.heappush(self._heap, (event.at, _class_of(event), self._seq, event))
+
+    def submit(self, spec: JobSpec) -> list[int]:
+        """Submit now and return the new job ids (one per array task), the submission
+        persisted and the pass it asks for queued by the time this returns."""
+        at = self.clock.now()
+        first = self.engine.next_id
+        self._carry_out(at, self.engine.handle(Submit(at, spec)))
+        return list(range(first, self.engine.next_id))
 
     def next_due(self) -> Instant | None:
         return self._heap[0][0] if self._heap else None

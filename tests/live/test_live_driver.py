@@ -1,0 +1,70 @@
+"""End to end on this machine: real processes scheduled by the engine on the wall clock."""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from pathlib import Path
+
+from phalanx.domain.clusterspec import regular_cluster
+from phalanx.domain.job import JobSpec
+from phalanx.domain.state import JobState
+from phalanx.domain.time import SECOND
+from phalanx.engine import Engine
+from phalanx.live.clock import WallClock
+from phalanx.live.driver import AsyncDriver
+from phalanx.live.loop import ControlLoop
+from phalanx.live.process import ProcessExecutor
+from phalanx.live.store import MemoryStore
+from phalanx.policies.catalog import profile
+
+
+def _cluster_loop() -> tuple[Engine, ControlLoop, AsyncDriver, MemoryStore]:
+    cluster = regular_cluster(2, 8, 2)
+    engine = Engine(cluster, profile("phalanx"), persist=True)
+    clock = WallClock()
+    store = MemoryStore()
+    loop = ControlLoop(engine, clock, store)
+    executor = ProcessExecutor(loop.deliver, cluster)
+    loop.attach(executor)
+    return engine, loop, AsyncDriver(loop, executor, clock), store
+
+
+def test_real_jobs_run_as_gangs_and_complete(tmp_path: Path) -> None:
+    engine, loop, driver, store = _cluster_loop()
+    code = "import os; print(os.environ['SLURM_JOB_ID'], os.environ['WORLD_SIZE'])"
+    spec = JobSpec(
+        name="hello",
+        nodes_min=2,
+        nodes_max=2,
+        gpus_per_task=4,
+        time_limit=60 * SECOND,
+        command=(sys.executable, "-c", code),
+        workdir=str(tmp_path),
+    )
+    ids = [job_id for _ in range(3) for job_id in loop.submit(spec)]
+    done = asyncio.run(
+        driver.run(lambda: all(engine.jobs[i].state.is_final for i in ids), timeout=30)
+    )
+    assert done
+    assert [engine.jobs[i].state for i in ids] == [JobState.COMPLETED] * 3
+    for job_id in ids:
+        lines = (tmp_path / f"slurm-{job_id}.out").read_text().split()
+        assert lines == [str(job_id), "2", str(job_id), "2"]
+    persisted = [(r.what, r.job_id) for r in store.records()]
+    assert ("submit", ids[0]) in persisted and ("end", ids[-1]) in persisted
+
+
+def test_a_job_past_its_time_limit_is_signalled_and_ends_as_timeout(tmp_path: Path) -> None:
+    engine, loop, driver, _ = _cluster_loop()
+    spec = JobSpec(
+        name="long",
+        gpus_per_task=1,
+        time_limit=1 * SECOND,
+        command=(sys.executable, "-c", "import time; time.sleep(60)"),
+        workdir=str(tmp_path),
+    )
+    [job_id] = loop.submit(spec)
+    done = asyncio.run(driver.run(lambda: engine.jobs[job_id].state.is_final, timeout=30))
+    assert done
+    assert engine.jobs[job_id].state is JobState.TIMEOUT
