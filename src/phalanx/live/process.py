@@ -13,7 +13,7 @@ import os
 import signal as signals
 import socket
 import subprocess
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import IO
 
@@ -57,11 +57,14 @@ class ProcessExecutor:
         *,
         epilog_ms: Duration = 0,
         inherit_environment: bool = True,
+        addresses: Mapping[str, str] | None = None,
     ) -> None:
         self._deliver = deliver
         self._cluster = cluster
         self._epilog = epilog_ms
         self._inherit = inherit_environment
+        self._addresses = dict(addresses or {})
+        """Node name -> address, where it is not the name (emulated nodes: 127.0.0.1)."""
         self._runs: dict[tuple[int, int], _Run] = {}
 
     def launch(self, cmd: Launch, at: Instant) -> None:
@@ -71,6 +74,8 @@ class ProcessExecutor:
             return
         run = _Run(cmd.job_id, cmd.run, [])
         port = free_port()
+        first = self._cluster.nodes[cmd.alloc.nodes[0]].name
+        master = self._addresses.get(first, first)
         array = {"array_job_id": cmd.array_job_id, "array_task_id": cmd.array_task_id}
         default_out = "slurm-%A_%a.out" if cmd.array_job_id is not None else "slurm-%j.out"
         try:
@@ -87,6 +92,7 @@ class ProcessExecutor:
                         place=place,
                         submit_dir=os.path.abspath(spec.workdir),
                         master_port=port,
+                        master_addr=master,
                         **array,
                     )
                 )

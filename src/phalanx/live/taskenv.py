@@ -60,10 +60,14 @@ def task_environment(
     place: TaskPlace,
     submit_dir: str,
     master_port: int,
+    master_addr: str | None = None,
     array_job_id: int | None = None,
     array_task_id: int | None = None,
 ) -> dict[str, str]:
-    """The variables one task starts with (on top of the submitter's exported environment)."""
+    """The variables one task starts with (on top of the submitter's exported environment).
+
+    ``master_addr`` is where rank 0 listens: the first node's name unless the node's address
+    differs (emulated nodes on one machine all listen on 127.0.0.1)."""
     names = [cluster.nodes[i].name for i in alloc.nodes]
     nodelist = compress(names)
     per_node = spec.tasks_per_node
@@ -93,7 +97,7 @@ def task_environment(
         "SLURM_CPUS_ON_NODE": str(alloc.cpus),
         "SLURM_JOB_CPUS_PER_NODE": _repeat_counts([alloc.cpus] * len(names)),
         "SLURM_SUBMIT_DIR": submit_dir,
-        "MASTER_ADDR": names[0],
+        "MASTER_ADDR": master_addr if master_addr is not None else names[0],
         "MASTER_PORT": str(master_port),
         "WORLD_SIZE": str(ntasks),
         "RANK": str(place.global_rank),

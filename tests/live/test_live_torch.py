@@ -1,0 +1,62 @@
+"""A real torch.distributed all-reduce over gloo, in a 2-node x 2-task gang scheduled live."""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from pathlib import Path
+
+import pytest
+
+from phalanx.domain.clusterspec import regular_cluster
+from phalanx.domain.job import JobSpec
+from phalanx.domain.state import JobState
+from phalanx.domain.time import MINUTE
+from phalanx.engine import Engine
+from phalanx.live.clock import WallClock
+from phalanx.live.driver import AsyncDriver
+from phalanx.live.loop import ControlLoop
+from phalanx.live.process import ProcessExecutor
+from phalanx.live.store import MemoryStore
+from phalanx.policies.catalog import profile
+
+pytest.importorskip("torch")
+
+ALL_REDUCE = r"""
+import os, sys, torch, torch.distributed as dist
+dist.init_process_group("gloo")  # env://: MASTER_ADDR, MASTER_PORT, RANK, WORLD_SIZE
+t = torch.tensor([float(dist.get_rank() + 1)])
+dist.all_reduce(t)
+line = f'{os.environ["SLURM_NODEID"]} {os.environ["LOCAL_RANK"]} {dist.get_world_size()} {t.item()}'
+sys.stdout.write(line + "\n")  # one write: the four tasks share the output file
+dist.destroy_process_group()
+"""
+
+
+def test_gloo_all_reduce_across_a_two_node_gang(tmp_path: Path) -> None:
+    cluster = regular_cluster(2, 8, 2)
+    engine = Engine(cluster, profile("phalanx"), persist=True)
+    clock = WallClock()
+    loop = ControlLoop(engine, clock, MemoryStore())
+    # Both emulated nodes are this machine: rank 0 listens on the loopback.
+    executor = ProcessExecutor(
+        loop.deliver, cluster, addresses={n.name: "127.0.0.1" for n in cluster.nodes}
+    )
+    loop.attach(executor)
+    spec = JobSpec(
+        name="allreduce",
+        nodes_min=2,
+        nodes_max=2,
+        tasks_per_node=2,
+        gpus_per_task=1,
+        time_limit=5 * MINUTE,
+        command=(sys.executable, "-c", ALL_REDUCE),
+        workdir=str(tmp_path),
+    )
+    [job_id] = loop.submit(spec)
+    driver = AsyncDriver(loop, executor, clock)
+    assert asyncio.run(driver.run(lambda: engine.jobs[job_id].state.is_final, timeout=120))
+    out = (tmp_path / f"slurm-{job_id}.out").read_text()
+    assert engine.jobs[job_id].state is JobState.COMPLETED, out
+    lines = sorted(line for line in out.splitlines() if line and line[0].isdigit())
+    assert lines == ["0 0 4 10.0", "0 1 4 10.0", "1 0 4 10.0", "1 1 4 10.0"]
