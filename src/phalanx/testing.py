@@ -19,6 +19,7 @@ from __future__ import annotations
 import dataclasses
 import heapq
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from phalanx.domain.cluster import Account, Cluster, Partition, PreemptMode
@@ -40,6 +41,12 @@ from phalanx.engine.events import (
     TasksExited,
     TimerFired,
 )
+from phalanx.live.clock import WallClock
+from phalanx.live.driver import AsyncDriver
+from phalanx.live.loop import ControlLoop
+from phalanx.live.process import ProcessExecutor
+from phalanx.live.store import MemoryStore
+from phalanx.policies.catalog import POLICIES
 from phalanx.policies.catalog import profile as named_profile
 from phalanx.sched.job import Job
 from phalanx.sched.profile import Profile
@@ -47,6 +54,8 @@ from phalanx.sim.workload import TraceJob
 
 __all__ = [
     "EngineDriver",
+    "LiveStack",
+    "live_stack",
     "make_job",
     "run_engine",
     "small_cluster",
@@ -160,9 +169,7 @@ class EngineDriver:
         self._seq = 0
 
     # -- feeding --------------------------------------------------------------------------
-    def _push(
-        self, at: Instant, prio: int, item: Event | tuple[JobSpec, Duration | None]
-    ) -> None:
+    def _push(self, at: Instant, prio: int, item: Event | tuple[JobSpec, Duration | None]) -> None:
         self._seq += 1
         heapq.heappush(self._heap, (at, prio, self._seq, item))
 
@@ -320,3 +327,27 @@ def run_engine(
             driver.submit_at(*entry)
     driver.run(until, max_events=max_events)
     return driver
+
+
+@dataclass
+class LiveStack:
+    """The live driver wired to real local processes (see ``live_stack``)."""
+
+    engine: Engine
+    loop: ControlLoop
+    driver: AsyncDriver
+    store: MemoryStore
+
+
+def live_stack(nodes: int = 2, gpus: int = 8, policy: str = "phalanx") -> LiveStack:
+    """Emulated nodes that are all this machine (rank 0 listens on the loopback)."""
+    cluster = regular_cluster(nodes, gpus, 2)
+    engine = Engine(cluster, POLICIES[policy], persist=True)
+    clock = WallClock()
+    store = MemoryStore()
+    loop = ControlLoop(engine, clock, store)
+    executor = ProcessExecutor(
+        loop.deliver, cluster, addresses={n.name: "127.0.0.1" for n in cluster.nodes}
+    )
+    loop.attach(executor)
+    return LiveStack(engine, loop, AsyncDriver(loop, executor, clock), store)

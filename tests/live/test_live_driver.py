@@ -6,32 +6,14 @@ import asyncio
 import sys
 from pathlib import Path
 
-from phalanx.domain.clusterspec import regular_cluster
 from phalanx.domain.job import JobSpec
 from phalanx.domain.state import JobState
 from phalanx.domain.time import SECOND
-from phalanx.engine import Engine
-from phalanx.live.clock import WallClock
-from phalanx.live.driver import AsyncDriver
-from phalanx.live.loop import ControlLoop
-from phalanx.live.process import ProcessExecutor
-from phalanx.live.store import MemoryStore
-from phalanx.policies.catalog import profile
+from phalanx.testing import LiveStack
 
 
-def _cluster_loop() -> tuple[Engine, ControlLoop, AsyncDriver, MemoryStore]:
-    cluster = regular_cluster(2, 8, 2)
-    engine = Engine(cluster, profile("phalanx"), persist=True)
-    clock = WallClock()
-    store = MemoryStore()
-    loop = ControlLoop(engine, clock, store)
-    executor = ProcessExecutor(loop.deliver, cluster)
-    loop.attach(executor)
-    return engine, loop, AsyncDriver(loop, executor, clock), store
-
-
-def test_real_jobs_run_as_gangs_and_complete(tmp_path: Path) -> None:
-    engine, loop, driver, store = _cluster_loop()
+def test_real_jobs_run_as_gangs_and_complete(tmp_path: Path, live: LiveStack) -> None:
+    engine, loop, driver, store = live.engine, live.loop, live.driver, live.store
     code = "import os; print(os.environ['SLURM_JOB_ID'], os.environ['WORLD_SIZE'])"
     spec = JobSpec(
         name="hello",
@@ -55,8 +37,10 @@ def test_real_jobs_run_as_gangs_and_complete(tmp_path: Path) -> None:
     assert ("submit", ids[0]) in persisted and ("end", ids[-1]) in persisted
 
 
-def test_a_job_past_its_time_limit_is_signalled_and_ends_as_timeout(tmp_path: Path) -> None:
-    engine, loop, driver, _ = _cluster_loop()
+def test_a_job_past_its_time_limit_is_signalled_and_ends_as_timeout(
+    tmp_path: Path, live: LiveStack
+) -> None:
+    engine, loop, driver = live.engine, live.loop, live.driver
     spec = JobSpec(
         name="long",
         gpus_per_task=1,

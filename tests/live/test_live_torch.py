@@ -8,17 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from phalanx.domain.clusterspec import regular_cluster
 from phalanx.domain.job import JobSpec
 from phalanx.domain.state import JobState
 from phalanx.domain.time import MINUTE
-from phalanx.engine import Engine
-from phalanx.live.clock import WallClock
-from phalanx.live.driver import AsyncDriver
-from phalanx.live.loop import ControlLoop
-from phalanx.live.process import ProcessExecutor
-from phalanx.live.store import MemoryStore
-from phalanx.policies.catalog import profile
+from phalanx.testing import LiveStack
 
 pytest.importorskip("torch")
 
@@ -33,16 +26,8 @@ dist.destroy_process_group()
 """
 
 
-def test_gloo_all_reduce_across_a_two_node_gang(tmp_path: Path) -> None:
-    cluster = regular_cluster(2, 8, 2)
-    engine = Engine(cluster, profile("phalanx"), persist=True)
-    clock = WallClock()
-    loop = ControlLoop(engine, clock, MemoryStore())
-    # Both emulated nodes are this machine: rank 0 listens on the loopback.
-    executor = ProcessExecutor(
-        loop.deliver, cluster, addresses={n.name: "127.0.0.1" for n in cluster.nodes}
-    )
-    loop.attach(executor)
+def test_gloo_all_reduce_across_a_two_node_gang(tmp_path: Path, live: LiveStack) -> None:
+    engine, loop = live.engine, live.loop
     spec = JobSpec(
         name="allreduce",
         nodes_min=2,
@@ -54,8 +39,7 @@ def test_gloo_all_reduce_across_a_two_node_gang(tmp_path: Path) -> None:
         workdir=str(tmp_path),
     )
     [job_id] = loop.submit(spec)
-    driver = AsyncDriver(loop, executor, clock)
-    assert asyncio.run(driver.run(lambda: engine.jobs[job_id].state.is_final, timeout=120))
+    assert asyncio.run(live.driver.run(lambda: engine.jobs[job_id].state.is_final, timeout=120))
     out = (tmp_path / f"slurm-{job_id}.out").read_text()
     assert engine.jobs[job_id].state is JobState.COMPLETED, out
     lines = sorted(line for line in out.splitlines() if line and line[0].isdigit())

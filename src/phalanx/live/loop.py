@@ -1,10 +1,9 @@
 """The control loop: events in, engine, commands out to the store and the executor.
 
 Events (from the API, the executor, node health) and the engine's own timers wait in one heap
-ordered ``(at, class, seq)``: at one instant, ends first, then arrivals and node changes, then
-timers, and the scheduling pass last — the simulator's order, so that a replay with a fake
-clock and a fake executor gives the simulator's decision log. ``Persist`` commands reach the
-store before the launch that follows them (write-ahead).
+ordered ``(at, order_of(event), seq)`` (``phalanx.engine.ordering``, the simulator's order), so
+that a replay with a fake clock and a fake executor gives the simulator's decision log.
+``Persist`` commands reach the store before the launch that follows them (write-ahead).
 
 The loop itself never waits: a driver (asyncio live, a test's fake clock) calls ``run_due``
 when ``next_due`` comes.
@@ -17,42 +16,24 @@ import heapq
 from phalanx.domain.job import JobSpec
 from phalanx.domain.time import Instant
 from phalanx.engine import (
-    Cancel,
     Cleanup,
-    CleanupDone,
     Command,
     Engine,
     Event,
     Kill,
     Launch,
-    LaunchFailed,
-    NodeDown,
-    NodeUp,
     Persist,
     Signal,
     Submit,
-    TasksExited,
     TimerFired,
     WakeAt,
 )
-from phalanx.engine.commands import PASS
+from phalanx.engine.ordering import order_of
 from phalanx.live.clock import Clock
 from phalanx.live.executor import Executor
 from phalanx.live.store import Record, Store
 
 __all__ = ["ControlLoop"]
-
-_END, _ARRIVE, _TIMER, _PASS = 0, 1, 2, 3
-
-
-def _class_of(event: Event) -> int:
-    if isinstance(event, TasksExited | CleanupDone | LaunchFailed):
-        return _END
-    if isinstance(event, Submit | Cancel | NodeDown | NodeUp):
-        return _ARRIVE
-    assert isinstance(event, TimerFired)
-    return _PASS if event.key == PASS else _TIMER
-
 
 class ControlLoop:
     def __init__(self, engine: Engine, clock: Clock, store: Store) -> None:
@@ -69,7 +50,7 @@ class ControlLoop:
     def deliver(self, event: Event) -> None:
         """Queue an event; it is handled by the next ``run_due`` at or after ``event.at``."""
         self._seq += 1
-        heapq.heappush(self._heap, (event.at, _class_of(event), self._seq, event))
+        heapq.heappush(self._heap, (event.at, order_of(event), self._seq, event))
 
     def submit(self, spec: JobSpec) -> list[int]:
         """Submit now and return the new job ids (one per array task), the submission

@@ -1,8 +1,7 @@
 """The discrete-event simulator: a heap of events in virtual time driving one ``Engine``.
 
-Heap entries are ``(time, priority, seq, event)``: at one instant, ends come first, then
-arrivals and node changes, then timers, and the scheduling pass last, so a pass sees
-everything that happened at its instant. ``seq`` makes the order total and deterministic.
+Heap entries are ``(time, order, seq, event)``, the order of ``phalanx.engine.ordering`` (ends,
+arrivals, timers, the pass last); ``seq`` makes it total and deterministic.
 """
 
 from __future__ import annotations
@@ -28,6 +27,7 @@ from phalanx.engine import (
     WakeAt,
 )
 from phalanx.engine.commands import PASS, Command
+from phalanx.engine.ordering import ARRIVAL, END, PASS_ORDER, TIMER
 from phalanx.sched.profile import Profile
 from phalanx.sim.executor import SimulatedExecutor
 from phalanx.sim.faults import FaultModel
@@ -36,7 +36,6 @@ from phalanx.sim.workload import TraceJob
 
 __all__ = ["Simulator"]
 
-_END, _ARRIVE, _TIMER, _PASS = 0, 1, 2, 3
 
 
 class Simulator:
@@ -80,13 +79,13 @@ class Simulator:
         wall0 = time.perf_counter()
         heap = self._heap
         for i, tj in enumerate(self.workload):
-            heap.append((tj.submit, _ARRIVE, -len(self.workload) + i, tj))
+            heap.append((tj.submit, ARRIVAL, -len(self.workload) + i, tj))
         if self.faults is not None and self.workload:
             horizon = max(tj.submit for tj in self.workload) + max(
                 tj.runtime for tj in self.workload
             )
             for ev in self.faults.events(len(self.cluster.nodes), horizon):
-                heap.append((ev.at, _ARRIVE, self._seq, ev))
+                heap.append((ev.at, ARRIVAL, self._seq, ev))
                 self._seq += 1
         heapq.heapify(heap)
         engine = self.engine
@@ -159,18 +158,18 @@ class Simulator:
         executor = self.executor
         for cmd in commands:
             if isinstance(cmd, WakeAt):
-                prio = _PASS if cmd.key == PASS else _TIMER
+                prio = PASS_ORDER if cmd.key == PASS else TIMER
                 self._push(cmd.at, prio, TimerFired(cmd.at, cmd.key))
             elif isinstance(cmd, Launch):
                 ev = executor.launch(at, cmd.job_id, cmd.run, cmd.alloc.gpus, cmd.alloc.nodes)
-                self._push(ev.at, _END, ev)
+                self._push(ev.at, END, ev)
             elif isinstance(cmd, Kill):
                 killed = executor.kill(at, cmd.job_id, cmd.run)
                 if killed is not None:
-                    self._push(at, _END, _Killed(killed))
+                    self._push(at, END, _Killed(killed))
             elif isinstance(cmd, Cleanup):
                 done = executor.cleanup_started(at, cmd.job_id, cmd.run)
-                self._push(done.at, _END, done)
+                self._push(done.at, END, done)
             # Signal and Persist need nothing in simulation: simulated jobs ignore signals.
 
 
