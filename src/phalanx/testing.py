@@ -45,7 +45,7 @@ from phalanx.live.clock import WallClock
 from phalanx.live.driver import AsyncDriver
 from phalanx.live.loop import ControlLoop
 from phalanx.live.process import ProcessExecutor
-from phalanx.live.store import MemoryStore
+from phalanx.live.journal import MemoryJournal
 from phalanx.policies.catalog import POLICIES
 from phalanx.policies.catalog import profile as named_profile
 from phalanx.sched.job import Job
@@ -336,7 +336,7 @@ class LiveStack:
     engine: Engine
     loop: ControlLoop
     driver: AsyncDriver
-    store: MemoryStore
+    journal: MemoryJournal
 
 
 def live_stack(nodes: int = 2, gpus: int = 8, policy: str = "phalanx") -> LiveStack:
@@ -344,10 +344,10 @@ def live_stack(nodes: int = 2, gpus: int = 8, policy: str = "phalanx") -> LiveSt
     cluster = regular_cluster(nodes, gpus, 2)
     engine = Engine(cluster, POLICIES[policy], persist=True)
     clock = WallClock()
-    store = MemoryStore()
-    loop = ControlLoop(engine, clock, store)
+    journal = MemoryJournal()
+    loop = ControlLoop(engine, clock, journal)
     executor = ProcessExecutor(
-        loop.deliver, cluster, addresses={n.name: "127.0.0.1" for n in cluster.nodes}
+        loop.report, cluster, addresses={n.name: "127.0.0.1" for n in cluster.nodes}
     )
     loop.attach(executor)
-    return LiveStack(engine, loop, AsyncDriver(loop, executor, clock), store)
+    return LiveStack(engine, loop, AsyncDriver(loop, executor, clock), journal)

@@ -13,7 +13,7 @@ from phalanx.testing import LiveStack
 
 
 def test_real_jobs_run_as_gangs_and_complete(tmp_path: Path, live: LiveStack) -> None:
-    engine, loop, driver, store = live.engine, live.loop, live.driver, live.store
+    engine, loop, driver, journal = live.engine, live.loop, live.driver, live.journal
     code = "import os; print(os.environ['SLURM_JOB_ID'], os.environ['WORLD_SIZE'])"
     spec = JobSpec(
         name="hello",
@@ -33,8 +33,9 @@ def test_real_jobs_run_as_gangs_and_complete(tmp_path: Path, live: LiveStack) ->
     for job_id in ids:
         lines = (tmp_path / f"slurm-{job_id}.out").read_text().split()
         assert lines == [str(job_id), "2", str(job_id), "2"]
-    persisted = [(r.what, r.job_id) for r in store.records()]
-    assert ("submit", ids[0]) in persisted and ("end", ids[-1]) in persisted
+    journaled = [(type(e).__name__, getattr(e, "job_id", None)) for e in journal.events]
+    assert journaled.count(("Submit", None)) == 3
+    assert ("TasksExited", ids[-1]) in journaled
 
 
 def test_a_job_past_its_time_limit_is_signalled_and_ends_as_timeout(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
@@ -9,11 +10,11 @@ import pytest
 from phalanx.domain.clusterspec import regular_cluster
 from phalanx.domain.job import JobSpec
 from phalanx.domain.time import HOUR, MINUTE
-from phalanx.engine import Engine, Launch, Submit
+from phalanx.engine import Engine, Event, Launch, Submit, TasksExited
 from phalanx.live.clock import FakeClock
 from phalanx.live.executor import FakeExecutor
 from phalanx.live.loop import ControlLoop
-from phalanx.live.store import MemoryStore, Record, SqliteStore
+from phalanx.live.journal import Journal, JournalError, MemoryJournal, SqliteJournal
 from phalanx.policies.catalog import profile
 from phalanx.sim.generator import generate
 from phalanx.sim.simulator import Simulator
@@ -45,19 +46,25 @@ def _workload() -> list[TraceJob]:
     return sorted(jobs + extra, key=lambda tj: tj.submit)
 
 
-def _replay_live(policy: str, workload: list[TraceJob]) -> tuple[Engine, MemoryStore]:
+def _run_live(
+    policy: str, workload: list[TraceJob], journal: Journal | None = None, stop: int | None = None
+) -> tuple[Engine, ControlLoop]:
+    """Replay ``workload`` through the live loop with a fake clock, up to instant ``stop``."""
     clock = FakeClock()
-    engine = Engine(regular_cluster(16, 8, 4), profile(policy), persist=True)
-    store = MemoryStore()
-    loop = ControlLoop(engine, clock, store)
+    engine = Engine(regular_cluster(16, 8, 4), profile(policy))
+    loop = ControlLoop(engine, clock, journal)
     runtimes = {i + 1: tj.runtime for i, tj in enumerate(workload)}
-    loop.attach(FakeExecutor(loop.deliver, runtimes, launch_latency_ms=2_000, cleanup_ms=1_000))
+    loop.attach(FakeExecutor(loop.report, runtimes, launch_latency_ms=2_000, cleanup_ms=1_000))
     for tj in workload:
-        loop.deliver(Submit(tj.submit, tj.spec))
-    while (due := loop.next_due()) is not None:
+        loop.accept([Submit(tj.submit, tj.spec)])
+    _drive(loop, clock, stop)
+    return engine, loop
+
+
+def _drive(loop: ControlLoop, clock: FakeClock, stop: int | None = None) -> None:
+    while (due := loop.next_due()) is not None and (stop is None or due <= stop):
         clock.set(due)
         loop.run_due()
-    return engine, store
 
 
 # Every profile whose runs are not preempted here: the fake executor, unlike the simulated
@@ -68,17 +75,39 @@ def test_live_loop_with_fake_clock_gives_the_simulators_decision_log(policy: str
     assert len(workload) > 100
     sim = Simulator(regular_cluster(16, 8, 4), profile(policy), workload)
     sim.run()
-    live, _ = _replay_live(policy, workload)
+    live, _ = _run_live(policy, workload)
     assert live.decisions.entries == sim.engine.decisions.entries
 
 
-def test_every_start_is_persisted_before_its_launch() -> None:
+def test_a_replay_of_the_journal_after_a_crash_continues_exactly(tmp_path: Path) -> None:
+    """Stop half way (a crash: only the journal survives), rebuild a new loop from the
+    journal, go on: the decision log is the uninterrupted run's."""
+    workload = _workload()
+    whole, _ = _run_live("phalanx", workload)
+    stop = workload[len(workload) // 2].submit
+    path = str(tmp_path / "state.db")
+    _run_live("phalanx", workload, SqliteJournal(path), stop=stop)
+    # The new controller: a fresh engine and clock, the old journal.
+    clock = FakeClock(stop)
+    engine = Engine(regular_cluster(16, 8, 4), profile("phalanx"))
+    loop = ControlLoop(engine, clock, SqliteJournal(path))
+    runtimes = {i + 1: tj.runtime for i, tj in enumerate(workload)}
+    executor = FakeExecutor(loop.report, runtimes, launch_latency_ms=2_000, cleanup_ms=1_000)
+    loop.attach(executor)
+    assert loop.replay(stop) > len(workload)  # the submissions and the ends reported
+    before = len(engine.decisions.entries)
+    assert engine.decisions.entries == whole.decisions.entries[:before]
+    _drive(loop, clock)
+    assert engine.decisions.entries == whole.decisions.entries
+
+
+def test_every_launch_follows_the_commit_of_its_inputs() -> None:
     events: list[str] = []
 
-    class Recorder(MemoryStore):
-        def append(self, record: Record) -> None:
-            events.append(f"persist {record.what} {record.job_id}")
-            super().append(record)
+    class Recorder(MemoryJournal):
+        def write(self, batch: Sequence[Event]) -> None:
+            events.extend(f"commit {type(e).__name__}" for e in batch)
+            super().write(batch)
 
     class Launcher(FakeExecutor):
         def launch(self, cmd: Launch, at: int) -> None:
@@ -86,32 +115,39 @@ def test_every_start_is_persisted_before_its_launch() -> None:
             super().launch(cmd, at)
 
     clock = FakeClock()
-    engine = Engine(regular_cluster(2, 8, 2), profile("slurm"), persist=True)
+    engine = Engine(regular_cluster(2, 8, 2), profile("slurm"))
     loop = ControlLoop(engine, clock, Recorder())
-    loop.attach(Launcher(loop.deliver, {1: 60_000, 2: 60_000}))
-    spec = _workload()[0].spec
-    loop.deliver(Submit(0, spec))
-    loop.deliver(Submit(0, spec))
+    loop.attach(Launcher(loop.report, {1: 60_000, 2: 60_000}))
+    spec = JobSpec(gpus_per_task=8, command=("true",))
+    assert loop.submit_many([spec, spec]) == [[1], [2]]
+    assert events == ["commit Submit", "commit Submit"]
+    clock.advance(1)
     loop.run_due()
-    launches = [e for e in events if e.startswith("launch")]
-    assert launches
-    for launch in launches:
-        job = launch.split()[1]
-        assert events.index(f"persist start {job}") < events.index(launch)
+    assert [e for e in events[2:] if e.startswith("launch")] == ["launch 1", "launch 2"]
 
 
-def test_sqlite_store_is_wal_and_keeps_records_across_reopen(tmp_path: Path) -> None:
+def test_a_full_journal_refuses_a_submission_and_queues_nothing() -> None:
+    journal = MemoryJournal()
+    engine = Engine(regular_cluster(2, 8, 2), profile("slurm"))
+    loop = ControlLoop(engine, FakeClock(), journal)
+    loop.attach(FakeExecutor(loop.report, {}))
+    journal.fail = True
+    with pytest.raises(JournalError):
+        loop.submit(JobSpec(command=("true",)))
+    assert loop.next_due() is None
+    journal.fail = False
+    assert loop.submit(JobSpec(command=("true",))) == [1]
+
+
+def test_sqlite_journal_is_wal_and_keeps_inputs_across_reopen(tmp_path: Path) -> None:
     path = str(tmp_path / "state.db")
-    store = SqliteStore(path)
-    assert store.journal_mode == "wal"
-    store.append(Record(5, 1, "submit", {}))
-    store.append(Record(9, 1, "start", {"nodes": [0, 1]}))
-    store.close()
-    again = SqliteStore(path)
-    assert list(again.records()) == [
-        Record(5, 1, "submit", {}),
-        Record(9, 1, "start", {"nodes": [0, 1]}),
-    ]
+    journal = SqliteJournal(path)
+    assert journal.journal_mode == "wal"
+    spec = JobSpec(name="a", command=("sh", "-c", "echo $X"), environment=(("X", "1"),))
+    journal.write([Submit(5, spec), TasksExited(9, 1, 1, 3, 0)])
+    journal.close()
+    again = SqliteJournal(path)
+    assert list(again.read()) == [Submit(5, spec), TasksExited(9, 1, 1, 3, 0)]
     again.close()
 
 

@@ -1,0 +1,250 @@
+"""The runs of one node: spawn their tasks, signal them, reap them, remember what ended.
+
+Every task is a process in its own session (a signal to its group reaches what it started),
+spawned from its argv without a shell, with exactly the environment the controller gave.
+Children are reaped with ``waitpid(-1)``: one system call per ended child whatever the number
+of runs, so nothing else (no ``Popen.wait``, no asyncio child watcher) may wait on them.
+
+A run is *running* until all its tasks have ended, then *unacknowledged* until the
+controller confirms it recorded the end, then *finished* (remembered, boundedly, so a
+replayed launch is not started twice).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import signal as signals
+import subprocess
+import time
+from collections import deque
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import IO
+
+from phalanx.agent.cgroup import Cgroups
+from phalanx.api.wire import AgentCommand, RunReport, TaskSpec
+
+__all__ = ["FINISHED_MEMORY", "RunKey", "TaskRunner"]
+
+log = logging.getLogger(__name__)
+
+RunKey = tuple[int, int]
+"""(job_id, run)."""
+
+FINISHED_MEMORY = 10_000
+"""How many acknowledged runs are remembered to ignore a replayed launch."""
+
+
+@dataclass
+class _Run:
+    key: RunKey
+    procs: dict[int, subprocess.Popen[bytes]] = field(default_factory=dict)
+    """pid -> process, for the tasks not reaped yet."""
+    exit_code: int = 0
+    signal: int = 0
+    limited: bool = False
+    """Its processes were put in a cgroup, to remove at the end."""
+    ended: bool = False
+    """Reported already (a failed launch): its remaining tasks are only reaped."""
+
+
+def _now_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
+class TaskRunner:
+    """Runs the tasks of ``launch`` commands; no I/O besides processes and their files.
+
+    ``reap`` must be called when children may have ended (on SIGCHLD, and now and then).
+    It is the only place that waits for children.
+    """
+
+    def __init__(self, cgroups: Cgroups | None = None) -> None:
+        self._cgroups = cgroups
+        self._running: dict[RunKey, _Run] = {}
+        self._by_pid: dict[int, _Run] = {}
+        self._unacked: dict[RunKey, RunReport] = {}
+        self._finished: set[RunKey] = set()
+        self._finished_order: deque[RunKey] = deque()
+        self._fresh: list[RunReport] = []
+        """Ended since the last ``reap``: launch failures and reaped runs."""
+
+    # ------------------------------------------------------------------ commands
+    def launch(self, cmd: AgentCommand) -> None:
+        """Start every task of the run; a replayed launch of a known run is ignored.
+
+        A failure to open an output file or to spawn a task kills what was started and ends
+        the run as "failed" with the error as reason (it is then in ``reap``'s next answer).
+        """
+        key = (cmd.job_id, cmd.run)
+        if self.known(*key):
+            return
+        run = _Run(key)
+        self._running[key] = run
+        files: dict[str, IO[bytes]] = {}
+        try:
+            for task in cmd.tasks:
+                out = self._open(files, task.stdout, task.open_mode)
+                err: IO[bytes] | int = subprocess.STDOUT
+                if task.stderr is not None:
+                    err = self._open(files, task.stderr, task.open_mode)
+                proc = self._spawn(task, out, err)
+                run.procs[proc.pid] = proc
+                self._by_pid[proc.pid] = run
+        except OSError as exc:
+            self._fail(run, str(exc))
+            return
+        finally:
+            # The children hold their own descriptors now.
+            for f in files.values():
+                f.close()
+        if run.procs and self._cgroups is not None and (cmd.cpus > 0 or cmd.memory_mb > 0):
+            run.limited = self._cgroups.place(
+                cmd.job_id, cmd.run, run.procs, cpus=cmd.cpus, memory_mb=cmd.memory_mb
+            )
+        if not run.procs:  # a launch without tasks ends at once
+            self._end(run)
+
+    def signal(self, job_id: int, run: int, sig: int) -> None:
+        """Send ``sig`` to the process group of every task of the run still running."""
+        found = self._running.get((job_id, run))
+        if found is not None:
+            self._signal(found, sig)
+
+    def kill(self, job_id: int, run: int) -> None:
+        self.signal(job_id, run, signals.SIGKILL)
+
+    def signal_all(self, sig: int) -> None:
+        for run in list(self._running.values()):
+            self._signal(run, sig)
+
+    # ------------------------------------------------------------------ reaping
+    def reap(self) -> list[RunReport]:
+        """Collect every ended child; answer the runs that ended since the last call."""
+        while True:
+            try:
+                pid, status = os.waitpid(-1, os.WNOHANG)
+            except ChildProcessError:
+                break
+            if pid == 0:
+                break
+            run = self._by_pid.pop(pid, None)
+            if run is None:
+                continue  # not a task of ours (or one already given up on)
+            code = os.waitstatus_to_exitcode(status)
+            proc = run.procs.pop(pid)
+            # Popen must not wait for it later (that would be a second reaping).
+            proc.returncode = code
+            if code < 0:
+                run.signal = max(run.signal, -code)
+            else:
+                run.exit_code = max(run.exit_code, code)
+            if not run.procs and not run.ended:
+                self._end(run)
+        fresh, self._fresh = self._fresh, []
+        return fresh
+
+    # ------------------------------------------------------------------ bookkeeping
+    def known(self, job_id: int, run: int) -> bool:
+        """Running, ended and unacknowledged, or among the last finished runs."""
+        key = (job_id, run)
+        return key in self._running or key in self._unacked or key in self._finished
+
+    def running_count(self) -> int:
+        return len(self._running)
+
+    def unacked(self) -> list[RunReport]:
+        """The ended runs whose end the controller has not acknowledged yet, oldest first."""
+        return list(self._unacked.values())
+
+    def acknowledge(self, reports: Iterable[RunReport]) -> None:
+        """The controller recorded these ends: forget them, except to ignore replays."""
+        for report in reports:
+            key = (report.job_id, report.run)
+            if self._unacked.pop(key, None) is not None:
+                self._remember(key)
+
+    def hello_runs(self) -> list[RunReport]:
+        """What a (re-)registration tells the controller: live runs and unacknowledged ends."""
+        live = [RunReport(job_id=j, run=r, state="running") for j, r in self._running]
+        return live + self.unacked()
+
+    # ------------------------------------------------------------------ helpers
+    @staticmethod
+    def _open(files: dict[str, IO[bytes]], path: str, mode: str) -> IO[bytes]:
+        # One file object per path and run: tasks sharing an output file must not truncate
+        # each other's lines, and a run opens each path once.
+        f = files.get(path)
+        if f is None:
+            f = open(path, "ab" if mode == "append" else "wb")  # noqa: SIM115
+            files[path] = f
+        return f
+
+    @staticmethod
+    def _spawn(task: TaskSpec, out: IO[bytes], err: IO[bytes] | int) -> subprocess.Popen[bytes]:
+        as_user = task.uid is not None and task.uid != 0 and os.geteuid() == 0
+        return subprocess.Popen(
+            task.argv,
+            cwd=task.cwd,
+            env=task.env,
+            stdin=subprocess.DEVNULL,
+            stdout=out,
+            stderr=err,
+            start_new_session=True,
+            user=task.uid if as_user else None,
+            group=task.gid if as_user else None,
+            extra_groups=[] if as_user else None,
+        )
+
+    def _signal(self, run: _Run, sig: int) -> None:
+        for pid in run.procs:
+            try:
+                os.killpg(pid, sig)
+            except ProcessLookupError:
+                pass  # it ended meanwhile; the reaper will see it
+            except PermissionError as exc:
+                log.warning("cannot signal job %d run %d (pid %d): %s", *run.key, pid, exc)
+
+    def _fail(self, run: _Run, reason: str) -> None:
+        """End a run whose launch failed: kill what started, report "failed" at once.
+
+        The killed tasks stay in the pid map so that ``reap`` collects them (without
+        blocking here) and then drops them.
+        """
+        run.ended = True
+        for pid in run.procs:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(pid, signals.SIGKILL)
+        del self._running[run.key]
+        report = RunReport(
+            job_id=run.key[0], run=run.key[1], state="failed", reason=reason, at=_now_ms()
+        )
+        self._finish(report)
+
+    def _end(self, run: _Run) -> None:
+        run.ended = True
+        del self._running[run.key]
+        if run.limited and self._cgroups is not None:
+            self._cgroups.remove(*run.key)
+        self._finish(
+            RunReport(
+                job_id=run.key[0],
+                run=run.key[1],
+                state="exited",
+                exit_code=run.exit_code,
+                signal=run.signal,
+                at=_now_ms(),
+            )
+        )
+
+    def _finish(self, report: RunReport) -> None:
+        self._unacked[(report.job_id, report.run)] = report
+        self._fresh.append(report)
+
+    def _remember(self, key: RunKey) -> None:
+        if len(self._finished_order) >= FINISHED_MEMORY:
+            self._finished.discard(self._finished_order.popleft())
+        self._finished_order.append(key)
+        self._finished.add(key)

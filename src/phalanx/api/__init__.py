@@ -1,0 +1,1 @@
+"""The REST interface: wire schemas (pydantic), the service port, routes and metrics."""

@@ -1,0 +1,229 @@
+"""What travels over HTTP: pydantic models for the REST API and the agent protocol.
+
+Requests are validated here, at the wire; the domain never sees pydantic. Durations are
+Slurm strings in requests (``"1:00:00"``, ``"30"`` minutes) and integer milliseconds in
+answers; instants are milliseconds since the Unix epoch.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+__all__ = [
+    "AcctRecord",
+    "AgentCommand",
+    "AgentCommands",
+    "AgentHello",
+    "AgentReports",
+    "AgentWelcome",
+    "BatchSubmit",
+    "CancelResult",
+    "ErrorBody",
+    "JobInfo",
+    "JobList",
+    "JobRequest",
+    "NodeInfo",
+    "PartitionInfo",
+    "RunReport",
+    "SubmitResult",
+    "TaskSpec",
+]
+
+
+class _Wire(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class JobRequest(_Wire):
+    """One job to submit: ``nodes`` x ``ntasks_per_node`` tasks that start together."""
+
+    command: list[str] = Field(min_length=1, description="argv of every task; no shell")
+    name: str | None = None
+    workdir: str | None = Field(None, description="submit directory; the caller's cwd")
+    nodes: str = Field("1", description="N or min-max")
+    ntasks_per_node: int = Field(1, ge=1)
+    gpus_per_task: int = Field(0, ge=0)
+    gpu_model: str | None = None
+    cpus_per_task: int = Field(1, ge=1)
+    mem: str | None = Field(None, description="per node, Slurm units: 4G, 500M")
+    partition: str | None = None
+    account: str | None = None
+    qos: str | None = None
+    time: str | None = Field(None, description="Slurm time: 30, 1:00:00, 2-12")
+    output: str | None = None
+    error: str | None = None
+    open_mode: Literal["truncate", "append"] = "append"
+    environment: dict[str, str] = Field(default_factory=dict)
+    array: str | None = Field(None, description="0-15%4, 1,3,5")
+    dependency: str | None = Field(None, description="afterok:12,afterany:13")
+    signal: str | None = Field(None, description="[B:]SIG[@secs]")
+    requeue: bool = True
+    hold: bool = False
+    exclusive: bool = False
+    constraint: list[str] = Field(default_factory=list)
+    switches: int | None = Field(None, ge=1)
+    switches_wait: str | None = None
+    begin: int | None = Field(None, description="earliest start, ms since the epoch")
+    nice: int = 0
+    comment: str = ""
+    checkpoint_interval: str | None = None
+
+
+class BatchSubmit(_Wire):
+    jobs: list[JobRequest] = Field(min_length=1, max_length=100_000)
+
+
+class SubmitResult(_Wire):
+    job_ids: list[list[int]] = Field(description="per request: its job ids (array tasks)")
+
+
+class JobInfo(_Wire):
+    job_id: int
+    array_job_id: int | None = None
+    array_task_id: int | None = None
+    name: str
+    user: str
+    account: str
+    partition: str
+    qos: str
+    state: str
+    reason: str
+    priority: float
+    nodes_requested: int
+    tasks: int
+    gpus: float
+    cpus: int
+    time_limit_ms: int
+    submit: int
+    start: int | None = None
+    end: int | None = None
+    expected_start: int | None = None
+    nodelist: str = ""
+    exit_code: int = 0
+    signal: int = 0
+    restarts: int = 0
+    command: list[str] = Field(default_factory=list)
+    workdir: str = ""
+    comment: str = ""
+
+
+class JobList(_Wire):
+    jobs: list[JobInfo]
+
+
+class CancelResult(_Wire):
+    cancelled: list[int]
+
+
+class NodeInfo(_Wire):
+    name: str
+    state: str
+    gpus: int
+    gpus_alloc: float
+    gpu_model: str
+    cpus: int
+    cpus_alloc: int
+    memory_mb: int
+    leaf: str
+    partitions: list[str]
+    agent: bool = Field(description="an agent is connected")
+    reason: str = ""
+
+
+class PartitionInfo(_Wire):
+    name: str
+    nodes: list[str]
+    default: bool
+    max_time_ms: int | None
+    default_time_ms: int | None
+    priority_tier: int
+
+
+class AcctRecord(_Wire):
+    job_id: int
+    array_job_id: int | None = None
+    array_task_id: int | None = None
+    name: str
+    user: str
+    account: str
+    partition: str
+    state: str
+    exit_code: int
+    signal: int
+    submit: int
+    start: int | None
+    end: int | None
+    nodelist: str
+    gpus: float
+    cpus: int
+    restarts: int
+
+
+class ErrorBody(_Wire):
+    error: str
+    field: str | None = None
+
+
+# ---------------------------------------------------------------------------- agents
+class RunReport(_Wire):
+    """What an agent knows of one run of a job on its node."""
+
+    job_id: int
+    run: int
+    state: Literal["running", "exited", "failed"]
+    exit_code: int = 0
+    signal: int = 0
+    reason: str = ""
+    at: int = Field(0, description="when it ended, ms since the epoch (0: now)")
+
+
+class AgentHello(_Wire):
+    node: str
+    address: str = "127.0.0.1"
+    boot_id: str
+    cpus: int
+    memory_mb: int
+    gpus: int
+    gpu_model: str | None = None
+    runs: list[RunReport] = Field(default_factory=list)
+
+
+class AgentWelcome(_Wire):
+    controller_id: str
+    node: str
+    heartbeat_s: float
+
+
+class TaskSpec(_Wire):
+    argv: list[str]
+    cwd: str
+    env: dict[str, str]
+    stdout: str
+    stderr: str | None = Field(None, description="None: with stdout")
+    open_mode: Literal["truncate", "append"] = "append"
+    uid: int | None = None
+    gid: int | None = None
+    rank: int
+
+
+class AgentCommand(_Wire):
+    seq: int
+    kind: Literal["launch", "signal", "kill"]
+    job_id: int
+    run: int
+    signal: int = 0
+    tasks: list[TaskSpec] = Field(default_factory=list)
+    cpus: int = 0
+    memory_mb: int = 0
+
+
+class AgentCommands(_Wire):
+    controller_id: str
+    commands: list[AgentCommand]
+
+
+class AgentReports(_Wire):
+    boot_id: str
+    reports: list[RunReport]

@@ -1,0 +1,85 @@
+"""Where the controller listens, and the token that opens it, found from the environment.
+
+The rule every client follows (the CLI, the Slurm shims, library users):
+
+1. ``PHALANX_URL`` (``http://127.0.0.1:6817``) if set: TCP, with a bearer token taken from
+   ``PHALANX_TOKEN`` or else from ``<state dir>/token`` when that file is readable;
+2. otherwise the Unix socket ``<state dir>/controller.sock``, where no token is needed
+   because the controller reads the caller's uid from the socket (``SO_PEERCRED``).
+
+The state directory is ``PHALANX_STATE_DIR`` or ``~/.local/state/phalanx``. Stdlib only:
+the shims import this on every run.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+__all__ = [
+    "DEFAULT_STATE_DIR",
+    "SOCKET_NAME",
+    "TOKEN_NAME",
+    "ControllerAddress",
+    "find_controller",
+    "state_dir",
+]
+
+DEFAULT_STATE_DIR = Path("~/.local/state/phalanx")
+SOCKET_NAME = "controller.sock"
+TOKEN_NAME = "token"
+
+
+@dataclass(frozen=True, slots=True)
+class ControllerAddress:
+    """Exactly one of ``url`` (TCP) and ``socket_path`` (Unix socket) is set."""
+
+    url: str | None = None
+    socket_path: str | None = None
+    token: str | None = None
+
+    def __post_init__(self) -> None:
+        if (self.url is None) == (self.socket_path is None):
+            raise ValueError("a controller address has exactly one of url and socket_path")
+
+    def describe(self) -> str:
+        """Where the controller is expected, for error messages."""
+        if self.socket_path is not None:
+            return f"unix socket {self.socket_path}"
+        return str(self.url)
+
+
+def state_dir(environ: Mapping[str, str] | None = None) -> Path:
+    """The controller's state directory as this caller sees it."""
+    env = os.environ if environ is None else environ
+    configured = env.get("PHALANX_STATE_DIR")
+    if configured:
+        return Path(configured).expanduser()
+    if "HOME" in env:
+        return Path(env["HOME"]) / ".local" / "state" / "phalanx"
+    return DEFAULT_STATE_DIR.expanduser()
+
+
+def find_controller(environ: Mapping[str, str] | None = None) -> ControllerAddress:
+    """The controller to talk to, by the rule in this module's docstring."""
+    env = os.environ if environ is None else environ
+    here = state_dir(env)
+    url = env.get("PHALANX_URL")
+    if url:
+        return ControllerAddress(url=url.rstrip("/"), token=_token(env, here))
+    return ControllerAddress(socket_path=str(here / SOCKET_NAME))
+
+
+def _token(env: Mapping[str, str], here: Path) -> str | None:
+    token = env.get("PHALANX_TOKEN")
+    if token:
+        return token.strip()
+    try:
+        text = (here / TOKEN_NAME).read_text(encoding="utf-8").strip()
+    except (OSError, UnicodeDecodeError):
+        # Not readable is the normal case for a user on another host: the call goes out
+        # without a token and the controller's 401 says what is missing.
+        return None
+    return text or None

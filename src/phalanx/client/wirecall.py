@@ -1,0 +1,232 @@
+"""One JSON call to the controller over HTTP/1.1, on the standard library alone.
+
+This is the fast path: the ``phalanx`` subcommands and the Slurm-compatible shims, which
+scripts run thousands of times, import only this module, ``address`` and ``phalanx.errors``
+(no httpx, no pydantic, no numpy), so a call costs little more than the interpreter's start.
+``phalanx.client.client.Client`` is the typed client for library users.
+
+Errors:
+
+    PhalanxError
+    +-- ControllerUnreachable    no connection, or no answer: names the socket or URL
+    +-- ApiError                 the controller answered with an error status
+
+A call opens one connection and closes it after the answer: each caller makes one or two
+calls, and a fresh connection never meets a keep-alive the server has already dropped,
+which would make a retried POST submit twice.
+"""
+
+from __future__ import annotations
+
+import http.client
+import json
+import socket
+import urllib.parse
+from collections.abc import Mapping
+from typing import Any
+
+from phalanx.client.address import ControllerAddress, find_controller
+from phalanx.errors import PhalanxError
+
+__all__ = [
+    "DEFAULT_TIMEOUT_S",
+    "ApiError",
+    "ControllerUnreachable",
+    "Json",
+    "QueryValue",
+    "WireCaller",
+    "api_error",
+]
+
+Json = Any
+"""A decoded JSON document: what ``json.loads`` returns."""
+QueryValue = str | int | bool | None
+"""None leaves the parameter out; a bool is sent as ``true``/``false``."""
+
+DEFAULT_TIMEOUT_S = 30.0
+# FastAPI puts where a validation error was found first; the user only cares about the field.
+_LOCATIONS = frozenset({"body", "query", "path", "header"})
+
+
+class ControllerUnreachable(PhalanxError):
+    """No connection to the controller, or it did not answer. ``str()`` names where it was
+    looked for, so a user can tell a stopped controller from a wrong ``PHALANX_URL``."""
+
+    def __init__(self, where: str, reason: str) -> None:
+        self.where = where
+        self.reason = reason
+        super().__init__(f"cannot reach the controller at {where}: {reason}")
+
+
+class ApiError(PhalanxError):
+    """The controller refused a call: 4xx for the caller's mistakes, 5xx for its own
+    (507: the state store is full and submissions are refused). ``field`` names the request
+    field at fault where the controller said so."""
+
+    def __init__(self, status: int, message: str, field: str | None = None) -> None:
+        self.status = status
+        self.message = message
+        self.field = field
+        super().__init__(f"{field}: {message}" if field else message)
+
+
+def api_error(status: int, body: Json) -> ApiError:
+    """The error an answer with ``status`` and decoded ``body`` stands for: an ``ErrorBody``
+    ``{error, field}``, FastAPI's ``{"detail": [...]}`` of validation errors, or anything else
+    a proxy may have put there."""
+    if isinstance(body, dict):
+        if isinstance(body.get("error"), str):
+            field = body.get("field")
+            return ApiError(status, body["error"], field if isinstance(field, str) else None)
+        detail = body.get("detail")
+        if isinstance(detail, list) and detail:
+            return _validation_error(status, detail)
+        if isinstance(detail, str):
+            return ApiError(status, detail)
+    if isinstance(body, str) and body.strip():
+        return ApiError(status, body.strip())
+    return ApiError(status, f"HTTP {status} {http.client.responses.get(status, '')}".strip())
+
+
+def _validation_error(status: int, detail: list[Json]) -> ApiError:
+    found = [(_field_of(item), _message_of(item)) for item in detail]
+    field, message = found[0]
+    rest = "".join(f"; {f}: {m}" if f else f"; {m}" for f, m in found[1:])
+    return ApiError(status, message + rest, field)
+
+
+def _field_of(item: Json) -> str | None:
+    loc = item.get("loc") if isinstance(item, dict) else None
+    if not isinstance(loc, list):
+        return None
+    parts = [str(p) for p in loc]
+    if parts and parts[0] in _LOCATIONS and len(parts) > 1:
+        parts = parts[1:]
+    return ".".join(parts) or None
+
+
+def _message_of(item: Json) -> str:
+    if isinstance(item, dict) and isinstance(item.get("msg"), str):
+        return str(item["msg"])
+    return str(item)
+
+
+class _UnixConnection(http.client.HTTPConnection):
+    """HTTP over a Unix socket: only ``connect`` differs from TCP."""
+
+    def __init__(self, path: str, timeout: float) -> None:
+        super().__init__("localhost", timeout=timeout)
+        self._path = path
+
+    def connect(self) -> None:
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        sock.settimeout(self.timeout)
+        try:
+            sock.connect(self._path)
+        except OSError:
+            sock.close()
+            raise
+        self.sock = sock
+
+
+class WireCaller:
+    """Calls the controller at ``address`` (default: ``find_controller()``)."""
+
+    def __init__(
+        self, address: ControllerAddress | None = None, *, timeout: float = DEFAULT_TIMEOUT_S
+    ) -> None:
+        self.address = find_controller() if address is None else address
+        self.timeout = timeout
+        self._prefix = ""
+        if self.address.url is not None:
+            parts = urllib.parse.urlsplit(self.address.url)
+            if parts.scheme not in ("http", "https") or not parts.hostname:
+                raise ControllerUnreachable(self.address.url, "not an http:// or https:// URL")
+            self._prefix = parts.path.rstrip("/")
+
+    def call(
+        self,
+        method: str,
+        path: str,
+        *,
+        query: Mapping[str, QueryValue] | None = None,
+        body: Json = None,
+    ) -> tuple[int, Json]:
+        """Send one request; return the status and the decoded JSON answer (its text when it
+        is not JSON, None when empty). Raise ``ControllerUnreachable`` when there is no
+        connection or no answer; an error status is returned, not raised."""
+        target = self._prefix + path + _query_string(query)
+        headers = {"Accept": "application/json", "Connection": "close"}
+        payload: bytes | None = None
+        if body is not None:
+            payload = json.dumps(body, separators=(",", ":")).encode()
+            headers["Content-Type"] = "application/json"
+        if self.address.token is not None and self.address.url is not None:
+            headers["Authorization"] = f"Bearer {self.address.token}"
+        connection = self._connection()
+        try:
+            connection.request(method, target, body=payload, headers=headers)
+            response = connection.getresponse()
+            raw = response.read()
+        except TimeoutError:
+            raise ControllerUnreachable(
+                self.address.describe(), f"no answer within {self.timeout:g} s"
+            ) from None
+        except (OSError, http.client.HTTPException) as exc:
+            raise ControllerUnreachable(self.address.describe(), _reason(exc)) from None
+        finally:
+            connection.close()
+        return response.status, _decode(raw)
+
+    def call_ok(
+        self,
+        method: str,
+        path: str,
+        *,
+        query: Mapping[str, QueryValue] | None = None,
+        body: Json = None,
+    ) -> Json:
+        """``call``, with any status but 2xx raised as ``ApiError``."""
+        status, answer = self.call(method, path, query=query, body=body)
+        if not 200 <= status < 300:
+            raise api_error(status, answer)
+        return answer
+
+    def _connection(self) -> http.client.HTTPConnection:
+        if self.address.socket_path is not None:
+            return _UnixConnection(self.address.socket_path, self.timeout)
+        parts = urllib.parse.urlsplit(str(self.address.url))
+        if parts.scheme == "https":
+            return http.client.HTTPSConnection(
+                str(parts.hostname), parts.port, timeout=self.timeout
+            )
+        return http.client.HTTPConnection(str(parts.hostname), parts.port, timeout=self.timeout)
+
+
+def _query_string(query: Mapping[str, QueryValue] | None) -> str:
+    if not query:
+        return ""
+    pairs = [
+        (key, ("true" if value else "false") if isinstance(value, bool) else str(value))
+        for key, value in query.items()
+        if value is not None
+    ]
+    return "?" + urllib.parse.urlencode(pairs) if pairs else ""
+
+
+def _decode(raw: bytes) -> Json:
+    if not raw:
+        return None
+    text = raw.decode("utf-8", errors="replace")
+    try:
+        return json.loads(text)
+    except ValueError:
+        return text
+
+
+def _reason(exc: BaseException) -> str:
+    if isinstance(exc, http.client.RemoteDisconnected):
+        return "the connection was closed before an answer"
+    if isinstance(exc, OSError) and exc.strerror:
+        return exc.strerror
+    return str(exc) or type(exc).__name__

@@ -1,0 +1,95 @@
+"""Engine events as JSON, for the journal: ``encode(event) -> (kind, body)`` and back.
+
+Only the events that come from outside the engine are journaled (submissions, cancels,
+reports of ended runs, failed launches, node changes); timers are replayed, not stored.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from typing import Any
+
+from phalanx.domain.job import ArraySpec, Dependency, DepKind, JobSpec
+from phalanx.engine import (
+    Cancel,
+    CleanupDone,
+    Event,
+    LaunchFailed,
+    NodeDown,
+    NodeUp,
+    Submit,
+    TasksExited,
+)
+
+__all__ = ["decode", "encode", "spec_from_dict", "spec_to_dict"]
+
+_FROZENSETS = ("gpu_models", "features")
+_PAIRS = ("environment", "extra")
+
+
+def spec_to_dict(spec: JobSpec) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for f in dataclasses.fields(spec):
+        value = getattr(spec, f.name)
+        if value == f.default:
+            continue  # defaults stay implicit: smaller rows, and new fields read back
+        if f.name in _FROZENSETS:
+            value = sorted(value)
+        elif f.name in _PAIRS or f.name == "command":
+            value = [list(v) for v in value] if f.name != "command" else list(value)
+        elif f.name == "dependencies":
+            value = [[d.kind.value, list(d.job_ids)] for d in value]
+        elif f.name == "array":
+            value = [list(value.task_ids), value.throttle]
+        out[f.name] = value
+    return out
+
+
+def spec_from_dict(data: dict[str, Any]) -> JobSpec:
+    kwargs: dict[str, Any] = dict(data)
+    for name in _FROZENSETS:
+        if name in kwargs:
+            kwargs[name] = frozenset(kwargs[name])
+    for name in _PAIRS:
+        if name in kwargs:
+            kwargs[name] = tuple((str(k), str(v)) for k, v in kwargs[name])
+    if "command" in kwargs:
+        kwargs["command"] = tuple(kwargs["command"])
+    if "dependencies" in kwargs:
+        kwargs["dependencies"] = tuple(
+            Dependency(DepKind(kind), tuple(ids)) for kind, ids in kwargs["dependencies"]
+        )
+    if kwargs.get("array") is not None:
+        ids, throttle = kwargs["array"]
+        kwargs["array"] = ArraySpec(tuple(ids), throttle)
+    return JobSpec(**kwargs)
+
+
+_PLAIN: dict[str, type[Any]] = {
+    "cancel": Cancel,
+    "exited": TasksExited,
+    "launch_failed": LaunchFailed,
+    "node_down": NodeDown,
+    "node_up": NodeUp,
+    "cleanup_done": CleanupDone,
+}
+_KIND = {cls: kind for kind, cls in _PLAIN.items()}
+
+
+def encode(event: Event) -> tuple[str, str]:
+    if isinstance(event, Submit):
+        return "submit", json.dumps({"at": event.at, "spec": spec_to_dict(event.spec)})
+    kind = _KIND.get(type(event))
+    if kind is None:
+        raise TypeError(f"{type(event).__name__} is not journaled")
+    return kind, json.dumps(dataclasses.asdict(event))  # type: ignore[call-overload]
+
+
+def decode(kind: str, body: str) -> Event:
+    data = json.loads(body)
+    if kind == "submit":
+        return Submit(int(data["at"]), spec_from_dict(data["spec"]))
+    cls = _PLAIN[kind]
+    event: Event = cls(**data)
+    return event

@@ -1,0 +1,94 @@
+"""The write-ahead journal: every input the engine handled, committed before its effects.
+
+Phalanx journals inputs, not decisions: submissions, cancels, ended runs, failed launches,
+node changes, each with the instant it was handled at. The engine is deterministic, so a
+replay of the journal rebuilds exactly the state (and the decisions) the controller had;
+timers need not be stored. ``SqliteJournal`` is the embedded default: one file in WAL mode,
+each ``write`` one transaction, durable (``synchronous=FULL``) before it returns.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterator, Sequence
+from typing import Protocol
+
+from phalanx.engine import Event
+from phalanx.errors import PhalanxError
+from phalanx.live.codec import decode, encode
+
+__all__ = ["Journal", "JournalError", "MemoryJournal", "SqliteJournal"]
+
+
+class JournalError(PhalanxError):
+    """The journal cannot take more (disk full, read-only, gone): nothing was written."""
+
+
+class Journal(Protocol):
+    def write(self, events: Sequence[Event]) -> None:
+        """Commit ``events`` atomically, in order; raise ``JournalError`` and write none if
+        that is impossible."""
+
+    def read(self) -> Iterator[Event]:
+        """Every committed event, in the order written."""
+
+
+class MemoryJournal:
+    def __init__(self) -> None:
+        self.events: list[Event] = []
+        self.fail = False
+        """Tests set this to act out a full disk."""
+
+    def write(self, events: Sequence[Event]) -> None:
+        if self.fail:
+            raise JournalError("the journal is full")
+        self.events.extend(events)
+
+    def read(self) -> Iterator[Event]:
+        return iter(list(self.events))
+
+
+class SqliteJournal:
+    def __init__(self, path: str) -> None:
+        self.path = path
+        try:
+            self._db = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+            self._db.execute("PRAGMA journal_mode=WAL")
+            # FULL: a commit survives a power cut, not only a crash of this process.
+            self._db.execute("PRAGMA synchronous=FULL")
+            self._db.execute(
+                "CREATE TABLE IF NOT EXISTS inputs ("
+                " seq INTEGER PRIMARY KEY AUTOINCREMENT, kind TEXT NOT NULL, body TEXT NOT NULL)"
+            )
+        except sqlite3.Error as exc:
+            raise JournalError(f"cannot open the state database {path}: {exc}") from None
+
+    @property
+    def journal_mode(self) -> str:
+        row = self._db.execute("PRAGMA journal_mode").fetchone()
+        return str(row[0])
+
+    def write(self, events: Sequence[Event]) -> None:
+        rows = [encode(e) for e in events]
+        try:
+            self._db.execute("BEGIN IMMEDIATE")  # one transaction: all or nothing
+            try:
+                self._db.executemany("INSERT INTO inputs (kind, body) VALUES (?, ?)", rows)
+                self._db.execute("COMMIT")
+            except BaseException:
+                self._db.execute("ROLLBACK")
+                raise
+        except sqlite3.Error as exc:
+            raise JournalError(f"cannot write the state database {self.path}: {exc}") from None
+
+    def read(self) -> Iterator[Event]:
+        cursor = self._db.execute("SELECT kind, body FROM inputs ORDER BY seq")
+        while batch := cursor.fetchmany(10_000):
+            for kind, body in batch:
+                yield decode(kind, body)
+
+    def count(self) -> int:
+        return int(self._db.execute("SELECT count(*) FROM inputs").fetchone()[0])
+
+    def close(self) -> None:
+        self._db.close()
