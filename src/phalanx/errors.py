@@ -5,6 +5,9 @@
     |   +-- ConfigError          a cluster definition that cannot be used
     |   +-- TraceError           a malformed trace row
     |   +-- SpecError            a job request that is not well formed
+    +-- NotFound                 a job, node or partition that does not exist
+    +-- NotAllowed               a request by someone who may not make it
+    +-- StateStoreError          the durable state cannot take more: nothing was changed
 
 Expected scheduling outcomes ("does not fit", "waiting for priority") are never exceptions:
 they are ``phalanx.sched.status.Status`` values.
@@ -12,7 +15,16 @@ they are ``phalanx.sched.status.Status`` values.
 
 from __future__ import annotations
 
-__all__ = ["ConfigError", "InputError", "PhalanxError", "SpecError", "TraceError"]
+__all__ = [
+    "ConfigError",
+    "InputError",
+    "NotAllowed",
+    "NotFound",
+    "PhalanxError",
+    "SpecError",
+    "StateStoreError",
+    "TraceError",
+]
 
 
 class PhalanxError(Exception):
@@ -58,3 +70,15 @@ class TraceError(InputError):
 
 class SpecError(InputError):
     """A job request that is not well formed (bad time, negative GPUs, ...)."""
+
+
+class NotFound(PhalanxError):
+    """A job, node or partition that does not exist."""
+
+
+class NotAllowed(PhalanxError):
+    """The caller may not do this (another user's job)."""
+
+
+class StateStoreError(PhalanxError):
+    """The durable state cannot take more (disk full, read-only): nothing was changed."""

@@ -51,7 +51,9 @@ class Cgroups:
     def path(self, job_id: int, run: int) -> Path:
         return self._slice / f"job_{job_id}_{run}"
 
-    def place(self, job_id: int, run: int, pids: Iterable[int], *, cpus: int, memory_mb: int) -> bool:
+    def place(
+        self, job_id: int, run: int, pids: Iterable[int], *, cpus: int, memory_mb: int
+    ) -> bool:
         """Limit the run and move its processes in; False (and nothing raised) on failure."""
         files = limits(cpus, memory_mb)
         if not files or not self.usable:

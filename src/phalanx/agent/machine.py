@@ -6,6 +6,7 @@ tests and demos (``--gpus 8 --gpu-model h100``).
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import socket
@@ -67,7 +68,8 @@ def short_gpu_model(name: str) -> str:
 def _nvml_gpus() -> tuple[int, str | None]:
     """(count, short model of device 0) from NVML; (0, None) without a driver or library."""
     try:
-        import pynvml  # imported here: most agents start faster without it
+        # Imported here: the library is optional and most agents start faster without it.
+        import pynvml  # type: ignore[import-untyped]
     except ImportError:
         return 0, None
     try:
@@ -87,10 +89,8 @@ def _nvml_gpus() -> tuple[int, str | None]:
         log.warning("NVML failed, reporting no GPUs: %s", exc)
         return 0, None
     finally:
-        try:
+        with contextlib.suppress(pynvml.NVMLError):
             pynvml.nvmlShutdown()
-        except pynvml.NVMLError:
-            pass
 
 
 def _memory_mb(meminfo: str = "/proc/meminfo") -> int:

@@ -93,7 +93,9 @@ class TaskRunner:
                 proc = self._spawn(task, out, err)
                 run.procs[proc.pid] = proc
                 self._by_pid[proc.pid] = run
-        except OSError as exc:
+        except (OSError, ValueError) as exc:
+            # ValueError: an argv or environment Popen refuses (a NUL byte); as much a
+            # launch failure as a missing executable, and must not stop the agent.
             self._fail(run, str(exc))
             return
         finally:
@@ -155,6 +157,10 @@ class TaskRunner:
     def running_count(self) -> int:
         return len(self._running)
 
+    def unreaped(self) -> int:
+        """Tasks not reaped yet, counting those of failed launches (killed, maybe not dead)."""
+        return len(self._by_pid)
+
     def unacked(self) -> list[RunReport]:
         """The ended runs whose end the controller has not acknowledged yet, oldest first."""
         return list(self._unacked.values())
@@ -168,7 +174,7 @@ class TaskRunner:
 
     def hello_runs(self) -> list[RunReport]:
         """What a (re-)registration tells the controller: live runs and unacknowledged ends."""
-        live = [RunReport(job_id=j, run=r, state="running") for j, r in self._running]
+        live = [RunReport(job_id=j, run=r, state="running", at=0) for j, r in self._running]
         return live + self.unacked()
 
     # ------------------------------------------------------------------ helpers
@@ -204,7 +210,7 @@ class TaskRunner:
                 os.killpg(pid, sig)
             except ProcessLookupError:
                 pass  # it ended meanwhile; the reaper will see it
-            except PermissionError as exc:
+            except OSError as exc:  # not ours to signal, or no such signal number
                 log.warning("cannot signal job %d run %d (pid %d): %s", *run.key, pid, exc)
 
     def _fail(self, run: _Run, reason: str) -> None:

@@ -26,6 +26,7 @@ __all__ = [
     "JobRequest",
     "NodeInfo",
     "PartitionInfo",
+    "ReportsAck",
     "RunReport",
     "SubmitResult",
     "TaskSpec",
@@ -194,6 +195,15 @@ class AgentWelcome(_Wire):
     controller_id: str
     node: str
     heartbeat_s: float
+    acked: list[list[int]] = Field(
+        default_factory=list, description="[job_id, run] of ended runs now journaled: forget them"
+    )
+
+
+class ReportsAck(_Wire):
+    acked: list[list[int]] = Field(
+        description="[job_id, run] of ended runs now journaled; keep the others and send again"
+    )
 
 
 class TaskSpec(_Wire):

@@ -52,6 +52,15 @@ COMMANDS: dict[str, _Entry] = {
         "phalanx.cli.simulate",
         "replay a trace (or a generated workload) under several policies and compare them",
     ),
+    "up": _Entry("phalanx.cli.up", "start the controller and this machine's node agents"),
+    "down": _Entry("phalanx.cli.down", "stop what phalanx up --detach started"),
+    "controller": _Entry("phalanx.cli.controller", "run the controller in the foreground"),
+    "submit": _Entry("phalanx.cli.submit", "submit a job: phalanx submit [options] -- CMD ARGS..."),
+    "jobs": _Entry("phalanx.cli.jobs", "list pending and running jobs (--all: finished too)"),
+    "job": _Entry("phalanx.cli.job", "show everything about one job"),
+    "cancel": _Entry("phalanx.cli.cancel", "cancel jobs"),
+    "nodes": _Entry("phalanx.cli.nodes", "list the nodes and what is allocated on them"),
+    "acct": _Entry("phalanx.cli.acct", "list finished jobs from accounting"),
 }
 
 

@@ -537,6 +537,7 @@ class Engine:
         job.state = JobState.COMPLETING
         self._running.pop(job.id, None)
         job.exit_code = event.exit_code
+        job.exit_signal = event.signal
         self.decisions.add(self._now, "exit", job.id, job.run, event.exit_code, event.signal)
         self._out.append(Cleanup(job.id, job.run))
 

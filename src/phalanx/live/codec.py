@@ -83,7 +83,7 @@ def encode(event: Event) -> tuple[str, str]:
     kind = _KIND.get(type(event))
     if kind is None:
         raise TypeError(f"{type(event).__name__} is not journaled")
-    return kind, json.dumps(dataclasses.asdict(event))  # type: ignore[call-overload]
+    return kind, json.dumps(dataclasses.asdict(event))
 
 
 def decode(kind: str, body: str) -> Event:

@@ -14,13 +14,13 @@ from collections.abc import Iterator, Sequence
 from typing import Protocol
 
 from phalanx.engine import Event
-from phalanx.errors import PhalanxError
+from phalanx.errors import StateStoreError
 from phalanx.live.codec import decode, encode
 
 __all__ = ["Journal", "JournalError", "MemoryJournal", "SqliteJournal"]
 
 
-class JournalError(PhalanxError):
+class JournalError(StateStoreError):
     """The journal cannot take more (disk full, read-only, gone): nothing was written."""
 
 

@@ -24,6 +24,7 @@ class Job:
         "attained_gpu_ms",
         "end",
         "exit_code",
+        "exit_signal",
         "expected_start",
         "factors",
         "first_start",
@@ -94,6 +95,7 @@ class Job:
         self.attained_gpu_ms = 0
         """Service received so far (GPUs x ms over all runs): what LAS policies order by."""
         self.exit_code: int | None = None
+        self.exit_signal = 0
         self.array_job_id: int | None = None
         self.array_task_id: int | None = None
 

@@ -1,0 +1,349 @@
+"""The node agent: registers with the controller, runs what it is told, reports what ended.
+
+The loop, as a recipe:
+
+1. Register (``POST /v1/agents/register``) with this machine and every run known here;
+   retry while the controller is unreachable, give up (exit status 2) if it refuses.
+2. Long-poll commands (``GET /v1/agents/{node}/commands``) and execute them in seq order;
+   re-register when the controller restarted (another controller_id) or forgot this agent.
+3. Reap children on SIGCHLD (and every second, in case a signal was coalesced away).
+4. Report ended runs in batches (``POST /v1/agents/{node}/reports``) until acknowledged.
+5. On SIGTERM or SIGINT: stop the tasks (TERM, then KILL after 3 s), report, exit 0.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import signal as signals
+import uuid
+from collections.abc import Iterable
+
+import httpx
+import pydantic
+
+from phalanx.agent.cgroup import Cgroups
+from phalanx.agent.machine import Machine
+from phalanx.agent.tasks import TaskRunner
+from phalanx.api.wire import (
+    AgentCommand,
+    AgentCommands,
+    AgentHello,
+    AgentReports,
+    AgentWelcome,
+)
+
+__all__ = ["EXIT_REFUSED", "Agent"]
+
+log = logging.getLogger(__name__)
+
+EXIT_REFUSED = 2
+"""Exit status when the controller refuses the registration (a misconfiguration)."""
+
+_REGISTER_BACKOFF_CAP_S = 2.0
+_REPORT_BACKOFF_CAP_S = 1.0
+_FIRST_BACKOFF_S = 0.1
+_SAFETY_REAP_S = 1.0
+_STOP_GRACE_S = 3.0
+_FINAL_REPORT_TIMEOUT_S = 2.0
+_COMMANDS_PER_TURN = 32
+_POLL_SLACK_S = 10.0
+"""A long poll may take this much longer than the wait it asked for before it is given up."""
+
+
+class _Refused(Exception):
+    """The controller answered a registration with 4xx."""
+
+
+class Agent:
+    """One node agent; ``run`` serves until stopped and answers the process exit status."""
+
+    def __init__(
+        self,
+        machine: Machine,
+        *,
+        controller: str | None = None,
+        socket_path: str | None = None,
+        token: str | None = None,
+        address: str = "127.0.0.1",
+        runner: TaskRunner | None = None,
+        handle_signals: bool = True,
+    ) -> None:
+        if (controller is None) == (socket_path is None):
+            raise ValueError("give exactly one of controller (a URL) and socket_path")
+        self.machine = machine
+        self.boot_id = uuid.uuid4().hex
+        self._controller = controller
+        self._socket = socket_path
+        self._token = token
+        self._address = address
+        self._runner = runner if runner is not None else TaskRunner(Cgroups())
+        self._handle_signals = handle_signals
+        self._stopping = asyncio.Event()
+        self._ended = asyncio.Event()
+        """Set when runs ended: wakes the report sender."""
+        self._register_lock = asyncio.Lock()
+        self._generation = 0
+        """Counts registrations, so that two loops seeing one restart register once."""
+        self._controller_id = ""
+        self._heartbeat_s = 30.0
+        self._after = 0
+        self._http: httpx.AsyncClient | None = None
+
+    @property
+    def controller_id(self) -> str:
+        return self._controller_id
+
+    @property
+    def runner(self) -> TaskRunner:
+        return self._runner
+
+    def stop(self) -> None:
+        """Ask ``run`` to stop the tasks, report and return (what SIGTERM does)."""
+        self._stopping.set()
+
+    async def run(self) -> int:
+        """Serve until stopped; 0, or ``EXIT_REFUSED`` when the controller refuses this node."""
+        loop = asyncio.get_running_loop()
+        handled = [signals.SIGCHLD]
+        loop.add_signal_handler(signals.SIGCHLD, self._collect)
+        if self._handle_signals:
+            for sig in (signals.SIGTERM, signals.SIGINT):
+                loop.add_signal_handler(sig, self.stop)
+                handled.append(sig)
+        status = 0
+        try:
+            async with self._client() as self._http:
+                work = asyncio.create_task(self._serve())
+                stopping = asyncio.create_task(self._stopping.wait())
+                await asyncio.wait({work, stopping}, return_when=asyncio.FIRST_COMPLETED)
+                stopping.cancel()
+                work.cancel()
+                await asyncio.gather(work, stopping, return_exceptions=True)
+                if not work.cancelled() and work.exception() is not None:
+                    if isinstance(work.exception(), _Refused):
+                        status = EXIT_REFUSED
+                    else:
+                        log.error("the agent failed", exc_info=work.exception())
+                        status = 1
+                await self._shutdown()
+        finally:
+            for sig in handled:
+                loop.remove_signal_handler(sig)
+        return status
+
+    # ------------------------------------------------------------------ the loops
+    async def _serve(self) -> None:
+        await self._register()
+        try:
+            async with asyncio.TaskGroup() as group:
+                group.create_task(self._poll_commands())
+                group.create_task(self._send_reports())
+                group.create_task(self._reap_now_and_then())
+        except* _Refused:
+            raise _Refused() from None
+
+    async def _register(self) -> None:
+        """Register until the controller answers; raise ``_Refused`` on 4xx."""
+        backoff = _FIRST_BACKOFF_S
+        while True:
+            m = self.machine
+            hello = AgentHello(
+                node=m.name,
+                address=self._address,
+                boot_id=self.boot_id,
+                cpus=m.cpus,
+                memory_mb=m.memory_mb,
+                gpus=m.gpus,
+                gpu_model=m.gpu_model,
+                runs=self._runner.hello_runs(),  # anew each try: runs end meanwhile
+            )
+            try:
+                resp = await self._http_client.post(
+                    "/v1/agents/register", json=hello.model_dump(mode="json")
+                )
+                if resp.status_code == 200:
+                    welcome = AgentWelcome.model_validate_json(resp.content)
+                    self._welcomed(welcome)
+                    return
+                if 400 <= resp.status_code < 500:
+                    log.error(
+                        "the controller refuses node %s (%d): %s",
+                        m.name,
+                        resp.status_code,
+                        resp.text,
+                    )
+                    raise _Refused()
+                log.warning("registration failed (%d): %s", resp.status_code, resp.text)
+            except (httpx.HTTPError, pydantic.ValidationError) as exc:
+                log.warning("registration failed: %s", exc)
+            await asyncio.sleep(backoff)
+            backoff = min(backoff * 2, _REGISTER_BACKOFF_CAP_S)
+
+    def _welcomed(self, welcome: AgentWelcome) -> None:
+        if welcome.node != self.machine.name:
+            log.warning("registered as %s, answered for %s", self.machine.name, welcome.node)
+        self._controller_id = welcome.controller_id
+        self._heartbeat_s = welcome.heartbeat_s
+        self._after = 0  # the new session numbers its commands afresh
+        self._generation += 1
+        log.info(
+            "registered node %s with controller %s (boot %s)",
+            self.machine.name,
+            welcome.controller_id,
+            self.boot_id,
+        )
+
+    async def _reregister(self, seen_generation: int) -> None:
+        """Register again, unless another loop already did since ``seen_generation``."""
+        async with self._register_lock:
+            if self._generation == seen_generation:
+                await self._register()
+
+    async def _poll_commands(self) -> None:
+        backoff = _FIRST_BACKOFF_S
+        path = f"/v1/agents/{self.machine.name}/commands"
+        while True:
+            generation = self._generation
+            wait = self._heartbeat_s
+            params: dict[str, str | int | float] = {
+                "after": self._after,
+                "wait": wait,
+                "boot_id": self.boot_id,
+            }
+            try:
+                resp = await self._http_client.get(
+                    path, params=params, timeout=wait + _POLL_SLACK_S
+                )
+                if resp.status_code in (404, 409):
+                    await self._reregister(generation)
+                    backoff = _FIRST_BACKOFF_S
+                    continue
+                if resp.status_code == 200:
+                    answer = AgentCommands.model_validate_json(resp.content)
+                    if answer.controller_id != self._controller_id:
+                        log.info("the controller restarted (%s)", answer.controller_id)
+                        await self._reregister(generation)
+                    elif generation == self._generation:
+                        # (Had another loop re-registered meanwhile, the answer would count
+                        # from a stale ``after``; the next poll asks again.)
+                        await self._execute(answer.commands, generation)
+                    backoff = _FIRST_BACKOFF_S
+                    continue
+                log.warning("polling commands failed (%d): %s", resp.status_code, resp.text)
+            except (httpx.HTTPError, pydantic.ValidationError) as exc:
+                log.warning("polling commands failed: %s", exc)
+            await asyncio.sleep(backoff)
+            backoff = min(backoff * 2, _REGISTER_BACKOFF_CAP_S)
+
+    async def _execute(self, commands: Iterable[AgentCommand], generation: int) -> None:
+        for done, cmd in enumerate(sorted(commands, key=lambda c: c.seq), start=1):
+            if cmd.seq <= self._after:
+                continue  # already done: an answer that crossed our acknowledgement
+            if cmd.kind == "launch":
+                self._runner.launch(cmd)
+            elif cmd.kind == "signal":
+                self._runner.signal(cmd.job_id, cmd.run, cmd.signal)
+            else:
+                self._runner.kill(cmd.job_id, cmd.run)
+            self._after = cmd.seq
+            if done % _COMMANDS_PER_TURN == 0:
+                # Let the loop run: each SIGCHLD is a byte in asyncio's signal socket, and a
+                # full socket loses signals (SIGTERM too) while we launch a long batch.
+                await asyncio.sleep(0)
+                if generation != self._generation:
+                    break  # re-registered meanwhile: the rest counts from a stale ``after``
+        self._collect()  # failed launches are reported like ended runs
+
+    async def _send_reports(self) -> None:
+        """Post every unacknowledged end; ends during a post wait for the next one."""
+        while True:
+            await self._ended.wait()
+            self._ended.clear()
+            await self._post_until_acknowledged()
+
+    async def _post_until_acknowledged(self) -> None:
+        backoff = _FIRST_BACKOFF_S
+        path = f"/v1/agents/{self.machine.name}/reports"
+        while batch := self._runner.unacked():
+            generation = self._generation
+            body = AgentReports(boot_id=self.boot_id, reports=batch).model_dump(mode="json")
+            try:
+                resp = await self._http_client.post(path, json=body)
+                if resp.status_code == 200:
+                    self._runner.acknowledge(batch)
+                    return
+                if resp.status_code in (404, 409):
+                    await self._reregister(generation)
+                    continue
+                log.warning("reporting failed (%d): %s", resp.status_code, resp.text)
+            except httpx.HTTPError as exc:
+                log.warning("reporting failed: %s", exc)
+            await asyncio.sleep(backoff)
+            backoff = min(backoff * 2, _REPORT_BACKOFF_CAP_S)
+
+    async def _reap_now_and_then(self) -> None:
+        # SIGCHLDs arriving together are delivered as one; reap() takes all, but a signal
+        # lost between a waitpid and the handler's return would otherwise wait for the next.
+        while True:
+            await asyncio.sleep(_SAFETY_REAP_S)
+            self._collect()
+
+    def _collect(self) -> None:
+        if self._runner.reap():
+            self._ended.set()
+
+    # ------------------------------------------------------------------ the end
+    async def _shutdown(self) -> None:
+        """Stop every task (TERM, then KILL after a grace), then report once, briefly."""
+        runner = self._runner
+        if runner.running_count():
+            log.info("stopping %d runs", runner.running_count())
+            runner.signal_all(signals.SIGTERM)
+            await self._wait_tasks(_STOP_GRACE_S)
+        if runner.unreaped():
+            runner.signal_all(signals.SIGKILL)
+            await self._wait_tasks(_STOP_GRACE_S)
+        self._collect()
+        final = runner.unacked()
+        if not final or not self._controller_id:
+            return
+        body = AgentReports(boot_id=self.boot_id, reports=final).model_dump(mode="json")
+        try:
+            resp = await self._http_client.post(
+                f"/v1/agents/{self.machine.name}/reports",
+                json=body,
+                timeout=_FINAL_REPORT_TIMEOUT_S,
+            )
+            if resp.status_code == 200:
+                runner.acknowledge(final)
+            else:
+                log.warning("final reports refused (%d): %s", resp.status_code, resp.text)
+        except httpx.HTTPError as exc:
+            log.warning("final reports not sent: %s", exc)
+
+    async def _wait_tasks(self, limit_s: float) -> None:
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + limit_s
+        while self._runner.unreaped() and loop.time() < deadline:
+            await asyncio.sleep(0.02)
+            self._collect()
+
+    # ------------------------------------------------------------------ HTTP
+    def _client(self) -> httpx.AsyncClient:
+        headers = {"Authorization": f"Bearer {self._token}"} if self._token else {}
+        transport = httpx.AsyncHTTPTransport(uds=self._socket) if self._socket else None
+        return httpx.AsyncClient(
+            base_url=self._controller or "http://phalanx",
+            transport=transport,
+            headers=headers,
+            timeout=10.0,
+            # The controller is ours to reach directly; a proxy from the environment is not.
+            trust_env=False,
+        )
+
+    @property
+    def _http_client(self) -> httpx.AsyncClient:
+        if self._http is None:
+            raise RuntimeError("the agent is not running")
+        return self._http

@@ -1,0 +1,291 @@
+"""The REST API (FastAPI, ``/v1``) over the service port, with who-is-asking and errors.
+
+Callers are known from the Unix socket's peer credentials (``phalanx.api.peer``) or, over
+TCP, from a bearer token. Bad input is answered 4xx with ``ErrorBody`` (the field named);
+nothing a user sends can crash the controller.
+"""
+
+from __future__ import annotations
+
+import pwd
+from collections.abc import Mapping
+from typing import Annotated, Any
+
+from fastapi import Depends, FastAPI, Query, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse, Response
+
+from phalanx.api.convert import acct_record, job_info, to_spec
+from phalanx.api.metrics import Metrics
+from phalanx.api.service import Service
+from phalanx.api.wire import (
+    AcctRecord,
+    AgentCommands,
+    AgentHello,
+    AgentReports,
+    AgentWelcome,
+    BatchSubmit,
+    CancelResult,
+    ErrorBody,
+    JobInfo,
+    JobList,
+    JobRequest,
+    NodeInfo,
+    PartitionInfo,
+    ReportsAck,
+    SubmitResult,
+)
+from phalanx.domain.caller import Caller
+from phalanx.domain.job import JobSpec
+from phalanx.errors import InputError, NotAllowed, NotFound, PhalanxError, StateStoreError
+
+__all__ = ["Access", "create_app"]
+
+HEARTBEAT_S = 10.0
+_ERRORS: dict[int | str, dict[str, Any]] = {
+    code: {"model": ErrorBody} for code in (403, 404, 422)
+}
+
+
+class Access:
+    """Who may do what: peers by uid, TCP callers by token."""
+
+    def __init__(
+        self, *, tokens: Mapping[str, str] | None = None, admins: frozenset[str] = frozenset(),
+        owner_uid: int = 0,
+    ) -> None:
+        self.tokens = dict(tokens or {})
+        """token -> user name."""
+        self.admins = admins
+        self.owner_uid = owner_uid
+
+    def caller(self, request: Request) -> Caller:
+        peer = request.scope.get("phalanx.peer")
+        if peer is not None:
+            uid = int(peer[1])
+            try:
+                name = pwd.getpwuid(uid).pw_name
+            except KeyError:
+                name = str(uid)
+            return Caller(uid, name, uid in (0, self.owner_uid) or name in self.admins)
+        auth = request.headers.get("authorization", "")
+        scheme, _, token = auth.partition(" ")
+        user = self.tokens.get(token) if scheme.lower() == "bearer" else None
+        if user is None:
+            raise _Unauthorized()
+        try:
+            uid = pwd.getpwnam(user).pw_uid
+        except KeyError:
+            uid = -1
+        return Caller(uid, user, uid in (0, self.owner_uid) or user in self.admins)
+
+
+class _Unauthorized(PhalanxError):
+    pass
+
+
+def _caller(request: Request) -> Caller:
+    access: Access = request.app.state.access
+    return access.caller(request)
+
+
+def _admin(request: Request) -> Caller:
+    who = _caller(request)
+    if not who.admin:
+        raise NotAllowed(f"{who.name} is not an administrator")
+    return who
+
+
+# Module level: FastAPI resolves the (string) annotations in this module's namespace.
+Who = Annotated[Caller, Depends(_caller)]
+Admin = Annotated[Caller, Depends(_admin)]
+
+
+def _error(status: int, message: str, field: str | None = None) -> JSONResponse:
+    return JSONResponse({"error": message, "field": field}, status_code=status)
+
+
+def create_app(service: Service, access: Access | None = None) -> FastAPI:
+    access = access or Access()
+    app = FastAPI(title="Phalanx", version="1", openapi_url="/openapi.json")
+    metrics = Metrics(service)
+
+    app.state.access = access
+
+    @app.exception_handler(RequestValidationError)
+    async def _invalid(request: Request, exc: RequestValidationError) -> JSONResponse:
+        first = exc.errors()[0] if exc.errors() else {}
+        loc = [str(p) for p in first.get("loc", ()) if p not in ("body", "query", "path")]
+        field = ".".join(loc) or None
+        message = str(first.get("msg", "invalid request"))
+        return JSONResponse(
+            {"error": f"{field}: {message}" if field else message, "field": field,
+             "detail": jsonable_errors(exc)},
+            status_code=422,
+        )
+
+    @app.exception_handler(InputError)
+    async def _bad(request: Request, exc: InputError) -> JSONResponse:
+        return _error(422, str(exc), exc.field)
+
+    @app.exception_handler(NotFound)
+    async def _missing(request: Request, exc: NotFound) -> JSONResponse:
+        return _error(404, str(exc))
+
+    @app.exception_handler(NotAllowed)
+    async def _forbidden(request: Request, exc: NotAllowed) -> JSONResponse:
+        return _error(403, str(exc))
+
+    @app.exception_handler(_Unauthorized)
+    async def _unauthorized(request: Request, exc: _Unauthorized) -> JSONResponse:
+        return _error(401, "a valid API token is needed over TCP (Authorization: Bearer ...)")
+
+    @app.exception_handler(StateStoreError)
+    async def _full(request: Request, exc: StateStoreError) -> JSONResponse:
+        return _error(507, f"submissions refused: {exc}")
+
+    def _home(who: Caller) -> str | None:
+        try:
+            return pwd.getpwnam(who.name).pw_dir
+        except KeyError:
+            return None
+
+    def _specs(requests: list[JobRequest], who: Caller) -> list[JobSpec]:
+        home = _home(who)
+        out = []
+        for i, req in enumerate(requests):
+            try:
+                out.append(to_spec(req, who, home))
+            except InputError as exc:
+                if len(requests) > 1:
+                    exc.field = f"jobs.{i}.{exc.field}" if exc.field else f"jobs.{i}"
+                    exc.args = (exc._render(),)
+                raise
+        return out
+
+    # ------------------------------------------------------------------ jobs
+    @app.post("/v1/jobs", status_code=201, response_model=SubmitResult, responses=_ERRORS)
+    def submit(req: JobRequest, who: Who) -> dict[str, Any]:
+        return {"job_ids": service.submit(_specs([req], who))}
+
+    @app.post("/v1/jobs/batch", status_code=201, response_model=SubmitResult, responses=_ERRORS)
+    def submit_batch(batch: BatchSubmit, who: Who) -> Response:
+        ids = service.submit(_specs(batch.jobs, who))
+        return JSONResponse({"job_ids": ids}, status_code=201)
+
+    @app.get("/v1/jobs", response_model=JobList)
+    def jobs(
+        who: Who,
+        all: bool = False,
+        state: str | None = None,
+        user: str | None = None,
+        partition: str | None = None,
+        ids: str | None = None,
+    ) -> Response:
+        id_list = _ints(ids, "ids") if ids else None
+        states = [s for s in state.split(",") if s] if state else None
+        found = service.jobs(finished=all, states=states, user=user, partition=partition,
+                             ids=id_list)
+        cluster = service.cluster
+        return JSONResponse({"jobs": [job_info(j, cluster) for j in found]})
+
+    @app.get("/v1/jobs/{job_id}", response_model=JobInfo, responses=_ERRORS)
+    def job(job_id: int, who: Who) -> Response:
+        return JSONResponse(job_info(service.job(job_id), service.cluster))
+
+    @app.delete("/v1/jobs/{job_id}", response_model=CancelResult, responses=_ERRORS)
+    def cancel(job_id: int, who: Who) -> dict[str, Any]:
+        return {"cancelled": service.cancel(job_id, who)}
+
+    @app.get("/v1/accounting", response_model=list[AcctRecord])
+    def accounting(
+        who: Who,
+        user: str | None = None,
+        since: int | None = None,
+        until: int | None = None,
+        ids: str | None = None,
+    ) -> Response:
+        id_list = _ints(ids, "ids") if ids else None
+        found = service.finished(user=user, since=since, until=until, ids=id_list)
+        cluster = service.cluster
+        return JSONResponse([acct_record(j, cluster) for j in found])
+
+    # ------------------------------------------------------------------ cluster
+    @app.get("/v1/nodes", response_model=list[NodeInfo])
+    def nodes(who: Who) -> list[dict[str, Any]]:
+        cluster = service.cluster
+        usage = service.node_usage()
+        member: dict[int, list[str]] = {}
+        for part in cluster.partitions.values():
+            for i in part.nodes:
+                member.setdefault(i, []).append(part.name)
+        out = []
+        for node in cluster.nodes:
+            gpus, cpus = usage[node.index]
+            down = service.node_down(node.name)
+            state = "down" if down else ("allocated" if gpus or cpus else "idle")
+            if not down and 0 < gpus < node.gpus:
+                state = "mixed"
+            out.append({
+                "name": node.name, "state": state, "gpus": node.gpus, "gpus_alloc": gpus,
+                "gpu_model": node.gpu_model, "cpus": node.cpus, "cpus_alloc": cpus,
+                "memory_mb": node.memory_mb, "leaf": cluster.leaves[node.leaf].name,
+                "partitions": member.get(node.index, []), "agent": not down,
+                "reason": "Not responding" if down else "",
+            })
+        return out
+
+    @app.get("/v1/partitions", response_model=list[PartitionInfo])
+    def partitions(who: Who) -> list[dict[str, Any]]:
+        cluster = service.cluster
+        return [
+            {"name": p.name, "nodes": [cluster.nodes[i].name for i in p.nodes],
+             "default": p.default, "max_time_ms": p.max_time, "default_time_ms": p.default_time,
+             "priority_tier": p.priority_tier}
+            for p in cluster.partitions.values()
+        ]
+
+    @app.get("/v1/ping")
+    def ping() -> dict[str, Any]:
+        return {"ok": True, "controller_id": service.id}
+
+    @app.get("/metrics")
+    def prometheus() -> Response:
+        return Response(metrics.render(), media_type="text/plain; version=0.0.4")
+
+    # ------------------------------------------------------------------ agents
+    @app.post("/v1/agents/register", response_model=AgentWelcome, responses=_ERRORS)
+    def register(hello: AgentHello, who: Admin) -> dict[str, Any]:
+        acked = service.register(hello.model_dump())
+        return {"controller_id": service.id, "node": hello.node, "heartbeat_s": HEARTBEAT_S,
+                "acked": [list(k) for k in acked]}
+
+    @app.get("/v1/agents/{node}/commands", response_model=AgentCommands, responses=_ERRORS)
+    async def commands(
+        node: str, who: Admin, after: int = 0,
+        wait: Annotated[float, Query(ge=0, le=60)] = HEARTBEAT_S,
+    ) -> dict[str, Any]:
+        return {"controller_id": service.id,
+                "commands": await service.commands(node, after, wait)}
+
+    @app.post("/v1/agents/{node}/reports", response_model=ReportsAck, responses=_ERRORS)
+    def reports(node: str, body: AgentReports, who: Admin) -> dict[str, Any]:
+        acked = service.reports(node, [r.model_dump() for r in body.reports])
+        return {"acked": [list(k) for k in acked]}
+
+    return app
+
+
+def _ints(text: str, field: str) -> list[int]:
+    out = []
+    for part in text.split(","):
+        part = part.strip().split("_")[0]
+        if not part.isdigit():
+            raise InputError(f"not a job id: {part!r}", field=field)
+        out.append(int(part))
+    return out
+
+
+def jsonable_errors(exc: RequestValidationError) -> list[dict[str, Any]]:
+    return [{"loc": [str(p) for p in e.get("loc", ())], "msg": str(e.get("msg", ""))}
+            for e in exc.errors()]

@@ -1,0 +1,81 @@
+"""The service port the routes call: what the live controller offers the API."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, Protocol
+
+from phalanx.domain.caller import Caller
+from phalanx.domain.cluster import Cluster
+from phalanx.domain.job import JobSpec
+from phalanx.domain.time import Instant
+from phalanx.sched.job import Job
+
+__all__ = ["Figures", "Service"]
+
+
+class Figures(Protocol):
+    @property
+    def durations(self) -> list[float]: ...
+
+    @property
+    def submitted(self) -> int: ...
+
+    @property
+    def passes(self) -> int: ...
+
+
+class Service(Protocol):
+    @property
+    def cluster(self) -> Cluster: ...
+
+    @property
+    def id(self) -> str: ...
+
+    @property
+    def stats(self) -> Figures: ...
+
+    def submit(self, specs: Sequence[JobSpec]) -> list[list[int]]: ...
+
+    def cancel(self, job_id: int, caller: Caller) -> list[int]: ...
+
+    def job(self, job_id: int) -> Job: ...
+
+    def jobs(
+        self,
+        *,
+        finished: bool = False,
+        states: Iterable[str] | None = None,
+        user: str | None = None,
+        partition: str | None = None,
+        ids: Iterable[int] | None = None,
+    ) -> list[Job]: ...
+
+    def finished(
+        self,
+        *,
+        user: str | None = None,
+        since: Instant | None = None,
+        until: Instant | None = None,
+        ids: Iterable[int] | None = None,
+    ) -> list[Job]: ...
+
+    def register(self, hello: Mapping[str, Any]) -> list[tuple[int, int]]: ...
+
+    def reports(
+        self, node: str, runs: Sequence[Mapping[str, Any]]
+    ) -> list[tuple[int, int]]: ...
+
+    async def commands(self, node: str, after: int, wait: float) -> list[dict[str, Any]]: ...
+
+    def node_down(self, name: str) -> bool: ...
+
+    def node_usage(self) -> list[tuple[float, int]]:
+        """Per node: GPUs and CPUs allocated now."""
+        ...
+
+    def counts(self) -> Mapping[tuple[str, str], int]: ...
+
+    def efficiency(self, window_ms: int) -> tuple[float, float]:
+        """eta_sched and theta_overhead over the last ``window_ms``."""
+        ...

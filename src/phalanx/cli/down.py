@@ -1,0 +1,68 @@
+"""``phalanx down``: stop what ``phalanx up --detach`` started (agents, then the controller)."""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+import signal
+import sys
+import time
+from pathlib import Path
+
+__all__ = ["add_arguments", "run"]
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--state-dir", type=Path, help="default $PHALANX_STATE_DIR or "
+                        "~/.local/state/phalanx")
+
+
+def _pids(path: Path) -> list[int]:
+    try:
+        return [int(w) for w in path.read_text().split()]
+    except (OSError, ValueError):
+        return []
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except OSError:
+        return False
+    # A zombie child of ours (in tests) counts as gone.
+    with contextlib.suppress(OSError), open(f"/proc/{pid}/stat") as f:
+        return f.read().split(") ")[-1][:1] != "Z"
+    return True
+
+
+def _stop(pids: list[int], timeout: float = 15.0) -> list[int]:
+    for pid in pids:
+        with contextlib.suppress(OSError):
+            os.kill(pid, signal.SIGTERM)
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline and any(_alive(p) for p in pids):
+        time.sleep(0.05)
+    left = [p for p in pids if _alive(p)]
+    for pid in left:
+        with contextlib.suppress(OSError):
+            os.kill(pid, signal.SIGKILL)
+    return left
+
+
+def run(args: argparse.Namespace) -> int:
+    from phalanx.server.statedir import StateDir, default_state_dir
+
+    state = StateDir((args.state_dir or default_state_dir()).expanduser())
+    agents = [p for p in _pids(state.agents_pid) if _alive(p)]
+    controller = [p for p in _pids(state.pid) if _alive(p)]
+    if not agents and not controller:
+        print(f"phalanx down: nothing runs from {state.root}", file=sys.stderr)
+        return 0
+    _stop(agents)
+    _stop(controller)
+    for path in (state.agents_pid, state.pid):
+        with contextlib.suppress(FileNotFoundError):
+            path.unlink()
+    print(f"Phalanx stopped ({len(agents)} agent(s) and the controller).")
+    return 0

@@ -1,0 +1,176 @@
+"""``phalanx up``: the controller and the node agents of this machine, in one command.
+
+The controller and each agent are separate processes that talk HTTP, as on a real cluster.
+In the foreground, Ctrl-C stops them all; ``--detach`` leaves them running in the
+background until ``phalanx down``. With a cluster definition whose node names are not this
+machine's, every node is emulated here by its own agent (a multi-node cluster on one box).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from phalanx.cli import controller as controller_cli
+from phalanx.errors import PhalanxError
+
+__all__ = ["add_arguments", "run"]
+
+READY_TIMEOUT_S = 60.0
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    controller_cli.add_arguments(parser)
+    parser.add_argument("--detach", action="store_true", help="run in the background")
+    parser.add_argument(
+        "--agents", default=None, metavar="all|none|NAMES",
+        help="which nodes get an agent on this machine (default: this host's node if the "
+             "cluster has it, else all of them, emulated)",
+    )
+
+
+def _controller_argv(args: argparse.Namespace, state: Path) -> list[str]:
+    argv = [sys.executable, "-m", "phalanx", "controller", "--state-dir", str(state),
+            "--policy", args.policy, "--port", str(args.port), "--host", args.host,
+            "--epilog", str(args.epilog), "--dead-after", str(args.dead_after),
+            "--log-level", args.log_level]
+    if args.config is not None:
+        argv += ["--config", str(args.config.resolve())]
+    for flag in ("gpus", "gpu_model", "cpus", "memory"):
+        value = getattr(args, flag)
+        if value is not None:
+            argv += [f"--{flag.replace('_', '-')}", str(value)]
+    for admin in args.admin:
+        argv += ["--admin", admin]
+    return argv
+
+
+def _agent_nodes(args: argparse.Namespace, names: list[str]) -> list[str]:
+    if args.agents == "none":
+        return []
+    if args.agents in (None, "all"):
+        host = socket.gethostname().split(".")[0]
+        if args.agents is None and host in names:
+            return [host]
+        return names
+    wanted = [n.strip() for n in args.agents.split(",") if n.strip()]
+    unknown = [n for n in wanted if n not in names]
+    if unknown:
+        raise PhalanxError(f"--agents: no node {', '.join(unknown)} in the cluster")
+    return wanted
+
+
+def _alive(pid_file: Path) -> int | None:
+    try:
+        pid = int(pid_file.read_text().split()[0])
+        os.kill(pid, 0)
+    except (OSError, ValueError, IndexError):
+        return None
+    return pid
+
+
+def _wait_ready(state: Path, proc: subprocess.Popen[bytes], log: Path) -> None:
+    from phalanx.client.address import ControllerAddress
+    from phalanx.client.wirecall import ControllerUnreachable, WireCaller
+
+    caller = WireCaller(ControllerAddress(socket_path=str(state / "controller.sock")), timeout=5)
+    deadline = time.monotonic() + READY_TIMEOUT_S
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            tail = log.read_text(errors="replace").strip().splitlines()[-5:]
+            raise PhalanxError("the controller stopped: " + " | ".join(tail))
+        try:
+            status, _ = caller.call("GET", "/v1/ping")
+            if status == 200:
+                return
+        except ControllerUnreachable:
+            pass
+        time.sleep(0.05)
+    raise PhalanxError(f"the controller did not answer within {READY_TIMEOUT_S:g} s; see {log}")
+
+
+def run(args: argparse.Namespace) -> int:
+    from phalanx.server.statedir import StateDir, default_state_dir
+
+    state = StateDir((args.state_dir or default_state_dir()).expanduser())
+    state.make()
+    running = _alive(state.pid)
+    if running is not None:
+        print(f"phalanx up: a controller already runs (pid {running}, {state.root})",
+              file=sys.stderr)
+        return 1
+    cluster = controller_cli.cluster_of(args)  # read here too: bad YAML fails before forking
+    nodes = _agent_nodes(args, [n.name for n in cluster.nodes])
+    env = dict(os.environ, PHALANX_STATE_DIR=str(state.root))
+    log = state.logs / "controller.log"
+    with open(log, "ab") as out:
+        controller = subprocess.Popen(
+            _controller_argv(args, state.root), stdin=subprocess.DEVNULL, stdout=out,
+            stderr=subprocess.STDOUT, env=env, start_new_session=args.detach,
+        )
+    procs = [controller]
+    try:
+        _wait_ready(state.root, controller, log)
+        for name in nodes:
+            node = cluster.nodes[cluster.node_index(name) or 0]
+            argv = [sys.executable, "-m", "phalanx.agent", "--socket", str(state.socket),
+                    "--node", name, "--gpus", str(node.gpus), "--gpu-model", node.gpu_model,
+                    "--cpus", str(node.cpus), "--memory", str(node.memory_mb)]
+            with open(state.logs / f"agent-{name}.log", "ab") as out:
+                procs.append(subprocess.Popen(
+                    argv, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
+                    env=env, start_new_session=args.detach,
+                ))
+        state.agents_pid.write_text("".join(f"{p.pid}\n" for p in procs[1:]))
+    except BaseException:
+        _stop(procs[::-1])
+        raise
+    port = state.port.read_text().strip() if state.port.exists() else str(args.port)
+    gpus = sum(n.gpus for n in cluster.nodes)
+    print(f"Phalanx is up: {len(cluster.nodes)} node(s), {gpus} GPU(s), "
+          f"{len(nodes)} agent(s) on this machine.")
+    print(f"  state   {state.root}")
+    print(f"  API     unix:{state.socket}  http://{args.host}:{port}/v1 (token in {state.token})")
+    print(f"  logs    {state.logs}")
+    print("  try     phalanx submit -- hostname; phalanx jobs; phalanx nodes")
+    if args.detach:
+        print("  stop    phalanx down")
+        return 0
+    print("  stop    Ctrl-C")
+    sys.stdout.flush()
+    return _foreground(procs)
+
+
+def _foreground(procs: list[subprocess.Popen[bytes]]) -> int:
+    stopping = False
+
+    def _on_signal(signum: int, frame: object) -> None:
+        nonlocal stopping
+        stopping = True
+
+    signal.signal(signal.SIGTERM, _on_signal)
+    signal.signal(signal.SIGINT, _on_signal)
+    while not stopping and all(p.poll() is None for p in procs):
+        time.sleep(0.2)
+    _stop(procs[::-1])
+    return 0 if stopping else 1
+
+
+def _stop(procs: list[subprocess.Popen[bytes]]) -> None:
+    """Agents first (they end their tasks), then the controller."""
+    for p in procs:
+        if p.poll() is None:
+            p.terminate()
+    deadline = time.monotonic() + 10
+    for p in procs:
+        try:
+            p.wait(max(0.1, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            p.kill()
+            p.wait()

@@ -1,0 +1,303 @@
+"""The controller: the one process that decides. Engine, journal, loop and fleet, on asyncio.
+
+It answers the API (submit, cancel, queries, the agent protocol) from the event loop thread,
+so the engine is only ever touched by one thread. Inputs are journaled before they are
+acknowledged; effects follow commits (see ``phalanx.live.loop``). At start it replays the
+journal and then waits for agents to say what still runs.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+import uuid
+from collections import Counter, deque
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from phalanx.domain.cluster import Cluster
+from phalanx.domain.job import JobSpec
+from phalanx.domain.state import JobState
+from phalanx.domain.time import SECOND, Duration, Instant
+from phalanx.engine import Cancel, Engine, NodeDown, NodeUp
+from phalanx.domain.caller import Caller
+from phalanx.errors import NotAllowed, NotFound, PhalanxError
+from phalanx.live.clock import Clock, WallClock
+from phalanx.live.fleet import DEAD_AFTER, Fleet, RunKey
+from phalanx.live.journal import Journal
+from phalanx.live.ledger import Ledger
+from phalanx.live.loop import ControlLoop
+from phalanx.sched.job import Job
+from phalanx.sched.profile import Profile
+
+__all__ = ["Controller", "PassStats"]
+
+log = logging.getLogger("phalanx.controller")
+
+
+@dataclass
+class PassStats:
+    """Scheduling-pass durations and submissions, for /metrics."""
+
+    durations: list[float] = field(default_factory=list)
+    """Seconds per handled batch that ran a pass, since the last scrape drained it."""
+    submitted: int = 0
+    passes: int = 0
+
+
+class Controller:
+    def __init__(
+        self,
+        cluster: Cluster,
+        profile: Profile,
+        journal: Journal,
+        *,
+        clock: Clock | None = None,
+        epilog_ms: Duration = 0,
+        dead_after: Duration = DEAD_AFTER,
+        run_as_submitter: bool | None = None,
+    ) -> None:
+        self.cluster = cluster
+        self.clock = clock or WallClock()
+        self.id = uuid.uuid4().hex
+        self.engine = Engine(cluster, profile)
+        self.loop = ControlLoop(self.engine, self.clock, journal)
+        self.fleet = Fleet(
+            cluster, self.loop.report, self.loop.deliver, epilog_ms=epilog_ms,
+            run_as_submitter=run_as_submitter,
+        )
+        self.loop.attach(self.fleet)
+        self.stats = PassStats()
+        self.ledger = Ledger()
+        self.started = self.clock.now()
+        self.recovered = 0
+        self._dead_after = dead_after
+        self._down: set[str] = set()
+        self._kick = asyncio.Event()
+        self._stop = False
+        self._ends: deque[tuple[Instant, Job]] = deque()
+        self._array_members: dict[int, list[int]] = {}
+
+    # ------------------------------------------------------------------ life cycle
+    def recover(self) -> int:
+        """Replay the journal (before serving); return how many inputs it held."""
+        self.fleet.replaying = True
+        try:
+            self.recovered = self.loop.replay(self.clock.now())
+        finally:
+            self.fleet.finish_replay()
+        for job in self.engine.jobs.values():
+            if job.array_job_id is not None:
+                self._array_members.setdefault(job.array_job_id, []).append(job.id)
+        return self.recovered
+
+    async def run(self) -> None:
+        """Drive the loop until ``stop``: handle what is due, wake for the next timer,
+        a new input, or the liveness check, whichever comes first."""
+        last_check = 0.0
+        while not self._stop:
+            self._kick.clear()
+            self.step()
+            mono = time.monotonic()
+            if mono - last_check >= 1.0:
+                last_check = mono
+                self._check_agents()
+            due = self.loop.next_due()
+            wait = 1.0
+            if due is not None:
+                wait = min(wait, max(0.0, (due - self.clock.now()) / 1000))
+            if wait > 0:
+                try:
+                    await asyncio.wait_for(self._kick.wait(), wait)
+                except TimeoutError:
+                    pass
+            else:
+                await asyncio.sleep(0)  # let the API in between batches
+
+    def step(self) -> int:
+        passes = self.engine.passes
+        t0 = time.perf_counter()
+        handled = self.loop.run_due()
+        if self.engine.passes != passes:
+            self.stats.passes += self.engine.passes - passes
+            self.stats.durations.append(time.perf_counter() - t0)
+        entries = self.engine.decisions.entries
+        if entries:
+            self.ledger.consume(entries, self.engine.jobs)
+            # Booked: the controller keeps no unbounded log (the journal is the history).
+            entries.clear()
+        return handled
+
+    def stop(self) -> None:
+        self._stop = True
+        self._kick.set()
+
+    def _accepted(self) -> None:
+        self._kick.set()
+
+    # ------------------------------------------------------------------ users' requests
+    def submit(self, specs: Sequence[JobSpec]) -> list[list[int]]:
+        """Journal the submissions (``JournalError`` if impossible) and return their ids."""
+        ids = self.loop.submit_many(specs)
+        for spec, job_ids in zip(specs, ids, strict=True):
+            if spec.array is not None:
+                self._array_members[job_ids[0]] = list(job_ids)
+        self.stats.submitted += sum(len(i) for i in ids)
+        self._accepted()
+        return ids
+
+    def cancel(self, job_id: int, caller: Caller) -> list[int]:
+        targets = [self.job(jid) for jid in self._array_members.get(job_id, [job_id])]
+        for job in targets:
+            if not (caller.admin or job.spec.user == caller.name):
+                raise NotAllowed(f"job {job.id} belongs to {job.spec.user}, not {caller.name}")
+        live = [j for j in targets if not j.state.is_final]
+        now = self.clock.now()
+        if live:
+            self.loop.accept([Cancel(now, j.id, caller.name) for j in live])
+            self._accepted()
+        return [j.id for j in live]
+
+    def job(self, job_id: int) -> Job:
+        job = self.engine.jobs.get(job_id)
+        if job is None:
+            raise NotFound(f"no job {job_id}")
+        return job
+
+    def jobs(
+        self,
+        *,
+        finished: bool = False,
+        states: Iterable[str] | None = None,
+        user: str | None = None,
+        partition: str | None = None,
+        ids: Iterable[int] | None = None,
+    ) -> list[Job]:
+        wanted = {s.upper() for s in states} if states else None
+        if ids is not None:
+            pool: list[Job] = []
+            for i in ids:
+                for member in self._array_members.get(i, [i]):
+                    job = self.engine.jobs.get(member)
+                    if job is not None:
+                        pool.append(job)
+        else:
+            pool = list(self.engine.jobs.values())
+        out = []
+        for job in pool:
+            if wanted is not None:
+                if job.state.value not in wanted:
+                    continue
+            elif not finished and job.state.is_final:
+                continue
+            if user is not None and job.spec.user != user:
+                continue
+            if partition is not None and job.partition != partition:
+                continue
+            out.append(job)
+        return out
+
+    def finished(
+        self, *, user: str | None = None, since: Instant | None = None,
+        until: Instant | None = None, ids: Iterable[int] | None = None,
+    ) -> list[Job]:
+        jobs = self.jobs(finished=True, user=user, ids=ids)
+        out = []
+        for job in jobs:
+            if not job.state.is_final:
+                continue
+            end = job.end or 0
+            if since is not None and end < since:
+                continue
+            if until is not None and job.submit > until:
+                continue
+            out.append(job)
+        return out
+
+    # ------------------------------------------------------------------ agents
+    def register(self, hello: Mapping[str, Any]) -> list[RunKey]:
+        node = str(hello["node"])
+        if node not in self.fleet.agents:
+            raise NotFound(f"node {node!r} is not in the cluster definition")
+        now = self.clock.now()
+        acked = self.fleet.register(
+            node, str(hello["boot_id"]), str(hello.get("address") or "127.0.0.1"),
+            hello.get("runs", ()), now,
+        )
+        if node in self._down:
+            self._down.discard(node)
+            index = self.cluster.node_index(node)
+            assert index is not None
+            self.loop.accept([NodeUp(now, index)])
+        log.info("agent %s registered (boot %s)", node, hello["boot_id"])
+        self._accepted()
+        return acked
+
+    def reports(self, node: str, runs: Sequence[Mapping[str, Any]]) -> list[RunKey]:
+        if node not in self.fleet.agents:
+            raise NotFound(f"node {node!r} is not in the cluster definition")
+        acked = self.fleet.reports(node, runs, self.clock.now())
+        self._accepted()
+        return acked
+
+    async def commands(self, node: str, after: int, wait: float) -> list[dict[str, Any]]:
+        agent = self.fleet.agents.get(node)
+        if agent is None:
+            raise NotFound(f"node {node!r} is not in the cluster definition")
+        out = self.fleet.take(node, after, self.clock.now())
+        if out or wait <= 0:
+            return out
+        try:
+            await asyncio.wait_for(agent.wake.wait(), wait)
+        except TimeoutError:
+            pass
+        return self.fleet.take(node, after, self.clock.now())
+
+    def _check_agents(self) -> None:
+        now = self.clock.now()
+        if now - self.started < self._dead_after:
+            return  # a restarted controller gives agents time to come back
+        dead = [a.node for a in self.fleet.agents.values()
+                if a.node not in self._down and now - max(a.seen, self.started) > self._dead_after]
+        if not dead:
+            return
+        events = []
+        for node in dead:
+            index = self.cluster.node_index(node)
+            assert index is not None
+            events.append(NodeDown(now, index, "Not responding"))
+            self._down.add(node)
+            log.warning("node %s: no agent for %d s, marked down", node, self._dead_after // SECOND)
+        try:
+            self.loop.accept(events)
+        except PhalanxError:
+            self._down.difference_update(dead)  # try again at the next check
+        self._accepted()
+
+    # ------------------------------------------------------------------ figures
+    def node_down(self, name: str) -> bool:
+        return name in self._down
+
+    def node_usage(self) -> list[tuple[float, int]]:
+        state = self.engine.state
+        out = []
+        for node in self.cluster.nodes:
+            i = node.index
+            out.append((float(state.node_gpus[i] - state.cap.gpus[i]),
+                        int(state.node_cpus[i] - state.cap.cpus[i])))
+        return out
+
+    def efficiency(self, window_ms: int) -> tuple[float, float]:
+        share = self.ledger.window(self.clock.now(), window_ms)
+        return share.eta_sched, share.theta_overhead
+
+    def counts(self) -> Counter[tuple[str, str]]:
+        """(state, reason) -> jobs, over jobs not finished."""
+        out: Counter[tuple[str, str]] = Counter()
+        for job in self.engine.jobs.values():
+            if not job.state.is_final:
+                reason = str(job.reason) if job.state is JobState.PENDING else ""
+                out[(job.state.value, reason)] += 1
+        return out

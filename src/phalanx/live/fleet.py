@@ -1,0 +1,306 @@
+"""The executor of the live controller: node agents, reached through per-node outboxes.
+
+A launch becomes one command per node of the allocation, with every task's argv, working
+directory, environment and output files worked out here, so agents stay simple. Agents
+long-poll their outbox and report runs that ended; a run of a multi-node job has ended when
+every node has reported it. Reports are acknowledged per run, and only once the run's end is
+in the journal, so an agent keeps what it knows until then (and tells it again after a
+controller restart).
+
+After a restart the journal's replay repeats launches, signals and kills already carried out:
+the fleet holds them back (``replaying``) and, when each agent registers, sends only what
+that agent does not already have.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import pwd
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from phalanx.domain.cluster import Cluster
+from phalanx.domain.time import SECOND, Duration, Instant
+from phalanx.engine import (
+    Cleanup,
+    CleanupDone,
+    Event,
+    Kill,
+    Launch,
+    LaunchFailed,
+    Signal,
+    TasksExited,
+)
+from phalanx.live.taskenv import expand_pattern, task_environment, task_places
+
+__all__ = ["Agent", "Fleet", "master_port"]
+
+RunKey = tuple[int, int]
+DEFAULT_PATH = "/usr/local/bin:/usr/bin:/bin"
+
+
+def master_port(job_id: int) -> int:
+    """Where rank 0 of torch.distributed listens: Lightning's SLURMEnvironment rule
+    (15000 + the job id's last four digits), so every node derives the same port."""
+    return 15000 + job_id % 10000
+
+
+@dataclass
+class Agent:
+    """What the controller knows of a node's agent."""
+
+    node: str
+    boot_id: str = ""
+    address: str = "127.0.0.1"
+    seen: Instant = 0
+    registered: bool = False
+    seq: int = 0
+    outbox: list[dict[str, Any]] = field(default_factory=list)
+    wake: asyncio.Event = field(default_factory=asyncio.Event)
+    delivered: set[RunKey] = field(default_factory=set)
+    """Runs whose launch this boot of the agent has taken."""
+
+
+@dataclass
+class _Run:
+    launch: Launch
+    nodes: dict[str, dict[str, Any]]
+    """node name -> its launch command (without seq)."""
+    waiting: set[str]
+    exit_code: int = 0
+    signal: int = 0
+    failure: str = ""
+    killed: bool = False
+
+
+class Fleet:
+    def __init__(
+        self,
+        cluster: Cluster,
+        report: Callable[[Event], None],
+        deliver: Callable[[Event], None],
+        *,
+        epilog_ms: Duration = 0,
+        run_as_submitter: bool | None = None,
+    ) -> None:
+        self.cluster = cluster
+        self._report = report
+        self._deliver = deliver
+        self._epilog = epilog_ms
+        self._as_user = os.geteuid() == 0 if run_as_submitter is None else run_as_submitter
+        self.agents: dict[str, Agent] = {n.name: Agent(n.name) for n in cluster.nodes}
+        self.runs: dict[RunKey, _Run] = {}
+        self.replaying = False
+        self.launches = 0
+
+    # ------------------------------------------------------------------ executor port
+    def launch(self, cmd: Launch, at: Instant) -> None:
+        key = (cmd.job_id, cmd.run)
+        try:
+            per_node = self._commands(cmd)
+        except (KeyError, ValueError) as exc:
+            # An unknown user: nothing started anywhere.
+            self._report(LaunchFailed(at, cmd.job_id, cmd.run, str(exc)))
+            return
+        self.runs[key] = _Run(cmd, per_node, set(per_node))
+        self.launches += 1
+        if self.replaying:
+            return  # sent, or not, before the crash: each agent's hello tells
+        for node, command in per_node.items():
+            self._send(node, command)
+
+    def signal(self, cmd: Signal, at: Instant) -> None:
+        run = self.runs.get((cmd.job_id, cmd.run))
+        if run is None or self.replaying:
+            return  # a replayed signal was sent before the crash, or is past its use
+        for node in run.waiting:
+            self._send(node, {"kind": "signal", "job_id": cmd.job_id, "run": cmd.run,
+                              "signal": cmd.signal})
+
+    def kill(self, cmd: Kill, at: Instant) -> None:
+        run = self.runs.get((cmd.job_id, cmd.run))
+        if run is None:
+            return
+        run.killed = True
+        if not self.replaying:
+            self._kill(run)
+
+    def cleanup(self, cmd: Cleanup, at: Instant) -> None:
+        # The epilog is the controller's to time; agents have nothing to run for it.
+        self._deliver(CleanupDone(at + self._epilog, cmd.job_id, cmd.run))
+
+    # ------------------------------------------------------------------ agents
+    def register(self, node: str, boot_id: str, address: str, runs: Iterable[Mapping[str, Any]],
+                 now: Instant) -> list[RunKey]:
+        """An agent (re)connects and says what it runs and what ended unacknowledged.
+        Return the runs whose end is now journaled (acknowledged)."""
+        agent = self.agents[node]
+        listed = {(int(r["job_id"]), int(r["run"])): r for r in runs}
+        restarted = agent.registered and agent.boot_id != boot_id
+        agent.boot_id, agent.address, agent.seen = boot_id, address, now
+        agent.registered = True
+        agent.outbox.clear()
+        acked: list[RunKey] = []
+        for key, run in list(self.runs.items()):
+            if node not in run.waiting:
+                continue
+            report = listed.pop(key, None)
+            if report is not None:
+                agent.delivered.add(key)
+                if report["state"] != "running":
+                    acked.extend(self._ended(node, key, report, now))
+                elif run.killed:
+                    self._send(node, self._kill_command(key))
+            elif restarted and key in agent.delivered:
+                # The agent restarted: what it ran for this run is gone.
+                acked.extend(self._ended(node, key, {"state": "exited", "signal": 9}, now))
+            else:
+                # Never taken (lost with the old controller's outbox): send it now; it
+                # cannot have run, so it runs once.
+                self._send(node, run.nodes[node])
+                if run.killed:
+                    self._send(node, self._kill_command(key))
+        if restarted:
+            agent.delivered = {k for k in agent.delivered if k in self.runs}
+        for key, report in listed.items():
+            # Runs this controller no longer tracks: their end is already journaled.
+            if report["state"] == "running":
+                self._send(node, self._kill_command(key))
+            acked.append(key)
+        return acked
+
+    def reports(self, node: str, runs: Iterable[Mapping[str, Any]], now: Instant) -> list[RunKey]:
+        agent = self.agents[node]
+        agent.seen = now
+        acked: list[RunKey] = []
+        for report in runs:
+            key = (int(report["job_id"]), int(report["run"]))
+            if report["state"] == "running":
+                continue
+            acked.extend(self._ended(node, key, report, now))
+        return acked
+
+    def take(self, node: str, after: int, now: Instant) -> list[dict[str, Any]]:
+        """The commands after ``after`` (the ones up to it are acknowledged: dropped)."""
+        agent = self.agents[node]
+        agent.seen = now
+        outbox = agent.outbox
+        if outbox and outbox[0]["seq"] <= after:
+            agent.outbox = outbox = [c for c in outbox if c["seq"] > after]
+        for c in outbox:
+            if c["kind"] == "launch":
+                agent.delivered.add((c["job_id"], c["run"]))
+        if not outbox:
+            agent.wake.clear()
+        return outbox
+
+    def stale(self, now: Instant, dead_after: Duration) -> list[str]:
+        """Nodes whose agent has not been heard from for ``dead_after``."""
+        return [a.node for a in self.agents.values() if a.registered and now - a.seen > dead_after]
+
+    def finish_replay(self) -> None:
+        self.replaying = False
+
+    # ------------------------------------------------------------------ internals
+    def _send(self, node: str, command: dict[str, Any]) -> None:
+        agent = self.agents[node]
+        agent.seq += 1
+        agent.outbox.append({**command, "seq": agent.seq})
+        agent.wake.set()
+
+    def _kill_command(self, key: RunKey) -> dict[str, Any]:
+        return {"kind": "kill", "job_id": key[0], "run": key[1]}
+
+    def _kill(self, run: _Run) -> None:
+        key = (run.launch.job_id, run.launch.run)
+        for node in run.waiting:
+            self._send(node, self._kill_command(key))
+
+    def _ended(
+        self, node: str, key: RunKey, report: Mapping[str, Any], now: Instant
+    ) -> list[RunKey]:
+        run = self.runs.get(key)
+        if run is None:
+            return [key]  # already ended and journaled
+        if node not in run.waiting:
+            return []
+        run.waiting.discard(node)
+        if report["state"] == "failed":
+            run.failure = run.failure or str(report.get("reason") or "launch failed")
+            if not run.killed:
+                run.killed = True
+                self._kill(run)  # the rest of the gang cannot work without this node
+        run.exit_code = max(run.exit_code, int(report.get("exit_code", 0)))
+        run.signal = max(run.signal, int(report.get("signal", 0)))
+        if run.waiting:
+            return []  # acknowledged with the last node's report, once journaled
+        del self.runs[key]
+        job_id, run_no = key
+        at = now  # the instant it is handled; the agent's own clock may differ
+        if run.failure and run.exit_code == 0 and run.signal in (0, 9):
+            self._report(LaunchFailed(at, job_id, run_no, run.failure))
+        else:
+            self._report(TasksExited(at, job_id, run_no, run.exit_code, run.signal))
+        return [key]
+
+    def _commands(self, cmd: Launch) -> dict[str, dict[str, Any]]:
+        spec = cmd.spec
+        names = [self.cluster.nodes[i].name for i in cmd.alloc.nodes]
+        first = self.agents[names[0]].address
+        uid = gid = None
+        base_env = dict(spec.environment)
+        if self._as_user and spec.user != "root":
+            entry = pwd.getpwnam(spec.user)  # KeyError: no such user here
+            uid, gid = entry.pw_uid, entry.pw_gid
+        base_env.setdefault("PATH", DEFAULT_PATH)
+        base_env.setdefault("USER", spec.user)
+        workdir = os.path.abspath(spec.workdir)
+        array = {"array_job_id": cmd.array_job_id, "array_task_id": cmd.array_task_id}
+        default_out = "slurm-%A_%a.out" if cmd.array_job_id is not None else "slurm-%j.out"
+        per_node: dict[str, dict[str, Any]] = {}
+        for place in task_places(cmd.alloc, spec.tasks_per_node):
+            node = names[place.node_position]
+            env = dict(base_env)
+            env.update(
+                task_environment(
+                    job_id=cmd.job_id, spec=spec, alloc=cmd.alloc, cluster=self.cluster,
+                    place=place, submit_dir=workdir, master_port=master_port(cmd.job_id),
+                    master_addr=first, **array,
+                )
+            )
+
+            def path(pattern: str, task: int = place.global_rank, on: str = node) -> str:
+                name = expand_pattern(
+                    pattern, job_id=cmd.job_id, name=spec.name, user=spec.user, node=on,
+                    task=task, **array,
+                )
+                return os.path.join(workdir, name)
+
+            command = per_node.get(node)
+            if command is None:
+                command = per_node[node] = {
+                    "kind": "launch", "job_id": cmd.job_id, "run": cmd.run, "tasks": [],
+                    "cpus": cmd.alloc.cpus, "memory_mb": cmd.alloc.mem_mb,
+                }
+            command["tasks"].append({
+                "argv": list(spec.command), "cwd": workdir, "env": env,
+                "stdout": path(spec.output or default_out),
+                "stderr": path(spec.error) if spec.error is not None else None,
+                "open_mode": _open_mode(spec.extra, cmd.run, place.node_position),
+                "uid": uid, "gid": gid,
+                "rank": place.global_rank,
+            })
+        return per_node
+
+
+def _open_mode(extra: tuple[tuple[str, str], ...], run: int, position: int) -> str:
+    """``--open-mode``: Slurm truncates the output at the first start and appends after a
+    requeue. Only the first node truncates: the others share the file (emulated nodes)."""
+    if run > 1 or position > 0 or dict(extra).get("open_mode") == "append":
+        return "append"
+    return "truncate"
+
+
+DEAD_AFTER: Duration = 60 * SECOND

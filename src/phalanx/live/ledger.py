@@ -1,0 +1,105 @@
+"""Where GPU time went, live: the efficiency model over a sliding window.
+
+It reads the engine's decision log as the controller runs (then the controller drops the
+entries, so memory stays flat) and books each finished piece of GPU time when it ends:
+compute, gang wait (pods held while the rest of the gang waited), eviction (signal to kill),
+lost work (since the last checkpoint, when a run is requeued) and cleanup (COMPLETING).
+The definitions are the simulator's (docs/metrics.md); the launch share is not measured live.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+
+from phalanx.domain.time import Duration, Instant
+from phalanx.engine.decisions import Decision
+from phalanx.sched.job import Job
+
+__all__ = ["Ledger", "Share"]
+
+
+@dataclass
+class Share:
+    """GPU x milliseconds by kind."""
+
+    compute: float = 0.0
+    gang_wait: float = 0.0
+    evict: float = 0.0
+    lost: float = 0.0
+    cleanup: float = 0.0
+
+    @property
+    def eta_sched(self) -> float:
+        denominator = self.compute + self.gang_wait + self.evict + self.lost + self.cleanup
+        return self.compute / denominator if denominator > 0 else 1.0
+
+    @property
+    def theta_overhead(self) -> float:
+        total = self.compute + self.gang_wait + self.evict + self.lost + self.cleanup
+        return (self.gang_wait + self.evict) / total if total > 0 else 0.0
+
+
+class Ledger:
+    def __init__(self, keep: Duration = 3_600_000) -> None:
+        self._keep = keep
+        self._entries: deque[tuple[Instant, str, float]] = deque()
+        self._start: dict[int, tuple[Instant, float]] = {}
+        self._evict_from: dict[int, Instant] = {}
+        self._exited: dict[int, tuple[Instant, float, float]] = {}
+        """job -> (exit instant, GPUs, compute GPU-ms of the run) until its end or requeue."""
+        self._holds: dict[int, list[tuple[Instant, float]]] = {}
+
+    def consume(self, decisions: Iterable[Decision], jobs: Mapping[int, Job]) -> None:
+        for at, kind, job_id, detail in decisions:
+            if kind == "start":
+                job = jobs[job_id]
+                gpus = job.alloc.gpus if job.alloc is not None else 0.0
+                self._start[job_id] = (at, gpus)
+                for since, held in self._holds.pop(job_id, []):
+                    self._book(at, "gang_wait", held * (at - since))
+            elif kind == "hold":
+                self._holds.setdefault(job_id, []).append((at, float(detail[1])))  # type: ignore[arg-type]
+            elif kind == "unhold":
+                for since, held in self._holds.pop(job_id, []):
+                    self._book(at, "gang_wait", held * (at - since))
+            elif kind == "preempt":
+                self._evict_from[job_id] = at
+            elif kind == "exit":
+                begun = self._start.pop(job_id, None)
+                if begun is None:
+                    continue
+                start, gpus = begun
+                evict_from = self._evict_from.pop(job_id, None)
+                evict = gpus * (at - evict_from) if evict_from is not None else 0.0
+                self._book(at, "evict", evict)
+                self._exited[job_id] = (at, gpus, gpus * (at - start) - evict)
+            elif kind in ("end", "requeue"):
+                done = self._exited.pop(job_id, None)
+                if done is None:
+                    continue
+                exit_at, gpus, compute = done
+                if kind == "requeue":
+                    interval = jobs[job_id].spec.checkpoint_interval
+                    lost = compute % (gpus * interval) if interval and gpus else compute
+                    self._book(at, "lost", lost)
+                    compute -= lost
+                self._book(at, "compute", compute)
+                self._book(at, "cleanup", gpus * (at - exit_at))
+            elif kind == "launch_failed":
+                self._start.pop(job_id, None)
+
+    def _book(self, at: Instant, kind: str, gpu_ms: float) -> None:
+        if gpu_ms > 0:
+            self._entries.append((at, kind, gpu_ms))
+
+    def window(self, now: Instant, length: Duration) -> Share:
+        while self._entries and self._entries[0][0] < now - self._keep:
+            self._entries.popleft()
+        share = Share()
+        for at, kind, gpu_ms in reversed(self._entries):
+            if at < now - length:
+                break
+            setattr(share, kind, getattr(share, kind) + gpu_ms)
+        return share

@@ -1,0 +1,1 @@
+"""Composition: the controller process (engine, journal, fleet, API, sockets) and `phalanx up`."""

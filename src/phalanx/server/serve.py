@@ -1,0 +1,111 @@
+"""The controller process: recover from the journal, then serve the API on a Unix socket
+(peer credentials) and on 127.0.0.1 (token), while the control loop runs beside it."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import socket
+import stat
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import uvicorn
+
+from phalanx.api.peer import peer_protocol
+from phalanx.api.routes import Access, create_app
+from phalanx.domain.cluster import Cluster
+from phalanx.errors import PhalanxError
+from phalanx.live.controller import Controller
+from phalanx.live.journal import SqliteJournal
+from phalanx.policies.catalog import profile
+from phalanx.server.statedir import StateDir
+
+__all__ = ["ControllerOptions", "serve"]
+
+log = logging.getLogger("phalanx.controller")
+
+
+@dataclass
+class ControllerOptions:
+    state: StateDir
+    cluster: Cluster
+    policy: str = "phalanx"
+    host: str = "127.0.0.1"
+    port: int = 6817
+    admins: frozenset[str] = frozenset()
+    epilog_ms: int = 0
+    dead_after_ms: int = 60_000
+    tokens: dict[str, str] = field(default_factory=dict)
+
+
+def _unix_socket(path: Path) -> socket.socket:
+    with contextlib.suppress(FileNotFoundError):
+        if stat.S_ISSOCK(path.lstat().st_mode):
+            path.unlink()  # left by a controller that was killed
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    sock.bind(str(path))
+    # Anyone may connect: who they are comes from the kernel (SO_PEERCRED), not the mode.
+    os.chmod(path, 0o666)
+    sock.listen(1024)
+    sock.setblocking(False)
+    return sock
+
+
+def _tcp_socket(host: str, port: int) -> socket.socket:
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind((host, port))
+    sock.listen(1024)
+    sock.setblocking(False)
+    return sock
+
+
+async def serve(opts: ControllerOptions) -> None:
+    state = opts.state
+    state.make()
+    token = state.read_or_make_token()
+    owner = os.geteuid()
+    import pwd
+
+    tokens = {token: pwd.getpwuid(owner).pw_name, **opts.tokens}
+    journal = SqliteJournal(str(state.database))
+    controller = Controller(
+        opts.cluster, profile(opts.policy), journal, epilog_ms=opts.epilog_ms,
+        dead_after=opts.dead_after_ms,
+    )
+    replayed = controller.recover()
+    log.info("recovered %d journaled inputs; %d jobs known", replayed, len(controller.engine.jobs))
+    app = create_app(controller, Access(tokens=tokens, admins=opts.admins, owner_uid=owner))
+    sockets = [_unix_socket(state.socket), _tcp_socket(opts.host, opts.port)]
+    port = sockets[1].getsockname()[1]
+    state.port.write_text(f"{port}\n")
+    config = uvicorn.Config(
+        app, http=peer_protocol(), log_level="warning", access_log=False, lifespan="off",
+        timeout_keep_alive=30,
+    )
+    server = uvicorn.Server(config)
+    state.pid.write_text(f"{os.getpid()}\n")
+    loop_task = asyncio.create_task(controller.run())
+    try:
+        await server.serve(sockets=sockets)
+    finally:
+        controller.stop()
+        await loop_task
+        journal.close()
+        for path in (state.pid, state.socket):
+            with contextlib.suppress(FileNotFoundError):
+                path.unlink()
+
+
+def run(opts: ControllerOptions) -> int:
+    try:
+        import uvloop
+
+        uvloop.run(serve(opts))
+    except PhalanxError as exc:
+        log.error("%s", exc)
+        return 2
+    return 0
