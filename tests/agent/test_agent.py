@@ -237,8 +237,9 @@ def test_the_agent_process_stops_its_tasks_on_sigterm(tmp_path: Path) -> None:
             agent = subprocess.Popen([sys.executable, "-m", "phalanx.agent", *argv])
             try:
                 await until(lambda: fake.hellos)
-                fake.queue("launch", 8, tasks=[shell_task(tmp_path, "sleep 30", 0)])
-                await asyncio.sleep(0.3)
+                fake.queue("launch", 8, tasks=[shell_task(tmp_path, "echo up; sleep 30", 0)])
+                out = tmp_path / "out.txt"
+                await until(lambda: out.exists() and out.read_text() == "up\n")
                 agent.send_signal(signal.SIGTERM)
                 await until(lambda: agent.poll() is not None)
             finally:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import socket
 import sys
+import types
 
 import pytest
 
@@ -28,6 +29,34 @@ def test_without_nvml_there_are_no_gpus(monkeypatch: pytest.MonkeyPatch) -> None
     monkeypatch.setitem(sys.modules, "pynvml", None)  # import fails
     m = describe()
     assert (m.gpus, m.gpu_model, m.gpu_ids) == (0, None, ())
+
+
+def fake_nvml(count: int, name: str | bytes) -> types.ModuleType:
+    """A stand-in for the NVML bindings: what a GPU node's driver would answer."""
+    nvml = types.ModuleType("pynvml")
+
+    class NVMLError(Exception):
+        pass
+
+    calls: list[str] = []
+    nvml.NVMLError = NVMLError  # type: ignore[attr-defined]
+    nvml.calls = calls  # type: ignore[attr-defined]
+    nvml.nvmlInit = lambda: calls.append("init")  # type: ignore[attr-defined]
+    nvml.nvmlShutdown = lambda: calls.append("shutdown")  # type: ignore[attr-defined]
+    nvml.nvmlDeviceGetCount = lambda: count  # type: ignore[attr-defined]
+    nvml.nvmlDeviceGetHandleByIndex = lambda i: i  # type: ignore[attr-defined]
+    nvml.nvmlDeviceGetName = lambda handle: name  # type: ignore[attr-defined]
+    return nvml
+
+
+def test_gpus_are_detected_through_nvml(monkeypatch: pytest.MonkeyPatch) -> None:
+    nvml = fake_nvml(8, b"NVIDIA H100 80GB HBM3")
+    monkeypatch.setitem(sys.modules, "pynvml", nvml)
+    m = describe()
+    assert (m.gpus, m.gpu_model, m.gpu_ids) == (8, "h100", tuple(range(8)))
+    assert nvml.calls == ["init", "shutdown"]
+    assert describe(gpu_model="h100-emulated").gpu_model == "h100-emulated"
+    assert describe(gpus=0).gpus == 0
 
 
 def test_detected_cpus_memory_and_name_are_sensible() -> None:

@@ -171,9 +171,7 @@ class FakeController:
         )
 
     def cancel(self, job_id: int) -> list[int]:
-        targets = [
-            job for job in self.jobs.values() if job_id in (job.job_id, job.array_job_id)
-        ]
+        targets = [job for job in self.jobs.values() if job_id in (job.job_id, job.array_job_id)]
         if not targets:
             raise Refused(404, f"no job {job_id}")
         if any(job.user != USER for job in targets):
@@ -325,9 +323,7 @@ def serve(fake: FakeController, state_dir: Path) -> Iterator[Served]:
             make_app(fake), log_level="warning", access_log=False, lifespan="off"
         )
         server = uvicorn.Server(config)
-        thread = threading.Thread(
-            target=server.run, kwargs={"sockets": [unix, tcp]}, daemon=True
-        )
+        thread = threading.Thread(target=server.run, kwargs={"sockets": [unix, tcp]}, daemon=True)
         thread.start()
         deadline = time.monotonic() + 10
         while not server.started:

@@ -29,9 +29,7 @@ def test_a_url_takes_the_token_from_the_environment_first(tmp_path: Path) -> Non
         "PHALANX_URL": "http://127.0.0.1:6817/",
         "PHALANX_TOKEN": "from-env",
     }
-    assert find_controller(env) == ControllerAddress(
-        url="http://127.0.0.1:6817", token="from-env"
-    )
+    assert find_controller(env) == ControllerAddress(url="http://127.0.0.1:6817", token="from-env")
     del env["PHALANX_TOKEN"]
     assert find_controller(env).token == "from-file"
 

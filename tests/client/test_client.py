@@ -55,9 +55,7 @@ def test_submit_and_read_back(client: Client, served: Served) -> None:
 
 
 def test_submit_many_keeps_the_order(client: Client) -> None:
-    ids = client.submit_many(
-        [JobRequest(command=["a"]), JobRequest(command=["b"], array="0-1")]
-    )
+    ids = client.submit_many([JobRequest(command=["a"]), JobRequest(command=["b"], array="0-1")])
     assert ids == [[100], [101, 102]]
     assert [j.name for j in client.jobs(ids=[101, 102])] == ["b", "b"]
 
@@ -110,18 +108,20 @@ def test_errors_carry_status_message_and_field(client: Client, served: Served) -
 
 
 def test_a_wrong_token_is_refused(served: Served) -> None:
-    with Client(ControllerAddress(url=served.url, token="wrong")) as client, pytest.raises(
-        ApiError
-    ) as caught:
+    with (
+        Client(ControllerAddress(url=served.url, token="wrong")) as client,
+        pytest.raises(ApiError) as caught,
+    ):
         client.ping()
     assert caught.value.status == 401
 
 
 def test_an_absent_controller_is_unreachable(tmp_path: Path) -> None:
     path = tmp_path / "controller.sock"
-    with Client(ControllerAddress(socket_path=str(path))) as client, pytest.raises(
-        ControllerUnreachable
-    ) as caught:
+    with (
+        Client(ControllerAddress(socket_path=str(path))) as client,
+        pytest.raises(ControllerUnreachable) as caught,
+    ):
         client.ping()
     assert str(path) in str(caught.value)
 

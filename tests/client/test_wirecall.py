@@ -63,12 +63,14 @@ def test_an_error_status_is_returned_by_call_and_raised_by_call_ok(served: Serve
     with pytest.raises(ApiError) as caught:
         wire.call_ok("POST", "/v1/jobs", body={"command": ["x"], "partition": "nope"})
     assert (caught.value.status, caught.value.field) == (400, "partition")
-    assert str(caught.value) == "partition: no partition 'nope'"
+    assert str(caught.value) == "no partition 'nope'"  # the message names the field
 
 
 def test_a_validation_error_names_the_field(served: Served) -> None:
     with pytest.raises(ApiError) as caught:
-        over_socket(served).call_ok("POST", "/v1/jobs", body={"command": ["x"], "gpus_per_task": -1})
+        over_socket(served).call_ok(
+            "POST", "/v1/jobs", body={"command": ["x"], "gpus_per_task": -1}
+        )
     assert caught.value.status == 422
     assert caught.value.field == "gpus_per_task"
     assert str(caught.value).startswith("gpus_per_task: ")
@@ -121,6 +123,19 @@ def test_a_url_that_is_not_http_is_refused_at_once() -> None:
 def test_api_error_renders_every_error_shape(body: object, message: str, field: str | None) -> None:
     error = api_error(507, body)
     assert (error.status, error.message, error.field) == (507, message, field)
+
+
+def test_a_field_the_message_already_names_is_not_named_twice() -> None:
+    body = {
+        "error": "time: invalid time specification 'x'",
+        "field": "time",
+        "detail": [{"loc": ["body", "time"], "msg": "invalid time specification 'x'"}],
+    }
+    assert str(api_error(422, body)) == "time: invalid time specification 'x'"
+    assert str(api_error(422, {"error": "field 'mem': bad size", "field": "mem"})) == (
+        "field 'mem': bad size"
+    )
+    assert str(api_error(400, {"error": "bad size", "field": "mem"})) == "mem: bad size"
 
 
 def test_importing_the_fast_path_stays_light() -> None:

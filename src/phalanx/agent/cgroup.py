@@ -7,6 +7,7 @@ costs the limits, never the launch: one warning per agent, then runs go unlimite
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 from collections.abc import Iterable
@@ -67,8 +68,9 @@ class Cgroups:
             fd = os.open(group / "cgroup.procs", os.O_WRONLY | os.O_CREAT, 0o644)
             try:
                 for pid in pids:
-                    # The kernel takes one pid per write().
-                    os.write(fd, f"{pid}\n".encode())
+                    # The kernel takes one pid per write(); a task may be gone already.
+                    with contextlib.suppress(ProcessLookupError):
+                        os.write(fd, f"{pid}\n".encode())
             finally:
                 os.close(fd)
         except OSError as exc:

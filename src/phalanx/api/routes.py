@@ -111,6 +111,8 @@ def create_app(service: Service, access: Access | None = None) -> FastAPI:
     metrics = Metrics(service)
 
     app.state.access = access
+    # Every handler is ``async def``: FastAPI would run a plain ``def`` in a thread pool, and
+    # the engine, the journal and the fleet must only be touched by the event loop's thread.
 
     @app.exception_handler(RequestValidationError)
     async def _invalid(request: Request, exc: RequestValidationError) -> JSONResponse:
@@ -165,16 +167,16 @@ def create_app(service: Service, access: Access | None = None) -> FastAPI:
 
     # ------------------------------------------------------------------ jobs
     @app.post("/v1/jobs", status_code=201, response_model=SubmitResult, responses=_ERRORS)
-    def submit(req: JobRequest, who: Who) -> dict[str, Any]:
+    async def submit(req: JobRequest, who: Who) -> dict[str, Any]:
         return {"job_ids": service.submit(_specs([req], who))}
 
     @app.post("/v1/jobs/batch", status_code=201, response_model=SubmitResult, responses=_ERRORS)
-    def submit_batch(batch: BatchSubmit, who: Who) -> Response:
+    async def submit_batch(batch: BatchSubmit, who: Who) -> Response:
         ids = service.submit(_specs(batch.jobs, who))
         return JSONResponse({"job_ids": ids}, status_code=201)
 
     @app.get("/v1/jobs", response_model=JobList)
-    def jobs(
+    async def jobs(
         who: Who,
         all: bool = False,
         state: str | None = None,
@@ -190,15 +192,15 @@ def create_app(service: Service, access: Access | None = None) -> FastAPI:
         return JSONResponse({"jobs": [job_info(j, cluster) for j in found]})
 
     @app.get("/v1/jobs/{job_id}", response_model=JobInfo, responses=_ERRORS)
-    def job(job_id: int, who: Who) -> Response:
+    async def job(job_id: int, who: Who) -> Response:
         return JSONResponse(job_info(service.job(job_id), service.cluster))
 
     @app.delete("/v1/jobs/{job_id}", response_model=CancelResult, responses=_ERRORS)
-    def cancel(job_id: int, who: Who) -> dict[str, Any]:
+    async def cancel(job_id: int, who: Who) -> dict[str, Any]:
         return {"cancelled": service.cancel(job_id, who)}
 
     @app.get("/v1/accounting", response_model=list[AcctRecord])
-    def accounting(
+    async def accounting(
         who: Who,
         user: str | None = None,
         since: int | None = None,
@@ -212,7 +214,7 @@ def create_app(service: Service, access: Access | None = None) -> FastAPI:
 
     # ------------------------------------------------------------------ cluster
     @app.get("/v1/nodes", response_model=list[NodeInfo])
-    def nodes(who: Who) -> list[dict[str, Any]]:
+    async def nodes(who: Who) -> list[dict[str, Any]]:
         cluster = service.cluster
         usage = service.node_usage()
         member: dict[int, list[str]] = {}
@@ -236,7 +238,7 @@ def create_app(service: Service, access: Access | None = None) -> FastAPI:
         return out
 
     @app.get("/v1/partitions", response_model=list[PartitionInfo])
-    def partitions(who: Who) -> list[dict[str, Any]]:
+    async def partitions(who: Who) -> list[dict[str, Any]]:
         cluster = service.cluster
         return [
             {"name": p.name, "nodes": [cluster.nodes[i].name for i in p.nodes],
@@ -246,16 +248,16 @@ def create_app(service: Service, access: Access | None = None) -> FastAPI:
         ]
 
     @app.get("/v1/ping")
-    def ping() -> dict[str, Any]:
+    async def ping() -> dict[str, Any]:
         return {"ok": True, "controller_id": service.id}
 
     @app.get("/metrics")
-    def prometheus() -> Response:
+    async def prometheus() -> Response:
         return Response(metrics.render(), media_type="text/plain; version=0.0.4")
 
     # ------------------------------------------------------------------ agents
     @app.post("/v1/agents/register", response_model=AgentWelcome, responses=_ERRORS)
-    def register(hello: AgentHello, who: Admin) -> dict[str, Any]:
+    async def register(hello: AgentHello, who: Admin) -> dict[str, Any]:
         acked = service.register(hello.model_dump())
         return {"controller_id": service.id, "node": hello.node, "heartbeat_s": HEARTBEAT_S,
                 "acked": [list(k) for k in acked]}
@@ -269,7 +271,7 @@ def create_app(service: Service, access: Access | None = None) -> FastAPI:
                 "commands": await service.commands(node, after, wait)}
 
     @app.post("/v1/agents/{node}/reports", response_model=ReportsAck, responses=_ERRORS)
-    def reports(node: str, body: AgentReports, who: Admin) -> dict[str, Any]:
+    async def reports(node: str, body: AgentReports, who: Admin) -> dict[str, Any]:
         acked = service.reports(node, [r.model_dump() for r in body.reports])
         return {"acked": [list(k) for k in acked]}
 

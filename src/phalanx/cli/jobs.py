@@ -69,17 +69,17 @@ def run(args: argparse.Namespace) -> int:
 def row(job: Mapping[str, Any], now: int) -> list[str]:
     """One job (a ``JobInfo`` as decoded JSON) as table cells, its elapsed time up to
     ``now``."""
-    if job["state"] == "PENDING":
-        where = f"({job.get('reason') or 'None'})"
-    else:
-        where = str(job.get("nodelist") or "")
+    pending = job["state"] == "PENDING"
+    # A requeued job keeps its first start; while it waits again, Slurm shows no time.
+    start = None if pending else job.get("start")
+    where = f"({job.get('reason') or 'None'})" if pending else str(job.get("nodelist") or "")
     return [
         display_id(job),
         str(job["partition"]),
         str(job["name"]),
         str(job["user"]),
         str(job["state"]),
-        elapsed(job.get("start"), job.get("end"), now),
+        elapsed(start, job.get("end"), now),
         str(job["nodes_requested"]),
         format_count(job["gpus"]),
         where,

@@ -67,7 +67,10 @@ class ApiError(PhalanxError):
         self.status = status
         self.message = message
         self.field = field
-        super().__init__(f"{field}: {message}" if field else message)
+        # The controller's messages often name the field already ("time: ...", "field
+        # 'time': ..."); naming it twice reads like a stutter.
+        named = field is None or field in message
+        super().__init__(message if named else f"{field}: {message}")
 
 
 def api_error(status: int, body: Json) -> ApiError:

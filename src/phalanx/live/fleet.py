@@ -236,13 +236,17 @@ class Fleet:
         run.signal = max(run.signal, int(report.get("signal", 0)))
         if run.waiting:
             return []  # acknowledged with the last node's report, once journaled
-        del self.runs[key]
         job_id, run_no = key
         at = now  # the instant it is handled; the agent's own clock may differ
-        if run.failure and run.exit_code == 0 and run.signal in (0, 9):
-            self._report(LaunchFailed(at, job_id, run_no, run.failure))
-        else:
-            self._report(TasksExited(at, job_id, run_no, run.exit_code, run.signal))
+        try:
+            if run.failure and run.exit_code == 0 and run.signal in (0, 9):
+                self._report(LaunchFailed(at, job_id, run_no, run.failure))
+            else:
+                self._report(TasksExited(at, job_id, run_no, run.exit_code, run.signal))
+        except Exception:
+            run.waiting.add(node)  # not journaled: the agent will report it again
+            raise
+        del self.runs[key]
         return [key]
 
     def _commands(self, cmd: Launch) -> dict[str, dict[str, Any]]:
