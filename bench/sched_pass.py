@@ -76,8 +76,14 @@ def _spec(rng: random.Random, gpus_per_node: int, round_limits: bool, i: int) ->
     else:
         nodes, tasks, gpus = rng.randint(2, 16), gpus_per_node, 1
     return JobSpec(
-        name=f"job{i}", user=user, account=account, nodes_min=nodes, nodes_max=nodes,
-        tasks_per_node=tasks, gpus_per_task=gpus, cpus_per_task=max(1, gpus),
+        name=f"job{i}",
+        user=user,
+        account=account,
+        nodes_min=nodes,
+        nodes_max=nodes,
+        tasks_per_node=tasks,
+        gpus_per_task=gpus,
+        cpus_per_task=max(1, gpus),
         time_limit=limit,
     )
 
@@ -85,8 +91,12 @@ def _spec(rng: random.Random, gpus_per_node: int, round_limits: bool, i: int) ->
 def build(args: argparse.Namespace, policy: str) -> tuple[Engine, int, int]:
     """The engine ready for the timed pass; also ``now`` and the running job count."""
     rng = random.Random(args.seed)
-    cluster = regular_cluster(args.nodes, args.gpus_per_node, args.nodes_per_switch,
-                              leaves_per_spine=args.leaves_per_spine)
+    cluster = regular_cluster(
+        args.nodes,
+        args.gpus_per_node,
+        args.nodes_per_switch,
+        leaves_per_spine=args.leaves_per_spine,
+    )
     engine = Engine(cluster, profile(policy))
     total = cluster.total_gpus
     now = args.history
@@ -139,23 +149,41 @@ def _percentile(sorted_values: list[float], q: float) -> float:
 
 def _args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--policy", action="append", choices=sorted(POLICIES),
-                        help="policy to time (repeatable; default phalanx)")
+    parser.add_argument(
+        "--policy",
+        action="append",
+        choices=sorted(POLICIES),
+        help="policy to time (repeatable; default phalanx)",
+    )
     parser.add_argument("--samples", type=int, default=15, help="timed passes (default 15)")
     parser.add_argument("--pending", type=int, default=10_000)
-    parser.add_argument("--load", type=float, default=0.90,
-                        help="fraction of GPUs allocated before the pass (default 0.90)")
+    parser.add_argument(
+        "--load",
+        type=float,
+        default=0.90,
+        help="fraction of GPUs allocated before the pass (default 0.90)",
+    )
     parser.add_argument("--nodes", type=int, default=1024)
     parser.add_argument("--gpus-per-node", type=int, default=8)
     parser.add_argument("--nodes-per-switch", type=int, default=16)
     parser.add_argument("--leaves-per-spine", type=int, default=16)
-    parser.add_argument("--history", type=int, default=12 * HOUR,
-                        help="ms of history before the pass (default 12 h)")
-    parser.add_argument("--round-limits", action="store_true",
-                        help="time limits from a few round values instead of any minute")
+    parser.add_argument(
+        "--history",
+        type=int,
+        default=12 * HOUR,
+        help="ms of history before the pass (default 12 h)",
+    )
+    parser.add_argument(
+        "--round-limits",
+        action="store_true",
+        help="time limits from a few round values instead of any minute",
+    )
     parser.add_argument("--seed", type=int, default=1)
-    parser.add_argument("--profile", action="store_true",
-                        help="also profile one extra pass per policy (top 15 by own time)")
+    parser.add_argument(
+        "--profile",
+        action="store_true",
+        help="also profile one extra pass per policy (top 15 by own time)",
+    )
     args = parser.parse_args(argv)
     if args.samples < 1:
         parser.error("--samples must be at least 1")
@@ -176,10 +204,12 @@ def main(argv: list[str] | None = None) -> int:
         total = base.cluster.total_gpus
         used = total - base.state.free_gpus
         pending = sum(1 for j in base.jobs.values() if j.state is JobState.PENDING)
-        print(f"policy {name}: {args.nodes} nodes x {args.gpus_per_node} GPUs, "
-              f"{base.state.n_leaves} leaf switches; {running:,} running jobs on "
-              f"{used:,}/{total:,} GPUs ({used / total:.1%}); {pending:,} pending; "
-              f"built in {build_s:.1f} s")
+        print(
+            f"policy {name}: {args.nodes} nodes x {args.gpus_per_node} GPUs, "
+            f"{base.state.n_leaves} leaf switches; {running:,} running jobs on "
+            f"{used:,}/{total:,} GPUs ({used / total:.1%}); {pending:,} pending; "
+            f"built in {build_s:.1f} s"
+        )
         times: list[float] = []
         copy_s: list[float] = []
         outcome = ""
@@ -194,13 +224,16 @@ def main(argv: list[str] | None = None) -> int:
             started = sum(isinstance(c, Launch) for c in out)
             preempted = sum(isinstance(c, Kill | Signal) for c in out)
             expected = sum(
-                1 for j in engine.jobs.values()
+                1
+                for j in engine.jobs.values()
                 if j.state is JobState.PENDING and j.expected_start is not None
             )
             now_used = total - engine.state.free_gpus
-            result = (f"started {started:,} jobs (GPUs {used / total:.1%} -> "
-                      f"{now_used / total:.1%}), {expected} pending with an expected start "
-                      f"(reservations), {preempted} preemption signals/kills")
+            result = (
+                f"started {started:,} jobs (GPUs {used / total:.1%} -> "
+                f"{now_used / total:.1%}), {expected} pending with an expected start "
+                f"(reservations), {preempted} preemption signals/kills"
+            )
             if outcome and result != outcome:
                 result += "  [differs between samples!]"
             outcome = result
@@ -209,9 +242,11 @@ def main(argv: list[str] | None = None) -> int:
         verdicts.append((name, median))
         print(f"  pass: {outcome}")
         print(f"  deep copy per sample: median {statistics.median(copy_s):.2f} s (not timed)")
-        print(f"  pass ms over {len(times)} samples: min {times[0]:.1f}  "
-              f"p25 {_percentile(times, 0.25):.1f}  median {median:.1f}  "
-              f"p75 {_percentile(times, 0.75):.1f}  max {times[-1]:.1f}")
+        print(
+            f"  pass ms over {len(times)} samples: min {times[0]:.1f}  "
+            f"p25 {_percentile(times, 0.25):.1f}  median {median:.1f}  "
+            f"p75 {_percentile(times, 0.75):.1f}  max {times[-1]:.1f}"
+        )
         if args.profile:
             _profile(copy.deepcopy(base), now)
         print()

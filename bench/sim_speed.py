@@ -24,8 +24,8 @@ from phalanx.sim.simulator import Simulator
 from phalanx.sim.traces import read_trace
 
 TARGET_JOBS_PER_S = 2_000.0
-DEFAULT_TRACE = Path(__file__).resolve().parents[1].parent / "shared" / "traces" / "philly" / (
-    "philly.csv"
+DEFAULT_TRACE = (
+    Path(__file__).resolve().parents[1].parent / "shared" / "traces" / "philly" / ("philly.csv")
 )
 
 
@@ -39,8 +39,12 @@ def _args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--trace", type=Path, default=DEFAULT_TRACE, help="Philly CSV")
     parser.add_argument("--limit", type=int, default=None, help="replay only the first N jobs")
-    parser.add_argument("--policy", action="append", choices=sorted(POLICIES),
-                        help="policy to run (repeatable; default phalanx)")
+    parser.add_argument(
+        "--policy",
+        action="append",
+        choices=sorted(POLICIES),
+        help="policy to run (repeatable; default phalanx)",
+    )
     parser.add_argument("--nodes", type=int, default=64)
     parser.add_argument("--gpus-per-node", type=int, default=8)
     parser.add_argument("--nodes-per-switch", type=int, default=8)
@@ -61,16 +65,19 @@ def main(argv: list[str] | None = None) -> int:
     workload = read_trace(str(args.trace), "philly", limit=args.limit)
     read_s = time.perf_counter() - t0
     print(f"trace: {args.trace} ({len(workload):,} jobs) read in {read_s:.2f} s")
-    print(f"cluster: {args.nodes} nodes x {args.gpus_per_node} GPUs, "
-          f"{args.nodes_per_switch} nodes per leaf switch")
+    print(
+        f"cluster: {args.nodes} nodes x {args.gpus_per_node} GPUs, "
+        f"{args.nodes_per_switch} nodes per leaf switch"
+    )
     print()
 
     verdicts: list[tuple[str, float]] = []
     for name in policies:
         rates: list[float] = []
         print(f"policy {name}")
-        print(f"  {'run':>3}  {'jobs':>8}  {'wall s':>8}  {'cpu s':>8}  {'jobs/s':>9}  "
-              f"{'passes':>8}")
+        print(
+            f"  {'run':>3}  {'jobs':>8}  {'wall s':>8}  {'cpu s':>8}  {'jobs/s':>9}  {'passes':>8}"
+        )
         for i in range(args.repeat):
             sim = Simulator(cluster, profile(name), workload, keep_segments=False)
             t0, c0 = time.perf_counter(), time.process_time()
@@ -79,8 +86,10 @@ def main(argv: list[str] | None = None) -> int:
             jobs = len(record.jobs)
             rate = jobs / wall if wall > 0 else float("inf")
             rates.append(rate)
-            print(f"  {i + 1:>3}  {jobs:>8,}  {wall:>8.2f}  {cpu:>8.2f}  {rate:>9,.0f}  "
-                  f"{record.passes:>8,}")
+            print(
+                f"  {i + 1:>3}  {jobs:>8,}  {wall:>8.2f}  {cpu:>8.2f}  {rate:>9,.0f}  "
+                f"{record.passes:>8,}"
+            )
         median = statistics.median(rates)
         verdicts.append((name, median))
         print(f"  median {median:,.0f} jobs/s")
@@ -88,8 +97,10 @@ def main(argv: list[str] | None = None) -> int:
 
     for name, median in verdicts:
         verdict = "PASS" if median >= TARGET_JOBS_PER_S else "FAIL"
-        print(f"{verdict}  {name}: median {median:,.0f} jobs/s "
-              f"(target >= {TARGET_JOBS_PER_S:,.0f} jobs/s)")
+        print(
+            f"{verdict}  {name}: median {median:,.0f} jobs/s "
+            f"(target >= {TARGET_JOBS_PER_S:,.0f} jobs/s)"
+        )
     return 0
 
 

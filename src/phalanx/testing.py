@@ -43,9 +43,9 @@ from phalanx.engine.events import (
 )
 from phalanx.live.clock import WallClock
 from phalanx.live.driver import AsyncDriver
+from phalanx.live.journal import MemoryJournal
 from phalanx.live.loop import ControlLoop
 from phalanx.live.process import ProcessExecutor
-from phalanx.live.journal import MemoryJournal
 from phalanx.policies.catalog import POLICIES
 from phalanx.policies.catalog import profile as named_profile
 from phalanx.sched.job import Job

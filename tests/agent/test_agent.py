@@ -83,9 +83,9 @@ class FakeController:
                 await asyncio.sleep(0.01)
 
         @app.post("/v1/agents/{node}/reports")
-        async def reports(node: str, body: AgentReports) -> dict[str, int]:
+        async def reports(node: str, body: AgentReports) -> dict[str, list[list[int]]]:
             self.reports.extend(body.reports)
-            return {"recorded": len(body.reports)}
+            return {"acked": [[r.job_id, r.run] for r in body.reports]}
 
         return app
 

@@ -19,8 +19,9 @@ def test_help_imports_no_subcommand_and_no_heavy_library() -> None:
         "'phalanx.cli.simulate') if m in sys.modules]\n"
         "print('HEAVY', heavy, status)\n"
     )
-    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
-                          timeout=60, check=True)
+    done = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, timeout=60, check=True
+    )
     assert "HEAVY [] 0" in done.stdout
     for name in COMMANDS:
         assert name in done.stdout
@@ -40,7 +41,12 @@ def test_no_or_unknown_command_exits_2(capsys: pytest.CaptureFixture[str]) -> No
 
 
 def test_python_m_phalanx_version() -> None:
-    done = subprocess.run([sys.executable, "-m", "phalanx", "--version"], capture_output=True,
-                          text=True, timeout=60, check=False)
+    done = subprocess.run(
+        [sys.executable, "-m", "phalanx", "--version"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
     assert done.returncode == 0
     assert done.stdout.startswith("phalanx ")

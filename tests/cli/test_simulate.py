@@ -18,9 +18,22 @@ needs_philly = pytest.mark.skipif(
 )
 
 REQUIRED_KEYS = {
-    "jobs", "eta_sched", "theta_overhead", "utilization", "jct_mean_s", "jct_p95_s",
-    "wait_mean_s", "wait_p95_s", "makespan_s", "gang_wait_gpu_hours", "lost_gpu_hours",
-    "preemptions", "deadlocks", "fairness_jain", "sim_wall_s", "jobs_per_s",
+    "jobs",
+    "eta_sched",
+    "theta_overhead",
+    "utilization",
+    "jct_mean_s",
+    "jct_p95_s",
+    "wait_mean_s",
+    "wait_p95_s",
+    "makespan_s",
+    "gang_wait_gpu_hours",
+    "lost_gpu_hours",
+    "preemptions",
+    "deadlocks",
+    "fairness_jain",
+    "sim_wall_s",
+    "jobs_per_s",
 }
 PNG = b"\x89PNG\r\n\x1a\n"
 
@@ -43,11 +56,26 @@ def test_philly_slice_table_json_markdown(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     report, table = tmp_path / "run.json", tmp_path / "table.md"
-    status = main([
-        "simulate", "--trace", str(PHILLY), "--limit", "300", "--nodes", "32",
-        "--policy", "fifo", "--policy", "volcano", "--json", str(report), "--per-account",
-        "--markdown", str(table),
-    ])
+    status = main(
+        [
+            "simulate",
+            "--trace",
+            str(PHILLY),
+            "--limit",
+            "300",
+            "--nodes",
+            "32",
+            "--policy",
+            "fifo",
+            "--policy",
+            "volcano",
+            "--json",
+            str(report),
+            "--per-account",
+            "--markdown",
+            str(table),
+        ]
+    )
     captured = capsys.readouterr()
     assert status == 0, captured.err
     assert "fifo" in captured.out and "volcano" in captured.out
@@ -77,8 +105,21 @@ def test_philly_slice_table_json_markdown(
 
 def test_generate_with_plots(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     out = tmp_path / "plots"
-    status = main(["simulate", "--generate", "0.2", "--nodes", "4", "--policy", "fifo",
-                   "--policy", "slurm", "--out", str(out)])
+    status = main(
+        [
+            "simulate",
+            "--generate",
+            "0.2",
+            "--nodes",
+            "4",
+            "--policy",
+            "fifo",
+            "--policy",
+            "slurm",
+            "--out",
+            str(out),
+        ]
+    )
     captured = capsys.readouterr()
     assert status == 0, captured.err
     assert "generated (0.2 days, seed 0)" in captured.out
@@ -92,11 +133,28 @@ def test_generate_with_plots(tmp_path: Path, capsys: pytest.CaptureFixture[str])
 def test_job_bigger_than_cluster_is_rejected_others_run(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    trace = write(tmp_path / "jobs.csv",
-                  "name,submit,runtime,gpus\nsmall,0,60,1\nhuge,10,60,128\nfull,20,60,8\n")
+    trace = write(
+        tmp_path / "jobs.csv",
+        "name,submit,runtime,gpus\nsmall,0,60,1\nhuge,10,60,128\nfull,20,60,8\n",
+    )
     report = tmp_path / "run.json"
-    status = main(["simulate", "--trace", trace, "--nodes", "2", "--gpus-per-node", "8",
-                   "--policy", "fifo", "--policy", "k8s-default", "--json", str(report)])
+    status = main(
+        [
+            "simulate",
+            "--trace",
+            trace,
+            "--nodes",
+            "2",
+            "--gpus-per-node",
+            "8",
+            "--policy",
+            "fifo",
+            "--policy",
+            "k8s-default",
+            "--json",
+            str(report),
+        ]
+    )
     captured = capsys.readouterr()
     assert status == 0, captured.err
     for figures in json.loads(report.read_text(encoding="utf-8"))["policies"].values():
@@ -110,13 +168,17 @@ def test_job_bigger_than_cluster_is_rejected_others_run(
 def test_openb_trace_defaults_to_the_node_list_next_to_it(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    write(tmp_path / "openb_node_list_gpu_node.csv",
-          "sn,cpu_milli,memory_mib,gpu,model\nn0,64000,262144,2,P100\nn1,96000,393216,8,V100\n")
-    pods = write(tmp_path / "openb_pod_list_default.csv",
-                 "name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec,qos,pod_phase,"
-                 "creation_time,deletion_time,scheduled_time\n"
-                 "p0,4000,1024,1,1000,,LS,Running,0,100,0\n"
-                 "p1,4000,1024,1,500,,BE,Running,5,200,5\n")
+    write(
+        tmp_path / "openb_node_list_gpu_node.csv",
+        "sn,cpu_milli,memory_mib,gpu,model\nn0,64000,262144,2,P100\nn1,96000,393216,8,V100\n",
+    )
+    pods = write(
+        tmp_path / "openb_pod_list_default.csv",
+        "name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec,qos,pod_phase,"
+        "creation_time,deletion_time,scheduled_time\n"
+        "p0,4000,1024,1,1000,,LS,Running,0,100,0\n"
+        "p1,4000,1024,1,500,,BE,Running,5,200,5\n",
+    )
     status = main(["simulate", "--trace", pods, "--policy", "fifo"])
     captured = capsys.readouterr()
     assert status == 0, captured.err
@@ -136,9 +198,22 @@ def test_malformed_row_names_file_line_and_field(
 def test_malformed_row_through_python_m_phalanx(tmp_path: Path) -> None:
     trace = write(tmp_path / "broken.csv", "submit,runtime,gpus\n0,10,1\n5,10,-4\n")
     done = subprocess.run(
-        [sys.executable, "-m", "phalanx", "simulate", "--trace", trace, "--nodes", "2",
-         "--policy", "fifo"],
-        capture_output=True, text=True, timeout=60, check=False,
+        [
+            sys.executable,
+            "-m",
+            "phalanx",
+            "simulate",
+            "--trace",
+            trace,
+            "--nodes",
+            "2",
+            "--policy",
+            "fifo",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
     )
     assert done.returncode == 2
     assert "Traceback" not in done.stderr
@@ -176,9 +251,11 @@ def test_bad_cluster_yaml_names_the_line(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     trace = write(tmp_path / "jobs.csv", "submit,runtime,gpus\n0,10,1\n")
-    cluster = write(tmp_path / "cluster.yaml",
-                    "nodes:\n  - names: gpu[1-2]\n    gpus: -8\n    gpu_model: H100\n"
-                    "    cpus: 8\n    memory: 64G\n")
+    cluster = write(
+        tmp_path / "cluster.yaml",
+        "nodes:\n  - names: gpu[1-2]\n    gpus: -8\n    gpu_model: H100\n"
+        "    cpus: 8\n    memory: 64G\n",
+    )
     assert main(["simulate", "--trace", trace, "--cluster", cluster]) == 2
     message = error_line(capsys)
     assert message.startswith("phalanx: error: ")

@@ -13,8 +13,8 @@ from phalanx.domain.time import HOUR, MINUTE
 from phalanx.engine import Engine, Event, Launch, Submit, TasksExited
 from phalanx.live.clock import FakeClock
 from phalanx.live.executor import FakeExecutor
-from phalanx.live.loop import ControlLoop
 from phalanx.live.journal import Journal, JournalError, MemoryJournal, SqliteJournal
+from phalanx.live.loop import ControlLoop
 from phalanx.policies.catalog import profile
 from phalanx.sim.generator import generate
 from phalanx.sim.simulator import Simulator

@@ -75,9 +75,7 @@ def test_kueue_admits_within_quota_and_borrows_what_the_cohort_leaves() -> None:
 
 
 def test_kueue_without_borrowing_holds_an_account_at_its_quota() -> None:
-    profile = dataclasses.replace(
-        POLICIES["kueue"], params={"admit/quota": {"borrowing": False}}
-    )
+    profile = dataclasses.replace(POLICIES["kueue"], params={"admit/quota": {"borrowing": False}})
     cluster = small_cluster(nodes=2, gpus=8, per_leaf=2, quotas={"a": 8, "b": 8})
     d = EngineDriver(cluster, profile)
     [a1] = d.submit(make_job(gpus=8, account="a"))
@@ -89,9 +87,7 @@ def test_kueue_without_borrowing_holds_an_account_at_its_quota() -> None:
 
 
 def test_kueue_quota_from_shares_when_none_is_set() -> None:
-    profile = dataclasses.replace(
-        POLICIES["kueue"], params={"admit/quota": {"borrowing": False}}
-    )
+    profile = dataclasses.replace(POLICIES["kueue"], params={"admit/quota": {"borrowing": False}})
     cluster = small_cluster(nodes=2, gpus=8, per_leaf=2, accounts={"a": 1, "b": 3})
     d = EngineDriver(cluster, profile)
     [a1] = d.submit(make_job(gpus=4, account="a"))

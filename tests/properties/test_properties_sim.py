@@ -25,9 +25,7 @@ from phalanx.sim.workload import TraceJob
 from phalanx.testing import make_job, small_cluster
 
 PROFILES = sorted(POLICIES)
-SETTINGS = settings(
-    max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow]
-)
+SETTINGS = settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
 @st.composite

@@ -15,9 +15,7 @@ def fresh() -> Capacity:
 
 
 def same(a: Capacity, b: Capacity) -> bool:
-    return all(
-        np.array_equal(getattr(a, f), getattr(b, f)) for f in ("gpus", "cpus", "mem", "dev")
-    )
+    return all(np.array_equal(getattr(a, f), getattr(b, f)) for f in ("gpus", "cpus", "mem", "dev"))
 
 
 def test_whole_gpus_take_and_give_back_exactly() -> None:

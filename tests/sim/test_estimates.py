@@ -62,8 +62,17 @@ def test_negative_runtime_is_a_bug() -> None:
 
 @pytest.mark.parametrize(
     ("gpus", "shape"),
-    [(0, (1, 0)), (1, (1, 1)), (8, (1, 8)), (9, (3, 3)), (12, (2, 6)), (16, (2, 8)),
-     (24, (3, 8)), (128, (16, 8)), (11, (11, 1))],
+    [
+        (0, (1, 0)),
+        (1, (1, 1)),
+        (8, (1, 8)),
+        (9, (3, 3)),
+        (12, (2, 6)),
+        (16, (2, 8)),
+        (24, (3, 8)),
+        (128, (16, 8)),
+        (11, (11, 1)),
+    ],
 )
 def test_gang_shape(gpus: int, shape: tuple[int, int]) -> None:
     assert gang_shape(gpus) == shape
@@ -73,7 +82,11 @@ def test_select_orders_windows_limits_and_compresses() -> None:
     submits = [5_000, 1_000, 3_000, 1_000, 9_001]
     assert select(submits, TraceOptions()) == [(1, 0), (3, 0), (2, 2_000), (0, 4_000), (4, 8_001)]
     assert select(submits, TraceOptions(load=2.0)) == [
-        (1, 0), (3, 0), (2, 1_000), (0, 2_000), (4, 4_000)
+        (1, 0),
+        (3, 0),
+        (2, 1_000),
+        (0, 2_000),
+        (4, 4_000),
     ]
     # The window is in trace time after the first submit; the result is rebased to 0.
     assert select(submits, TraceOptions(window=(2_000, 8_000))) == [(2, 0), (0, 2_000)]
@@ -83,8 +96,12 @@ def test_select_orders_windows_limits_and_compresses() -> None:
 
 @pytest.mark.parametrize(
     ("options", "field"),
-    [(TraceOptions(limit=-1), "limit"), (TraceOptions(load=0.0), "load"),
-     (TraceOptions(load=float("nan")), "load"), (TraceOptions(window=(5, 1)), "window")],
+    [
+        (TraceOptions(limit=-1), "limit"),
+        (TraceOptions(load=0.0), "load"),
+        (TraceOptions(load=float("nan")), "load"),
+        (TraceOptions(window=(5, 1)), "window"),
+    ],
 )
 def test_bad_options_are_trace_errors(options: TraceOptions, field: str) -> None:
     with pytest.raises(TraceError) as info:

@@ -25,8 +25,9 @@ def test_sorted_within_horizon_and_limits_cover_runtimes(week: list[TraceJob]) -
     assert all(a.submit <= b.submit for a, b in itertools.pairwise(week))
     # Burst members may spill at most five minutes past the end.
     assert week[0].submit >= 0 and week[-1].submit < 7 * DAY + 5 * MINUTE
-    assert all(job.spec.time_limit is not None and job.spec.time_limit >= job.runtime
-               for job in week)
+    assert all(
+        job.spec.time_limit is not None and job.spec.time_limit >= job.runtime for job in week
+    )
     assert len({job.trace_id for job in week}) == len(week)
 
 

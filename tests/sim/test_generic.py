@@ -28,36 +28,66 @@ def test_csv(tmp_path: Path) -> None:
     assert [job.submit for job in jobs] == [0, 5_000, 10_500, 20_000]
     job1, frac, big, job3 = jobs
     assert (big.spec.account, big.spec.user, big.spec.partition, big.spec.qos) == (
-        "team-a", "ann", "gpu", "high")
+        "team-a",
+        "ann",
+        "gpu",
+        "high",
+    )
     assert (big.spec.nodes_min, big.spec.gpus_per_node, big.spec.time_limit) == (2, 8, 3_600_000)
     assert big.spec.checkpoint_interval == 10 * MINUTE
     assert (job1.spec.account, job1.spec.user, job1.spec.qos) == ("root", "root", "normal")
     assert (job1.spec.nodes_min, job1.spec.gpus_per_node) == (2, 6)
     assert job1.spec.time_limit is not None and job1.spec.time_limit >= job1.runtime
-    assert (frac.spec.gpu_milli, frac.spec.cpus_per_task, frac.spec.mem_per_node_mb) == (500, 2,
-                                                                                      1024)
+    assert (frac.spec.gpu_milli, frac.spec.cpus_per_task, frac.spec.mem_per_node_mb) == (
+        500,
+        2,
+        1024,
+    )
     assert frac.spec.gpu_models == frozenset({"A100", "H100"}) and frac.runtime == SECOND
     assert (job3.spec.nodes_min, job3.spec.gpus_per_node) == (4, 6)
 
 
 def test_jsonl_matches_csv(tmp_path: Path) -> None:
     rows = [
-        {"submit": 10.5, "runtime": 60, "gpus": 16, "account": "team-a", "user": "ann",
-         "name": "big", "time_limit": 3600, "partition": "gpu", "qos": "high",
-         "checkpoint_interval": 600, "nodes": None},
+        {
+            "submit": 10.5,
+            "runtime": 60,
+            "gpus": 16,
+            "account": "team-a",
+            "user": "ann",
+            "name": "big",
+            "time_limit": 3600,
+            "partition": "gpu",
+            "qos": "high",
+            "checkpoint_interval": 600,
+            "nodes": None,
+        },
         {"submit": 0, "runtime": 30, "gpus": 12},
-        {"submit": "5", "runtime": 0, "gpus": 0, "name": "frac", "gpu_milli": 500, "cpus": 2,
-         "mem_mb": 1024, "gpu_model": "A100|H100"},
+        {
+            "submit": "5",
+            "runtime": 0,
+            "gpus": 0,
+            "name": "frac",
+            "gpu_milli": 500,
+            "cpus": 2,
+            "mem_mb": 1024,
+            "gpu_model": "A100|H100",
+        },
         {"submit": 20, "runtime": 1, "gpus": 24, "nodes": 4},
     ]
     text = "\n".join(json.dumps(row) for row in rows) + "\n\n"
     jsonl = read_trace(write(tmp_path, "jobs.jsonl", text))
     csv = read_trace(write(tmp_path, "jobs.csv", CSV))
     assert [(j.submit, j.spec, j.runtime) for j in jsonl] == [
-        (j.submit, j.spec, j.runtime) for j in csv]
+        (j.submit, j.spec, j.runtime) for j in csv
+    ]
     assert [j.line for j in jsonl] == [2, 3, 1, 4] and [j.line for j in csv] == [3, 4, 2, 5]
     assert [job.submit for job in read_generic(str(tmp_path / "jobs.jsonl"), load=2.0)] == [
-        0, 2_500, 5_250, 10_000]
+        0,
+        2_500,
+        5_250,
+        10_000,
+    ]
     assert len(read_generic(str(tmp_path / "jobs.jsonl"), limit=3, window=(1, 60_000))) == 3
 
 

@@ -24,8 +24,15 @@ _ids = iter(range(1, 10**9))
 def job(**kw: Any) -> JobRecord:
     """A finished 1-GPU job submitted at 0 that ran 10 s, unless told otherwise."""
     fields: dict[str, Any] = {
-        "job_id": next(_ids), "account": "a", "user": "u", "gpus": 1.0, "submit": 0,
-        "runtime_ms": 10 * SECOND, "first_start": 0, "end": 10 * SECOND, "state": "COMPLETED",
+        "job_id": next(_ids),
+        "account": "a",
+        "user": "u",
+        "gpus": 1.0,
+        "submit": 0,
+        "runtime_ms": 10 * SECOND,
+        "first_start": 0,
+        "end": 10 * SECOND,
+        "state": "COMPLETED",
     }
     fields.update(kw)
     return JobRecord(**fields)
@@ -36,8 +43,15 @@ def run_of(jobs: list[JobRecord], **kw: Any) -> RunRecord:
 
 
 def test_eta_theta_and_productive_hours_with_gang_wait_and_lost_work() -> None:
-    j = job(compute_gpu_ms=8000, gang_wait_gpu_ms=2000, lost_gpu_ms=1000, evict_gpu_ms=500,
-            cleanup_gpu_ms=500, launch_gpu_ms=1000, preemptions=2)
+    j = job(
+        compute_gpu_ms=8000,
+        gang_wait_gpu_ms=2000,
+        lost_gpu_ms=1000,
+        evict_gpu_ms=500,
+        cleanup_gpu_ms=500,
+        launch_gpu_ms=1000,
+        preemptions=2,
+    )
     m = summarize(run_of([j], mfu=0.5))
     # eta = 8000 / (8000 + 2000 + (1000 + 500) + 500)
     assert m.eta_sched == pytest.approx(8000 / 12000)
@@ -154,11 +168,31 @@ def test_per_account_without_segments_uses_job_intervals() -> None:
 def test_to_json_dict_has_the_documented_keys() -> None:
     keys = set(to_json_dict(summarize(run_of([job()]))))
     assert {
-        "jobs", "eta_sched", "theta_overhead", "utilization", "jct_mean_s", "jct_p50_s",
-        "jct_p95_s", "jct_p99_s", "wait_mean_s", "wait_p95_s", "bounded_slowdown_mean",
-        "makespan_s", "gang_wait_gpu_hours", "lost_gpu_hours", "preempt_penalty_gpu_hours",
-        "cleanup_gpu_hours", "productive_gpu_hours", "preemptions", "deadlocks",
-        "fairness_jain", "rejected", "unfinished", "sim_wall_s", "jobs_per_s", "passes",
+        "jobs",
+        "eta_sched",
+        "theta_overhead",
+        "utilization",
+        "jct_mean_s",
+        "jct_p50_s",
+        "jct_p95_s",
+        "jct_p99_s",
+        "wait_mean_s",
+        "wait_p95_s",
+        "bounded_slowdown_mean",
+        "makespan_s",
+        "gang_wait_gpu_hours",
+        "lost_gpu_hours",
+        "preempt_penalty_gpu_hours",
+        "cleanup_gpu_hours",
+        "productive_gpu_hours",
+        "preemptions",
+        "deadlocks",
+        "fairness_jain",
+        "rejected",
+        "unfinished",
+        "sim_wall_s",
+        "jobs_per_s",
+        "passes",
     } <= keys
     assert "policy" not in keys
     assert isinstance(summarize(run_of([])), PolicyMetrics)
@@ -169,8 +203,14 @@ def test_summarize_is_fast_for_a_large_trace() -> None:
     n = 82_000
     submits = np.sort(rng.integers(0, 30 * 24 * HOUR, n))
     jobs = [
-        job(account=f"acct{k % 50}", submit=int(s), first_start=int(s) + 1000,
-            end=int(s) + 60_000, runtime_ms=59_000, compute_gpu_ms=59_000)
+        job(
+            account=f"acct{k % 50}",
+            submit=int(s),
+            first_start=int(s) + 1000,
+            end=int(s) + 60_000,
+            runtime_ms=59_000,
+            compute_gpu_ms=59_000,
+        )
         for k, s in enumerate(submits)
     ]
     timeline = [(int(s), float(k % 64)) for k, s in enumerate(submits)]

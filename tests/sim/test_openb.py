@@ -8,8 +8,10 @@ from phalanx.sim.traces import read_trace
 from phalanx.sim.traces.openb import UNTIMED_RUNTIME, openb_cluster, read_openb
 
 OPENB = Path(__file__).resolve().parents[3] / "shared" / "traces" / "openb"
-HEADER = ("name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec,qos,pod_phase,creation_time,"
-          "deletion_time,scheduled_time\n")
+HEADER = (
+    "name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec,qos,pod_phase,creation_time,"
+    "deletion_time,scheduled_time\n"
+)
 ROWS = [
     "pod-a,12000,16384,1,1000,,LS,Running,100,1100,100",  # line 2: one whole GPU
     "pod-b,6000,12288,1,460,V100M16|V100M32,BE,Running,50,950,150",  # fractional, scheduled
@@ -38,8 +40,9 @@ def test_pods_are_mapped(tmp_path: Path) -> None:
     assert (c.spec.gpus_per_task, c.spec.cpus_per_task, c.spec.mem_per_node_mb) == (0, 3, 4096)
     assert c.runtime == 60 * SECOND  # deletion - creation: never scheduled
     assert (d.spec.gpus_per_task, d.spec.nodes_min, d.runtime) == (8, 1, SECOND)
-    assert all(job.spec.time_limit is not None and job.spec.time_limit >= job.runtime
-               for job in jobs)
+    assert all(
+        job.spec.time_limit is not None and job.spec.time_limit >= job.runtime for job in jobs
+    )
 
 
 def test_options(tmp_path: Path) -> None:
@@ -92,8 +95,10 @@ def test_real_cluster_and_pod_list() -> None:
 
 def test_cluster_with_small_switches(tmp_path: Path) -> None:
     path = tmp_path / "nodes.csv"
-    path.write_text("sn,cpu_milli,memory_mib,gpu,model\n"
-                    + "".join(f"n{i},64000,1024,{i % 3},T4\n" for i in range(5)))
+    path.write_text(
+        "sn,cpu_milli,memory_mib,gpu,model\n"
+        + "".join(f"n{i},64000,1024,{i % 3},T4\n" for i in range(5))
+    )
     cluster = openb_cluster(str(path), nodes_per_switch=2)
     assert [leaf.children for leaf in cluster.leaves] == [(0, 1), (2, 3), (4,)]
     assert (cluster.nodes[0].cpus, cluster.total_gpus) == (64, 4)

@@ -105,5 +105,6 @@ def test_the_real_trace() -> None:
     assert gpus[1] == 76_627
     assert (gpus[2], gpus[4], gpus[8], gpus[16], gpus[128]) == (1_818, 1_870, 1_643, 199, 3)
     assert len({job.spec.account for job in jobs}) == 15
-    assert all(job.spec.time_limit is not None and job.spec.time_limit >= job.runtime
-               for job in jobs)
+    assert all(
+        job.spec.time_limit is not None and job.spec.time_limit >= job.runtime for job in jobs
+    )

@@ -20,18 +20,43 @@ def small_run(policy: str, shift: int) -> RunRecord:
         submit = k * HOUR
         start = submit + shift * k * SECOND
         end = start + 3 * HOUR
-        jobs.append(JobRecord(job_id=k, account="a", user="u", gpus=4.0, submit=submit,
-                              runtime_ms=3 * HOUR, first_start=start, end=end))
+        jobs.append(
+            JobRecord(
+                job_id=k,
+                account="a",
+                user="u",
+                gpus=4.0,
+                submit=submit,
+                runtime_ms=3 * HOUR,
+                first_start=start,
+                end=end,
+            )
+        )
         segments.append(Segment(k, k % 5, start, end, 4.0))
     level = 0.0
     events = sorted([(j.first_start or 0, 4.0) for j in jobs] + [(j.end or 0, -4.0) for j in jobs])
     for t, delta in events:
         level += delta
         timeline.append((t, level))
-    jobs.append(JobRecord(job_id=99, account="a", user="u", gpus=1.0, submit=0, runtime_ms=1,
-                          rejected="never fits"))
-    return RunRecord(policy=policy, total_gpus=40, node_count=5, jobs=jobs,
-                     alloc_timeline=timeline, segments=segments)
+    jobs.append(
+        JobRecord(
+            job_id=99,
+            account="a",
+            user="u",
+            gpus=1.0,
+            submit=0,
+            runtime_ms=1,
+            rejected="never fits",
+        )
+    )
+    return RunRecord(
+        policy=policy,
+        total_gpus=40,
+        node_count=5,
+        jobs=jobs,
+        alloc_timeline=timeline,
+        segments=segments,
+    )
 
 
 def assert_png(path: str) -> None:
@@ -43,8 +68,12 @@ def test_write_plots_writes_pngs(tmp_path: Path) -> None:
     runs = {"fifo": small_run("fifo", 10), "sched/backfill": small_run("sched/backfill", 0)}
     paths = write_plots(str(tmp_path / "plots"), runs)
     names = [Path(p).name for p in paths]
-    assert names == ["utilization.png", "wait_cdf.png", "gantt_fifo.png",
-                     "gantt_sched-backfill.png"]
+    assert names == [
+        "utilization.png",
+        "wait_cdf.png",
+        "gantt_fifo.png",
+        "gantt_sched-backfill.png",
+    ]
     for p in paths:
         assert_png(p)
 
@@ -62,16 +91,32 @@ def test_write_plots_is_fast_for_a_large_run(tmp_path: Path) -> None:
     start = submit + rng.integers(0, HOUR, n)
     end = start + rng.integers(SECOND, 6 * HOUR, n)
     node = rng.integers(0, 128, n)
-    jobs = [JobRecord(job_id=k, account="a", user="u", gpus=1.0, submit=int(submit[k]),
-                      runtime_ms=int(end[k] - start[k]), first_start=int(start[k]),
-                      end=int(end[k])) for k in range(n)]
+    jobs = [
+        JobRecord(
+            job_id=k,
+            account="a",
+            user="u",
+            gpus=1.0,
+            submit=int(submit[k]),
+            runtime_ms=int(end[k] - start[k]),
+            first_start=int(start[k]),
+            end=int(end[k]),
+        )
+        for k in range(n)
+    ]
     segments = [Segment(k, int(node[k]), int(start[k]), int(end[k]), 1.0) for k in range(n)]
     times = np.concatenate([start, end])
     deltas = np.concatenate([np.ones(n), -np.ones(n)])
     order = np.argsort(times, kind="stable")
     timeline = list(zip(times[order].tolist(), np.cumsum(deltas[order]).tolist(), strict=True))
-    run = RunRecord(policy="big", total_gpus=1024, node_count=128, jobs=jobs,
-                    alloc_timeline=timeline, segments=segments)
+    run = RunRecord(
+        policy="big",
+        total_gpus=1024,
+        node_count=128,
+        jobs=jobs,
+        alloc_timeline=timeline,
+        segments=segments,
+    )
     began = time.perf_counter()
     paths = write_plots(str(tmp_path), {"big": run})
     elapsed = time.perf_counter() - began

@@ -31,7 +31,9 @@ def test_jobs_are_read_and_odd_ones_skipped(tmp_path: Path) -> None:
     assert loaded.skipped == 2
     jobs = loaded.jobs
     assert [(job.trace_id, job.submit, job.line) for job in jobs] == [
-        ("swf-2", 0, 4), ("swf-4", 60 * SECOND, 7), ("swf-1", 90 * SECOND, 3)
+        ("swf-2", 0, 4),
+        ("swf-4", 60 * SECOND, 7),
+        ("swf-1", 90 * SECOND, 3),
     ]
     two, four, one = jobs
     assert (one.spec.nodes_min, one.spec.gpus_per_node, one.spec.time_limit) == (2, 8, 7200_000)

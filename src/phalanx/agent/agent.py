@@ -31,6 +31,8 @@ from phalanx.api.wire import (
     AgentHello,
     AgentReports,
     AgentWelcome,
+    ReportsAck,
+    RunReport,
 )
 
 __all__ = ["EXIT_REFUSED", "Agent"]
@@ -48,6 +50,8 @@ _STOP_GRACE_S = 3.0
 _FINAL_REPORT_TIMEOUT_S = 2.0
 _COMMANDS_PER_TURN = 32
 _POLL_SLACK_S = 10.0
+_REPOST_S = 1.0
+"""How often ends the controller has not acknowledged yet are posted again."""
 """A long poll may take this much longer than the wait it asked for before it is given up."""
 
 
@@ -180,7 +184,13 @@ class Agent:
             await asyncio.sleep(backoff)
             backoff = min(backoff * 2, _REGISTER_BACKOFF_CAP_S)
 
+    def _acknowledge(self, sent: list[RunReport], acked: list[list[int]]) -> None:
+        """Forget the ends the controller has journaled (it names them run by run)."""
+        done = {(pair[0], pair[1]) for pair in acked if len(pair) == 2}
+        self._runner.acknowledge(r for r in sent if (r.job_id, r.run) in done)
+
     def _welcomed(self, welcome: AgentWelcome) -> None:
+        self._acknowledge(self._runner.unacked(), welcome.acked)
         if welcome.node != self.machine.name:
             log.warning("registered as %s, answered for %s", self.machine.name, welcome.node)
         self._controller_id = welcome.controller_id
@@ -256,9 +266,15 @@ class Agent:
         self._collect()  # failed launches are reported like ended runs
 
     async def _send_reports(self) -> None:
-        """Post every unacknowledged end; ends during a post wait for the next one."""
+        """Post every unacknowledged end; ends during a post wait for the next one. Ends the
+        controller keeps unacknowledged (a gang whose other nodes have not reported yet) are
+        posted again after a while."""
         while True:
-            await self._ended.wait()
+            try:
+                await asyncio.wait_for(self._ended.wait(), _REPOST_S)
+            except TimeoutError:
+                if not self._runner.unacked():
+                    continue
             self._ended.clear()
             await self._post_until_acknowledged()
 
@@ -271,7 +287,7 @@ class Agent:
             try:
                 resp = await self._http_client.post(path, json=body)
                 if resp.status_code == 200:
-                    self._runner.acknowledge(batch)
+                    self._acknowledge(batch, ReportsAck.model_validate_json(resp.content).acked)
                     return
                 if resp.status_code in (404, 409):
                     await self._reregister(generation)
@@ -316,7 +332,7 @@ class Agent:
                 timeout=_FINAL_REPORT_TIMEOUT_S,
             )
             if resp.status_code == 200:
-                runner.acknowledge(final)
+                self._acknowledge(final, ReportsAck.model_validate_json(resp.content).acked)
             else:
                 log.warning("final reports refused (%d): %s", resp.status_code, resp.text)
         except httpx.HTTPError as exc:

@@ -32,8 +32,7 @@ def to_spec(req: JobRequest, caller: Caller, home: str | None = None) -> JobSpec
     if not os.path.isabs(workdir):
         from phalanx.errors import SpecError
 
-        raise SpecError(f"the working directory must be absolute, not {workdir!r}",
-                        field="workdir")
+        raise SpecError(f"the working directory must be absolute, not {workdir!r}", field="workdir")
     extra: list[tuple[str, str]] = []
     if req.open_mode == "append":
         extra.append(("open_mode", "append"))

@@ -27,7 +27,8 @@ class _State(Collector):
     def collect(self) -> Iterator[Metric]:
         svc = self.service
         queue = GaugeMetricFamily(
-            "phalanx_jobs", "Jobs not finished, by state and pending reason",
+            "phalanx_jobs",
+            "Jobs not finished, by state and pending reason",
             labels=["state", "reason"],
         )
         for (state, reason), n in sorted(svc.counts().items()):
@@ -45,11 +46,13 @@ class _State(Collector):
             "phalanx_eta_sched", "Scheduling efficiency over the last 15 minutes", value=eta
         )
         yield GaugeMetricFamily(
-            "phalanx_theta_overhead", "Overhead share of held GPU time, last 15 minutes",
+            "phalanx_theta_overhead",
+            "Overhead share of held GPU time, last 15 minutes",
             value=theta,
         )
         yield CounterMetricFamily(
-            "phalanx_submissions", "Jobs submitted (array tasks each count)",
+            "phalanx_submissions",
+            "Jobs submitted (array tasks each count)",
             value=svc.stats.submitted,
         )
         yield CounterMetricFamily(

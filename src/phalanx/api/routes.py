@@ -42,16 +42,17 @@ from phalanx.errors import InputError, NotAllowed, NotFound, PhalanxError, State
 __all__ = ["Access", "create_app"]
 
 HEARTBEAT_S = 10.0
-_ERRORS: dict[int | str, dict[str, Any]] = {
-    code: {"model": ErrorBody} for code in (403, 404, 422)
-}
+_ERRORS: dict[int | str, dict[str, Any]] = {code: {"model": ErrorBody} for code in (403, 404, 422)}
 
 
 class Access:
     """Who may do what: peers by uid, TCP callers by token."""
 
     def __init__(
-        self, *, tokens: Mapping[str, str] | None = None, admins: frozenset[str] = frozenset(),
+        self,
+        *,
+        tokens: Mapping[str, str] | None = None,
+        admins: frozenset[str] = frozenset(),
         owner_uid: int = 0,
     ) -> None:
         self.tokens = dict(tokens or {})
@@ -121,8 +122,11 @@ def create_app(service: Service, access: Access | None = None) -> FastAPI:
         field = ".".join(loc) or None
         message = str(first.get("msg", "invalid request"))
         return JSONResponse(
-            {"error": f"{field}: {message}" if field else message, "field": field,
-             "detail": jsonable_errors(exc)},
+            {
+                "error": f"{field}: {message}" if field else message,
+                "field": field,
+                "detail": jsonable_errors(exc),
+            },
             status_code=422,
         )
 
@@ -186,8 +190,9 @@ def create_app(service: Service, access: Access | None = None) -> FastAPI:
     ) -> Response:
         id_list = _ints(ids, "ids") if ids else None
         states = [s for s in state.split(",") if s] if state else None
-        found = service.jobs(finished=all, states=states, user=user, partition=partition,
-                             ids=id_list)
+        found = service.jobs(
+            finished=all, states=states, user=user, partition=partition, ids=id_list
+        )
         cluster = service.cluster
         return JSONResponse({"jobs": [job_info(j, cluster) for j in found]})
 
@@ -228,22 +233,36 @@ def create_app(service: Service, access: Access | None = None) -> FastAPI:
             state = "down" if down else ("allocated" if gpus or cpus else "idle")
             if not down and 0 < gpus < node.gpus:
                 state = "mixed"
-            out.append({
-                "name": node.name, "state": state, "gpus": node.gpus, "gpus_alloc": gpus,
-                "gpu_model": node.gpu_model, "cpus": node.cpus, "cpus_alloc": cpus,
-                "memory_mb": node.memory_mb, "leaf": cluster.leaves[node.leaf].name,
-                "partitions": member.get(node.index, []), "agent": not down,
-                "reason": "Not responding" if down else "",
-            })
+            out.append(
+                {
+                    "name": node.name,
+                    "state": state,
+                    "gpus": node.gpus,
+                    "gpus_alloc": gpus,
+                    "gpu_model": node.gpu_model,
+                    "cpus": node.cpus,
+                    "cpus_alloc": cpus,
+                    "memory_mb": node.memory_mb,
+                    "leaf": cluster.leaves[node.leaf].name,
+                    "partitions": member.get(node.index, []),
+                    "agent": not down,
+                    "reason": "Not responding" if down else "",
+                }
+            )
         return out
 
     @app.get("/v1/partitions", response_model=list[PartitionInfo])
     async def partitions(who: Who) -> list[dict[str, Any]]:
         cluster = service.cluster
         return [
-            {"name": p.name, "nodes": [cluster.nodes[i].name for i in p.nodes],
-             "default": p.default, "max_time_ms": p.max_time, "default_time_ms": p.default_time,
-             "priority_tier": p.priority_tier}
+            {
+                "name": p.name,
+                "nodes": [cluster.nodes[i].name for i in p.nodes],
+                "default": p.default,
+                "max_time_ms": p.max_time,
+                "default_time_ms": p.default_time,
+                "priority_tier": p.priority_tier,
+            }
             for p in cluster.partitions.values()
         ]
 
@@ -259,16 +278,21 @@ def create_app(service: Service, access: Access | None = None) -> FastAPI:
     @app.post("/v1/agents/register", response_model=AgentWelcome, responses=_ERRORS)
     async def register(hello: AgentHello, who: Admin) -> dict[str, Any]:
         acked = service.register(hello.model_dump())
-        return {"controller_id": service.id, "node": hello.node, "heartbeat_s": HEARTBEAT_S,
-                "acked": [list(k) for k in acked]}
+        return {
+            "controller_id": service.id,
+            "node": hello.node,
+            "heartbeat_s": HEARTBEAT_S,
+            "acked": [list(k) for k in acked],
+        }
 
     @app.get("/v1/agents/{node}/commands", response_model=AgentCommands, responses=_ERRORS)
     async def commands(
-        node: str, who: Admin, after: int = 0,
+        node: str,
+        who: Admin,
+        after: int = 0,
         wait: Annotated[float, Query(ge=0, le=60)] = HEARTBEAT_S,
     ) -> dict[str, Any]:
-        return {"controller_id": service.id,
-                "commands": await service.commands(node, after, wait)}
+        return {"controller_id": service.id, "commands": await service.commands(node, after, wait)}
 
     @app.post("/v1/agents/{node}/reports", response_model=ReportsAck, responses=_ERRORS)
     async def reports(node: str, body: AgentReports, who: Admin) -> dict[str, Any]:
@@ -289,5 +313,7 @@ def _ints(text: str, field: str) -> list[int]:
 
 
 def jsonable_errors(exc: RequestValidationError) -> list[dict[str, Any]]:
-    return [{"loc": [str(p) for p in e.get("loc", ())], "msg": str(e.get("msg", ""))}
-            for e in exc.errors()]
+    return [
+        {"loc": [str(p) for p in e.get("loc", ())], "msg": str(e.get("msg", ""))}
+        for e in exc.errors()
+    ]

@@ -10,20 +10,41 @@ __all__ = ["add_arguments", "run"]
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--state-dir", type=Path, help="default $PHALANX_STATE_DIR or "
-                        "~/.local/state/phalanx")
-    parser.add_argument("--config", type=Path, help="cluster definition (YAML); default: "
-                        "this machine as one node")
+    parser.add_argument(
+        "--state-dir", type=Path, help="default $PHALANX_STATE_DIR or ~/.local/state/phalanx"
+    )
+    parser.add_argument(
+        "--config", type=Path, help="cluster definition (YAML); default: this machine as one node"
+    )
     parser.add_argument("--policy", default="phalanx", help="scheduling profile")
-    parser.add_argument("--port", type=int, default=6817, help="TCP port on 127.0.0.1 "
-                        "(0: any free port, written to controller.port)")
+    parser.add_argument(
+        "--port",
+        type=int,
+        default=6817,
+        help="TCP port on 127.0.0.1 (0: any free port, written to controller.port)",
+    )
     parser.add_argument("--host", default="127.0.0.1")
-    parser.add_argument("--admin", action="append", default=[], metavar="USER",
-                        help="a user who may act on every job (root always may)")
-    parser.add_argument("--epilog", type=int, default=0, metavar="MS",
-                        help="time a node spends in COMPLETING after a job (ms)")
-    parser.add_argument("--dead-after", type=int, default=60, metavar="S",
-                        help="seconds without an agent before its node is marked down")
+    parser.add_argument(
+        "--admin",
+        action="append",
+        default=[],
+        metavar="USER",
+        help="a user who may act on every job (root always may)",
+    )
+    parser.add_argument(
+        "--epilog",
+        type=int,
+        default=0,
+        metavar="MS",
+        help="time a node spends in COMPLETING after a job (ms)",
+    )
+    parser.add_argument(
+        "--dead-after",
+        type=int,
+        default=60,
+        metavar="S",
+        help="seconds without an agent before its node is marked down",
+    )
     parser.add_argument("--gpus", type=int, help="GPUs of this machine, to emulate them")
     parser.add_argument("--gpu-model", help="GPU model of this machine, to emulate it")
     parser.add_argument("--cpus", type=int, help="CPUs of this machine (emulation)")
@@ -40,10 +61,16 @@ def cluster_of(args: argparse.Namespace):  # type: ignore[no-untyped-def]
     from phalanx.agent.machine import describe
     from phalanx.server.machine_cluster import one_node_cluster
 
-    machine = describe(gpus=args.gpus, gpu_model=args.gpu_model, cpus=args.cpus,
-                       memory_mb=args.memory)
-    return one_node_cluster(machine.name, gpus=machine.gpus, gpu_model=machine.gpu_model or "",
-                            cpus=machine.cpus, memory_mb=machine.memory_mb)
+    machine = describe(
+        gpus=args.gpus, gpu_model=args.gpu_model, cpus=args.cpus, memory_mb=args.memory
+    )
+    return one_node_cluster(
+        machine.name,
+        gpus=machine.gpus,
+        gpu_model=machine.gpu_model or "",
+        cpus=machine.cpus,
+        memory_mb=machine.memory_mb,
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -52,13 +79,15 @@ def run(args: argparse.Namespace) -> int:
     from phalanx.server.serve import run as serve
     from phalanx.server.statedir import StateDir, default_state_dir
 
-    logging.basicConfig(level=args.log_level.upper(),
-                        format="%(asctime)s %(name)s %(levelname)s %(message)s")
+    logging.basicConfig(
+        level=args.log_level.upper(), format="%(asctime)s %(name)s %(levelname)s %(message)s"
+    )
     if args.policy not in POLICIES:
         from phalanx.errors import InputError
 
-        raise InputError(f"unknown policy {args.policy!r}; one of {', '.join(POLICIES)}",
-                         field="--policy")
+        raise InputError(
+            f"unknown policy {args.policy!r}; one of {', '.join(POLICIES)}", field="--policy"
+        )
     opts = ControllerOptions(
         state=StateDir(args.state_dir or default_state_dir()),
         cluster=cluster_of(args),

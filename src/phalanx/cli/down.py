@@ -14,8 +14,9 @@ __all__ = ["add_arguments", "run"]
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--state-dir", type=Path, help="default $PHALANX_STATE_DIR or "
-                        "~/.local/state/phalanx")
+    parser.add_argument(
+        "--state-dir", type=Path, help="default $PHALANX_STATE_DIR or ~/.local/state/phalanx"
+    )
 
 
 def _pids(path: Path) -> list[int]:

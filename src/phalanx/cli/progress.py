@@ -76,7 +76,11 @@ class RunProgress:
         rate = jobs / wall_s if wall_s > 0 else 0.0
         line = f"policy {policy}: {jobs:,} jobs in {wall_s:.1f} s ({rate:,.0f} jobs/s)"
         if self._bar is not None and self._task is not None:
-            self._bar.update(self._task, completed=jobs, total=jobs,
-                             description=f"policy {policy} ({rate:,.0f} jobs/s)")
+            self._bar.update(
+                self._task,
+                completed=jobs,
+                total=jobs,
+                description=f"policy {policy} ({rate:,.0f} jobs/s)",
+            )
             return
         print(line, file=self._stream, flush=True)

@@ -51,45 +51,99 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     work = parser.add_argument_group("workload (one of --trace and --generate)")
     source = work.add_mutually_exclusive_group(required=True)
     source.add_argument("--trace", metavar="PATH", help="trace file to replay")
-    source.add_argument("--generate", metavar="DAYS", type=_positive_float,
-                        help="use the seeded synthetic workload of DAYS days instead")
-    work.add_argument("--trace-format", choices=FORMATS, type=str.lower,
-                      help="format of --trace (default: from its header or extension)")
-    work.add_argument("--limit", metavar="N", type=_non_negative_int,
-                      help="keep the first N jobs (after --window)")
-    work.add_argument("--window", metavar="START:END", type=_window,
-                      help="keep jobs submitted in [START, END) hours after the first submit")
-    work.add_argument("--load", metavar="X", type=_positive_float, default=1.0,
-                      help="divide submit times by X: X=2 doubles the arrival rate (default 1)")
-    work.add_argument("--seed", metavar="S", type=int, default=0,
-                      help="seed of time-limit estimates, the generator and faults (default 0)")
+    source.add_argument(
+        "--generate",
+        metavar="DAYS",
+        type=_positive_float,
+        help="use the seeded synthetic workload of DAYS days instead",
+    )
+    work.add_argument(
+        "--trace-format",
+        choices=FORMATS,
+        type=str.lower,
+        help="format of --trace (default: from its header or extension)",
+    )
+    work.add_argument(
+        "--limit",
+        metavar="N",
+        type=_non_negative_int,
+        help="keep the first N jobs (after --window)",
+    )
+    work.add_argument(
+        "--window",
+        metavar="START:END",
+        type=_window,
+        help="keep jobs submitted in [START, END) hours after the first submit",
+    )
+    work.add_argument(
+        "--load",
+        metavar="X",
+        type=_positive_float,
+        default=1.0,
+        help="divide submit times by X: X=2 doubles the arrival rate (default 1)",
+    )
+    work.add_argument(
+        "--seed",
+        metavar="S",
+        type=int,
+        default=0,
+        help="seed of time-limit estimates, the generator and faults (default 0)",
+    )
 
     where = parser.add_argument_group("cluster (one of --cluster and --nodes)")
     shape = where.add_mutually_exclusive_group()
     shape.add_argument("--cluster", metavar="FILE", help="cluster definition (YAML)")
     shape.add_argument("--nodes", metavar="N", type=int, help="a uniform cluster of N nodes")
-    where.add_argument("--gpus-per-node", metavar="G", type=int,
-                       help=f"GPUs per node with --nodes (default {DEFAULT_GPUS_PER_NODE})")
-    where.add_argument("--nodes-per-switch", metavar="S", type=int,
-                       help=f"nodes per leaf switch with --nodes (default "
-                            f"{DEFAULT_NODES_PER_SWITCH}) or for an openb node list "
-                            f"(default 16)")
+    where.add_argument(
+        "--gpus-per-node",
+        metavar="G",
+        type=int,
+        help=f"GPUs per node with --nodes (default {DEFAULT_GPUS_PER_NODE})",
+    )
+    where.add_argument(
+        "--nodes-per-switch",
+        metavar="S",
+        type=int,
+        help=f"nodes per leaf switch with --nodes (default "
+        f"{DEFAULT_NODES_PER_SWITCH}) or for an openb node list "
+        f"(default 16)",
+    )
 
     sim = parser.add_argument_group("simulation")
-    sim.add_argument("--policy", metavar="NAME", action="append", dest="policies",
-                     help=f"a policy to run; repeat for several (default all: "
-                          f"{', '.join(POLICIES)})")
-    sim.add_argument("--mtbf", metavar="HOURS", type=_positive_float,
-                     help="mean time between failures of each node (needs --repair)")
-    sim.add_argument("--repair", metavar="HOURS", type=_positive_float,
-                     help="mean repair time of a failed node (needs --mtbf)")
-    sim.add_argument("--mfu", metavar="F", type=_fraction, default=0.4,
-                     help="model FLOPs utilisation for productive GPU-hours (default 0.4)")
+    sim.add_argument(
+        "--policy",
+        metavar="NAME",
+        action="append",
+        dest="policies",
+        help=f"a policy to run; repeat for several (default all: {', '.join(POLICIES)})",
+    )
+    sim.add_argument(
+        "--mtbf",
+        metavar="HOURS",
+        type=_positive_float,
+        help="mean time between failures of each node (needs --repair)",
+    )
+    sim.add_argument(
+        "--repair",
+        metavar="HOURS",
+        type=_positive_float,
+        help="mean repair time of a failed node (needs --mtbf)",
+    )
+    sim.add_argument(
+        "--mfu",
+        metavar="F",
+        type=_fraction,
+        default=0.4,
+        help="model FLOPs utilisation for productive GPU-hours (default 0.4)",
+    )
 
     out = parser.add_argument_group("output")
     out.add_argument("--json", metavar="FILE", help="write every figure as JSON")
-    out.add_argument("--per-account", action="store_true",
-                     help="add per-account figures to the JSON under 'accounts'")
+    out.add_argument(
+        "--per-account",
+        action="store_true",
+        help="add per-account figures to the JSON under 'accounts'",
+    )
     out.add_argument("--markdown", metavar="FILE", help="write the table as markdown")
     out.add_argument("--out", metavar="DIR", help="write PNG charts into DIR")
 
@@ -101,7 +155,8 @@ def run(args: argparse.Namespace) -> int:
     workload = _load_workload(args)
     cluster = _build_cluster(args, workload.fmt)
     faults = (
-        None if args.mtbf is None
+        None
+        if args.mtbf is None
         else FaultModel(round(args.mtbf * HOUR), round(args.repair * HOUR), args.seed)
     )
     keep_runs = args.out is not None
@@ -111,8 +166,14 @@ def run(args: argparse.Namespace) -> int:
     rejected: dict[str, list[str]] = {}
     with RunProgress() as progress:
         for prof in profiles:
-            simulator = Simulator(cluster.cluster, prof, workload.jobs, faults=faults,
-                                  mfu=args.mfu, keep_segments=keep_runs or args.per_account)
+            simulator = Simulator(
+                cluster.cluster,
+                prof,
+                workload.jobs,
+                faults=faults,
+                mfu=args.mfu,
+                keep_segments=keep_runs or args.per_account,
+            )
             record = simulator.run(progress=progress.start(prof.name, len(workload.jobs)))
             metrics = summarize(record)
             progress.finished(prof.name, metrics.jobs, record.sim_wall_s)
@@ -128,8 +189,10 @@ def run(args: argparse.Namespace) -> int:
         if metrics.rejected:
             jobs = "1 job" if metrics.rejected == 1 else f"{metrics.rejected:,} jobs"
             ids = "job id" if len(rejected[name]) == 1 else "job ids"
-            print(f"policy {name}: {jobs} rejected (could never fit this cluster), "
-                  f"e.g. {ids} {', '.join(rejected[name])}")
+            print(
+                f"policy {name}: {jobs} rejected (could never fit this cluster), "
+                f"e.g. {ids} {', '.join(rejected[name])}"
+            )
     _write_outputs(args, results, accounts, runs, workload, cluster)
     return 0
 
@@ -158,8 +221,9 @@ def _load_workload(args: argparse.Namespace) -> Workload:
     if not os.path.isfile(path):
         raise TraceError("no such trace file", source=path)
     fmt: str = args.trace_format or guess_format(path)
-    jobs = read_trace(path, fmt, limit=args.limit, window=args.window, load=args.load,
-                      seed=args.seed)
+    jobs = read_trace(
+        path, fmt, limit=args.limit, window=args.window, load=args.load, seed=args.seed
+    )
     return Workload(jobs, os.path.basename(path), path, fmt)
 
 
@@ -214,18 +278,22 @@ def _check_combinations(args: argparse.Namespace) -> None:
         given, missing = ("--mtbf", "--repair") if args.repair is None else ("--repair", "--mtbf")
         raise InputError(f"needed with {given}", field=missing)
     if args.cluster is not None:
-        for flag, value in (("--gpus-per-node", args.gpus_per_node),
-                            ("--nodes-per-switch", args.nodes_per_switch)):
+        for flag, value in (
+            ("--gpus-per-node", args.gpus_per_node),
+            ("--nodes-per-switch", args.nodes_per_switch),
+        ):
             if value is not None:
-                raise InputError("the cluster file already says this; use it with --nodes",
-                                 field=flag)
+                raise InputError(
+                    "the cluster file already says this; use it with --nodes", field=flag
+                )
     if args.nodes is None and args.gpus_per_node is not None:
         raise InputError("needs --nodes", field="--gpus-per-node")
     if args.trace is None and args.trace_format is not None:
         raise InputError("only applies to --trace", field="--trace-format")
     if args.per_account and args.json is None:
-        raise InputError("per-account figures go into the JSON: add --json FILE",
-                         field="--per-account")
+        raise InputError(
+            "per-account figures go into the JSON: add --json FILE", field="--per-account"
+        )
 
 
 # -- 4. the report ----------------------------------------------------------------------------
@@ -234,12 +302,13 @@ def _check_combinations(args: argparse.Namespace) -> None:
 def _title(workload: Workload, cluster: ClusterChoice, load: float) -> str:
     facts = cluster.facts()
     if facts["gpus_per_node"] is not None:
-        size = (f"{facts['nodes']:,} nodes x {facts['gpus_per_node']} GPUs "
-                f"({facts['gpus']:,} GPUs)")
+        size = f"{facts['nodes']:,} nodes x {facts['gpus_per_node']} GPUs ({facts['gpus']:,} GPUs)"
     else:
         size = f"{facts['nodes']:,} nodes ({facts['gpus']:,} GPUs)"
-    return (f"{workload.label}: {len(workload.jobs):,} jobs on {size}, "
-            f"{facts['nodes_per_switch']}-node leaves, load {load:g}")
+    return (
+        f"{workload.label}: {len(workload.jobs):,} jobs on {size}, "
+        f"{facts['nodes_per_switch']}-node leaves, load {load:g}"
+    )
 
 
 def _print_results(results: dict[str, PolicyMetrics], title: str) -> None:
@@ -304,7 +373,8 @@ def _write_outputs(
             "limit": args.limit,
             "window_ms": None if args.window is None else list(args.window),
             "mfu": args.mfu,
-            "faults": None if args.mtbf is None
+            "faults": None
+            if args.mtbf is None
             else {"mtbf_hours": args.mtbf, "repair_hours": args.repair},
         }
         if args.per_account:

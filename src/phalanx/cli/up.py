@@ -29,17 +29,35 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     controller_cli.add_arguments(parser)
     parser.add_argument("--detach", action="store_true", help="run in the background")
     parser.add_argument(
-        "--agents", default=None, metavar="all|none|NAMES",
+        "--agents",
+        default=None,
+        metavar="all|none|NAMES",
         help="which nodes get an agent on this machine (default: this host's node if the "
-             "cluster has it, else all of them, emulated)",
+        "cluster has it, else all of them, emulated)",
     )
 
 
 def _controller_argv(args: argparse.Namespace, state: Path) -> list[str]:
-    argv = [sys.executable, "-m", "phalanx", "controller", "--state-dir", str(state),
-            "--policy", args.policy, "--port", str(args.port), "--host", args.host,
-            "--epilog", str(args.epilog), "--dead-after", str(args.dead_after),
-            "--log-level", args.log_level]
+    argv = [
+        sys.executable,
+        "-m",
+        "phalanx",
+        "controller",
+        "--state-dir",
+        str(state),
+        "--policy",
+        args.policy,
+        "--port",
+        str(args.port),
+        "--host",
+        args.host,
+        "--epilog",
+        str(args.epilog),
+        "--dead-after",
+        str(args.dead_after),
+        "--log-level",
+        args.log_level,
+    ]
     if args.config is not None:
         argv += ["--config", str(args.config.resolve())]
     for flag in ("gpus", "gpu_model", "cpus", "memory"):
@@ -102,8 +120,9 @@ def run(args: argparse.Namespace) -> int:
     state.make()
     running = _alive(state.pid)
     if running is not None:
-        print(f"phalanx up: a controller already runs (pid {running}, {state.root})",
-              file=sys.stderr)
+        print(
+            f"phalanx up: a controller already runs (pid {running}, {state.root})", file=sys.stderr
+        )
         return 1
     cluster = controller_cli.cluster_of(args)  # read here too: bad YAML fails before forking
     nodes = _agent_nodes(args, [n.name for n in cluster.nodes])
@@ -111,30 +130,56 @@ def run(args: argparse.Namespace) -> int:
     log = state.logs / "controller.log"
     with open(log, "ab") as out:
         controller = subprocess.Popen(
-            _controller_argv(args, state.root), stdin=subprocess.DEVNULL, stdout=out,
-            stderr=subprocess.STDOUT, env=env, start_new_session=args.detach,
+            _controller_argv(args, state.root),
+            stdin=subprocess.DEVNULL,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            env=env,
+            start_new_session=args.detach,
         )
     procs = [controller]
     try:
         _wait_ready(state.root, controller, log)
         for name in nodes:
             node = cluster.nodes[cluster.node_index(name) or 0]
-            argv = [sys.executable, "-m", "phalanx.agent", "--socket", str(state.socket),
-                    "--node", name, "--gpus", str(node.gpus), "--gpu-model", node.gpu_model,
-                    "--cpus", str(node.cpus), "--memory", str(node.memory_mb)]
+            argv = [
+                sys.executable,
+                "-m",
+                "phalanx.agent",
+                "--socket",
+                str(state.socket),
+                "--node",
+                name,
+                "--gpus",
+                str(node.gpus),
+                "--gpu-model",
+                node.gpu_model,
+                "--cpus",
+                str(node.cpus),
+                "--memory",
+                str(node.memory_mb),
+            ]
             with open(state.logs / f"agent-{name}.log", "ab") as out:
-                procs.append(subprocess.Popen(
-                    argv, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
-                    env=env, start_new_session=args.detach,
-                ))
+                procs.append(
+                    subprocess.Popen(
+                        argv,
+                        stdin=subprocess.DEVNULL,
+                        stdout=out,
+                        stderr=subprocess.STDOUT,
+                        env=env,
+                        start_new_session=args.detach,
+                    )
+                )
         state.agents_pid.write_text("".join(f"{p.pid}\n" for p in procs[1:]))
     except BaseException:
         _stop(procs[::-1])
         raise
     port = state.port.read_text().strip() if state.port.exists() else str(args.port)
     gpus = sum(n.gpus for n in cluster.nodes)
-    print(f"Phalanx is up: {len(cluster.nodes)} node(s), {gpus} GPU(s), "
-          f"{len(nodes)} agent(s) on this machine.")
+    print(
+        f"Phalanx is up: {len(cluster.nodes)} node(s), {gpus} GPU(s), "
+        f"{len(nodes)} agent(s) on this machine."
+    )
     print(f"  state   {state.root}")
     print(f"  API     unix:{state.socket}  http://{args.host}:{port}/v1 (token in {state.token})")
     print(f"  logs    {state.logs}")

@@ -124,12 +124,22 @@ def cluster_from_yaml(text: str, source: str = "<cluster>") -> Cluster:
     leaf_of = {n: leaf.index for leaf in leaves for n in leaf.children}
     for i, e in enumerate(entries):
         if e.block is not None and i in blocks and blocks[i] != e.block:
-            raise e.where.error(f"node {e.name!r} has nvlink_block {e.block} and is in block "
-                                f"{blocks[i]} of topology.blocks")
+            raise e.where.error(
+                f"node {e.name!r} has nvlink_block {e.block} and is in block "
+                f"{blocks[i]} of topology.blocks"
+            )
     nodes = tuple(
-        Node(index=i, name=e.name, gpus=e.gpus, gpu_model=e.gpu_model, cpus=e.cpus,
-             memory_mb=e.memory_mb, leaf=leaf_of[i], features=e.features,
-             block=e.block if e.block is not None else blocks.get(i))
+        Node(
+            index=i,
+            name=e.name,
+            gpus=e.gpus,
+            gpu_model=e.gpu_model,
+            cpus=e.cpus,
+            memory_mb=e.memory_mb,
+            leaf=leaf_of[i],
+            features=e.features,
+            block=e.block if e.block is not None else blocks.get(i),
+        )
         for i, e in enumerate(entries)
     )
     return Cluster(
@@ -198,7 +208,7 @@ def _auto_tree(
     order: Sequence[int], per_leaf: int, leaves_per_spine: int | None
 ) -> tuple[tuple[Switch, ...], tuple[Switch, ...]]:
     """Leaves ``leaf01..`` of ``per_leaf`` nodes in ``order``; spines only if over one leaf."""
-    groups = [tuple(sorted(order[i:i + per_leaf])) for i in range(0, len(order), per_leaf)]
+    groups = [tuple(sorted(order[i : i + per_leaf])) for i in range(0, len(order), per_leaf)]
     width = max(2, len(str(len(groups))))
     per_spine = leaves_per_spine or len(groups)
     n_spines = 0 if len(groups) <= 1 else -(-len(groups) // per_spine)
@@ -207,8 +217,7 @@ def _auto_tree(
         for i, g in enumerate(groups)
     )
     spines = tuple(
-        Switch(s, f"spine{s + 1}", _span(s, per_spine, len(groups)))
-        for s in range(n_spines)
+        Switch(s, f"spine{s + 1}", _span(s, per_spine, len(groups))) for s in range(n_spines)
     )
     return leaves, spines
 
@@ -265,7 +274,8 @@ def _explicit_leaves(
         for n in members:
             if n in owner:
                 raise leaf_spec["nodes"].error(
-                    f"node {entries[n].name!r} is in leaf {owner[n]!r} and leaf {name!r}")
+                    f"node {entries[n].name!r} is in leaf {owner[n]!r} and leaf {name!r}"
+                )
             owner[n] = name
         leaves.append(Switch(i, name, tuple(sorted(set(members)))))
     orphans = [e.name for i, e in enumerate(entries) if i not in owner]
@@ -310,8 +320,18 @@ def _parse_partitions(field: YamlField | None, index: dict[str, int]) -> dict[st
     has_default = False
     for item in field.sequence():
         spec = item.mapping(
-            ("name", "nodes", "default", "default_time", "max_time", "priority_tier",
-             "priority_job_factor", "preempt_mode", "grace_time", "profile"),
+            (
+                "name",
+                "nodes",
+                "default",
+                "default_time",
+                "max_time",
+                "priority_tier",
+                "priority_job_factor",
+                "preempt_mode",
+                "grace_time",
+                "profile",
+            ),
             required=("name",),
         )
         name = _unique_name(item, spec, set(out), "partition")
@@ -354,8 +374,12 @@ def _parse_accounts(field: YamlField | None) -> dict[str, Account]:
                 raise spec["parent"].error("account 'root' cannot have a parent")
             parent = None
         parsed[name] = (
-            Account(name, parent, shares=optional(spec, "shares", YamlField.as_int, 1),
-                    quota_gpus=optional(spec, "quota_gpus", YamlField.as_int, None)),
+            Account(
+                name,
+                parent,
+                shares=optional(spec, "shares", YamlField.as_int, 1),
+                quota_gpus=optional(spec, "quota_gpus", YamlField.as_int, None),
+            ),
             spec.get("parent", item),
         )
     accounts = {"root": Account("root", None)}
@@ -441,8 +465,15 @@ def regular_cluster(
     leaves, spines = _auto_tree(range(nodes), nodes_per_switch, leaves_per_spine)
     width = max(3, len(str(nodes)))
     node_list = tuple(
-        Node(index=i, name=f"{prefix}{i + 1:0{width}d}", gpus=gpus_per_node, gpu_model=gpu_model,
-             cpus=cpus_per_node, memory_mb=memory_mb, leaf=i // nodes_per_switch)
+        Node(
+            index=i,
+            name=f"{prefix}{i + 1:0{width}d}",
+            gpus=gpus_per_node,
+            gpu_model=gpu_model,
+            cpus=cpus_per_node,
+            memory_mb=memory_mb,
+            leaf=i // nodes_per_switch,
+        )
         for i in range(nodes)
     )
     return Cluster(

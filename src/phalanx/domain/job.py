@@ -102,9 +102,7 @@ class JobSpec:
             if not 0 < self.gpu_milli < MILLI:
                 raise SpecError("a GPU fraction must be between 0 and 1", field="gpu_milli")
             if self.gpus_per_task or self.tasks_per_node != 1 or self.nodes_max != 1:
-                raise SpecError(
-                    "a GPU fraction is only for a single-task job", field="gpu_milli"
-                )
+                raise SpecError("a GPU fraction is only for a single-task job", field="gpu_milli")
         if self.cpus_per_task < 0 or self.mem_per_node_mb < 0:
             raise SpecError("CPUs and memory cannot be negative", field="cpus/mem")
         if self.time_limit is not None and self.time_limit <= 0:

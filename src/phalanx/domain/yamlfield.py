@@ -67,9 +67,7 @@ class YamlField:
             return YamlField(node, f"{self.path}[{key}]", self.source)
         return YamlField(node, f"{self.path}.{key}" if self.path else key, self.source)
 
-    def mapping(
-        self, allowed: Iterable[str], required: Iterable[str] = ()
-    ) -> dict[str, YamlField]:
+    def mapping(self, allowed: Iterable[str], required: Iterable[str] = ()) -> dict[str, YamlField]:
         """Key -> field, in file order. Unknown, duplicate and missing keys are errors; keys
         whose value is null are left out, so null always means "absent"."""
         if not isinstance(self.node, yaml.MappingNode):

@@ -194,9 +194,7 @@ class Engine:
         self._running[job.id] = job
         self.state.start(job.id, job.account, alloc, now + job.time_limit)
         if job.array_job_id is not None:
-            self._array_running[job.array_job_id] = (
-                self._array_running.get(job.array_job_id, 0) + 1
-            )
+            self._array_running[job.array_job_id] = self._array_running.get(job.array_job_id, 0) + 1
         self.decisions.add(now, "start", job.id, job.run, alloc.nodes)
         if self._persist:
             self._out.append(Persist(job.id, "start", (("run", job.run), ("nodes", alloc.nodes))))

@@ -9,6 +9,7 @@ journal and then waits for agents to say what still runs.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import time
 import uuid
@@ -17,12 +18,12 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from phalanx.domain.caller import Caller
 from phalanx.domain.cluster import Cluster
 from phalanx.domain.job import JobSpec
 from phalanx.domain.state import JobState
 from phalanx.domain.time import SECOND, Duration, Instant
 from phalanx.engine import Cancel, Engine, NodeDown, NodeUp
-from phalanx.domain.caller import Caller
 from phalanx.errors import NotAllowed, NotFound, PhalanxError
 from phalanx.live.clock import Clock, WallClock
 from phalanx.live.fleet import DEAD_AFTER, Fleet, RunKey
@@ -65,7 +66,10 @@ class Controller:
         self.engine = Engine(cluster, profile)
         self.loop = ControlLoop(self.engine, self.clock, journal)
         self.fleet = Fleet(
-            cluster, self.loop.report, self.loop.deliver, epilog_ms=epilog_ms,
+            cluster,
+            self.loop.report,
+            self.loop.deliver,
+            epilog_ms=epilog_ms,
             run_as_submitter=run_as_submitter,
         )
         self.loop.attach(self.fleet)
@@ -109,10 +113,8 @@ class Controller:
             if due is not None:
                 wait = min(wait, max(0.0, (due - self.clock.now()) / 1000))
             if wait > 0:
-                try:
+                with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(self._kick.wait(), wait)
-                except TimeoutError:
-                    pass
             else:
                 await asyncio.sleep(0)  # let the API in between batches
 
@@ -200,8 +202,12 @@ class Controller:
         return out
 
     def finished(
-        self, *, user: str | None = None, since: Instant | None = None,
-        until: Instant | None = None, ids: Iterable[int] | None = None,
+        self,
+        *,
+        user: str | None = None,
+        since: Instant | None = None,
+        until: Instant | None = None,
+        ids: Iterable[int] | None = None,
     ) -> list[Job]:
         jobs = self.jobs(finished=True, user=user, ids=ids)
         out = []
@@ -223,8 +229,11 @@ class Controller:
             raise NotFound(f"node {node!r} is not in the cluster definition")
         now = self.clock.now()
         acked = self.fleet.register(
-            node, str(hello["boot_id"]), str(hello.get("address") or "127.0.0.1"),
-            hello.get("runs", ()), now,
+            node,
+            str(hello["boot_id"]),
+            str(hello.get("address") or "127.0.0.1"),
+            hello.get("runs", ()),
+            now,
         )
         if node in self._down:
             self._down.discard(node)
@@ -249,18 +258,19 @@ class Controller:
         out = self.fleet.take(node, after, self.clock.now())
         if out or wait <= 0:
             return out
-        try:
+        with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(agent.wake.wait(), wait)
-        except TimeoutError:
-            pass
         return self.fleet.take(node, after, self.clock.now())
 
     def _check_agents(self) -> None:
         now = self.clock.now()
         if now - self.started < self._dead_after:
             return  # a restarted controller gives agents time to come back
-        dead = [a.node for a in self.fleet.agents.values()
-                if a.node not in self._down and now - max(a.seen, self.started) > self._dead_after]
+        dead = [
+            a.node
+            for a in self.fleet.agents.values()
+            if a.node not in self._down and now - max(a.seen, self.started) > self._dead_after
+        ]
         if not dead:
             return
         events = []
@@ -285,8 +295,12 @@ class Controller:
         out = []
         for node in self.cluster.nodes:
             i = node.index
-            out.append((float(state.node_gpus[i] - state.cap.gpus[i]),
-                        int(state.node_cpus[i] - state.cap.cpus[i])))
+            out.append(
+                (
+                    float(state.node_gpus[i] - state.cap.gpus[i]),
+                    int(state.node_cpus[i] - state.cap.cpus[i]),
+                )
+            )
         return out
 
     def efficiency(self, window_ms: int) -> tuple[float, float]:

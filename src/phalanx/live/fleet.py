@@ -116,8 +116,9 @@ class Fleet:
         if run is None or self.replaying:
             return  # a replayed signal was sent before the crash, or is past its use
         for node in run.waiting:
-            self._send(node, {"kind": "signal", "job_id": cmd.job_id, "run": cmd.run,
-                              "signal": cmd.signal})
+            self._send(
+                node, {"kind": "signal", "job_id": cmd.job_id, "run": cmd.run, "signal": cmd.signal}
+            )
 
     def kill(self, cmd: Kill, at: Instant) -> None:
         run = self.runs.get((cmd.job_id, cmd.run))
@@ -132,8 +133,9 @@ class Fleet:
         self._deliver(CleanupDone(at + self._epilog, cmd.job_id, cmd.run))
 
     # ------------------------------------------------------------------ agents
-    def register(self, node: str, boot_id: str, address: str, runs: Iterable[Mapping[str, Any]],
-                 now: Instant) -> list[RunKey]:
+    def register(
+        self, node: str, boot_id: str, address: str, runs: Iterable[Mapping[str, Any]], now: Instant
+    ) -> list[RunKey]:
         """An agent (re)connects and says what it runs and what ended unacknowledged.
         Return the runs whose end is now journaled (acknowledged)."""
         agent = self.agents[node]
@@ -269,33 +271,53 @@ class Fleet:
             env = dict(base_env)
             env.update(
                 task_environment(
-                    job_id=cmd.job_id, spec=spec, alloc=cmd.alloc, cluster=self.cluster,
-                    place=place, submit_dir=workdir, master_port=master_port(cmd.job_id),
-                    master_addr=first, **array,
+                    job_id=cmd.job_id,
+                    spec=spec,
+                    alloc=cmd.alloc,
+                    cluster=self.cluster,
+                    place=place,
+                    submit_dir=workdir,
+                    master_port=master_port(cmd.job_id),
+                    master_addr=first,
+                    **array,
                 )
             )
 
             def path(pattern: str, task: int = place.global_rank, on: str = node) -> str:
                 name = expand_pattern(
-                    pattern, job_id=cmd.job_id, name=spec.name, user=spec.user, node=on,
-                    task=task, **array,
+                    pattern,
+                    job_id=cmd.job_id,
+                    name=spec.name,
+                    user=spec.user,
+                    node=on,
+                    task=task,
+                    **array,
                 )
                 return os.path.join(workdir, name)
 
             command = per_node.get(node)
             if command is None:
                 command = per_node[node] = {
-                    "kind": "launch", "job_id": cmd.job_id, "run": cmd.run, "tasks": [],
-                    "cpus": cmd.alloc.cpus, "memory_mb": cmd.alloc.mem_mb,
+                    "kind": "launch",
+                    "job_id": cmd.job_id,
+                    "run": cmd.run,
+                    "tasks": [],
+                    "cpus": cmd.alloc.cpus,
+                    "memory_mb": cmd.alloc.mem_mb,
                 }
-            command["tasks"].append({
-                "argv": list(spec.command), "cwd": workdir, "env": env,
-                "stdout": path(spec.output or default_out),
-                "stderr": path(spec.error) if spec.error is not None else None,
-                "open_mode": _open_mode(spec.extra, cmd.run, place.node_position),
-                "uid": uid, "gid": gid,
-                "rank": place.global_rank,
-            })
+            command["tasks"].append(
+                {
+                    "argv": list(spec.command),
+                    "cwd": workdir,
+                    "env": env,
+                    "stdout": path(spec.output or default_out),
+                    "stderr": path(spec.error) if spec.error is not None else None,
+                    "open_mode": _open_mode(spec.extra, cmd.run, place.node_position),
+                    "uid": uid,
+                    "gid": gid,
+                    "rank": place.global_rank,
+                }
+            )
         return per_node
 
 

@@ -101,8 +101,13 @@ class ProcessExecutor:
                     return os.path.join(
                         spec.workdir,
                         expand_pattern(
-                            pattern, job_id=cmd.job_id, name=spec.name, user=spec.user,
-                            node=on, task=task, **array,
+                            pattern,
+                            job_id=cmd.job_id,
+                            name=spec.name,
+                            user=spec.user,
+                            node=on,
+                            task=task,
+                            **array,
                         ),
                     )
 

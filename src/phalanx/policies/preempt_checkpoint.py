@@ -35,11 +35,7 @@ def may_preempt(job: Job, victim: Job, cluster: Cluster) -> bool:
     if qos is not None and victim.spec.qos in qos.preempt:
         return vqos is None or vqos.preempt_mode is not PreemptMode.OFF
     part = cluster.partitions.get(victim.partition)
-    return (
-        victim.tier < job.tier
-        and part is not None
-        and part.preempt_mode is not PreemptMode.OFF
-    )
+    return victim.tier < job.tier and part is not None and part.preempt_mode is not PreemptMode.OFF
 
 
 def could_preempt_any(job: Job, cluster: Cluster) -> bool:
@@ -141,9 +137,7 @@ class CheckpointPreempt:
             candidates = [r for r in self._cheap_candidates(job, ctx) if not ctx.is_preempting(r)]
         if not candidates:
             return None
-        candidates.sort(
-            key=lambda r: (lost_work(r, now), -(r.alloc.gpus if r.alloc else 0), r.seq)
-        )
+        candidates.sort(key=lambda r: (lost_work(r, now), -(r.alloc.gpus if r.alloc else 0), r.seq))
         cap = ctx.state.cap.copy()
         chosen: list[Job] = []
         for r in candidates:

@@ -69,9 +69,7 @@ class MultifactorPriority:
             value = self._fs[job.account] = self._tree.factor(job.account)
         return value
 
-    def _static(
-        self, job: Job, ctx: PassContext
-    ) -> tuple[float, float, float, float, float]:
+    def _static(self, job: Job, ctx: PassContext) -> tuple[float, float, float, float, float]:
         """Factors that never change while a job waits: size, partition, QOS, short."""
         cluster = ctx.cluster
         if self._max_part is None:

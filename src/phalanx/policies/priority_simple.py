@@ -48,8 +48,8 @@ def las_queue(attained_gpu_ms: int, thresholds: Sequence[int]) -> int:
 class LasPriority:
     def __init__(self, params: Mapping[str, object]) -> None:
         raw = params.get("thresholds_gpu_ms", DEFAULT_THRESHOLDS)
-        self.thresholds = tuple(int(x) for x in raw) if isinstance(raw, list | tuple) else (
-            DEFAULT_THRESHOLDS
+        self.thresholds = (
+            tuple(int(x) for x in raw) if isinstance(raw, list | tuple) else (DEFAULT_THRESHOLDS)
         )
         starve = params.get("starve_factor", 8.0)
         self.starve_factor = float(starve) if isinstance(starve, int | float) else 8.0

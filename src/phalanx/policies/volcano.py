@@ -31,9 +31,7 @@ class DrfScheduler:
         queues: dict[str, list[Job]] = {}
         for job in ctx.pending():
             queues.setdefault(job.account, []).append(job)
-        heap = [
-            (state.account_gpus.get(acct, 0.0) / total, acct, 0) for acct in sorted(queues)
-        ]
+        heap = [(state.account_gpus.get(acct, 0.0) / total, acct, 0) for acct in sorted(queues)]
         heapq.heapify(heap)
         failed: dict[object, Status] = {}
         only_whole = not ctx.more_than_whole_gpus_pending()

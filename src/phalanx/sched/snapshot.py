@@ -52,9 +52,7 @@ class ClusterState:
         dev = np.full((self.n, max(self.max_gpus, 1)), -1, dtype=np.int64)
         for nd in nodes:
             dev[nd.index, : nd.gpus] = MILLI
-        self.cap = Capacity(
-            self.node_gpus.copy(), self.node_cpus.copy(), self.node_mem.copy(), dev
-        )
+        self.cap = Capacity(self.node_gpus.copy(), self.node_cpus.copy(), self.node_mem.copy(), dev)
         self.up: BoolArray = np.ones(self.n, dtype=np.bool_)
         self._part_masks: dict[str, BoolArray] = {}
         for name, part in cluster.partitions.items():

@@ -145,8 +145,12 @@ class Timeline:
                         gl[node] += len(devices) * whole
                         cl[node] += alloc.cpus
                         ml[node] += alloc.mem_mb
-                        if ok_node[node] and not before and gl[node] >= g and cl[node] >= c and (
-                            ml[node] >= m
+                        if (
+                            ok_node[node]
+                            and not before
+                            and gl[node] >= g
+                            and cl[node] >= c
+                            and (ml[node] >= m)
                         ):
                             fitting += 1
                     i += 1

@@ -73,7 +73,10 @@ async def serve(opts: ControllerOptions) -> None:
     tokens = {token: pwd.getpwuid(owner).pw_name, **opts.tokens}
     journal = SqliteJournal(str(state.database))
     controller = Controller(
-        opts.cluster, profile(opts.policy), journal, epilog_ms=opts.epilog_ms,
+        opts.cluster,
+        profile(opts.policy),
+        journal,
+        epilog_ms=opts.epilog_ms,
         dead_after=opts.dead_after_ms,
     )
     replayed = controller.recover()
@@ -83,7 +86,11 @@ async def serve(opts: ControllerOptions) -> None:
     port = sockets[1].getsockname()[1]
     state.port.write_text(f"{port}\n")
     config = uvicorn.Config(
-        app, http=peer_protocol(), log_level="warning", access_log=False, lifespan="off",
+        app,
+        http=peer_protocol(),
+        log_level="warning",
+        access_log=False,
+        lifespan="off",
         timeout_keep_alive=30,
     )
     server = uvicorn.Server(config)

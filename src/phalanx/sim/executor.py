@@ -69,8 +69,9 @@ class SimulatedExecutor:
             self.timeline.append((at, self.allocated))
 
     # -- commands -------------------------------------------------------------------------
-    def launch(self, at: Instant, job_id: int, run: int, gpus: float, nodes: tuple[int, ...]
-               ) -> TasksExited:
+    def launch(
+        self, at: Instant, job_id: int, run: int, gpus: float, nodes: tuple[int, ...]
+    ) -> TasksExited:
         state = RunState(run, gpus, nodes, at, self.latency)
         self.runs[job_id] = state
         rec = self.records[job_id]

@@ -110,8 +110,9 @@ def _pretrain(rng: random.Random, times: list[Instant], account: str) -> Iterato
         nodes = rng.choices((8, 16, 32, 64, 128), weights=(8, 6, 4, 2, 1))[0]
         runtime = round(rng.uniform(1 * DAY, 5 * DAY))
         checkpoint = rng.randint(30, 60) * MINUTE
-        yield _Draft(at, runtime, f"pretrain{k}", account, _user(rng, account), nodes, 8, 0,
-                     checkpoint)
+        yield _Draft(
+            at, runtime, f"pretrain{k}", account, _user(rng, account), nodes, 8, 0, checkpoint
+        )
 
 
 def _finetune(rng: random.Random, times: list[Instant], account: str) -> Iterator[_Draft]:
@@ -120,8 +121,9 @@ def _finetune(rng: random.Random, times: list[Instant], account: str) -> Iterato
         hours = rng.lognormvariate(math.log(3.0), 0.8)
         runtime = min(24 * HOUR, max(10 * MINUTE, round(hours * HOUR)))
         checkpoint = HOUR if rng.random() < 0.5 else None
-        yield _Draft(at, runtime, f"finetune{k}", account, _user(rng, account), 1, gpus, 0,
-                     checkpoint)
+        yield _Draft(
+            at, runtime, f"finetune{k}", account, _user(rng, account), 1, gpus, 0, checkpoint
+        )
 
 
 def _sweeps(rng: random.Random, times: list[Instant], account: str) -> Iterator[_Draft]:
@@ -141,8 +143,9 @@ def _rlhf(rng: random.Random, times: list[Instant], account: str) -> Iterator[_D
             runtime = _log_uniform(rng, 5 * SECOND, 10 * MINUTE)
             # Half the rollouts share a GPU: 250-500 thousandths, in steps of 50.
             milli = rng.randrange(250, 501, 50) if rng.random() < 0.5 else 0
-            yield _Draft(submit, runtime, f"rlhf{k}_{i}", account, user, 1, 0 if milli else 1,
-                         milli, None)
+            yield _Draft(
+                submit, runtime, f"rlhf{k}_{i}", account, user, 1, 0 if milli else 1, milli, None
+            )
 
 
 def _job(draft: _Draft, limit: Duration) -> TraceJob:

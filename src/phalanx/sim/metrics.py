@@ -150,8 +150,9 @@ def summarize(run: RunRecord, bounded_slowdown_tau_s: float = 10.0) -> PolicyMet
     """The figures of merit of ``run`` (definitions in the module docstring)."""
     rejected = sum(1 for j in run.jobs if j.rejected is not None)
     kept = [j for j in run.jobs if j.rejected is None]
-    return _summarize(run, kept, len(run.jobs), rejected, run.alloc_timeline,
-                      bounded_slowdown_tau_s)
+    return _summarize(
+        run, kept, len(run.jobs), rejected, run.alloc_timeline, bounded_slowdown_tau_s
+    )
 
 
 def per_account(run: RunRecord, bounded_slowdown_tau_s: float = 10.0) -> dict[str, PolicyMetrics]:
@@ -178,11 +179,15 @@ def per_account(run: RunRecord, bounded_slowdown_tau_s: float = 10.0) -> dict[st
             )
         else:
             timeline = _timeline_of(
-                [(j.first_start, j.end, j.gpus) for j in kept
-                 if j.first_start is not None and j.end is not None]
+                [
+                    (j.first_start, j.end, j.gpus)
+                    for j in kept
+                    if j.first_start is not None and j.end is not None
+                ]
             )
-        out[account] = _summarize(run, kept, len(jobs), len(jobs) - len(kept), timeline,
-                                  bounded_slowdown_tau_s)
+        out[account] = _summarize(
+            run, kept, len(jobs), len(jobs) - len(kept), timeline, bounded_slowdown_tau_s
+        )
     return out
 
 

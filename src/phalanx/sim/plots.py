@@ -125,11 +125,17 @@ def _wait_cdf_figure(runs: Mapping[str, RunRecord]) -> Figure:
     ax = fig.add_subplot()
     drawn = False
     for name, run in runs.items():
-        waits = np.asarray(
-            [j.first_start - j.submit for j in run.jobs
-             if j.first_start is not None and j.rejected is None],
-            dtype=np.float64,
-        ) / SECOND
+        waits = (
+            np.asarray(
+                [
+                    j.first_start - j.submit
+                    for j in run.jobs
+                    if j.first_start is not None and j.rejected is None
+                ],
+                dtype=np.float64,
+            )
+            / SECOND
+        )
         if waits.size == 0:
             continue
         # A log axis cannot show 0: waits under one second are drawn at one second.

@@ -37,7 +37,6 @@ from phalanx.sim.workload import TraceJob
 __all__ = ["Simulator"]
 
 
-
 class Simulator:
     def __init__(
         self,

@@ -73,8 +73,11 @@ def read_trace(
     reader = _READERS.get(fmt)
     if reader is not None:
         return reader(path, limit=limit, window=window, load=load, seed=seed)
-    raise TraceError(f"unknown trace format {fmt!r}; valid formats: {', '.join(FORMATS)}",
-                     source=path, field="format")
+    raise TraceError(
+        f"unknown trace format {fmt!r}; valid formats: {', '.join(FORMATS)}",
+        source=path,
+        field="format",
+    )
 
 
 def guess_format(path: str) -> str:
@@ -91,6 +94,9 @@ def guess_format(path: str) -> str:
         if header.startswith("name,cpu_milli"):
             return "openb"
     if fmt is None:
-        raise TraceError(f"cannot tell the trace format; name one of: {', '.join(FORMATS)}",
-                         source=path, field="format")
+        raise TraceError(
+            f"cannot tell the trace format; name one of: {', '.join(FORMATS)}",
+            source=path,
+            field="format",
+        )
     return fmt

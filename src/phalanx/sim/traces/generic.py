@@ -113,8 +113,9 @@ def _parse(cells: Cells, index: int) -> _Job:
     gpus = cells.count("gpus")
     milli = cells.opt_integer("gpu_milli") or 0
     if milli and not (0 < milli < MILLI and gpus <= 1):
-        raise cells.error("a GPU fraction is 1-999 thousandths of one GPU (gpus 0 or 1)",
-                          "gpu_milli")
+        raise cells.error(
+            "a GPU fraction is 1-999 thousandths of one GPU (gpus 0 or 1)", "gpu_milli"
+        )
     if milli:
         gpus = 0
     nodes, per_node = _shape(cells, gpus)
@@ -156,8 +157,7 @@ def _shape(cells: Cells, gpus: int) -> tuple[int, int]:
         if per_node == 0 and gpus == 0:
             return 1, 0
         if not per_node or not gpus or gpus % per_node:
-            raise cells.error(f"{gpus} GPUs do not split into nodes of {per_node}",
-                              "gpus_per_node")
+            raise cells.error(f"{gpus} GPUs do not split into nodes of {per_node}", "gpus_per_node")
         return gpus // per_node, per_node
     if per_node is None:
         if gpus % nodes:

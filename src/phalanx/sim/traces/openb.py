@@ -106,19 +106,22 @@ def openb_cluster(node_csv_path: str, nodes_per_switch: int = 16) -> Cluster:
     account (trace accounts hang under it implicitly) and the ``normal`` QOS.
     """
     if nodes_per_switch < 1:
-        raise TraceError("nodes per switch must be at least 1", source=node_csv_path,
-                         field="nodes_per_switch")
+        raise TraceError(
+            "nodes per switch must be at least 1", source=node_csv_path, field="nodes_per_switch"
+        )
     nodes = []
     for index, cells in enumerate(csv_records(node_csv_path, NODE_COLUMNS)):
-        nodes.append(Node(
-            index=index,
-            name=cells.text("sn"),
-            gpus=cells.count("gpu"),
-            gpu_model=cells.text("model", ""),
-            cpus=cells.count("cpu_milli") // 1000,
-            memory_mb=cells.count("memory_mib"),
-            leaf=index // nodes_per_switch,
-        ))
+        nodes.append(
+            Node(
+                index=index,
+                name=cells.text("sn"),
+                gpus=cells.count("gpu"),
+                gpu_model=cells.text("model", ""),
+                cpus=cells.count("cpu_milli") // 1000,
+                memory_mb=cells.count("memory_mib"),
+                leaf=index // nodes_per_switch,
+            )
+        )
     if not nodes:
         raise TraceError("no nodes in the node list", source=node_csv_path)
     all_nodes = tuple(range(len(nodes)))

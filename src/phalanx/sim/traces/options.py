@@ -35,14 +35,17 @@ class TraceOptions:
     def check(self, source: str) -> None:
         """Fail on options that cannot mean anything, before the file is read."""
         if self.limit is not None and self.limit < 0:
-            raise TraceError(f"limit cannot be negative: {self.limit}", source=source,
-                             field="limit")
+            raise TraceError(
+                f"limit cannot be negative: {self.limit}", source=source, field="limit"
+            )
         if self.window is not None and self.window[1] < self.window[0]:
-            raise TraceError(f"window ends before it starts: {self.window}", source=source,
-                             field="window")
+            raise TraceError(
+                f"window ends before it starts: {self.window}", source=source, field="window"
+            )
         if not (math.isfinite(self.load) and self.load > 0):
-            raise TraceError(f"load must be a positive number: {self.load}", source=source,
-                             field="load")
+            raise TraceError(
+                f"load must be a positive number: {self.load}", source=source, field="load"
+            )
 
 
 def select(submits: Sequence[Instant], options: TraceOptions) -> list[tuple[int, Instant]]:

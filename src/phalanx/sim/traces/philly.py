@@ -73,8 +73,9 @@ def _parse(values: dict[str, str], path: str, line: int) -> _Row:
         return _checked(Cells(values, source=path, line=line))
     if not (0.0 <= duration < _MAX_SECONDS and gpus >= 0 and account and moment.tzinfo is None):
         return _checked(Cells(values, source=path, line=line))
-    return _Row((moment - _EPOCH) // _MS, max(round(duration * SECOND), SECOND), gpus, account,
-                line)
+    return _Row(
+        (moment - _EPOCH) // _MS, max(round(duration * SECOND), SECOND), gpus, account, line
+    )
 
 
 def _checked(cells: Cells) -> _Row:

@@ -101,8 +101,12 @@ def load_swf(
 def _parse(text: str, path: str, line: int) -> _Line | None:
     cells = text.split()
     if len(cells) < len(FIELDS):
-        raise TraceError(f"expected {len(FIELDS)} fields, found {len(cells)}", source=path,
-                         line=line, field=FIELDS[len(cells)])
+        raise TraceError(
+            f"expected {len(FIELDS)} fields, found {len(cells)}",
+            source=path,
+            line=line,
+            field=FIELDS[len(cells)],
+        )
     values: list[float] = []
     for name, cell in zip(FIELDS, cells, strict=False):
         try:
@@ -113,15 +117,22 @@ def _parse(text: str, path: str, line: int) -> _Line | None:
             raise TraceError(f"not a number: {cell!r}", source=path, line=line, field=name)
         values.append(value)
     if values[1] < 0:
-        raise TraceError(f"submit time cannot be negative: {cells[1]}", source=path, line=line,
-                         field="submit_time")
+        raise TraceError(
+            f"submit time cannot be negative: {cells[1]}",
+            source=path,
+            line=line,
+            field="submit_time",
+        )
     gpus = values[7] if values[7] > 0 else values[4]
     if values[3] < 0 or gpus <= 0:
         return None
     if not gpus.is_integer():
-        raise TraceError(f"not a whole number: {gpus:g}", source=path, line=line,
-                         field="requested_processors" if values[7] > 0 else
-                         "allocated_processors")
+        raise TraceError(
+            f"not a whole number: {gpus:g}",
+            source=path,
+            line=line,
+            field="requested_processors" if values[7] > 0 else "allocated_processors",
+        )
     user = int(values[11])
     return _Line(
         number=int(values[0]),
