@@ -26,14 +26,25 @@ class _State(Collector):
 
     def collect(self) -> Iterator[Metric]:
         svc = self.service
-        queue = GaugeMetricFamily(
-            "phalanx_jobs",
-            "Jobs not finished, by state and pending reason",
-            labels=["state", "reason"],
+        pending = GaugeMetricFamily(
+            "phalanx_pending_jobs", "Queue depth: pending jobs by reason", labels=["reason"]
         )
-        for (state, reason), n in sorted(svc.counts().items()):
-            queue.add_metric([state, reason], n)
-        yield queue
+        by_reason = {"Priority": 0, "Resources": 0}  # always present, 0 when none
+        running = completing = 0
+        for (state, reason), n in svc.counts().items():
+            if state == "PENDING":
+                by_reason[reason] = by_reason.get(reason, 0) + n
+            elif state == "RUNNING":
+                running += n
+            elif state == "COMPLETING":
+                completing += n
+        for reason, n in sorted(by_reason.items()):
+            pending.add_metric([reason], n)
+        yield pending
+        yield GaugeMetricFamily("phalanx_running_jobs", "Jobs running", value=running)
+        yield GaugeMetricFamily(
+            "phalanx_completing_jobs", "Jobs in their epilog (COMPLETING)", value=completing
+        )
         usage = svc.node_usage()
         yield GaugeMetricFamily(
             "phalanx_gpus_allocated", "GPUs allocated to jobs", value=sum(g for g, _ in usage)

@@ -161,7 +161,9 @@ def create_app(service: Service, access: Access | None = None) -> FastAPI:
         out = []
         for i, req in enumerate(requests):
             try:
-                out.append(to_spec(req, who, home))
+                spec = to_spec(req, who, home)
+                service.check(spec)
+                out.append(spec)
             except InputError as exc:
                 if len(requests) > 1:
                     exc.field = f"jobs.{i}.{exc.field}" if exc.field else f"jobs.{i}"

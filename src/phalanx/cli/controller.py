@@ -49,6 +49,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--gpu-model", help="GPU model of this machine, to emulate it")
     parser.add_argument("--cpus", type=int, help="CPUs of this machine (emulation)")
     parser.add_argument("--memory", type=int, metavar="MB", help="memory of this machine")
+    parser.add_argument("--tokens", type=Path, metavar="FILE",
+                        help="API tokens of users over TCP: lines 'TOKEN USER'")
     parser.add_argument("--log-level", default="info")
 
 
@@ -97,5 +99,20 @@ def run(args: argparse.Namespace) -> int:
         admins=frozenset(args.admin),
         epilog_ms=args.epilog,
         dead_after_ms=args.dead_after * 1000,
+        tokens=_tokens(args.tokens) if args.tokens is not None else {},
     )
     return serve(opts)
+
+
+def _tokens(path: Path) -> dict[str, str]:
+    from phalanx.errors import InputError
+
+    out = {}
+    for number, line in enumerate(path.read_text().splitlines(), start=1):
+        words = line.split("#")[0].split()
+        if not words:
+            continue
+        if len(words) != 2:
+            raise InputError("expected 'TOKEN USER'", source=str(path), line=number)
+        out[words[0]] = words[1]
+    return out

@@ -64,6 +64,8 @@ def _controller_argv(args: argparse.Namespace, state: Path) -> list[str]:
         value = getattr(args, flag)
         if value is not None:
             argv += [f"--{flag.replace('_', '-')}", str(value)]
+    if args.tokens is not None:
+        argv += ["--tokens", str(args.tokens.resolve())]
     for admin in args.admin:
         argv += ["--admin", admin]
     return argv

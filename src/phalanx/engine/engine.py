@@ -589,7 +589,8 @@ class Engine:
         if jid in self._timeouts:
             self._timeouts.discard(jid)
             return JobState.TIMEOUT
-        return JobState.COMPLETED if job.exit_code == 0 else JobState.FAILED
+        ok = job.exit_code == 0 and job.exit_signal == 0
+        return JobState.COMPLETED if ok else JobState.FAILED
 
     def _preempt_mode(self, victim: Job) -> tuple[PreemptMode, Duration]:
         qos = self.cluster.qos.get(victim.spec.qos)
@@ -658,6 +659,14 @@ class Engine:
     def next_id(self) -> int:
         """The id the next submitted job (or array task) will get."""
         return self._next_id
+
+    def never_fits(self, spec: JobSpec) -> str | None:
+        """Why a request could never run on this cluster (Slurm refuses such a submission),
+        or None. The job is not created."""
+        part = self.cluster.partition(spec.partition)
+        name = part.name if part is not None else (spec.partition or "")
+        probe = Job(0, 0, spec, self._now, name, 0, spec.time_limit or DEFAULT_TIME_LIMIT)
+        return self._never_fits(probe)
 
     def pending_count(self) -> int:
         return len(self._queue) + len(self._waiting)

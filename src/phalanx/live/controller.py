@@ -24,7 +24,7 @@ from phalanx.domain.job import JobSpec
 from phalanx.domain.state import JobState
 from phalanx.domain.time import SECOND, Duration, Instant
 from phalanx.engine import Cancel, Engine, NodeDown, NodeUp
-from phalanx.errors import NotAllowed, NotFound, PhalanxError
+from phalanx.errors import NotAllowed, NotFound, PhalanxError, SpecError
 from phalanx.live.clock import Clock, WallClock
 from phalanx.live.fleet import DEAD_AFTER, Fleet, RunKey
 from phalanx.live.journal import Journal
@@ -149,6 +149,16 @@ class Controller:
         self.stats.submitted += sum(len(i) for i in ids)
         self._accepted()
         return ids
+
+    def check(self, spec: JobSpec) -> None:
+        """Refuse, as Slurm does at submission, a request that can never run here."""
+        if spec.partition is not None and spec.partition not in self.cluster.partitions:
+            raise SpecError(f"invalid partition specified: {spec.partition}", field="partition")
+        if spec.qos not in self.cluster.qos:
+            raise SpecError(f"invalid qos specification: {spec.qos}", field="qos")
+        problem = self.engine.never_fits(spec)
+        if problem is not None:
+            raise SpecError(problem, field="resources")
 
     def cancel(self, job_id: int, caller: Caller) -> list[int]:
         targets = [self.job(jid) for jid in self._array_members.get(job_id, [job_id])]
@@ -289,6 +299,10 @@ class Controller:
     # ------------------------------------------------------------------ figures
     def node_down(self, name: str) -> bool:
         return name in self._down
+
+    def agent_registered(self, name: str) -> bool:
+        agent = self.fleet.agents.get(name)
+        return agent is not None and agent.registered
 
     def node_usage(self) -> list[tuple[float, int]]:
         state = self.engine.state
