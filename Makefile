@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: run test lint bench clean
+.PHONY: run simulate test lint bench clean
 
 $(STAMP): pyproject.toml
 	@test -n "$(PY)" || { echo "make: no python3.11 or python3 found; set PY=" >&2; exit 2; }
@@ -14,9 +14,14 @@ $(STAMP): pyproject.toml
 	$(BIN)/pip install -q -e '.[test]'
 	@touch $(STAMP)
 
+# A live Phalanx on this machine: the controller and four emulated 8-GPU nodes (one agent
+# process each), with a demo workload; `.venv/bin/phalanx down` stops it.
+run: $(STAMP)
+	$(BIN)/phalanx demo
+
 # The first 20,000 jobs of the Philly trace on 64 nodes x 8 GPUs under all seven policies;
 # without the shared traces, a week of the seeded synthetic AI workload instead.
-run: $(STAMP)
+simulate: $(STAMP)
 	@if [ -f $(TRACE) ]; then workload="--trace $(TRACE) --limit 20000"; \
 	else echo "($(TRACE) not found: using the synthetic workload generator)"; \
 	workload="--generate 7"; fi; \

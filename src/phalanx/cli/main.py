@@ -54,6 +54,7 @@ COMMANDS: dict[str, _Entry] = {
     ),
     "up": _Entry("phalanx.cli.up", "start the controller and this machine's node agents"),
     "down": _Entry("phalanx.cli.down", "stop what phalanx up --detach started"),
+    "demo": _Entry("phalanx.cli.demo", "start an emulated 4-node cluster here and submit a demo"),
     "controller": _Entry("phalanx.cli.controller", "run the controller in the foreground"),
     "submit": _Entry("phalanx.cli.submit", "submit a job: phalanx submit [options] -- CMD ARGS..."),
     "jobs": _Entry("phalanx.cli.jobs", "list pending and running jobs (--all: finished too)"),
