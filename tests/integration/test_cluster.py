@@ -16,7 +16,9 @@ from phalanx.server.localcluster import LocalCluster
 PY = sys.executable
 
 
-def test_a_two_node_gang_gets_slurm_and_torch_variables(cluster: LocalCluster, workdir: Path) -> None:
+def test_a_two_node_gang_gets_slurm_and_torch_variables(
+    cluster: LocalCluster, workdir: Path
+) -> None:
     code = (
         "import os; v = os.environ; print(*(v.get(k, '-') for k in ("
         "'SLURM_JOB_ID', 'SLURM_PROCID', 'SLURM_LOCALID', 'SLURM_NODEID', 'SLURM_NTASKS', "
@@ -24,20 +26,45 @@ def test_a_two_node_gang_gets_slurm_and_torch_variables(cluster: LocalCluster, w
         "'RANK', 'LOCAL_RANK', 'MASTER_ADDR', 'MASTER_PORT', 'SLURMD_NODENAME')))"
     )
     [job_id] = cluster.submit(
-        command=[PY, "-c", code], nodes="2", ntasks_per_node=2, gpus_per_task=2,
-        workdir=str(workdir), output="out-%j-%t.txt", environment=env(), name="gang",
+        command=[PY, "-c", code],
+        nodes="2",
+        ntasks_per_node=2,
+        gpus_per_task=2,
+        workdir=str(workdir),
+        output="out-%j-%t.txt",
+        environment=env(),
+        name="gang",
     )
     [job] = cluster.wait([job_id])
     assert job["state"] == "COMPLETED", job
     assert job["nodelist"] == "node[1-2]"
-    rows = sorted(
-        (workdir / f"out-{job_id}-{rank}.txt").read_text().split() for rank in range(4)
-    )
+    rows = sorted((workdir / f"out-{job_id}-{rank}.txt").read_text().split() for rank in range(4))
     port = str(15000 + job_id % 10000)
     for rank, row in enumerate(rows):
-        jid, procid, localid, nodeid, ntasks, nnodes, nodelist, gpus, world, r, lr, addr, mport, host = row
+        (
+            jid,
+            procid,
+            localid,
+            nodeid,
+            ntasks,
+            nnodes,
+            nodelist,
+            gpus,
+            world,
+            r,
+            lr,
+            addr,
+            mport,
+            host,
+        ) = row
         assert (jid, procid, ntasks, nnodes, nodelist, world) == (
-            str(job_id), str(rank), "4", "2", "node[1-2]", "4")
+            str(job_id),
+            str(rank),
+            "4",
+            "2",
+            "node[1-2]",
+            "4",
+        )
         assert (localid, lr, r) == (str(rank % 2), str(rank % 2), str(rank))
         assert nodeid == str(rank // 2) and host == f"node{rank // 2 + 1}"
         assert len(gpus.split(",")) == 4 and addr == "127.0.0.1" and mport == port
@@ -67,7 +94,9 @@ def test_an_array_with_a_throttle_runs_one_task_at_a_time(
 ) -> None:
     ids = cluster.submit(
         command=["sh", "-c", "echo $SLURM_ARRAY_JOB_ID $SLURM_ARRAY_TASK_ID; sleep 0.3"],
-        array="0-3%1", workdir=str(workdir), environment=env(),
+        array="0-3%1",
+        workdir=str(workdir),
+        environment=env(),
     )
     assert len(ids) == 4
     jobs = cluster.wait(ids, timeout=30)
@@ -94,7 +123,10 @@ def test_a_higher_qos_preempts_and_the_victim_is_requeued(
     cluster: LocalCluster, workdir: Path
 ) -> None:
     [victim] = cluster.submit(
-        command=["sleep", "120"], nodes="2", gpus_per_task=8, workdir=str(workdir),
+        command=["sleep", "120"],
+        nodes="2",
+        gpus_per_task=8,
+        workdir=str(workdir),
         environment=env(),
     )
     cluster.wait([victim], ("RUNNING",), final=False)
@@ -139,15 +171,15 @@ def test_bad_requests_are_refused_with_the_field_named(cluster: LocalCluster) ->
     assert cluster.call("GET", "/v1/ping")["ok"]  # still answering
 
 
-def _tcp(cluster: LocalCluster, method: str, path: str, token: str | None, body: object = None
-         ) -> tuple[int, object]:
+def _tcp(
+    cluster: LocalCluster, method: str, path: str, token: str | None, body: object = None
+) -> tuple[int, object]:
     port = int((cluster.state_dir / "controller.port").read_text())
     conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
     headers = {"Content-Type": "application/json"}
     if token:
         headers["Authorization"] = f"Bearer {token}"
-    conn.request(method, path, body=json.dumps(body) if body is not None else None,
-                 headers=headers)
+    conn.request(method, path, body=json.dumps(body) if body is not None else None, headers=headers)
     try:
         resp = conn.getresponse()
         return resp.status, json.loads(resp.read() or b"null")
@@ -155,9 +187,7 @@ def _tcp(cluster: LocalCluster, method: str, path: str, token: str | None, body:
         conn.close()
 
 
-def test_users_over_tcp_need_a_token_and_act_only_on_their_jobs(
-    cluster: LocalCluster
-) -> None:
+def test_users_over_tcp_need_a_token_and_act_only_on_their_jobs(cluster: LocalCluster) -> None:
     assert _tcp(cluster, "GET", "/v1/jobs", None)[0] == 401
     assert _tcp(cluster, "GET", "/v1/jobs", "wrong")[0] == 401
     # root's job (over the socket) cannot be cancelled by nobody ...
@@ -165,9 +195,18 @@ def test_users_over_tcp_need_a_token_and_act_only_on_their_jobs(
     status, answer = _tcp(cluster, "DELETE", f"/v1/jobs/{mine}", "tok-nobody")
     assert status == 403 and "root" in str(answer)
     # ... nobody's job runs as nobody, and root (an administrator) may cancel it.
-    status, answer = _tcp(cluster, "POST", "/v1/jobs", "tok-nobody", {
-        "command": ["sh", "-c", "id -u > /tmp/phalanx-test-uid-$SLURM_JOB_ID"],
-        "workdir": "/tmp", "output": "/dev/null", "environment": env()})
+    status, answer = _tcp(
+        cluster,
+        "POST",
+        "/v1/jobs",
+        "tok-nobody",
+        {
+            "command": ["sh", "-c", "id -u > /tmp/phalanx-test-uid-$SLURM_JOB_ID"],
+            "workdir": "/tmp",
+            "output": "/dev/null",
+            "environment": env(),
+        },
+    )
     assert status == 201
     theirs = answer["job_ids"][0][0]  # type: ignore[index]
     [job] = cluster.wait([theirs])
@@ -180,8 +219,13 @@ def test_users_over_tcp_need_a_token_and_act_only_on_their_jobs(
 
 
 def test_agents_endpoints_are_for_administrators(cluster: LocalCluster) -> None:
-    status, _ = _tcp(cluster, "POST", "/v1/agents/register", "tok-nobody", {
-        "node": "node1", "boot_id": "x", "cpus": 1, "memory_mb": 1, "gpus": 0})
+    status, _ = _tcp(
+        cluster,
+        "POST",
+        "/v1/agents/register",
+        "tok-nobody",
+        {"node": "node1", "boot_id": "x", "cpus": 1, "memory_mb": 1, "gpus": 0},
+    )
     assert status == 403
 
 
@@ -194,10 +238,15 @@ def test_metrics_in_prometheus_format(cluster: LocalCluster) -> None:
         data += chunk
     sock.close()
     text = data.decode()
-    for name in ("phalanx_pending_jobs{reason=\"Priority\"}", "phalanx_running_jobs",
-                 "phalanx_gpus_allocated", "phalanx_eta_sched",
-                 "phalanx_theta_overhead", "phalanx_scheduling_pass_seconds_bucket",
-                 "phalanx_submissions_total"):
+    for name in (
+        'phalanx_pending_jobs{reason="Priority"}',
+        "phalanx_running_jobs",
+        "phalanx_gpus_allocated",
+        "phalanx_eta_sched",
+        "phalanx_theta_overhead",
+        "phalanx_scheduling_pass_seconds_bucket",
+        "phalanx_submissions_total",
+    ):
         assert f"\n{name}" in text, name
     eta = float(next(l for l in text.splitlines() if l.startswith("phalanx_eta_sched ")).split()[1])
     assert 0 < eta <= 1

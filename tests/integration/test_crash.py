@@ -28,16 +28,22 @@ def test_kill_9_of_the_controller_loses_nothing_and_runs_nothing_twice(
     tmp_path: Path, workdir: Path
 ) -> None:
     runs = workdir / "runs.log"
+
     # Every task appends "job pid" when it starts (O_APPEND: whole lines), then works.
     def command(seconds: float, code: int = 0) -> list[str]:
         return ["sh", "-c", f'echo "$SLURM_JOB_ID $$" >> {runs}; sleep {seconds}; exit {code}']
 
     with LocalCluster(tmp_path / "state", cluster_yaml(2, 8, cpus=64)) as cluster:
         # Long jobs that must survive the crash, and one that ends while it is down.
-        long_ids = [cluster.submit(command=command(12), workdir=str(workdir),
-                                   environment=env(), output="/dev/null")[0] for _ in range(4)]
-        [ends_meanwhile] = cluster.submit(command=command(1.5, 7), workdir=str(workdir),
-                                          environment=env(), output="/dev/null")
+        long_ids = [
+            cluster.submit(
+                command=command(12), workdir=str(workdir), environment=env(), output="/dev/null"
+            )[0]
+            for _ in range(4)
+        ]
+        [ends_meanwhile] = cluster.submit(
+            command=command(1.5, 7), workdir=str(workdir), environment=env(), output="/dev/null"
+        )
         cluster.wait([*long_ids, ends_meanwhile], ("RUNNING",), final=False)
         deadline = time.monotonic() + 10
         while time.monotonic() < deadline:
@@ -52,9 +58,14 @@ def test_kill_9_of_the_controller_loses_nothing_and_runs_nothing_twice(
         def submitter() -> None:
             while not stop.is_set():
                 try:
-                    acknowledged.extend(cluster.submit(
-                        command=command(0.2), workdir=str(workdir), environment=env(),
-                        output="/dev/null"))
+                    acknowledged.extend(
+                        cluster.submit(
+                            command=command(0.2),
+                            workdir=str(workdir),
+                            environment=env(),
+                            output="/dev/null",
+                        )
+                    )
                 except ControllerUnreachable:
                     time.sleep(0.02)  # down: the request was not acknowledged
 

@@ -22,8 +22,11 @@ def small_disk(tmp_path: Path) -> Iterator[Path]:
     mount.mkdir()
     if os.geteuid() != 0:
         pytest.skip("mounting a small tmpfs needs root")
-    done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=4m", "tmpfs", str(mount)],
-                          capture_output=True, check=False)
+    done = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", "size=4m", "tmpfs", str(mount)],
+        capture_output=True,
+        check=False,
+    )
     if done.returncode != 0:
         pytest.skip(f"cannot mount a tmpfs here: {done.stderr.decode().strip()}")
     try:
@@ -48,8 +51,12 @@ def test_a_full_disk_refuses_submissions_and_corrupts_nothing(
 ) -> None:
     state = small_disk / "state"
     padding = "x" * 4000  # bigger requests fill the journal sooner
-    request = {"command": ["true"], "workdir": str(workdir), "output": "/dev/null",
-               "environment": {**env(), "PAD": padding}}
+    request = {
+        "command": ["true"],
+        "workdir": str(workdir),
+        "output": "/dev/null",
+        "environment": {**env(), "PAD": padding},
+    }
     with LocalCluster(state, cluster_yaml(1, 8)) as cluster:
         acknowledged = [cluster.submit(**request)[0] for _ in range(3)]
         _fill(small_disk / "filler")

@@ -26,8 +26,13 @@ dist.destroy_process_group()
 
 def test_gloo_all_reduce_across_two_agents(cluster: LocalCluster, workdir: Path) -> None:
     [job_id] = cluster.submit(
-        command=[sys.executable, "-c", ALL_REDUCE], nodes="2", ntasks_per_node=2,
-        gpus_per_task=1, time="5:00", workdir=str(workdir), environment=env(),
+        command=[sys.executable, "-c", ALL_REDUCE],
+        nodes="2",
+        ntasks_per_node=2,
+        gpus_per_task=1,
+        time="5:00",
+        workdir=str(workdir),
+        environment=env(),
         name="allreduce",
     )
     [job] = cluster.wait([job_id], timeout=180)

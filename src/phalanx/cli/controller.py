@@ -49,8 +49,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--gpu-model", help="GPU model of this machine, to emulate it")
     parser.add_argument("--cpus", type=int, help="CPUs of this machine (emulation)")
     parser.add_argument("--memory", type=int, metavar="MB", help="memory of this machine")
-    parser.add_argument("--tokens", type=Path, metavar="FILE",
-                        help="API tokens of users over TCP: lines 'TOKEN USER'")
+    parser.add_argument(
+        "--tokens",
+        type=Path,
+        metavar="FILE",
+        help="API tokens of users over TCP: lines 'TOKEN USER'",
+    )
     parser.add_argument("--log-level", default="info")
 
 

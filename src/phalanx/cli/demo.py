@@ -27,8 +27,9 @@ GANG = (
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--state-dir", type=Path, help="default $PHALANX_STATE_DIR or "
-                        "~/.local/state/phalanx")
+    parser.add_argument(
+        "--state-dir", type=Path, help="default $PHALANX_STATE_DIR or ~/.local/state/phalanx"
+    )
     parser.add_argument("--port", type=int, default=6817)
 
 
@@ -44,9 +45,19 @@ def run(args: argparse.Namespace) -> int:
         with resources.as_file(config) as path:
             parser = argparse.ArgumentParser()
             up.add_arguments(parser)
-            up_args = parser.parse_args(["--config", str(path), "--detach", "--agents", "all",
-                                         "--port", str(args.port), "--state-dir",
-                                         str(state.root)])
+            up_args = parser.parse_args(
+                [
+                    "--config",
+                    str(path),
+                    "--detach",
+                    "--agents",
+                    "all",
+                    "--port",
+                    str(args.port),
+                    "--state-dir",
+                    str(state.root),
+                ]
+            )
             status = up.run(up_args)
         if status != 0:
             return status
@@ -55,39 +66,59 @@ def run(args: argparse.Namespace) -> int:
     caller = WireCaller(ControllerAddress(socket_path=str(state.socket)))
     out = state.root / "demo"
     out.mkdir(parents=True, exist_ok=True)
-    base: dict[str, Any] = {"workdir": str(out),
-                            "environment": {"PATH": os.environ.get("PATH", "/usr/bin:/bin")}}
+    base: dict[str, Any] = {
+        "workdir": str(out),
+        "environment": {"PATH": os.environ.get("PATH", "/usr/bin:/bin")},
+    }
 
     def submit(**request: Any) -> int:
         answer = caller.call_ok("POST", "/v1/jobs", body={**base, **request})
         return int(answer["job_ids"][0][0])
 
-    gang = submit(name="gang", command=[sys.executable, "-c", GANG], nodes="2",
-                  ntasks_per_node=4, gpus_per_task=2, time="5:00", output="gang-%j.out")
+    gang = submit(
+        name="gang",
+        command=[sys.executable, "-c", GANG],
+        nodes="2",
+        ntasks_per_node=4,
+        gpus_per_task=2,
+        time="5:00",
+        output="gang-%j.out",
+    )
     # CPU-only, so that they leave the GPUs to the jobs below.
-    array = submit(name="array", command=["sh", "-c", "echo task $SLURM_ARRAY_TASK_ID; sleep 8"],
-                   array="0-7%2", time="2:00")
+    array = submit(
+        name="array",
+        command=["sh", "-c", "echo task $SLURM_ARRAY_TASK_ID; sleep 8"],
+        array="0-7%2",
+        time="2:00",
+    )
     timeout = submit(name="too-long", command=["sleep", "600"], time="0:20")
-    normal = [submit(name=f"normal-{i}", command=["sleep", "600"], gpus_per_task=8,
-                     time="30:00") for i in (1, 2)]
+    normal = [
+        submit(name=f"normal-{i}", command=["sleep", "600"], gpus_per_task=8, time="30:00")
+        for i in (1, 2)
+    ]
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:  # every GPU busy before the urgent job comes
         if all(caller.call_ok("GET", f"/v1/jobs/{j}")["state"] == "RUNNING" for j in normal):
             break
         time.sleep(0.1)
-    urgent = submit(name="urgent", command=["sleep", "20"], gpus_per_task=8, qos="high",
-                    time="5:00")
+    urgent = submit(
+        name="urgent", command=["sleep", "20"], gpus_per_task=8, qos="high", time="5:00"
+    )
     victim = normal[1]
     print()
-    print(f"Submitted: gang {gang} (2 nodes x 4 tasks), array {array}_[0-7%2], "
-          f"job {timeout} (20 s limit: ends TIMEOUT), jobs {normal[0]} and {normal[1]} "
-          f"(normal QOS, 8 GPUs each: the cluster is full), then {urgent} (high QOS: it "
-          f"preempts a normal job, which is requeued and starts again after it).")
+    print(
+        f"Submitted: gang {gang} (2 nodes x 4 tasks), array {array}_[0-7%2], "
+        f"job {timeout} (20 s limit: ends TIMEOUT), jobs {normal[0]} and {normal[1]} "
+        f"(normal QOS, 8 GPUs each: the cluster is full), then {urgent} (high QOS: it "
+        f"preempts a normal job, which is requeued and starts again after it)."
+    )
     print("Watch it:")
     env = "" if args.state_dir is None else f"PHALANX_STATE_DIR={state.root} "
     print(f"  {env}phalanx jobs --all        # states, reasons, nodes")
     print(f"  {env}phalanx nodes             # GPUs allocated per node")
-    print(f"  {env}phalanx job {victim}           # the one preempted (the most recent): Restarts=1")
+    print(
+        f"  {env}phalanx job {victim}           # the one preempted (the most recent): Restarts=1"
+    )
     print(f"  curl -s --unix-socket {state.socket} http://x/metrics | grep ^phalanx_")
     print(f"  outputs in {out}")
     print(f"  {env}phalanx down              # stop everything")

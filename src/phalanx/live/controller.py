@@ -291,7 +291,12 @@ class Controller:
             self._down.add(node)
             log.warning("node %s: no agent for %d s, marked down", node, self._dead_after // SECOND)
         try:
-            self.loop.accept(events)
+            stamped = self.loop.accept(events)
+            # The ends of their runs come after the engine knows the node failed (at the
+            # same instant an end would sort first and read as an ordinary kill).
+            after = max(e.at for e in stamped) + 1
+            for node in dead:
+                self.fleet.node_lost(node, after)
         except PhalanxError:
             self._down.difference_update(dead)  # try again at the next check
         self._accepted()

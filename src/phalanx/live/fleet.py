@@ -198,6 +198,15 @@ class Fleet:
             agent.wake.clear()
         return outbox
 
+    def node_lost(self, node: str, now: Instant) -> None:
+        """The node's agent is gone: its part of every run has ended (killed)."""
+        agent = self.agents[node]
+        agent.registered = False
+        agent.outbox.clear()
+        for key, run in list(self.runs.items()):
+            if node in run.waiting:
+                self._ended(node, key, {"state": "exited", "signal": 9}, now)
+
     def stale(self, now: Instant, dead_after: Duration) -> list[str]:
         """Nodes whose agent has not been heard from for ``dead_after``."""
         return [a.node for a in self.agents.values() if a.registered and now - a.seen > dead_after]

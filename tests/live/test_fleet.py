@@ -1,0 +1,178 @@
+"""The fleet: launches split per node, ends gathered over a gang, agents reconciled."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from phalanx.domain.clusterspec import regular_cluster
+from phalanx.domain.job import JobSpec
+from phalanx.engine import Event, Kill, Launch, LaunchFailed, TasksExited
+from phalanx.live.fleet import Fleet, master_port
+from phalanx.live.journal import JournalError
+from phalanx.sched.capacity import Allocation
+
+CLUSTER = regular_cluster(3, 8, 2, prefix="n")
+
+
+class Recorder:
+    def __init__(self) -> None:
+        self.events: list[Event] = []
+        self.fail = False
+
+    def __call__(self, event: Event) -> None:
+        if self.fail:
+            raise JournalError("full")
+        self.events.append(event)
+
+
+def _fleet() -> tuple[Fleet, Recorder]:
+    reports = Recorder()
+    fleet = Fleet(CLUSTER, reports, reports, run_as_submitter=False)
+    for name in ("n001", "n002", "n003"):
+        fleet.register(name, f"boot-{name}", "127.0.0.1", [], 0)
+    return fleet, reports
+
+
+def _launch(job_id: int = 7, run: int = 1, nodes: tuple[int, ...] = (0, 1)) -> Launch:
+    spec = JobSpec(
+        name="t",
+        user="alice",
+        nodes_min=len(nodes),
+        nodes_max=len(nodes),
+        tasks_per_node=2,
+        gpus_per_task=1,
+        command=("train", "--x"),
+        workdir="/work",
+        output="o-%j-%t.txt",
+        environment=(("A", "1"),),
+    )
+    alloc = Allocation(nodes, tuple((0, 1, 2, 3) for _ in nodes), 0, 2, 0)
+    return Launch(job_id, run, alloc, spec, 60_000)
+
+
+def _ended(job_id: int, run: int, **kw: Any) -> dict[str, Any]:
+    return {"job_id": job_id, "run": run, "state": "exited", **kw}
+
+
+def test_a_launch_becomes_one_command_per_node_with_each_tasks_environment() -> None:
+    fleet, _ = _fleet()
+    fleet.launch(_launch(), 0)
+    [a] = fleet.take("n001", 0, 1)
+    [b] = fleet.take("n002", 0, 1)
+    assert fleet.take("n003", 0, 1) == []
+    assert (a["kind"], a["job_id"], a["run"]) == ("launch", 7, 1)
+    ranks = [t["rank"] for t in a["tasks"]] + [t["rank"] for t in b["tasks"]]
+    assert ranks == [0, 1, 2, 3]
+    task = b["tasks"][1]
+    assert task["argv"] == ["train", "--x"] and task["cwd"] == "/work"
+    assert task["stdout"] == "/work/o-7-3.txt" and task["stderr"] is None
+    env = task["env"]
+    assert env["A"] == "1" and env["SLURM_PROCID"] == "3" and env["SLURM_NODEID"] == "1"
+    assert env["MASTER_PORT"] == str(master_port(7)) and env["CUDA_VISIBLE_DEVICES"] == "0,1,2,3"
+    # The first node truncates the output; the others share the file and append.
+    assert a["tasks"][0]["open_mode"] == "truncate" and task["open_mode"] == "append"
+
+
+def test_commands_up_to_after_are_acknowledged_and_dropped() -> None:
+    fleet, _ = _fleet()
+    fleet.launch(_launch(1, nodes=(0,)), 0)
+    fleet.launch(_launch(2, nodes=(0,)), 0)
+    first, second = fleet.take("n001", 0, 1)
+    assert fleet.take("n001", first["seq"], 2) == [second]
+    assert fleet.take("n001", second["seq"], 3) == []
+
+
+def test_a_gang_ends_when_every_node_has_reported_with_the_highest_code() -> None:
+    fleet, reports = _fleet()
+    fleet.launch(_launch(), 0)
+    assert fleet.reports("n001", [_ended(7, 1, exit_code=3)], 10) == []  # not yet journaled
+    assert reports.events == []
+    assert fleet.reports("n002", [_ended(7, 1, exit_code=1, signal=0)], 12) == [(7, 1)]
+    assert reports.events == [TasksExited(12, 7, 1, 3, 0)]
+    # A report that comes again (the agent did not hear the answer) is acknowledged again.
+    assert fleet.reports("n001", [_ended(7, 1, exit_code=3)], 13) == [(7, 1)]
+    assert len(reports.events) == 1
+
+
+def test_a_failed_start_on_one_node_kills_the_rest_and_fails_the_launch() -> None:
+    fleet, reports = _fleet()
+    fleet.launch(_launch(), 0)
+    fleet.take("n002", 0, 1)
+    fleet.reports("n001", [{"job_id": 7, "run": 1, "state": "failed", "reason": "no such file"}], 5)
+    kill = fleet.take("n002", 1, 6)
+    assert [c["kind"] for c in kill] == ["kill"]
+    fleet.reports("n002", [_ended(7, 1, signal=9)], 7)
+    assert reports.events == [LaunchFailed(7, 7, 1, "no such file")]
+
+
+def test_an_end_that_cannot_be_journaled_is_kept_for_the_next_report() -> None:
+    fleet, reports = _fleet()
+    fleet.launch(_launch(nodes=(0,)), 0)
+    reports.fail = True
+    with pytest.raises(JournalError):
+        fleet.reports("n001", [_ended(7, 1)], 5)
+    reports.fail = False
+    assert fleet.reports("n001", [_ended(7, 1)], 6) == [(7, 1)]
+    assert reports.events == [TasksExited(6, 7, 1, 0, 0)]
+
+
+def test_after_a_restart_agents_get_only_the_launches_they_never_took() -> None:
+    reports = Recorder()
+    fleet = Fleet(CLUSTER, reports, reports, run_as_submitter=False)
+    fleet.replaying = True  # the journal's replay repeats launches and kills
+    fleet.launch(_launch(1, nodes=(0,)), 0)  # still running on n001
+    fleet.launch(_launch(2, nodes=(0,)), 0)  # never reached n001
+    fleet.launch(_launch(3, nodes=(0,)), 0)  # ended while the controller was down
+    fleet.launch(_launch(4, nodes=(1,)), 0)  # running on n002, to be killed
+    fleet.kill(Kill(4, 1), 0)
+    fleet.finish_replay()
+    assert fleet.take("n001", 0, 1) == [] and fleet.take("n002", 0, 1) == []
+    acked = fleet.register(
+        "n001",
+        "b1",
+        "127.0.0.1",
+        [
+            {"job_id": 1, "run": 1, "state": "running"},
+            _ended(3, 1, exit_code=5),
+            {"job_id": 99, "run": 1, "state": "running"},  # unknown: already over here
+        ],
+        10,
+    )
+    assert sorted(acked) == [(3, 1), (99, 1)]
+    sent = fleet.take("n001", 0, 11)
+    assert [(c["kind"], c["job_id"]) for c in sent] == [("launch", 2), ("kill", 99)]
+    assert reports.events == [TasksExited(10, 3, 1, 5, 0)]
+    fleet.register("n002", "b2", "127.0.0.1", [{"job_id": 4, "run": 1, "state": "running"}], 12)
+    assert [(c["kind"], c["job_id"]) for c in fleet.take("n002", 0, 13)] == [("kill", 4)]
+
+
+def test_an_agent_that_restarted_lost_its_runs() -> None:
+    fleet, reports = _fleet()
+    fleet.launch(_launch(nodes=(0,)), 0)
+    fleet.take("n001", 0, 1)  # delivered to boot-n001
+    acked = fleet.register("n001", "another-boot", "127.0.0.1", [], 20)
+    assert acked == [(7, 1)]
+    assert reports.events == [TasksExited(20, 7, 1, 0, 9)]
+    assert fleet.take("n001", 0, 21) == []  # not started a second time
+
+
+def test_signals_go_to_every_node_still_running_the_run() -> None:
+    from phalanx.engine import Signal
+
+    fleet, _ = _fleet()
+    fleet.launch(_launch(), 0)
+    fleet.reports("n001", [_ended(7, 1)], 3)
+    fleet.signal(Signal(7, 1, 10), 4)
+    assert [c["kind"] for c in fleet.take("n001", 1, 5)] == []
+    assert [(c["kind"], c["signal"]) for c in fleet.take("n002", 1, 5)] == [("signal", 10)]
+
+
+def test_a_lost_node_ends_its_part_of_every_run() -> None:
+    fleet, reports = _fleet()
+    fleet.launch(_launch(), 0)
+    fleet.reports("n002", [_ended(7, 1)], 3)
+    fleet.node_lost("n001", 9)
+    assert reports.events == [TasksExited(9, 7, 1, 0, 9)]
+    assert not fleet.agents["n001"].registered

@@ -1,0 +1,261 @@
+"""The live efficiency ledger: where GPU time went, booked from the engine's decision log."""
+
+from __future__ import annotations
+
+import pytest
+
+from phalanx.domain.cluster import PreemptMode
+from phalanx.domain.state import JobState
+from phalanx.domain.time import HOUR, MINUTE, SECOND
+from phalanx.engine.decisions import Decision
+from phalanx.live.ledger import Ledger, Share
+from phalanx.sched.capacity import Allocation
+from phalanx.sched.job import Job
+from phalanx.testing import EngineDriver, make_job, small_cluster
+
+
+def _job(job_id: int, gpus: int, checkpoint_interval: int | None = None) -> Job:
+    """A running job holding ``gpus`` GPUs on node 0."""
+    spec = make_job(gpus=gpus, checkpoint_interval=checkpoint_interval)
+    job = Job(job_id, job_id, spec, 0, "gpu", 0, HOUR)
+    job.alloc = Allocation((0,), (tuple(range(gpus)),), 0, 1, 0)
+    job.state = JobState.RUNNING
+    return job
+
+
+def _share(ledger: Ledger, now: int, length: int = HOUR) -> Share:
+    return ledger.window(now, length)
+
+
+def test_an_empty_ledger_is_fully_efficient() -> None:
+    share = Ledger().window(10 * HOUR, HOUR)
+    assert share == Share()
+    assert share.eta_sched == 1.0
+    assert share.theta_overhead == 0.0
+
+
+def test_share_ratios() -> None:
+    share = Share(compute=60.0, gang_wait=10.0, evict=10.0, lost=15.0, cleanup=5.0)
+    assert share.eta_sched == pytest.approx(0.6)
+    assert share.theta_overhead == pytest.approx(0.2)
+
+
+def test_a_completed_run_books_compute_and_cleanup() -> None:
+    jobs = {1: _job(1, 8)}
+    ledger = Ledger()
+    decisions: list[Decision] = [
+        (0, "submit", 1, (1,)),
+        (0, "start", 1, (1, (0,))),
+        (1_000, "exit", 1, (1, 0, 0)),
+        (1_500, "end", 1, (1, "COMPLETED")),
+    ]
+    ledger.consume(decisions, jobs)
+    share = _share(ledger, 1_500)
+    assert share.compute == 8 * 1_000
+    assert share.cleanup == 8 * 500
+    assert share.gang_wait == share.evict == share.lost == 0
+    assert share.eta_sched == pytest.approx(8_000 / 12_000)
+    assert share.theta_overhead == 0.0
+
+
+def test_nothing_is_booked_before_the_run_ends() -> None:
+    jobs = {1: _job(1, 4)}
+    ledger = Ledger()
+    ledger.consume([(0, "start", 1, (1, (0,))), (500, "exit", 1, (1, 0, 0))], jobs)
+    assert _share(ledger, 500) == Share()  # compute is booked at the end, with cleanup
+    ledger.consume([(600, "end", 1, (1, "COMPLETED"))], jobs)
+    assert _share(ledger, 600) == Share(compute=4 * 500, cleanup=4 * 100)
+
+
+def test_a_preempted_run_books_eviction_and_loses_work_since_its_checkpoint() -> None:
+    # 2 GPUs, checkpoint every 250 ms: preempted at 600 ms, killed at 1000 ms.
+    jobs = {1: _job(1, 2, checkpoint_interval=250)}
+    ledger = Ledger()
+    ledger.consume(
+        [
+            (0, "start", 1, (1, (0,))),
+            (600, "preempt", 1, (1, 2, "REQUEUE")),
+            (1_000, "exit", 1, (1, 0, 9)),
+            (1_000, "requeue", 1, (1,)),
+        ],
+        jobs,
+    )
+    share = _share(ledger, 1_000)
+    assert share.evict == 2 * 400
+    # Useful work is the 600 ms before the signal; 100 ms of it came after the last checkpoint.
+    assert share.lost == 2 * 100
+    assert share.compute == 2 * 500
+    assert share.cleanup == 0
+    assert share.theta_overhead == pytest.approx(800 / 2_000)
+    assert share.eta_sched == pytest.approx(1_000 / 2_000)
+
+
+def test_a_requeue_without_checkpoints_loses_the_whole_run() -> None:
+    jobs = {1: _job(1, 4)}
+    ledger = Ledger()
+    ledger.consume(
+        [(0, "start", 1, (1, (0,))), (300, "exit", 1, (1, 0, 9)), (300, "requeue", 1, (1,))],
+        jobs,
+    )
+    share = _share(ledger, 300)
+    assert share.lost == 4 * 300
+    assert share.compute == 0
+    assert share.eta_sched == 0.0
+
+
+def test_held_pods_book_gang_wait_when_the_gang_starts() -> None:
+    jobs = {1: _job(1, 8)}
+    ledger = Ledger()
+    ledger.consume(
+        [
+            (0, "hold", 1, ((0,), 4.0)),
+            (100, "hold", 1, ((1,), 4.0)),
+            (300, "start", 1, (1, (0, 1))),
+        ],
+        jobs,
+    )
+    assert _share(ledger, 300).gang_wait == 4 * 300 + 4 * 200
+
+
+def test_released_holds_book_gang_wait() -> None:
+    ledger = Ledger()
+    ledger.consume(
+        [(0, "hold", 1, ((0,), 2.0)), (1_000, "unhold", 1, ((0,), 2.0))], {1: _job(1, 2)}
+    )
+    share = _share(ledger, 1_000)
+    assert share.gang_wait == 2 * 1_000
+    assert share.theta_overhead == 1.0
+    # Released holds are gone: a later start books no more gang wait.
+    ledger.consume([(2_000, "start", 1, (1, (0,)))], {1: _job(1, 2)})
+    assert _share(ledger, 2_000).gang_wait == 2 * 1_000
+
+
+def test_a_failed_launch_books_nothing() -> None:
+    jobs = {1: _job(1, 8)}
+    ledger = Ledger()
+    ledger.consume(
+        [
+            (0, "start", 1, (1, (0,))),
+            (10, "launch_failed", 1, (1, "no such user")),
+            (20, "exit", 1, (1, 0, 0)),  # stale: no run is open
+            (30, "end", 1, (1, "COMPLETED")),
+        ],
+        jobs,
+    )
+    assert _share(ledger, 30) == Share()
+
+
+def test_a_pending_job_cancelled_books_nothing() -> None:
+    ledger = Ledger()
+    ledger.consume([(0, "cancel", 1, ("alice",)), (0, "end", 1, (0, "CANCELLED"))], {})
+    assert _share(ledger, 0) == Share()
+
+
+def test_the_window_counts_only_recent_bookings() -> None:
+    jobs = {1: _job(1, 1), 2: _job(2, 1)}
+    ledger = Ledger(keep=10 * HOUR)
+    ledger.consume(
+        [
+            (0, "start", 1, (1, (0,))),
+            (MINUTE, "exit", 1, (1, 0, 0)),
+            (MINUTE, "end", 1, (1, "COMPLETED")),  # booked at 1 min
+            (HOUR, "start", 2, (1, (0,))),
+            (2 * HOUR, "exit", 2, (1, 0, 0)),
+            (2 * HOUR, "end", 2, (1, "COMPLETED")),  # booked at 2 h
+        ],
+        jobs,
+    )
+    assert ledger.window(2 * HOUR, 30 * MINUTE).compute == HOUR
+    assert ledger.window(2 * HOUR, 3 * HOUR).compute == HOUR + MINUTE
+    # The start of the window is inclusive.
+    assert ledger.window(2 * HOUR, 2 * HOUR - MINUTE).compute == HOUR + MINUTE
+    assert ledger.window(2 * HOUR, 2 * HOUR - MINUTE - 1).compute == HOUR
+
+
+def test_entries_older_than_keep_are_dropped_for_good() -> None:
+    jobs = {1: _job(1, 1)}
+    ledger = Ledger(keep=HOUR)
+    ledger.consume(
+        [(0, "start", 1, (1, (0,))), (10, "exit", 1, (1, 0, 0)), (10, "end", 1, (1, "X"))],
+        jobs,
+    )
+    assert ledger.window(HOUR, 10 * HOUR).compute == 10
+    assert ledger.window(HOUR + 11, 10 * HOUR).compute == 0
+    # Dropped, not just outside the window: looking back further does not bring them back.
+    assert ledger.window(HOUR + 11, 100 * HOUR) == Share()
+
+
+# ---------------------------------------------------------------------------- with an engine
+
+
+def _consume_as_it_runs(d: EngineDriver, ledger: Ledger, to: int, seen: int) -> int:
+    """Like the controller: after every handled event, book the new decisions."""
+    while (at := d.next_at()) is not None and at <= to:
+        d.step()
+        entries = d.engine.decisions.entries
+        ledger.consume(entries[seen:], d.engine.jobs)
+        seen = len(entries)
+    d.advance(to)
+    return seen
+
+
+def test_engine_run_to_completion() -> None:
+    d = EngineDriver(small_cluster(nodes=2, gpus=8, per_leaf=2), "slurm", cleanup_ms=MINUTE)
+    ledger = Ledger()
+    d.submit(make_job(gpus=8, nodes=2), runtime=10 * MINUTE)
+    d.submit(make_job(gpus=4), runtime=20 * MINUTE)
+    seen = _consume_as_it_runs(d, ledger, HOUR, 0)
+    share = ledger.window(HOUR, HOUR)
+    assert share.compute == 16 * 10 * MINUTE + 4 * 20 * MINUTE
+    assert share.cleanup == (16 + 4) * MINUTE
+    assert share.evict == share.lost == share.gang_wait == 0
+    assert seen == len(d.engine.decisions.entries)
+
+
+def _preemption(d: EngineDriver) -> tuple[int, int]:
+    [victim] = d.submit(
+        make_job(gpus=8, time_limit=10 * HOUR, checkpoint_interval=10 * MINUTE), runtime=None
+    )
+    d.settle()
+    d.advance(25 * MINUTE)
+    [high] = d.submit(make_job(gpus=8, qos="high"), runtime=None)
+    return victim, high
+
+
+def test_engine_preemption_with_grace_books_eviction_and_lost_work() -> None:
+    cluster = small_cluster(
+        nodes=1, gpus=8, per_leaf=1, preempt_mode=PreemptMode.REQUEUE, grace_time=30 * SECOND
+    )
+    d = EngineDriver(cluster, "slurm")
+    ledger = Ledger()
+    seen = _consume_as_it_runs(d, ledger, 0, 0)
+    victim, high = _preemption(d)
+    _consume_as_it_runs(d, ledger, 26 * MINUTE, seen)
+    assert d.job(victim).restarts == 1 and d.state(high) is JobState.RUNNING
+    share = ledger.window(26 * MINUTE, HOUR)
+    assert share.evict == 8 * 30 * SECOND
+    assert share.lost == 8 * 5 * MINUTE  # 25 min of work, checkpointed at 10 and 20
+    assert share.compute == 8 * 20 * MINUTE
+    total = 8 * (25 * MINUTE + 30 * SECOND)
+    assert share.theta_overhead == pytest.approx(8 * 30 * SECOND / total)
+    assert share.eta_sched == pytest.approx(8 * 20 * MINUTE / total)
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="Ledger.consume reads the GPUs of a 'start' from jobs[id].alloc when it consumes, "
+    "which is None once the job was requeued: a log consumed in one batch (as after a "
+    "journal replay) books the requeued run as 0 GPUs",
+)
+def test_engine_log_consumed_in_one_batch_books_the_same() -> None:
+    cluster = small_cluster(
+        nodes=1, gpus=8, per_leaf=1, preempt_mode=PreemptMode.REQUEUE, grace_time=30 * SECOND
+    )
+    d = EngineDriver(cluster, "slurm")
+    _preemption(d)
+    d.advance(26 * MINUTE)
+    ledger = Ledger()
+    ledger.consume(d.engine.decisions.entries, d.engine.jobs)
+    share = ledger.window(26 * MINUTE, HOUR)
+    assert share.evict == 8 * 30 * SECOND
+    assert share.lost == 8 * 5 * MINUTE
