@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import http.client
+import itertools
 import json
 import socket
 import sys
@@ -102,7 +103,7 @@ def test_an_array_with_a_throttle_runs_one_task_at_a_time(
     jobs = cluster.wait(ids, timeout=30)
     assert [j["state"] for j in jobs] == ["COMPLETED"] * 4
     spans = sorted((j["start"], j["end"]) for j in jobs)
-    for (_, end), (start, _) in zip(spans, spans[1:], strict=False):
+    for (_, end), (start, _) in itertools.pairwise(spans):
         assert start >= end  # the %1 throttle: never two at once
     for task, job_id in enumerate(ids):
         text = (workdir / f"slurm-{ids[0]}_{task}.out").read_text().split()
@@ -166,7 +167,7 @@ def test_bad_requests_are_refused_with_the_field_named(cluster: LocalCluster) ->
             assert exc.status == 422 and exc.field is not None and field in exc.field, (body, exc)
         else:
             raise AssertionError(f"{body} was accepted")
-    status, answer = cluster.caller.call("POST", "/v1/jobs", body="not json at all")
+    status, _ = cluster.caller.call("POST", "/v1/jobs", body="not json at all")
     assert status == 422
     assert cluster.call("GET", "/v1/ping")["ok"]  # still answering
 
@@ -248,5 +249,6 @@ def test_metrics_in_prometheus_format(cluster: LocalCluster) -> None:
         "phalanx_submissions_total",
     ):
         assert f"\n{name}" in text, name
-    eta = float(next(l for l in text.splitlines() if l.startswith("phalanx_eta_sched ")).split()[1])
+    line = next(x for x in text.splitlines() if x.startswith("phalanx_eta_sched "))
+    eta = float(line.split()[1])
     assert 0 < eta <= 1

@@ -18,7 +18,8 @@ import os, sys, torch, torch.distributed as dist
 dist.init_process_group("gloo")  # env://: MASTER_ADDR, MASTER_PORT, RANK, WORLD_SIZE
 t = torch.tensor([float(dist.get_rank() + 1)])
 dist.all_reduce(t)
-line = f'{os.environ["SLURMD_NODENAME"]} {os.environ["LOCAL_RANK"]} {dist.get_world_size()} {t.item()}'
+v = os.environ
+line = f'{v["SLURMD_NODENAME"]} {v["LOCAL_RANK"]} {dist.get_world_size()} {t.item()}'
 sys.stdout.write(line + "\n")  # one write: the four tasks share the output file
 dist.destroy_process_group()
 """
