@@ -58,6 +58,25 @@ class SlurmPeer:
             raise RuntimeError(f"sbatch failed: {out.stderr.strip()}")
         return int(out.stdout.strip().split(";")[0])
 
+    def sbatch_held(self, count: int, submitters: int = 4) -> int:
+        """``count`` held ``sbatch --wrap=true`` from ``submitters`` parallel shell loops, as
+        ``../shared/slurm/bench/held.py`` submits; how many failed."""
+        per = [count // submitters + (1 if i < count % submitters else 0) for i in range(submitters)]
+        loop = "for i in $(seq {}); do sbatch -H -o /dev/null --wrap=true >/dev/null || echo FAIL; done"
+        procs = [
+            subprocess.Popen(
+                ["bash", "-c", loop.format(k)],
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+                text=True,
+                env=self.env,
+                cwd=self.work,
+            )
+            for k in per
+            if k
+        ]
+        return sum(p.communicate()[0].count("FAIL") for p in procs)
+
     def state(self, job_id: int) -> str:
         """``squeue -h -j ID -o %T``: empty once the job has left the queue."""
         return self.run("squeue", "-h", "-j", str(job_id), "-o", "%T").stdout.strip()

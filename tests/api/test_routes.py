@@ -250,11 +250,6 @@ def test_bad_ids_are_refused(api: Api) -> None:
     assert r.json()["field"] == "ids"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="routes._ints drops the task of '<array>_<task>' ids, so ids=2_1 lists every "
-    "task of array 2 instead of task 1 alone",
-)
 def test_job_list_by_array_task_id(api: Api) -> None:
     tasks = api.submit(array="0-2")
     one = [j["job_id"] for j in api.jobs(ids=f"{tasks[0]}_1")]

@@ -212,10 +212,6 @@ def test_memory(text: str, mb: int) -> None:
     assert parse_memory_mb(text) == mb
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="parse_memory_mb rounds 1K to 0 MB (no request at all); Slurm rounds K up",
-)
 def test_memory_of_a_few_kilobytes_is_not_zero() -> None:
     assert parse_memory_mb("1K") >= 1
 

@@ -254,10 +254,15 @@ def test_metrics_in_prometheus_format(cluster: LocalCluster) -> None:
     assert 0 < eta <= 1
 
 
-def test_names_paths_and_commands_are_data_never_shell(cluster: LocalCluster, workdir: Path) -> None:
+def test_names_paths_and_commands_are_data_never_shell(
+    cluster: LocalCluster, workdir: Path
+) -> None:
     [job_id] = cluster.submit(
-        command=["echo", "$(touch pwned)", ";", "`id`"], name="$(touch pwned2)",
-        output="weird; $HOME %x.out", workdir=str(workdir), environment=env(),
+        command=["echo", "$(touch pwned)", ";", "`id`"],
+        name="$(touch pwned2)",
+        output="weird; $HOME %x.out",
+        workdir=str(workdir),
+        environment=env(),
     )
     [job] = cluster.wait([job_id])
     assert job["state"] == "COMPLETED" and job["name"] == "$(touch pwned2)"

@@ -14,8 +14,9 @@ PHALANX = [sys.executable, "-m", "phalanx"]
 def _run(args: list[str], state: Path) -> subprocess.CompletedProcess[str]:
     env = dict(os.environ, PHALANX_STATE_DIR=str(state))
     env.pop("PHALANX_URL", None)
-    return subprocess.run([*PHALANX, *args], capture_output=True, text=True, env=env,
-                          timeout=120, check=False)
+    return subprocess.run(
+        [*PHALANX, *args], capture_output=True, text=True, env=env, timeout=120, check=False
+    )
 
 
 def test_demo_then_the_client_commands_then_down(tmp_path: Path) -> None:

@@ -241,12 +241,6 @@ def test_engine_preemption_with_grace_books_eviction_and_lost_work() -> None:
     assert share.eta_sched == pytest.approx(8 * 20 * MINUTE / total)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="Ledger.consume reads the GPUs of a 'start' from jobs[id].alloc when it consumes, "
-    "which is None once the job was requeued: a log consumed in one batch (as after a "
-    "journal replay) books the requeued run as 0 GPUs",
-)
 def test_engine_log_consumed_in_one_batch_books_the_same() -> None:
     cluster = small_cluster(
         nodes=1, gpus=8, per_leaf=1, preempt_mode=PreemptMode.REQUEUE, grace_time=30 * SECOND

@@ -14,7 +14,11 @@ from phalanx.testing import LiveStack
 
 def test_real_jobs_run_as_gangs_and_complete(tmp_path: Path, live: LiveStack) -> None:
     engine, loop, driver, journal = live.engine, live.loop, live.driver, live.journal
-    code = "import os; print(os.environ['SLURM_JOB_ID'], os.environ['WORLD_SIZE'])"
+    # One write per task: the tasks share the output file (O_APPEND keeps whole writes).
+    code = (
+        "import os, sys; v = os.environ; "
+        "sys.stdout.write(v['SLURM_JOB_ID'] + ' ' + v['WORLD_SIZE'] + '\\n')"
+    )
     spec = JobSpec(
         name="hello",
         nodes_min=2,

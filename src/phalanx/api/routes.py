@@ -304,13 +304,14 @@ def create_app(service: Service, access: Access | None = None) -> FastAPI:
     return app
 
 
-def _ints(text: str, field: str) -> list[int]:
-    out = []
+def _ints(text: str, field: str) -> list[int | tuple[int, int]]:
+    """Job ids, and ``A_T`` for task T of array A (Slurm's array task ids)."""
+    out: list[int | tuple[int, int]] = []
     for part in text.split(","):
-        part = part.strip().split("_")[0]
-        if not part.isdigit():
-            raise InputError(f"not a job id: {part!r}", field=field)
-        out.append(int(part))
+        job, _, task = part.strip().partition("_")
+        if not job.isdigit() or (task and not task.isdigit()):
+            raise InputError(f"not a job id: {part.strip()!r}", field=field)
+        out.append((int(job), int(task)) if task else int(job))
     return out
 
 

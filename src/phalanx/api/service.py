@@ -52,7 +52,7 @@ class Service(Protocol):
         states: Iterable[str] | None = None,
         user: str | None = None,
         partition: str | None = None,
-        ids: Iterable[int] | None = None,
+        ids: Iterable[int | tuple[int, int]] | None = None,
     ) -> list[Job]: ...
 
     def finished(
@@ -61,7 +61,7 @@ class Service(Protocol):
         user: str | None = None,
         since: Instant | None = None,
         until: Instant | None = None,
-        ids: Iterable[int] | None = None,
+        ids: Iterable[int | tuple[int, int]] | None = None,
     ) -> list[Job]: ...
 
     def register(self, hello: Mapping[str, Any]) -> list[tuple[int, int]]: ...

@@ -6,6 +6,7 @@ Pure parsers shared by the REST API and the Slurm-compatible commands; each rais
 
 from __future__ import annotations
 
+import math
 import re
 
 from phalanx.domain.job import SIGNALS, ArraySpec, Dependency, DepKind
@@ -107,7 +108,8 @@ def parse_memory_mb(text: str, *, field: str = "mem") -> int:
     m = _MEM.match(text.strip())
     if m is None:
         raise SpecError(f"invalid memory specification {text!r}", field=field)
-    return int(float(m.group(1)) * _UNIT_MB[m.group(2).upper()] + 0.5)
+    # Rounded up, as Slurm does: "1K" asks for some memory, not none.
+    return math.ceil(float(m.group(1)) * _UNIT_MB[m.group(2).upper()])
 
 
 def parse_nodes(text: str) -> tuple[int, int]:

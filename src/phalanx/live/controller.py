@@ -185,12 +185,19 @@ class Controller:
         states: Iterable[str] | None = None,
         user: str | None = None,
         partition: str | None = None,
-        ids: Iterable[int] | None = None,
+        ids: Iterable[int | tuple[int, int]] | None = None,
     ) -> list[Job]:
         wanted = {s.upper() for s in states} if states else None
         if ids is not None:
             pool: list[Job] = []
             for i in ids:
+                if isinstance(i, tuple):  # task T of array A
+                    array, task = i
+                    for member in self._array_members.get(array, []):
+                        task_job = self.engine.jobs[member]
+                        if task_job.array_task_id == task:
+                            pool.append(task_job)
+                    continue
                 for member in self._array_members.get(i, [i]):
                     job = self.engine.jobs.get(member)
                     if job is not None:
@@ -217,7 +224,7 @@ class Controller:
         user: str | None = None,
         since: Instant | None = None,
         until: Instant | None = None,
-        ids: Iterable[int] | None = None,
+        ids: Iterable[int | tuple[int, int]] | None = None,
     ) -> list[Job]:
         jobs = self.jobs(finished=True, user=user, ids=ids)
         out = []

@@ -13,6 +13,7 @@ from collections import deque
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
+from phalanx.domain.job import MILLI
 from phalanx.domain.time import Duration, Instant
 from phalanx.engine.decisions import Decision
 from phalanx.sched.job import Job
@@ -54,8 +55,14 @@ class Ledger:
     def consume(self, decisions: Iterable[Decision], jobs: Mapping[int, Job]) -> None:
         for at, kind, job_id, detail in decisions:
             if kind == "start":
-                job = jobs[job_id]
-                gpus = job.alloc.gpus if job.alloc is not None else 0.0
+                # From the request and the decision, not the job's allocation now: the log
+                # may be read after the job has moved on (requeued, ended, replayed).
+                spec = jobs[job_id].spec
+                nodes = detail[1]
+                count = len(nodes) if isinstance(nodes, tuple) else 1
+                gpus = (
+                    spec.gpu_milli / MILLI if spec.gpu_milli else float(count * spec.gpus_per_node)
+                )
                 self._start[job_id] = (at, gpus)
                 for since, held in self._holds.pop(job_id, []):
                     self._book(at, "gang_wait", held * (at - since))
