@@ -161,6 +161,7 @@ class Controller:
             raise SpecError(problem, field="resources")
 
     def cancel(self, job_id: int, caller: Caller) -> list[int]:
+        self.loop.settle()
         targets = [self.job(jid) for jid in self._array_members.get(job_id, [job_id])]
         for job in targets:
             if not (caller.admin or job.spec.user == caller.name):
@@ -173,6 +174,7 @@ class Controller:
         return [j.id for j in live]
 
     def job(self, job_id: int) -> Job:
+        self.loop.settle()
         job = self.engine.jobs.get(job_id)
         if job is None:
             raise NotFound(f"no job {job_id}")
@@ -187,6 +189,7 @@ class Controller:
         partition: str | None = None,
         ids: Iterable[int | tuple[int, int]] | None = None,
     ) -> list[Job]:
+        self.loop.settle()
         wanted = {s.upper() for s in states} if states else None
         if ids is not None:
             pool: list[Job] = []

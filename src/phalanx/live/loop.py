@@ -53,6 +53,7 @@ class ControlLoop:
         self._heap: list[tuple[Instant, int, int, Event]] = []
         self._seq = 0
         self._last_at: Instant = -1
+        self._accepted_until: Instant = -1
         self._unhandled_ids = 0
         """Job ids that accepted, not yet handled, submissions will take."""
 
@@ -67,6 +68,8 @@ class ControlLoop:
         floor = self._last_at + 1
         stamped = [e if e.at >= floor else dataclasses.replace(e, at=floor) for e in events]
         self.journal.write(stamped)
+        if stamped:
+            self._accepted_until = max(self._accepted_until, max(e.at for e in stamped))
         for event in stamped:
             self._push(event)
             if isinstance(event, Submit):
@@ -133,6 +136,14 @@ class ControlLoop:
             count += 1
         self.run_due(until)
         return count
+
+    def settle(self) -> int:
+        """Handle every input accepted so far (and what falls due before it), even if the
+        clock has not reached the stamp yet (it is at most 1 ms ahead): a query or cancel
+        then sees the jobs it has just been told about."""
+        if self._accepted_until > self._last_at:
+            return self.run_due(max(self._accepted_until, self.clock.now()))
+        return 0
 
     def _push(self, event: Event) -> None:
         self._seq += 1
