@@ -62,6 +62,7 @@ COMMANDS: dict[str, _Entry] = {
     "cancel": _Entry("phalanx.cli.cancel", "cancel jobs"),
     "nodes": _Entry("phalanx.cli.nodes", "list the nodes and what is allocated on them"),
     "acct": _Entry("phalanx.cli.acct", "list finished jobs from accounting"),
+    "shims": _Entry("phalanx.cli.shims", "write sbatch, squeue, scancel... commands into DIR"),
 }
 
 

@@ -12,11 +12,10 @@ first, and the fast path must not pay for httpx and pydantic.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from phalanx.client.address import ControllerAddress, find_controller
 from phalanx.client.wirecall import ApiError, ControllerUnreachable, WireCaller
 
+TYPE_CHECKING = False  # not typing's: importing typing costs the shims milliseconds
 if TYPE_CHECKING:
     from phalanx.client.client import Client
 

@@ -14,9 +14,11 @@ the shims import this on every run.
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
-from dataclasses import dataclass
-from pathlib import Path
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+    from pathlib import Path
 
 __all__ = [
     "DEFAULT_STATE_DIR",
@@ -27,22 +29,43 @@ __all__ = [
     "state_dir",
 ]
 
-DEFAULT_STATE_DIR = Path("~/.local/state/phalanx")
+DEFAULT_STATE_DIR = "~/.local/state/phalanx"
 SOCKET_NAME = "controller.sock"
 TOKEN_NAME = "token"
 
 
-@dataclass(frozen=True, slots=True)
 class ControllerAddress:
-    """Exactly one of ``url`` (TCP) and ``socket_path`` (Unix socket) is set."""
+    """Exactly one of ``url`` (TCP) and ``socket_path`` (Unix socket) is set. (A plain
+    class, not a dataclass: ``dataclasses`` imports ``inspect``, too slow for the shims.)"""
 
-    url: str | None = None
-    socket_path: str | None = None
-    token: str | None = None
+    __slots__ = ("socket_path", "token", "url")
 
-    def __post_init__(self) -> None:
+    def __init__(
+        self, url: str | None = None, socket_path: str | None = None, token: str | None = None
+    ) -> None:
+        self.url = url
+        self.socket_path = socket_path
+        self.token = token
         if (self.url is None) == (self.socket_path is None):
             raise ValueError("a controller address has exactly one of url and socket_path")
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, ControllerAddress):
+            return NotImplemented
+        return (self.url, self.socket_path, self.token) == (
+            other.url,
+            other.socket_path,
+            other.token,
+        )
+
+    def __hash__(self) -> int:
+        return hash((self.url, self.socket_path, self.token))
+
+    def __repr__(self) -> str:
+        return (
+            f"ControllerAddress(url={self.url!r}, socket_path={self.socket_path!r}, "
+            f"token={'...' if self.token else None})"
+        )
 
     def describe(self) -> str:
         """Where the controller is expected, for error messages."""
@@ -54,22 +77,26 @@ class ControllerAddress:
 def state_dir(environ: Mapping[str, str] | None = None) -> Path:
     """The controller's state directory as this caller sees it."""
     env = os.environ if environ is None else environ
+    from pathlib import Path
+
     configured = env.get("PHALANX_STATE_DIR")
     if configured:
         return Path(configured).expanduser()
     if "HOME" in env:
         return Path(env["HOME"]) / ".local" / "state" / "phalanx"
-    return DEFAULT_STATE_DIR.expanduser()
+    return Path(DEFAULT_STATE_DIR).expanduser()
 
 
 def find_controller(environ: Mapping[str, str] | None = None) -> ControllerAddress:
     """The controller to talk to, by the rule in this module's docstring."""
     env = os.environ if environ is None else environ
-    here = state_dir(env)
     url = env.get("PHALANX_URL")
     if url:
-        return ControllerAddress(url=url.rstrip("/"), token=_token(env, here))
-    return ControllerAddress(socket_path=str(here / SOCKET_NAME))
+        return ControllerAddress(url=url.rstrip("/"), token=_token(env, state_dir(env)))
+    here = env.get("PHALANX_STATE_DIR") or os.path.join(
+        env.get("HOME") or os.path.expanduser("~"), ".local", "state", "phalanx"
+    )
+    return ControllerAddress(socket_path=os.path.join(os.path.expanduser(here), SOCKET_NAME))
 
 
 def _token(env: Mapping[str, str], here: Path) -> str | None:

@@ -18,15 +18,24 @@ which would make a retried POST submit twice.
 
 from __future__ import annotations
 
-import http.client
 import json
-import socket
-import urllib.parse
-from collections.abc import Mapping
-from typing import Any
 
 from phalanx.client.address import ControllerAddress, find_controller
 from phalanx.errors import PhalanxError
+
+# Every import here is paid by each run of a Slurm-compatible command: typing, http.client
+# (for TCP only) and urllib are imported where they are needed, or not at all at run time.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    import http.client
+    from collections.abc import Mapping
+    from typing import Any
+
+    Json = Any
+    QueryValue = str | int | bool | None
+else:
+    Json = object
+    QueryValue = object
 
 __all__ = [
     "DEFAULT_TIMEOUT_S",
@@ -38,10 +47,8 @@ __all__ = [
     "api_error",
 ]
 
-Json = Any
-"""A decoded JSON document: what ``json.loads`` returns."""
-QueryValue = str | int | bool | None
-"""None leaves the parameter out; a bool is sent as ``true``/``false``."""
+# Json: a decoded JSON document (what ``json.loads`` returns). QueryValue: None leaves the
+# parameter out; a bool is sent as ``true``/``false``.
 
 DEFAULT_TIMEOUT_S = 30.0
 # FastAPI puts where a validation error was found first; the user only cares about the field.
@@ -88,7 +95,13 @@ def api_error(status: int, body: Json) -> ApiError:
             return ApiError(status, detail)
     if isinstance(body, str) and body.strip():
         return ApiError(status, body.strip())
-    return ApiError(status, f"HTTP {status} {http.client.responses.get(status, '')}".strip())
+    from http import HTTPStatus  # the reason phrase; http.client is not needed for it
+
+    try:
+        phrase = HTTPStatus(status).phrase
+    except ValueError:
+        phrase = ""
+    return ApiError(status, f"HTTP {status} {phrase}".strip())
 
 
 def _validation_error(status: int, detail: list[Json]) -> ApiError:
@@ -114,24 +127,6 @@ def _message_of(item: Json) -> str:
     return str(item)
 
 
-class _UnixConnection(http.client.HTTPConnection):
-    """HTTP over a Unix socket: only ``connect`` differs from TCP."""
-
-    def __init__(self, path: str, timeout: float) -> None:
-        super().__init__("localhost", timeout=timeout)
-        self._path = path
-
-    def connect(self) -> None:
-        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        sock.settimeout(self.timeout)
-        try:
-            sock.connect(self._path)
-        except OSError:
-            sock.close()
-            raise
-        self.sock = sock
-
-
 class WireCaller:
     """Calls the controller at ``address`` (default: ``find_controller()``)."""
 
@@ -142,6 +137,8 @@ class WireCaller:
         self.timeout = timeout
         self._prefix = ""
         if self.address.url is not None:
+            import urllib.parse
+
             parts = urllib.parse.urlsplit(self.address.url)
             if parts.scheme not in ("http", "https") or not parts.hostname:
                 raise ControllerUnreachable(self.address.url, "not an http:// or https:// URL")
@@ -166,6 +163,18 @@ class WireCaller:
             headers["Content-Type"] = "application/json"
         if self.address.token is not None and self.address.url is not None:
             headers["Authorization"] = f"Bearer {self.address.token}"
+        if self.address.socket_path is not None:
+            from phalanx.client.unixhttp import Broken, exchange
+
+            try:
+                status, raw = exchange(
+                    self.address.socket_path, self.timeout, method, target, headers, payload
+                )
+            except Broken as exc:
+                raise ControllerUnreachable(self.address.describe(), str(exc)) from None
+            return status, _decode(raw)
+        import http.client
+
         connection = self._connection()
         try:
             connection.request(method, target, body=payload, headers=headers)
@@ -196,8 +205,9 @@ class WireCaller:
         return answer
 
     def _connection(self) -> http.client.HTTPConnection:
-        if self.address.socket_path is not None:
-            return _UnixConnection(self.address.socket_path, self.timeout)
+        import http.client
+        import urllib.parse
+
         parts = urllib.parse.urlsplit(str(self.address.url))
         if parts.scheme == "https":
             return http.client.HTTPSConnection(
@@ -214,7 +224,11 @@ def _query_string(query: Mapping[str, QueryValue] | None) -> str:
         for key, value in query.items()
         if value is not None
     ]
-    return "?" + urllib.parse.urlencode(pairs) if pairs else ""
+    if not pairs:
+        return ""
+    import urllib.parse
+
+    return "?" + urllib.parse.urlencode(pairs)
 
 
 def _decode(raw: bytes) -> Json:
@@ -228,7 +242,7 @@ def _decode(raw: bytes) -> Json:
 
 
 def _reason(exc: BaseException) -> str:
-    if isinstance(exc, http.client.RemoteDisconnected):
+    if type(exc).__name__ == "RemoteDisconnected":  # http.client's, not imported for this
         return "the connection was closed before an answer"
     if isinstance(exc, OSError) and exc.strerror:
         return exc.strerror

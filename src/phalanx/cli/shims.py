@@ -1,0 +1,29 @@
+"""``phalanx shims DIR``: write Slurm's commands (``sbatch``, ``scancel``, ``squeue``, ...)
+into DIR as small executables that talk to this Phalanx; put DIR first on PATH to use them."""
+
+from __future__ import annotations
+
+import argparse
+import shlex
+from pathlib import Path
+
+from phalanx.errors import InputError
+from phalanx.slurm.shims import write_shims
+
+__all__ = ["add_arguments", "run"]
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("directory", metavar="DIR", type=Path, help="where to write the commands")
+
+
+def run(args: argparse.Namespace) -> int:
+    directory: Path = args.directory.expanduser().absolute()
+    try:
+        written = write_shims(directory)
+    except ValueError as exc:
+        raise InputError(str(exc)) from None
+    print(f"wrote {', '.join(p.name for p in written)} to {directory}")
+    print("to use them in this shell:")
+    print(f"  export PATH={shlex.quote(str(directory))}:$PATH")
+    return 0

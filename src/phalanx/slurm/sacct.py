@@ -1,0 +1,578 @@
+"""``sacct``: accounting of jobs, printed as Slurm 22.05 prints it.
+
+Rows come from ``GET /v1/accounting`` (ended jobs) and ``GET /v1/jobs`` (pending and running
+ones), one per job plus a ``N.batch`` step row for each job that started (not with ``-X``).
+Without ``-j`` or ``-S``, only jobs active since midnight show; without ``-a``, ``-u`` or
+``-j``, only the caller's jobs (all jobs for root). Exit status: 0, or 1 for a bad option or
+field, or no controller. An unknown job prints the header alone, rc 0, as Slurm does.
+"""
+
+from __future__ import annotations
+
+import getopt
+import os
+import sys
+import time
+from collections.abc import Callable
+from typing import Any
+
+from phalanx.client.wirecall import (
+    ApiError,
+    ControllerUnreachable,
+    QueryValue,
+    WireCaller,
+    api_error,
+)
+from phalanx.slurm.format import (
+    LONG_STATE,
+    SHORT_STATE,
+    expand,
+    fit,
+    hms,
+    instant,
+    memory,
+    now_ms,
+    ranges,
+    sacct_cut,
+)
+
+__all__ = ["DEFAULT_FIELDS", "FIELDS", "main"]
+
+Job = dict[str, Any]
+Row = dict[str, Any]
+"""A job row (a ``JobInfo``/``AcctRecord``) with ``step`` set to ``None`` or ``"batch"``."""
+
+DEFAULT_FIELDS = "JobID,JobName,Partition,Account,AllocCPUS,State,ExitCode"
+BRIEF_FIELDS = "JobID,State,ExitCode"
+
+# name -> width; a negative width is left-justified (Slurm's convention in sacct.c).
+FIELDS: dict[str, int] = {
+    "Account": 10,
+    "AllocCPUS": 10,
+    "AllocNodes": 10,
+    "AllocTRES": 10,
+    "Comment": 15,
+    "DerivedExitCode": 15,
+    "Elapsed": 10,
+    "ElapsedRaw": 10,
+    "Eligible": 19,
+    "End": 19,
+    "ExitCode": 8,
+    "JobID": -12,
+    "JobIDRaw": -12,
+    "JobName": 10,
+    "MaxRSS": 10,
+    "NCPUS": 10,
+    "NNodes": 8,
+    "NodeList": -15,
+    "NTasks": 8,
+    "Partition": 10,
+    "Priority": 10,
+    "QOS": 10,
+    "Reason": 20,
+    "ReqCPUS": 8,
+    "ReqMem": 10,
+    "ReqNodes": 8,
+    "ReqTRES": 10,
+    "Restarts": 8,
+    "Start": 19,
+    "State": 10,
+    "Submit": 19,
+    "Timelimit": 10,
+    "TotalCPU": 10,
+    "User": 9,
+    "WorkDir": -15,
+}
+_CANONICAL = {name.lower(): name for name in FIELDS}
+
+FINAL = frozenset(
+    {"COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "PREEMPTED", "NODE_FAIL", "OUT_OF_MEMORY"}
+)
+UNLIMITED_MS = 365 * 86400 * 1000
+
+SHORT = "abDE:hj:lLM:nN:o:pPs:S:Tu:vVX"
+LONG = [
+    "allusers",
+    "allocations",
+    "brief",
+    "delimiter=",
+    "duplicates",
+    "endtime=",
+    "format=",
+    "help",
+    "jobs=",
+    "long",
+    "name=",
+    "noconvert",
+    "noheader",
+    "parsable",
+    "parsable2",
+    "starttime=",
+    "state=",
+    "truncate",
+    "units=",
+    "usage",
+    "user=",
+    "verbose",
+    "version",
+]
+
+
+class _Usage(Exception):
+    """A command line sacct cannot run; printed as is, exit status 1."""
+
+
+class _Options:
+    def __init__(self) -> None:
+        self.fields = DEFAULT_FIELDS
+        self.header = True
+        self.delimiter: str | None = None
+        self.trailing = False
+        self.allocations = False
+        self.all_users = False
+        self.users: set[str] | None = None
+        self.jobs: list[tuple[int, int | None]] | None = None
+        self.names: set[str] | None = None
+        self.states: set[str] | None = None
+        self.since: int | None = None
+        self.until: int | None = None
+        self.units: str | None = None
+
+
+def _split(value: str) -> list[str]:
+    return [v.strip() for v in value.split(",") if v.strip()]
+
+
+def _parse(argv: list[str], now: int) -> _Options:
+    try:
+        pairs, rest = getopt.gnu_getopt(argv, SHORT, LONG)
+    except getopt.GetoptError as exc:
+        opt = f"-{exc.opt}" if len(exc.opt) == 1 else f"--{exc.opt}"
+        raise _Usage(
+            f"sacct: unrecognized option '{opt}'\nTry \"sacct --help\" for more information"
+        ) from None
+    if rest:
+        raise _Usage(f"sacct: error: Unknown arguments: {' '.join(rest)}")
+    opts = _Options()
+    formats: list[str] = []
+    for key, value in pairs:
+        if key in ("-o", "--format"):
+            formats.append(value)
+        elif key in ("-b", "--brief"):
+            opts.fields = BRIEF_FIELDS
+        elif key in ("-n", "--noheader"):
+            opts.header = False
+        elif key in ("-P", "--parsable2"):
+            opts.delimiter = opts.delimiter or "|"
+        elif key in ("-p", "--parsable"):
+            opts.delimiter = opts.delimiter or "|"
+            opts.trailing = True
+        elif key == "--delimiter":
+            opts.delimiter = value
+        elif key in ("-X", "--allocations"):
+            opts.allocations = True
+        elif key in ("-a", "--allusers"):
+            opts.all_users = True
+        elif key in ("-u", "--user"):
+            opts.users = (opts.users or set()) | set(_split(value))
+        elif key in ("-j", "--jobs"):
+            opts.jobs = (opts.jobs or []) + _job_ids(value)
+        elif key == "--name":
+            opts.names = (opts.names or set()) | set(_split(value))
+        elif key in ("-s", "--state"):
+            opts.states = (opts.states or set()) | _states(value)
+        elif key in ("-S", "--starttime"):
+            opts.since = parse_time(value, now)
+        elif key in ("-E", "--endtime"):
+            opts.until = parse_time(value, now)
+        elif key == "--units":
+            unit = value.strip().upper()[:1]
+            if unit not in ("K", "M", "G", "T"):
+                raise _Usage(f"sacct: error: Invalid --units specification: {value}")
+            opts.units = unit
+        elif key in ("--help", "--usage"):
+            raise _Usage("Usage: sacct [options]\n\tUse --help for help")
+        elif key in ("-V", "--version"):
+            raise _Usage("slurm 22.05.8 (phalanx)")
+        # Accepted and ignored: -D, -l, -L, -M, -N, -T, -v, --noconvert.
+    if formats:
+        opts.fields = ",".join(formats)
+    return opts
+
+
+def _job_ids(value: str) -> list[tuple[int, int | None]]:
+    out: list[tuple[int, int | None]] = []
+    for item in _split(value):
+        job = item.split(".", 1)[0]
+        base, _, task = job.partition("_")
+        if not base.isdigit() or (task and not task.isdigit()):
+            raise _Usage(f"sacct: error: Invalid job id: {item}")
+        out.append((int(base), int(task) if task else None))
+    return out
+
+
+def _states(value: str) -> set[str]:
+    out: set[str] = set()
+    for item in _split(value):
+        name = item.upper()
+        if name in LONG_STATE:
+            out.add(LONG_STATE[name])
+        elif name in SHORT_STATE:
+            out.add(name)
+        else:
+            raise _Usage(f"sacct: error: Invalid state: {item}")
+    return out
+
+
+def parse_time(text: str, now: int) -> int:
+    """``-S``/``-E``: ``2026-11-29[THH:MM[:SS]]``, ``HH:MM[:SS]`` (today), ``now[-N[unit]]``,
+    ``today``/``midnight``, or digits (ms since the epoch). Milliseconds since the epoch."""
+    value = text.strip()
+    lower = value.lower()
+    if value.isdigit() and len(value) > 8:
+        return int(value)
+    if lower in ("today", "midnight"):
+        return _midnight(now)
+    if lower.startswith("now"):
+        rest = lower[3:]
+        if not rest:
+            return now
+        sign = -1 if rest[0] == "-" else 1
+        digits = rest[1:].rstrip("abcdefghijklmnopqrstuvwxyz")
+        unit = rest[1 + len(digits) :]
+        scale = {"": 1, "s": 1, "seconds": 1, "minutes": 60, "hours": 3600, "days": 86400}
+        scale.update({"weeks": 7 * 86400, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400})
+        scale.update({"minute": 60, "min": 60, "hour": 3600, "day": 86400, "week": 7 * 86400})
+        if digits.isdigit() and rest[0] in "+-" and unit in scale:
+            return now + sign * int(digits) * scale[unit] * 1000
+    for pattern in ("%Y-%m-%dT%H:%M:%S", "%Y-%m-%dT%H:%M", "%Y-%m-%d"):
+        try:
+            return int(time.mktime(time.strptime(value, pattern)) * 1000)
+        except ValueError:
+            pass
+    for pattern in ("%H:%M:%S", "%H:%M"):
+        try:
+            moment = time.strptime(value, pattern)
+        except ValueError:
+            continue
+        return _midnight(now) + (moment.tm_hour * 3600 + moment.tm_min * 60 + moment.tm_sec) * 1000
+    raise _Usage(f"sacct: error: Invalid time specification: {text}")
+
+
+def _midnight(now: int) -> int:
+    day = time.localtime(now / 1000)
+    return int(time.mktime((day.tm_year, day.tm_mon, day.tm_mday, 0, 0, 0, 0, 0, -1)) * 1000)
+
+
+def _fields(text: str) -> list[tuple[str, int]]:
+    """``JobID,state%20`` -> ``[("JobID", -12), ("State", 20)]``; unknown names raise."""
+    out: list[tuple[str, int]] = []
+    for item in _split(text):
+        name, _, width = item.partition("%")
+        canonical = _CANONICAL.get(name.lower())
+        if canonical is None:
+            raise _Usage(f'sacct: error: Invalid field requested: "{name}"')
+        default = FIELDS[canonical]
+        if width.isdigit():
+            size = int(width)
+            out.append((canonical, -size if default < 0 else size))
+        else:
+            out.append((canonical, default))
+    return out
+
+
+# ------------------------------------------------------------------------------ data
+def _fetch(opts: _Options, now: int) -> list[Job]:
+    caller = WireCaller()
+    users = _users(opts)
+    query: dict[str, QueryValue] = {}
+    if opts.jobs is not None:
+        query["ids"] = ",".join(str(base) for base, _ in opts.jobs)
+    if users is not None and len(users) == 1:
+        query["user"] = next(iter(users))
+    since = opts.since
+    if since is None and opts.jobs is None:
+        since = _midnight(now)
+    ended = _get(caller, "/v1/accounting", dict(query, since=since, until=opts.until))
+    active = _get(caller, "/v1/jobs", query)["jobs"]
+    seen: dict[int, Job] = {int(j["job_id"]): j for j in active}
+    for job in ended:
+        seen.setdefault(int(job["job_id"]), job)
+    out = []
+    for job in seen.values():
+        if users is not None and job["user"] not in users:
+            continue
+        if opts.jobs is not None and not _wanted(job, opts.jobs):
+            continue
+        if opts.names is not None and job["name"] not in opts.names:
+            continue
+        if opts.states is not None and job["state"] not in opts.states:
+            continue
+        if opts.until is not None and job["submit"] > opts.until:
+            continue
+        out.append(job)
+    out.sort(key=lambda j: int(j["job_id"]))
+    return out
+
+
+def _get(caller: WireCaller, path: str, query: dict[str, QueryValue]) -> Any:
+    status, answer = caller.call("GET", path, query=query)
+    if status != 200:
+        raise api_error(status, answer)
+    return answer
+
+
+def _users(opts: _Options) -> set[str] | None:
+    if opts.users is not None:
+        return opts.users
+    if opts.all_users or opts.jobs is not None or os.getuid() == 0:
+        return None
+    import pwd
+
+    try:
+        return {pwd.getpwuid(os.getuid()).pw_name}
+    except KeyError:
+        return {str(os.getuid())}
+
+
+def _wanted(job: Job, wanted: list[tuple[int, int | None]]) -> bool:
+    for base, task in wanted:
+        if task is None and base in (job["job_id"], job.get("array_job_id")):
+            return True
+        if (
+            task is not None
+            and job.get("array_job_id") == base
+            and job.get("array_task_id") == task
+        ):
+            return True
+    return False
+
+
+def rows(jobs: list[Job], allocations: bool) -> list[Row]:
+    """Each job, then its ``batch`` step when it started (not with ``allocations``). The
+    pending tasks of an array are one row, ``9_[2-9]`` (``9_[2-9%2]`` with a task limit)."""
+    out: list[Row] = []
+    pending: dict[int, list[Job]] = {}
+    for job in jobs:
+        base = job.get("array_job_id")
+        if base is not None and job["state"] == "PENDING":
+            if base not in pending:
+                pending[base] = []
+                out.append(dict(job, step=None, _array=pending[base]))
+            pending[base].append(job)
+            continue
+        out.append(dict(job, step=None))
+        if not allocations and job.get("start") is not None and job.get("nodelist"):
+            out.append(dict(job, step="batch"))
+    return out
+
+
+# ------------------------------------------------------------------------------ fields
+def _nnodes(row: Row) -> int:
+    if row["step"] == "batch":
+        return 1
+    nodelist = row.get("nodelist") or ""
+    if nodelist:
+        return len(expand(nodelist))
+    return int(row.get("nodes_requested") or 1)
+
+
+def _cpus(row: Row) -> int:
+    cpus = int(row["cpus"])
+    if row["step"] == "batch":
+        return max(1, cpus // max(1, len(expand(row["nodelist"]))))
+    return cpus
+
+
+def _elapsed_s(row: Row, now: int) -> int:
+    start = row.get("start")
+    if start is None:
+        return 0
+    end = row.get("end") if row["state"] in FINAL else None
+    return max(0, (int(end or now) - int(start)) // 1000)
+
+
+def _state(row: Row) -> str:
+    state = str(row["state"])
+    if state == "CANCELLED" and row["step"] is None:
+        uid = row.get("cancelled_by_uid")
+        if uid is None:
+            uid = _uid(str(row["user"]))
+        return f"CANCELLED by {uid}" if uid is not None else state
+    return state
+
+
+def _uid(user: str) -> int | None:
+    import pwd
+
+    try:
+        return pwd.getpwnam(user).pw_uid
+    except KeyError:
+        return None
+
+
+def _exit_code(row: Row) -> str:
+    code, signal = int(row.get("exit_code") or 0), int(row.get("signal") or 0)
+    if row["state"] == "CANCELLED":
+        # The job's record keeps 0:0; the batch step was killed by a signal (SIGTERM).
+        return f"0:{signal or 15}" if row["step"] == "batch" else "0:0"
+    return f"{code}:{signal}"
+
+
+def _tres(row: Row, units: str | None, billing: bool) -> str:
+    if not row.get("nodelist") and row["state"] in ("PENDING", "FAILED"):
+        return ""
+    nodes = _nnodes(row)
+    share = nodes / max(1, _nnodes(dict(row, step=None)))
+    cpus = _cpus(row)
+    parts = [f"billing={cpus}"] if billing else []
+    parts.append(f"cpu={cpus}")
+    gpus = float(row["gpus"]) * share
+    if gpus > 0:
+        parts.append(f"gres/gpu={int(gpus) if gpus == int(gpus) else round(gpus, 2)}")
+    mem = row.get("mem_mb")
+    if mem:
+        parts.append(f"mem={memory(int(mem) * nodes, units)}")
+    parts.append(f"node={nodes}")
+    return ",".join(parts)
+
+
+def _job_id(row: Row) -> str:
+    base = row.get("array_job_id")
+    task = row.get("array_task_id")
+    members = row.get("_array")
+    if members is not None and len(members) > 1:
+        limit = row.get("array_max_tasks")
+        task = f"[{ranges(int(m['array_task_id']) for m in members)}{f'%{limit}' if limit else ''}]"
+    ident = f"{base}_{task}" if base is not None and task is not None else str(row["job_id"])
+    return f"{ident}.{row['step']}" if row["step"] else ident
+
+
+def _reason(row: Row) -> str:
+    state = row["state"]
+    if state == "PENDING":
+        return str(row.get("reason") or "None")
+    if state == "FAILED":
+        return "NonZeroExitCode" if not row.get("signal") else "RaisedSignal"
+    if state == "TIMEOUT":
+        return "TimeLimit"
+    return "None"
+
+
+def _limit(row: Row) -> str:
+    if row["step"]:
+        return ""
+    limit = int(row.get("time_limit_ms") or 0)
+    if not limit or limit >= UNLIMITED_MS:
+        return "UNLIMITED"
+    return hms(limit // 1000)
+
+
+_VALUES: dict[str, Callable[[Row, int, str | None], str]] = {
+    "Account": lambda r, now, u: str(r["account"]),
+    "AllocCPUS": lambda r, now, u: str(_cpus(r)),
+    "AllocNodes": lambda r, now, u: str(_nnodes(r)) if r.get("nodelist") else "0",
+    "AllocTRES": lambda r, now, u: _tres(r, u, billing=r["step"] is None),
+    "Comment": lambda r, now, u: "" if r["step"] else str(r.get("comment") or ""),
+    "DerivedExitCode": lambda r, now, u: "" if r["step"] else "0:0",
+    "Elapsed": lambda r, now, u: hms(_elapsed_s(r, now)),
+    "ElapsedRaw": lambda r, now, u: str(_elapsed_s(r, now)),
+    "Eligible": lambda r, now, u: instant(r.get("submit"), "Unknown"),
+    "End": lambda r, now, u: instant(r.get("end") if r["state"] in FINAL else None, "Unknown"),
+    "ExitCode": lambda r, now, u: _exit_code(r),
+    "JobID": lambda r, now, u: _job_id(r),
+    "JobIDRaw": lambda r, now, u: f"{r['job_id']}.{r['step']}" if r["step"] else str(r["job_id"]),
+    "JobName": lambda r, now, u: str(r["step"] or r["name"]),
+    "MaxRSS": lambda r, now, u: "",
+    "NCPUS": lambda r, now, u: str(_cpus(r)),
+    "NNodes": lambda r, now, u: str(_nnodes(r)),
+    "NodeList": lambda r, now, u: _nodelist(r),
+    "NTasks": lambda r, now, u: "1" if r["step"] else "",
+    "Partition": lambda r, now, u: "" if r["step"] else str(r["partition"]),
+    "Priority": lambda r, now, u: str(round(float(r.get("priority") or 0))),
+    "QOS": lambda r, now, u: "" if r["step"] else str(r.get("qos") or "normal"),
+    "Reason": lambda r, now, u: "" if r["step"] else _reason(r),
+    "ReqCPUS": lambda r, now, u: str(_cpus(r)),
+    "ReqMem": lambda r, now, u: memory(int(r.get("mem_mb") or 0), u) if r.get("mem_mb") else "0",
+    "ReqNodes": lambda r, now, u: str(r.get("nodes_requested") or _nnodes(r)),
+    "ReqTRES": lambda r, now, u: "" if r["step"] else _req_tres(r, u),
+    "Restarts": lambda r, now, u: str(r.get("restarts") or 0),
+    "Start": lambda r, now, u: instant(r.get("start"), "Unknown"),
+    "State": lambda r, now, u: _state(r),
+    "Submit": lambda r, now, u: instant(r.get("submit"), "Unknown"),
+    "Timelimit": lambda r, now, u: _limit(r),
+    "TotalCPU": lambda r, now, u: "00:00:00",
+    "User": lambda r, now, u: "" if r["step"] else str(r["user"]),
+    "WorkDir": lambda r, now, u: str(r.get("workdir") or ""),
+}
+
+
+def _nodelist(row: Row) -> str:
+    nodelist = str(row.get("nodelist") or "")
+    if not nodelist:
+        return "None assigned"
+    if row["step"] == "batch":
+        return expand(nodelist)[0]
+    return nodelist
+
+
+def _req_tres(row: Row, units: str | None) -> str:
+    cpus = int(row["cpus"])
+    parts = [f"billing={cpus}", f"cpu={cpus}"]
+    gpus = float(row["gpus"])
+    if gpus > 0:
+        parts.append(f"gres/gpu={int(gpus) if gpus == int(gpus) else round(gpus, 2)}")
+    mem = row.get("mem_mb")
+    nodes = int(row.get("nodes_requested") or 1)
+    if mem:
+        parts.append(f"mem={memory(int(mem) * nodes, units)}")
+    parts.append(f"node={nodes}")
+    return ",".join(parts)
+
+
+# ------------------------------------------------------------------------------ main
+def render(opts: _Options, fields: list[tuple[str, int]], table: list[Row], now: int) -> str:
+    lines: list[str] = []
+    if opts.delimiter is not None:
+        end = opts.delimiter if opts.trailing else ""
+        if opts.header:
+            lines.append(opts.delimiter.join(name for name, _ in fields) + end)
+        for row in table:
+            values = (_VALUES[name](row, now, opts.units) for name, _ in fields)
+            lines.append(opts.delimiter.join(values) + end)
+    else:
+        if opts.header:
+            lines.append("".join(fit(n, abs(w), w > 0) + " " for n, w in fields))
+            lines.append("".join("-" * abs(w) + " " for _, w in fields))
+        for row in table:
+            cells = (
+                sacct_cut(_VALUES[name](row, now, opts.units), abs(w), w > 0) + " "
+                for name, w in fields
+            )
+            lines.append("".join(cells))
+    return "".join(line + "\n" for line in lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = sys.argv[1:] if argv is None else argv
+    now = now_ms()
+    try:
+        opts = _parse(args, now)
+        fields = _fields(opts.fields)
+    except _Usage as exc:
+        print(exc, file=sys.stderr)
+        return 0 if str(exc).startswith(("Usage", "slurm ")) else 1
+    try:
+        jobs = _fetch(opts, now)
+    except ControllerUnreachable as exc:
+        print(f"sacct: error: Problem talking to the database: {exc}", file=sys.stderr)
+        return 1
+    except ApiError as exc:
+        print(f"sacct: error: {exc}", file=sys.stderr)
+        return 1
+    sys.stdout.write(render(opts, fields, rows(jobs, opts.allocations), now))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,643 @@
+"""``squeue``: the queue, printed as Slurm 22.05 prints it.
+
+Reads ``GET /v1/jobs``. Jobs that ended show only when asked for by state (``-t all``,
+``-t CD``) and only for ``MIN_JOB_AGE_MS`` after they end, as Slurm forgets them. Pending
+tasks of an array collapse into one ``123_[5-9%2]`` line unless ``-r``. Exit status: 0, or 1
+for bad options, an unknown single ``-j`` id, or no controller.
+"""
+
+from __future__ import annotations
+
+import getopt
+import os
+import sys
+import time
+from typing import Any
+
+from phalanx.client.wirecall import ApiError, ControllerUnreachable, QueryValue, WireCaller
+from phalanx.slurm.format import (
+    LONG_STATE,
+    MIN_JOB_AGE_MS,
+    SHORT_STATE,
+    Spec,
+    clock,
+    expand,
+    instant,
+    memory,
+    now_ms,
+    parse_long,
+    parse_percent,
+    ranges,
+    render,
+)
+
+__all__ = ["DEFAULT_FORMAT", "main"]
+
+Job = dict[str, Any]
+
+DEFAULT_FORMAT = "%.18i %.9P %.8j %.8u %.2t %.10M %.6D %R"
+LONG_FORMAT = "%.18i %.9P %.8j %.8u %.8T %.10M %.9l %.6D %R"
+START_FORMAT = "%.18i %.9P %.8j %.8u %.2t %.19S %.6D %20Y %R"
+UNLIMITED_MS = 365 * 86400 * 1000
+"""What the controller stores for a job without a limit; a pending one prints UNLIMITED."""
+
+HEADERS = {
+    "A": "JOBID",
+    "a": "ACCOUNT",
+    "b": "TRES_PER_NODE",
+    "C": "CPUS",
+    "c": "MIN_CPUS",
+    "D": "NODES",
+    "e": "END_TIME",
+    "F": "ARRAY_JOB_ID",
+    "i": "JOBID",
+    "j": "NAME",
+    "K": "ARRAY_TASK_ID",
+    "k": "COMMENT",
+    "L": "TIME_LEFT",
+    "l": "TIME_LIMIT",
+    "M": "TIME",
+    "m": "MIN_MEMORY",
+    "N": "NODELIST",
+    "o": "COMMAND",
+    "P": "PARTITION",
+    "Q": "PRIORITY",
+    "q": "QOS",
+    "R": "NODELIST(REASON)",
+    "r": "REASON",
+    "S": "START_TIME",
+    "T": "STATE",
+    "t": "ST",
+    "u": "USER",
+    "V": "SUBMIT_TIME",
+    "Y": "SCHEDNODES",
+    "Z": "WORK_DIR",
+}
+
+LONG_FIELDS = {
+    "Account": "a",
+    "ArrayJobID": "F",
+    "ArrayTaskID": "K",
+    "Command": "o",
+    "Comment": "k",
+    "EndTime": "e",
+    "JobArrayID": "i",
+    "JobID": "A",
+    "MinCpus": "c",
+    "MinMemory": "m",
+    "Name": "j",
+    "NodeList": "N",
+    "NumCPUs": "C",
+    "NumNodes": "D",
+    "Partition": "P",
+    "Priority": "Q",
+    "PriorityLong": "Q",
+    "QOS": "q",
+    "Reason": "r",
+    "ReasonList": "R",
+    "SchedNodes": "Y",
+    "StartTime": "S",
+    "State": "T",
+    "StateCompact": "t",
+    "SubmitTime": "V",
+    "TimeLeft": "L",
+    "TimeLimit": "l",
+    "TimeUsed": "M",
+    "tres-per-node": "b",
+    "UserName": "u",
+    "WorkDir": "Z",
+}
+"""``-O`` names -> the ``-o`` letter that prints the same value."""
+
+# Node lists and times are printed whole even when wider than their field, as Slurm does.
+WHOLE = frozenset("NRLlMY")
+FINAL = frozenset(
+    {"COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "PREEMPTED", "NODE_FAIL", "OUT_OF_MEMORY"}
+)
+ACTIVE = frozenset({"PENDING", "RUNNING", "SUSPENDED", "COMPLETING", "REQUEUED"})
+# Slurm's job_states order, by which "-t" sorts (pending first).
+STATE_ORDER = {
+    name: i
+    for i, name in enumerate(
+        (
+            "PENDING",
+            "RUNNING",
+            "SUSPENDED",
+            "COMPLETED",
+            "CANCELLED",
+            "FAILED",
+            "TIMEOUT",
+            "NODE_FAIL",
+            "PREEMPTED",
+            "BOOT_FAIL",
+            "DEADLINE",
+            "OUT_OF_MEMORY",
+        )
+    )
+}
+
+SHORT = "A:ahi:j:lM:n:o:O:p:q:rS:t:u:vVw:"
+LONG = [
+    "account=",
+    "all",
+    "array",
+    "format=",
+    "Format=",
+    "help",
+    "hide",
+    "iterate=",
+    "jobs=",
+    "long",
+    "me",
+    "name=",
+    "noconvert",
+    "noheader",
+    "nodelist=",
+    "partition=",
+    "qos=",
+    "sort=",
+    "start",
+    "states=",
+    "user=",
+    "usage",
+    "verbose",
+    "version",
+]
+
+
+class _Usage(Exception):
+    """A command line squeue cannot run; the message is printed as Slurm would."""
+
+
+class _Options:
+    def __init__(self) -> None:
+        self.header = True
+        self.array = False
+        self.long = False
+        self.start = False
+        self.format: str | None = None
+        self.long_format: str | None = None
+        self.states: set[str] | None = None
+        self.users: set[str] | None = None
+        self.partitions: set[str] | None = None
+        self.accounts: set[str] | None = None
+        self.qos: set[str] | None = None
+        self.names: set[str] | None = None
+        self.jobs: list[tuple[int, int | None]] | None = None
+
+
+def _split(value: str) -> set[str]:
+    return {v for v in value.split(",") if v}
+
+
+def _parse(argv: list[str]) -> _Options:
+    try:
+        pairs, rest = getopt.gnu_getopt(argv, SHORT, LONG)
+    except getopt.GetoptError as exc:
+        raise _Usage(
+            f"squeue: unrecognized option '{_dashes(exc.opt)}'\n"
+            'Try "squeue --help" for more information'
+        ) from None
+    if rest:
+        raise _Usage(f"squeue: error: Unrecognized option: {rest[0]}")
+    opts = _Options()
+    for key, value in pairs:
+        if key in ("-h", "--noheader"):
+            opts.header = False
+        elif key in ("-r", "--array"):
+            opts.array = True
+        elif key in ("-l", "--long"):
+            opts.long = True
+        elif key == "--start":
+            opts.start = True
+        elif key in ("-o", "--format"):
+            opts.format = value
+        elif key in ("-O", "--Format"):
+            opts.long_format = value
+        elif key in ("-t", "--states"):
+            opts.states = _states(value)
+        elif key in ("-u", "--user"):
+            opts.users = _split(value)
+        elif key == "--me":
+            opts.users = {_me()}
+        elif key in ("-p", "--partition"):
+            opts.partitions = _split(value)
+        elif key in ("-A", "--account"):
+            opts.accounts = _split(value)
+        elif key in ("-q", "--qos"):
+            opts.qos = _split(value)
+        elif key in ("-n", "--name"):
+            opts.names = _split(value)
+        elif key in ("-j", "--jobs"):
+            opts.jobs = _job_ids(value)
+        elif key in ("--help", "--usage"):
+            raise _Usage(_HELP)
+        elif key in ("-V", "--version"):
+            raise _Usage("slurm 22.05.8 (phalanx)")
+        # Accepted and ignored: -a/--all, --hide, -v, -i, -M, -S, -w, --noconvert.
+    return opts
+
+
+_HELP = (
+    "Usage: squeue [-A account] [--clusters names] [-i seconds] [--job jobid]\n"
+    "              [-n name] [-o format] [--only-job-state] [-p partitions]\n"
+    "              [--qos qos] [--reservation reservation] [--sort fields] [--start]\n"
+    "              [--step step_id] [-t states] [-u user_name] [--usage]\n"
+    "              [-L licenses] [-w nodes] [--federation] [--local] [--sibling]\n"
+    "              [-ahjlrsv]"
+)
+
+
+def _dashes(opt: str) -> str:
+    return f"-{opt}" if len(opt) == 1 else f"--{opt}"
+
+
+def _me() -> str:
+    import pwd
+
+    try:
+        return pwd.getpwuid(os.getuid()).pw_name
+    except KeyError:
+        return str(os.getuid())
+
+
+def _states(value: str) -> set[str]:
+    out: set[str] = set()
+    for item in _split(value):
+        name = item.upper()
+        if name == "ALL":
+            out |= FINAL | ACTIVE
+        elif name in LONG_STATE:
+            out.add(LONG_STATE[name])
+        elif name in SHORT_STATE:
+            out.add(name)
+        else:
+            raise _Usage(f"squeue: error: Invalid job state specified: {item}")
+    return out
+
+
+def _job_ids(value: str) -> list[tuple[int, int | None]]:
+    out: list[tuple[int, int | None]] = []
+    for item in _split(value):
+        base, _, task = item.partition("_")
+        if not base.isdigit() or (task and not task.isdigit()):
+            raise _Usage(f"squeue: error: Invalid job id: {item}")
+        out.append((int(base), int(task) if task else None))
+    return out
+
+
+# ------------------------------------------------------------------------------ selection
+def _fetch(opts: _Options) -> list[Job]:
+    query: dict[str, QueryValue] = {}
+    states = opts.states
+    if opts.jobs is not None:
+        query["ids"] = ",".join(str(base) for base, _ in opts.jobs)
+        query["all"] = True
+    elif states is not None:
+        query["state"] = ",".join(sorted(states))
+    if opts.users is not None and len(opts.users) == 1:
+        query["user"] = next(iter(opts.users))
+    if opts.partitions is not None and len(opts.partitions) == 1:
+        query["partition"] = next(iter(opts.partitions))
+    status, answer = WireCaller().call("GET", "/v1/jobs", query=query)
+    if status != 200:
+        raise _api_error(status, answer)
+    jobs: list[Job] = answer["jobs"]
+    return jobs
+
+
+def _api_error(status: int, answer: Any) -> ApiError:
+    from phalanx.client.wirecall import api_error
+
+    return api_error(status, answer)
+
+
+def _recent(job: Job, now: int) -> bool:
+    """Still known to Slurm: not ended, or ended within MinJobAge."""
+    if job["state"] not in FINAL:
+        return True
+    end = job.get("end")
+    return end is not None and now - end <= MIN_JOB_AGE_MS
+
+
+def _wanted_id(job: Job, wanted: list[tuple[int, int | None]]) -> bool:
+    for base, task in wanted:
+        if task is None and base in (job["job_id"], job.get("array_job_id")):
+            return True
+        if (
+            task is not None
+            and job.get("array_job_id") == base
+            and job.get("array_task_id") == task
+        ):
+            return True
+    return False
+
+
+def select(jobs: list[Job], opts: _Options, now: int) -> list[Job]:
+    """The jobs squeue shows, before arrays collapse."""
+    states = opts.states if opts.states is not None else ACTIVE
+    if opts.start:
+        states = {"PENDING"}
+    out = []
+    for job in jobs:
+        if job["state"] not in states or not _recent(job, now):
+            continue
+        if opts.jobs is not None and not _wanted_id(job, opts.jobs):
+            continue
+        if opts.users is not None and job["user"] not in opts.users:
+            continue
+        if opts.partitions is not None and job["partition"] not in opts.partitions:
+            continue
+        if opts.accounts is not None and job["account"] not in opts.accounts:
+            continue
+        if opts.qos is not None and job["qos"] not in opts.qos:
+            continue
+        if opts.names is not None and job["name"] not in opts.names:
+            continue
+        out.append(job)
+    return out
+
+
+def collapse(jobs: list[Job]) -> list[Job]:
+    """Pending tasks of one array (same name and partition) become one record whose
+    ``array_task_str`` is ``2-9`` (``2-9%2`` with a task limit)."""
+    groups: dict[tuple[int, str, str], list[Job]] = {}
+    out: list[Job] = []
+    for job in jobs:
+        base = job.get("array_job_id")
+        if base is None or job["state"] != "PENDING":
+            out.append(job)
+            continue
+        key = (base, job["name"], job["partition"])
+        if key not in groups:
+            groups[key] = []
+            out.append(job)  # placeholder: replaced below by the group's record
+        groups[key].append(job)
+    merged: dict[int, Job] = {}
+    for (base, _, _), members in groups.items():
+        first = members[0]
+        if len(members) == 1:
+            merged[id(first)] = first
+            continue
+        tasks = ranges(int(m["array_task_id"]) for m in members)
+        limit = first.get("array_max_tasks")
+        if limit:
+            tasks += f"%{limit}"
+        reasons: list[str] = []
+        for m in members:
+            if m["reason"] not in reasons:
+                reasons.append(m["reason"])
+        merged[id(first)] = dict(
+            first,
+            job_id=base,
+            array_task_str=tasks,
+            reason=",".join(reasons),
+            priority=max(m["priority"] for m in members),
+        )
+    return [merged.get(id(job), job) for job in out]
+
+
+def order(jobs: list[Job], start: bool) -> list[Job]:
+    """Slurm's default sort ``P,t,-p``: partition, state, priority down. Ties: running jobs
+    by id up, pending ones by id down (array tasks by task id up), as the reference prints
+    them; ``--start`` sorts by
+    expected start, unknown last."""
+    if start:
+        return sorted(
+            jobs,
+            key=lambda j: (
+                j.get("expected_start") is None,
+                j.get("expected_start") or 0,
+                j.get("array_job_id") or j["job_id"],
+            ),
+        )
+
+    def key(job: Job) -> tuple[str, int, float, int, int]:
+        base = int(job.get("array_job_id") or job["job_id"])
+        task = job.get("array_task_id")
+        if job.get("array_task_str") is None and task is not None and job["state"] != "PENDING":
+            base, task = int(job["job_id"]), 0
+        pending = job["state"] == "PENDING"
+        return (
+            job["partition"],
+            STATE_ORDER.get(job["state"], 99),
+            -float(job["priority"]),
+            -base if pending else base,
+            int(task or 0) if job.get("array_task_str") is None else -1,
+        )
+
+    return sorted(jobs, key=key)
+
+
+# ------------------------------------------------------------------------------ fields
+def _time_used(job: Job, now: int) -> int:
+    start = job.get("start")
+    if job["state"] == "PENDING" or start is None:
+        return 0
+    end = int(job.get("end") or now)
+    return max(0, (end - int(start)) // 1000)
+
+
+def _limit(job: Job) -> str:
+    limit = int(job["time_limit_ms"])
+    if limit >= UNLIMITED_MS and job["state"] == "PENDING":
+        return "UNLIMITED"
+    return clock(limit // 1000)
+
+
+def _nodes(job: Job) -> int:
+    nodelist = job.get("nodelist") or ""
+    if nodelist and job["state"] != "PENDING":
+        return len(expand(nodelist))
+    return int(job["nodes_requested"])
+
+
+def _reason(job: Job) -> str:
+    state = job["state"]
+    if state == "FAILED":
+        if job.get("signal"):
+            return f"RaisedSignal:{job['signal']}"
+        return "NonZeroExitCode"
+    if state == "TIMEOUT":
+        return "TimeLimit"
+    return str(job["reason"])
+
+
+def _job_id(job: Job) -> str:
+    tasks = job.get("array_task_str")
+    base = job.get("array_job_id")
+    if tasks is not None:
+        return f"{base}_[{tasks}]"
+    if base is not None and job.get("array_task_id") is not None:
+        return f"{base}_{job['array_task_id']}"
+    return str(job["job_id"])
+
+
+def _raw_id(job: Job) -> str:
+    # A pending array task has no job id of its own in Slurm: it is the array's record.
+    if job.get("array_task_str") is not None or (
+        job["state"] == "PENDING" and job.get("array_job_id") is not None
+    ):
+        return str(job["array_job_id"])
+    return str(job["job_id"])
+
+
+def _tres_per_node(job: Job) -> str:
+    gres = job.get("tres_per_node")
+    if isinstance(gres, str):
+        return gres or "N/A"
+    gpus = float(job["gpus"])
+    nodes = max(1, _nodes(job))
+    if gpus <= 0:
+        return "N/A"
+    per = gpus / nodes
+    count = str(int(per)) if per == int(per) else f"{per:g}"
+    return f"gres:gpu:{count}"
+
+
+def value(code: str, job: Job, now: int) -> str:
+    """The text of field ``code`` (an ``-o`` letter) for ``job``."""
+    state = job["state"]
+    if code == "i":
+        return _job_id(job)
+    if code == "A":
+        return _raw_id(job)
+    if code == "F":
+        return str(job.get("array_job_id") or job["job_id"])
+    if code == "K":
+        if job.get("array_task_str") is not None:
+            return str(job["array_task_str"])
+        task = job.get("array_task_id")
+        return "N/A" if task is None else str(task)
+    if code == "a":
+        return str(job["account"])
+    if code == "P":
+        return str(job["partition"])
+    if code == "j":
+        return str(job["name"])
+    if code == "u":
+        return str(job["user"])
+    if code == "t":
+        return SHORT_STATE.get(state, str(state)[:2])
+    if code == "T":
+        return str(state)
+    if code == "M":
+        return clock(_time_used(job, now))
+    if code == "l":
+        return _limit(job)
+    if code == "L":
+        if int(job["time_limit_ms"]) >= UNLIMITED_MS and state == "PENDING":
+            return "UNLIMITED"
+        return clock(int(job["time_limit_ms"]) // 1000 - _time_used(job, now))
+    if code == "D":
+        return str(_nodes(job))
+    if code == "C":
+        return str(job["cpus"])
+    if code == "c":
+        nodes = max(1, _nodes(job))
+        return str(max(1, int(job["cpus"]) // nodes))
+    if code == "m":
+        mem = job.get("mem_mb")
+        return memory(int(mem)) if mem else "0"
+    if code == "b":
+        return _tres_per_node(job)
+    if code == "R":
+        if state == "PENDING" or state in ("FAILED", "TIMEOUT"):
+            return f"({_reason(job)})"
+        return str(job.get("nodelist") or "")
+    if code == "r":
+        return _reason(job)
+    if code == "N":
+        return "" if state == "PENDING" else str(job.get("nodelist") or "")
+    if code == "S":
+        if state == "PENDING":
+            return instant(job.get("expected_start"))
+        return instant(job.get("start"))
+    if code == "V":
+        return instant(job.get("submit"))
+    if code == "e":
+        if state in FINAL:
+            return instant(job.get("end"))
+        start = job.get("start")
+        if start is None or state == "PENDING":
+            return "N/A"
+        return instant(start + int(job["time_limit_ms"]))
+    if code == "Q":
+        return str(round(float(job["priority"])))
+    if code == "q":
+        return str(job["qos"])
+    if code == "Y":
+        sched = job.get("sched_nodes")
+        return str(sched) if sched else "(null)"
+    if code == "Z":
+        return str(job.get("workdir") or "")
+    if code == "o":
+        return " ".join(job.get("command") or ()) or "(null)"
+    if code == "k":
+        return str(job.get("comment") or "(null)")
+    raise KeyError(code)
+
+
+# ------------------------------------------------------------------------------ main
+def _specs(opts: _Options, err: list[str]) -> tuple[str, list[Spec]]:
+    if opts.long_format is not None or (opts.format is None and os.environ.get("SQUEUE_FORMAT2")):
+        text = opts.long_format or os.environ.get("SQUEUE_FORMAT2", "")
+        fields, bad = parse_long(text, LONG_FIELDS)
+        err.extend(f"squeue: error: Invalid job format specification: {b}" for b in bad)
+        return "", [Spec(LONG_FIELDS[s.key], s.width, s.right, s.suffix) for s in fields]
+    if opts.format is not None:
+        text = opts.format
+    elif opts.start:
+        text = START_FORMAT
+    elif opts.long:
+        text = LONG_FORMAT
+    else:
+        text = os.environ.get("SQUEUE_FORMAT") or DEFAULT_FORMAT
+    prefix, specs, bad = parse_percent(text, "".join(HEADERS))
+    err.extend(f"squeue: error: Invalid job format specification: {b}" for b in bad)
+    return prefix, specs
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = sys.argv[1:] if argv is None else argv
+    try:
+        opts = _parse(args)
+    except _Usage as exc:
+        print(exc, file=sys.stderr)
+        return 0 if str(exc).startswith(("Usage", "slurm ")) else 1
+    errors: list[str] = []
+    prefix, specs = _specs(opts, errors)
+    for line in errors:
+        print(line, file=sys.stderr)
+    try:
+        jobs = _fetch(opts)
+    except ControllerUnreachable as exc:
+        print(f"slurm_load_jobs error: Unable to contact slurm controller ({exc})", file=sys.stderr)
+        return 1
+    except ApiError as exc:
+        print(f"slurm_load_jobs error: {exc}", file=sys.stderr)
+        return 1
+    now = now_ms()
+    if opts.jobs is not None and len(opts.jobs) == 1:
+        known = [j for j in jobs if _wanted_id(j, opts.jobs) and _recent(j, now)]
+        if not known:
+            print("slurm_load_jobs error: Invalid job id specified", file=sys.stderr)
+            return 1
+    shown = select(jobs, opts, now)
+    if not opts.array:
+        shown = collapse(shown)
+    shown = order(shown, opts.start)
+    lines: list[str] = []
+    if opts.long:
+        lines.append(time.strftime("%a %b %d %H:%M:%S %Y"))
+    if opts.header:
+        lines.append(render(prefix, specs, [HEADERS[s.key] for s in specs]))
+    for job in shown:
+        lines.append(render(prefix, specs, [value(s.key, job, now) for s in specs], WHOLE))
+    if lines:
+        sys.stdout.write("\n".join(lines) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
