@@ -26,12 +26,13 @@ from phalanx.server.localcluster import LocalCluster, cluster_yaml
 
 __all__ = [
     "ACTIVE",
-    "keepalive_client",
     "fresh_cluster",
+    "keepalive_client",
     "percentile",
     "python_cmd",
     "spread",
     "status_mb",
+    "submit_batch",
     "verdict",
     "wait_idle",
 ]

@@ -120,9 +120,9 @@ def _slurm_sample(peer: SlurmPeer, i: int) -> dict[str, float]:
 
 def _row(name: str, values: list[float]) -> str:
     if not values:
-        return f"  {name:<40}  n/a"
+        return f"  {name:<44}  n/a"
     return (
-        f"  {name:<40}  {min(values):>7.1f}  {percentile(values, 0.5):>7.1f}  "
+        f"  {name:<44}  {min(values):>7.1f}  {percentile(values, 0.5):>7.1f}  "
         f"{percentile(values, 0.95):>7.1f}  {max(values):>7.1f}"
     )
 
@@ -156,8 +156,10 @@ def main(argv: list[str] | None = None) -> int:
             time.sleep(args.gap + rng.random() * 0.5)
             samples.append(_phalanx_sample(cluster, c, workdir, i))
     print()
-    print(f"  {'Phalanx, ms over ' + str(len(samples)) + ' samples':<40}  "
-          f"{'min':>7}  {'p50':>7}  {'p95':>7}  {'max':>7}")
+    print(
+        f"  {'Phalanx, ms over ' + str(len(samples)) + ' samples':<44}  "
+        f"{'min':>7}  {'p50':>7}  {'p95':>7}  {'max':>7}"
+    )
     for name, key in FIGURES:
         print(_row(name, [s[key] for s in samples]))
     running = percentile([s["running"] for s in samples], 0.5)
@@ -175,23 +177,35 @@ def main(argv: list[str] | None = None) -> int:
         for i in range(args.slurm_samples):
             time.sleep(args.slurm_gap + rng.random())
             slurm.append(_slurm_sample(peer, i))
-        print(f"  {about + ', ms over ' + str(len(slurm)) + ' samples':<40}  "
-              f"{'min':>7}  {'p50':>7}  {'p95':>7}  {'max':>7}")
+        print(
+            f"  {about + ', ms over ' + str(len(slurm)) + ' samples':<44}  "
+            f"{'min':>7}  {'p50':>7}  {'p95':>7}  {'max':>7}"
+        )
         for name, key in FIGURES:
             if key != "stamps":
                 print(_row(name.replace("submit", "sbatch", 1), [s[key] for s in slurm]))
         slurm_running = percentile([s["running"] for s in slurm], 0.5)
         slurm_process = percentile([s["process"] for s in slurm], 0.5)
         print()
-        print(f"ratio Slurm p50 / Phalanx p50: to RUNNING {slurm_running / running:.1f}x, "
-              f"to process started {slurm_process / process:.1f}x")
+        print(
+            f"ratio Slurm p50 / Phalanx p50: to RUNNING {slurm_running / running:.1f}x, "
+            f"to process started {slurm_process / process:.1f}x"
+        )
     print()
-    print(verdict(running <= TARGET_P50_MS,
-                  f"submit -> RUNNING seen by the client: p50 {running:.1f} ms "
-                  f"(target <= {TARGET_P50_MS:.0f} ms)"))
-    print(verdict(stamps <= TARGET_P50_MS,
-                  f"submit -> RUNNING by the controller's stamps: p50 {stamps:.1f} ms "
-                  f"(target <= {TARGET_P50_MS:.0f} ms)"))
+    print(
+        verdict(
+            running <= TARGET_P50_MS,
+            f"submit -> RUNNING seen by the client: p50 {running:.1f} ms "
+            f"(target <= {TARGET_P50_MS:.0f} ms)",
+        )
+    )
+    print(
+        verdict(
+            stamps <= TARGET_P50_MS,
+            f"submit -> RUNNING by the controller's stamps: p50 {stamps:.1f} ms "
+            f"(target <= {TARGET_P50_MS:.0f} ms)",
+        )
+    )
     return 0
 
 

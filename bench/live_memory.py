@@ -6,7 +6,8 @@ stay pending; ``true``, one CPU) are submitted in batches of ``--per-batch`` (5,
 (``POST /v1/jobs/batch``, one kept-open connection). Each figure is read once the controller
 has handled the last submission (``GET /v1/jobs/{last id}`` answers), from
 ``/proc/PID/status`` of the controller process: ``VmRSS`` with 0 (agents registered),
-10,000 and 100,000 jobs pending, and ``VmHWM`` (its peak) at the end. Also timed: the
+10,000 and 100,000 jobs pending, and ``VmHWM`` (its peak) once all are submitted and again
+at the end, after the listings. Also timed: the
 submission of all jobs (first request to last answer), and the wall time of
 ``phalanx jobs`` (a process, as a user runs it, ``PHALANX_STATE_DIR`` pointing at the
 cluster), median of ``--list-runs`` (5), with 10,000 and with 100,000 pending.
@@ -103,11 +104,16 @@ def _run(args: argparse.Namespace, progress: str) -> dict[str, float]:
             spent += time.perf_counter() - t0
             _handled(c, last)
             out[f"rss_{target}"] = status_mb(pid)["VmRSS"]
-            print(f"{progress}: {submitted:,} pending, RSS {out[f'rss_{target}']:,.0f} MB; "
-                  f"timing phalanx jobs", flush=True)
+            out["hwm_submit"] = status_mb(pid)["VmHWM"]
+            print(
+                f"{progress}: {submitted:,} pending, RSS {out[f'rss_{target}']:,.0f} MB; "
+                f"timing phalanx jobs",
+                flush=True,
+            )
             out[f"list_{target}"] = _list_s(cluster, submitted, args.list_runs)
         out["submit_s"] = spent
         out["hwm"] = status_mb(pid)["VmHWM"]
+        out["rss_end"] = status_mb(pid)["VmRSS"]
     return out
 
 
@@ -152,32 +158,41 @@ def _args(argv: list[str] | None) -> argparse.Namespace:
 def main(argv: list[str] | None = None) -> int:
     args = _args(argv)
     print("$", shlex.join([python_cmd(), *sys.argv]))
-    print(f"cluster: {NODES} nodes x {GPUS} GPUs x {CPUS} CPUs; {args.jobs:,} held jobs in "
-          f"batches of {args.per_batch:,}; MB = 10^6 bytes")
+    print(
+        f"cluster: {NODES} nodes x {GPUS} GPUs x {CPUS} CPUs; {args.jobs:,} held jobs in "
+        f"batches of {args.per_batch:,}; MB = 10^6 bytes"
+    )
     runs: list[dict[str, Any]] = []
     for i in range(args.repeat):
         runs.append(_run(args, f"  run {i + 1}"))
     n = args.jobs
     print()
-    print(f"  {'run':>3}  {'RSS@0':>6}  {'RSS@10k':>7}  {'RSS@' + format(n // 1000) + 'k':>8}  "
-          f"{'HWM':>6}  {'submit s':>8}  {'jobs/s':>7}  {'jobs@10k s':>10}  "
-          f"{'jobs@' + format(n // 1000) + 'k s':>11}")
+    print(
+        f"  {'run':>3}  {'RSS@0':>6}  {'RSS@10k':>7}  {'RSS@' + format(n // 1000) + 'k':>8}  "
+        f"{'HWM sub':>7}  {'HWM end':>7}  {'submit s':>8}  {'jobs/s':>7}  {'jobs@10k s':>10}  "
+        f"{'jobs@' + format(n // 1000) + 'k s':>11}"
+    )
     for i, r in enumerate(runs):
-        print(f"  {i + 1:>3}  {r['rss_0']:>6.0f}  {r[f'rss_{CHECKPOINT}']:>7.0f}  "
-              f"{r[f'rss_{n}']:>8.0f}  {r['hwm']:>6.0f}  {r['submit_s']:>8.1f}  "
-              f"{n / r['submit_s']:>7,.0f}  {r[f'list_{CHECKPOINT}']:>10.2f}  "
-              f"{r[f'list_{n}']:>11.2f}")
+        print(
+            f"  {i + 1:>3}  {r['rss_0']:>6.0f}  {r[f'rss_{CHECKPOINT}']:>7.0f}  "
+            f"{r[f'rss_{n}']:>8.0f}  {r['hwm_submit']:>7.0f}  {r['hwm']:>7.0f}  "
+            f"{r['submit_s']:>8.1f}  "
+            f"{n / r['submit_s']:>7,.0f}  {r[f'list_{CHECKPOINT}']:>10.2f}  "
+            f"{r[f'list_{n}']:>11.2f}"
+        )
     print()
     for label, key, fmt, unit in (
         ("controller VmRSS, 0 pending", "rss_0", ",.0f", "MB"),
         (f"controller VmRSS, {CHECKPOINT:,} pending", f"rss_{CHECKPOINT}", ",.0f", "MB"),
         (f"controller VmRSS, {n:,} pending", f"rss_{n}", ",.0f", "MB"),
-        ("controller VmHWM at the end", "hwm", ",.0f", "MB"),
+        (f"controller VmHWM, {n:,} submitted", "hwm_submit", ",.0f", "MB"),
+        ("controller VmHWM after phalanx jobs", "hwm", ",.0f", "MB"),
+        ("controller VmRSS after phalanx jobs", "rss_end", ",.0f", "MB"),
         (f"submitting {n:,}", "submit_s", ".1f", "s"),
         (f"phalanx jobs, {CHECKPOINT:,} pending", f"list_{CHECKPOINT}", ".2f", "s"),
         (f"phalanx jobs, {n:,} pending", f"list_{n}", ".2f", "s"),
     ):
-        print(f"  {label:<34}  {spread([r[key] for r in runs], fmt, unit)}")
+        print(f"  {label:<36}  {spread([r[key] for r in runs], fmt, unit)}")
     rss = statistics.median(r[f"rss_{n}"] for r in runs)
     rss10k = statistics.median(r[f"rss_{CHECKPOINT}"] for r in runs)
     list10k = statistics.median(r[f"list_{CHECKPOINT}"] for r in runs)
@@ -190,19 +205,27 @@ def main(argv: list[str] | None = None) -> int:
     else:
         print(f"{about}: {args.slurm_jobs:,} held sbatch --wrap=true, 4 submitters", flush=True)
         s = _slurm(peer, args.slurm_jobs, args.list_runs)
-        print(f"  slurmctld VmRSS before {s['rss_before']:,.0f} MB, with {args.slurm_jobs:,} "
-              f"pending {s['rss']:,.0f} MB (VmHWM {s['hwm']:,.0f} MB); submitted in "
-              f"{s['submit_s']:.1f} s ({s['failed']} failed); squeue {s['squeue_s']:.3f} s")
+        print(
+            f"  slurmctld VmRSS before {s['rss_before']:,.0f} MB, with {args.slurm_jobs:,} "
+            f"pending {s['rss']:,.0f} MB (VmHWM {s['hwm']:,.0f} MB); submitted in "
+            f"{s['submit_s']:.1f} s ({s['failed']} failed); squeue {s['squeue_s']:.3f} s"
+        )
         if args.slurm_jobs == CHECKPOINT:
-            print(f"ratio at {CHECKPOINT:,} pending: slurmctld RSS / Phalanx controller RSS "
-                  f"{s['rss'] / rss10k:.2f}x; squeue / phalanx jobs wall time "
-                  f"{s['squeue_s'] / list10k:.2f}x")
+            print(
+                f"ratio at {CHECKPOINT:,} pending: slurmctld RSS / Phalanx controller RSS "
+                f"{s['rss'] / rss10k:.2f}x; squeue / phalanx jobs wall time "
+                f"{s['squeue_s'] / list10k:.2f}x"
+            )
         else:
             print(f"no ratio: Slurm held {args.slurm_jobs:,} jobs, not {CHECKPOINT:,}")
     print()
-    print(verdict(rss <= TARGET_MB,
-                  f"median controller RSS with {n:,} pending {rss:,.0f} MB "
-                  f"(target <= {TARGET_MB:,.0f} MB)"))
+    print(
+        verdict(
+            rss <= TARGET_MB,
+            f"median controller RSS with {n:,} pending {rss:,.0f} MB "
+            f"(target <= {TARGET_MB:,.0f} MB)",
+        )
+    )
     return 0
 
 

@@ -17,7 +17,8 @@ Each API variant runs twice: with the jobs held (``hold: true``: nothing else co
 controller) and with the jobs released to run (the controller launches them while it accepts
 more). Timed: from the first request sent to the last answer received. The figure is jobs/s
 (min / median / max over ``--repeat`` runs); the client's own CPU per job (median) is shown
-beside it, since client and controller share this machine's cores. Target: batch (held) median >= 2,000 jobs/s.
+beside it, since client and controller share this machine's cores. Target: batch (held)
+median >= 2,000 jobs/s.
 
 Slurm peer (when ``../shared/slurm`` runs here): ``--slurm-jobs`` (200) serial
 ``sbatch -H --wrap=true`` as in ``../shared/slurm/bench/held.py``, then ``scancel``; the

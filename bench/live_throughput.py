@@ -142,16 +142,21 @@ def main(argv: list[str] | None = None) -> int:
         f"{args.duration} s a run, backlog {args.backlog:,}, batches of {args.per_batch}"
     )
     print()
-    print(f"  {'run':>3}  {'submitted':>9}  {'completed/s':>11}  per {SLICE_S}-s slice, "
-          "completions/s;  ended otherwise")
+    print(
+        f"  {'run':>3}  {'submitted':>9}  {'completed/s':>11}  per {SLICE_S}-s slice, "
+        "completions/s;  ended otherwise"
+    )
     overall: list[float] = []
     for i in range(args.repeat):
         run = _run(args)
         rate, slices, states = _figures(run, args.duration)
         overall.append(rate)
         other = ", ".join(f"{n} {s}" for s, n in sorted(states.items()) if s != "COMPLETED")
-        print(f"  {i + 1:>3}  {run['submitted']:>9,}  {rate:>11,.1f}  "
-              f"{spread(slices, '.0f')};  {other or 'none'}", flush=True)
+        print(
+            f"  {i + 1:>3}  {run['submitted']:>9,}  {rate:>11,.1f}  "
+            f"{spread(slices, '.0f')};  {other or 'none'}",
+            flush=True,
+        )
     median = statistics.median(overall)
     print(f"  completions/s over {args.repeat} runs: {spread(overall, ',.1f')}")
     print()
@@ -168,12 +173,18 @@ def main(argv: list[str] | None = None) -> int:
             submits.append(submit)
         sinfo = peer.run("sinfo", "-h", "-o", "%D nodes x %c CPUs").stdout.strip()
         print(f"{about} ({sinfo}): {args.slurm_jobs:,} held sbatch --wrap=true, released at once")
-        print(f"  drain, completions/s: {spread(drains, ',.1f')}  "
-              f"(held submissions/s: {spread(submits, ',.0f')})")
+        print(
+            f"  drain, completions/s: {spread(drains, ',.1f')}  "
+            f"(held submissions/s: {spread(submits, ',.0f')})"
+        )
         print(f"ratio Phalanx median / Slurm median: {median / statistics.median(drains):.1f}x")
     print()
-    print(verdict(median >= TARGET_PER_S,
-                  f"median {median:,.1f} completions/s (target >= {TARGET_PER_S:,.0f}/s)"))
+    print(
+        verdict(
+            median >= TARGET_PER_S,
+            f"median {median:,.1f} completions/s (target >= {TARGET_PER_S:,.0f}/s)",
+        )
+    )
     return 0
 
 

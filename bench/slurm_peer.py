@@ -61,8 +61,11 @@ class SlurmPeer:
     def sbatch_held(self, count: int, submitters: int = 4) -> int:
         """``count`` held ``sbatch --wrap=true`` from ``submitters`` parallel shell loops, as
         ``../shared/slurm/bench/held.py`` submits; how many failed."""
-        per = [count // submitters + (1 if i < count % submitters else 0) for i in range(submitters)]
-        loop = "for i in $(seq {}); do sbatch -H -o /dev/null --wrap=true >/dev/null || echo FAIL; done"
+        per = [count // submitters + (i < count % submitters) for i in range(submitters)]
+        loop = (
+            "for i in $(seq {}); do "
+            "sbatch -H -o /dev/null --wrap=true >/dev/null || echo FAIL; done"
+        )
         procs = [
             subprocess.Popen(
                 ["bash", "-c", loop.format(k)],

@@ -135,6 +135,8 @@ class Controller:
     def stop(self) -> None:
         self._stop = True
         self._kick.set()
+        for agent in self.fleet.agents.values():
+            agent.wake.set()  # long polls answer now (empty), so the server can stop
 
     def _accepted(self) -> None:
         self._kick.set()

@@ -11,6 +11,7 @@ import socket
 import stat
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import FrameType
 
 import uvicorn
 
@@ -39,6 +40,18 @@ class ControllerOptions:
     epilog_ms: int = 0
     dead_after_ms: int = 60_000
     tokens: dict[str, str] = field(default_factory=dict)
+
+
+class _Server(uvicorn.Server):
+    """uvicorn's server, which also ends the agents' long polls when told to stop."""
+
+    def __init__(self, config: uvicorn.Config, controller: Controller) -> None:
+        super().__init__(config)
+        self.controller = controller
+
+    def handle_exit(self, sig: int, frame: FrameType | None) -> None:
+        self.controller.stop()
+        super().handle_exit(sig, frame)
 
 
 def _unix_socket(path: Path) -> socket.socket:
@@ -92,8 +105,10 @@ async def serve(opts: ControllerOptions) -> None:
         access_log=False,
         lifespan="off",
         timeout_keep_alive=30,
+        # Agents' long polls would otherwise hold a shutdown for a heartbeat (10 s).
+        timeout_graceful_shutdown=2,
     )
-    server = uvicorn.Server(config)
+    server = _Server(config, controller)
     state.pid.write_text(f"{os.getpid()}\n")
     loop_task = asyncio.create_task(controller.run())
     try:
