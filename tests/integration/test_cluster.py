@@ -7,6 +7,7 @@ import itertools
 import json
 import socket
 import sys
+import time
 from pathlib import Path
 
 from conftest import env
@@ -269,3 +270,36 @@ def test_names_paths_and_commands_are_data_never_shell(
     out = workdir / "weird; $HOME $(touch pwned2).out"
     assert out.read_text() == "$(touch pwned) ; `id`\n"
     assert not (workdir / "pwned").exists() and not (workdir / "pwned2").exists()
+
+
+def test_hold_release_requeue_and_update_a_job(cluster: LocalCluster, workdir: Path) -> None:
+    [held] = cluster.submit(command=["true"], hold=True, workdir=str(workdir), environment=env())
+    job = cluster.job(held)
+    assert (job["state"], job["reason"]) == ("PENDING", "JobHeldUser")
+    cluster.call("POST", f"/v1/jobs/{held}/release")
+    assert cluster.wait([held])[0]["state"] == "COMPLETED"
+    # Requeue a finished job: the same id runs again, its restart count goes up.
+    assert cluster.call("POST", f"/v1/jobs/{held}/requeue")["changed"] == [held]
+    again = cluster.wait([held])[0]
+    assert (again["state"], again["restarts"]) == ("COMPLETED", 1)
+    # A running one: killed and back to PENDING, then it runs again.
+    [running] = cluster.submit(
+        command=["sleep", "60"], time="10:00", workdir=str(workdir), environment=env()
+    )
+    cluster.wait([running], ("RUNNING",), final=False)
+    cluster.call("PATCH", f"/v1/jobs/{running}", body={"time": "0:03"})  # lower: allowed
+    assert cluster.job(running)["time_limit_ms"] == 3000
+    assert cluster.wait([running], timeout=30)[0]["state"] == "TIMEOUT"
+    [other] = cluster.submit(command=["sleep", "60"], workdir=str(workdir), environment=env())
+    cluster.wait([other], ("RUNNING",), final=False)
+    cluster.call("POST", f"/v1/jobs/{other}/requeue")
+    deadline = time.monotonic() + 30
+    while (job := cluster.job(other))["restarts"] == 0 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    job = cluster.wait([other], ("RUNNING",), final=False, timeout=30)[0]
+    assert (job["state"], job["restarts"]) == ("RUNNING", 1)
+    cluster.call("DELETE", f"/v1/jobs/{other}")
+    # Only administrators set priorities; nobody's token is not root's.
+    status, answer = _tcp(cluster, "PATCH", f"/v1/jobs/{other}", "tok-nobody", {"priority": 5})
+    assert status in (403, 404) or "administrator" in str(answer)
+    assert cluster.call("GET", "/v1/fairshare")[0]["account"] == "root"

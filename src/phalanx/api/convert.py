@@ -19,6 +19,7 @@ from phalanx.domain.request import (
 )
 from phalanx.domain.state import JobState
 from phalanx.domain.time import parse_duration
+from phalanx.engine.engine import DEFAULT_TIME_LIMIT
 from phalanx.sched.job import Job
 
 __all__ = ["acct_record", "job_info", "to_spec"]
@@ -118,6 +119,22 @@ def job_info(job: Job, cluster: Cluster) -> dict[str, Any]:
         "command": list(spec.command),
         "workdir": spec.workdir,
         "comment": spec.comment,
+        "mem_mb": spec.mem_per_node_mb,
+        "ntasks_per_node": spec.tasks_per_node,
+        "cpus_per_task": spec.cpus_per_task,
+        "gpus_per_task": spec.gpus_per_task,
+        "gpu_model": next(iter(sorted(spec.gpu_models)), None),
+        "array_throttle": spec.array.throttle if spec.array is not None else None,
+        "begin": spec.begin,
+        "dependency": ",".join(
+            d.kind.value + "".join(f":{i}" for i in d.job_ids) for d in spec.dependencies
+        ),
+        "unlimited": spec.time_limit is None and job.time_limit >= DEFAULT_TIME_LIMIT,
+        "features": sorted(spec.features),
+        "exclusive": spec.exclusive,
+        "requeue": spec.requeue,
+        "output": spec.output,
+        "error": spec.error,
     }
 
 

@@ -26,17 +26,23 @@ from phalanx.api.wire import (
     AgentWelcome,
     BatchSubmit,
     CancelResult,
+    ChangeResult,
     ErrorBody,
     JobInfo,
     JobList,
     JobRequest,
+    JobUpdate,
     NodeInfo,
     PartitionInfo,
+    PriorityInfo,
     ReportsAck,
+    ShareInfo,
     SubmitResult,
 )
 from phalanx.domain.caller import Caller
 from phalanx.domain.job import JobSpec
+from phalanx.domain.time import parse_duration
+from phalanx.engine.engine import DEFAULT_TIME_LIMIT
 from phalanx.errors import InputError, NotAllowed, NotFound, PhalanxError, StateStoreError
 
 __all__ = ["Access", "create_app"]
@@ -205,6 +211,47 @@ def create_app(service: Service, access: Access | None = None) -> FastAPI:
     @app.delete("/v1/jobs/{job_id}", response_model=CancelResult, responses=_ERRORS)
     async def cancel(job_id: int, who: Who) -> dict[str, Any]:
         return {"cancelled": service.cancel(job_id, who)}
+
+    @app.post("/v1/jobs/{job_id}/hold", response_model=ChangeResult, responses=_ERRORS)
+    async def hold(job_id: int, who: Who) -> dict[str, Any]:
+        return {"changed": service.update(job_id, who, hold=True)}
+
+    @app.post("/v1/jobs/{job_id}/release", response_model=ChangeResult, responses=_ERRORS)
+    async def release(job_id: int, who: Who) -> dict[str, Any]:
+        return {"changed": service.update(job_id, who, hold=False)}
+
+    @app.post("/v1/jobs/{job_id}/requeue", response_model=ChangeResult, responses=_ERRORS)
+    async def requeue(job_id: int, who: Who) -> dict[str, Any]:
+        return {"changed": service.requeue(job_id, who)}
+
+    @app.patch("/v1/jobs/{job_id}", response_model=ChangeResult, responses=_ERRORS)
+    async def update(job_id: int, change: JobUpdate, who: Who) -> dict[str, Any]:
+        limit = parse_duration(change.time) if change.time is not None else None
+        if change.time is not None and limit is None:
+            limit = DEFAULT_TIME_LIMIT  # UNLIMITED
+        if limit is None and change.priority is None:
+            raise InputError("nothing to change: give time or priority", field="time")
+        return {"changed": service.update(job_id, who, time_limit=limit, priority=change.priority)}
+
+    @app.get("/v1/priority", response_model=list[PriorityInfo])
+    async def priority(who: Who) -> Response:
+        return JSONResponse(
+            [
+                {
+                    "job_id": j.id,
+                    "user": j.spec.user,
+                    "account": j.account,
+                    "partition": j.partition,
+                    "priority": float(j.priority),
+                    "factors": {k: float(v) for k, v in j.factors.items()},
+                }
+                for j in service.priorities()
+            ]
+        )
+
+    @app.get("/v1/fairshare", response_model=list[ShareInfo])
+    async def fairshare(who: Who) -> list[dict[str, Any]]:
+        return service.fairshare()
 
     @app.get("/v1/accounting", response_model=list[AcctRecord])
     async def accounting(

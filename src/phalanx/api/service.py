@@ -45,6 +45,22 @@ class Service(Protocol):
 
     def job(self, job_id: int) -> Job: ...
 
+    def update(
+        self,
+        job_id: int,
+        caller: Caller,
+        *,
+        hold: bool | None = None,
+        time_limit: int | None = None,
+        priority: float | None = None,
+    ) -> list[int]: ...
+
+    def requeue(self, job_id: int, caller: Caller) -> list[int]: ...
+
+    def priorities(self) -> list[Job]: ...
+
+    def fairshare(self) -> list[dict[str, Any]]: ...
+
     def jobs(
         self,
         *,

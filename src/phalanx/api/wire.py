@@ -20,14 +20,18 @@ __all__ = [
     "AgentWelcome",
     "BatchSubmit",
     "CancelResult",
+    "ChangeResult",
     "ErrorBody",
     "JobInfo",
     "JobList",
     "JobRequest",
+    "JobUpdate",
     "NodeInfo",
     "PartitionInfo",
+    "PriorityInfo",
     "ReportsAck",
     "RunReport",
+    "ShareInfo",
     "SubmitResult",
     "TaskSpec",
 ]
@@ -110,12 +114,42 @@ class JobInfo(_Wire):
     comment: str = ""
 
 
+class JobUpdate(_Wire):
+    """``scontrol update``: what to change (at least one field)."""
+
+    time: str | None = Field(None, description="new time limit, Slurm time")
+    priority: float | None = Field(None, description="a fixed priority (administrators)")
+
+
+class PriorityInfo(_Wire):
+    job_id: int
+    user: str
+    account: str
+    partition: str
+    priority: float
+    factors: dict[str, float]
+
+
+class ShareInfo(_Wire):
+    account: str
+    parent: str | None
+    raw_shares: int
+    norm_shares: float
+    raw_usage: float = Field(description="decayed GPU-seconds")
+    effective_usage: float
+    fairshare: float
+
+
 class JobList(_Wire):
     jobs: list[JobInfo]
 
 
 class CancelResult(_Wire):
     cancelled: list[int]
+
+
+class ChangeResult(_Wire):
+    changed: list[int]
 
 
 class NodeInfo(_Wire):

@@ -9,9 +9,11 @@ from phalanx.engine.events import (
     LaunchFailed,
     NodeDown,
     NodeUp,
+    Requeue,
     Submit,
     TasksExited,
     TimerFired,
+    Update,
 )
 
 __all__ = [
@@ -27,9 +29,11 @@ __all__ = [
     "NodeDown",
     "NodeUp",
     "Persist",
+    "Requeue",
     "Signal",
     "Submit",
     "TasksExited",
     "TimerFired",
+    "Update",
     "WakeAt",
 ]

@@ -8,6 +8,7 @@ something happened that could let a job start, so the events of one instant shar
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterable, Mapping, Sequence
 
 from phalanx.domain.cluster import Cluster, PreemptMode
@@ -35,9 +36,11 @@ from phalanx.engine.events import (
     LaunchFailed,
     NodeDown,
     NodeUp,
+    Requeue,
     Submit,
     TasksExited,
     TimerFired,
+    Update,
 )
 from phalanx.engine.plugins import Plugins
 from phalanx.engine.queue import PendingQueue
@@ -88,6 +91,7 @@ class Engine:
         self._preempting: dict[int, tuple[PreemptMode, int]] = {}
         """Running jobs signalled for preemption: (mode, id of the job it was for)."""
         self._failing: set[int] = set()
+        self._requeue_asked: set[int] = set()
         self._timeouts: set[int] = set()
         self._cancelled: dict[int, str] = {}
         self._array_running: dict[int, int] = {}
@@ -342,6 +346,10 @@ class Engine:
                 self._on_cleanup_done(job_id, run)
             case Cancel(job_id=job_id, by=by):
                 self._on_cancel(job_id, by)
+            case Update():
+                self._on_update(event)
+            case Requeue(job_id=job_id, by=by):
+                self._on_requeue(job_id, by)
             case LaunchFailed(job_id=job_id, run=run, reason=reason):
                 self._on_launch_failed(job_id, run, reason)
             case NodeDown(node=node):
@@ -437,6 +445,8 @@ class Engine:
     # -- the queue ------------------------------------------------------------------------
     def _enqueue(self, job: Job) -> None:
         job.priority, job.factors = self.plugins.priority.compute(job, self, self._now)
+        if job.fixed_priority is not None:
+            job.priority = job.fixed_priority
         if job.reason is not Reason.PRIORITY:
             self._not_priority.add(job.id)
         self._queue.insert(job)
@@ -463,7 +473,7 @@ class Engine:
         jobs = self._queue.jobs()
         results = self.plugins.priority.compute_many(jobs, self, self._now)
         for job, (priority, factors) in zip(jobs, results, strict=True):
-            job.priority = priority
+            job.priority = priority if job.fixed_priority is None else job.fixed_priority
             job.factors = factors
         reordered = self._queue.resort()
         if self._queue:
@@ -517,6 +527,8 @@ class Engine:
             return
         assert job.start is not None
         limit_at = job.start + job.time_limit
+        if self._now < limit_at - min(job.spec.signal_lead, job.time_limit):
+            return  # the limit was raised since this timer was set: a later one comes
         if self._now < limit_at:
             # The early signal (--signal=SIG@lead); the limit itself comes later.
             self._out.append(Signal(job.id, job.run, job.spec.signal))
@@ -570,6 +582,13 @@ class Engine:
 
     def _final_state(self, job: Job) -> JobState:
         jid = job.id
+        if jid in self._requeue_asked:
+            self._requeue_asked.discard(jid)
+            self._cancelled.pop(jid, None)
+            self._preempting.pop(jid, None)
+            self._failing.discard(jid)
+            self._timeouts.discard(jid)
+            return JobState.REQUEUED
         if jid in self._cancelled:
             del self._cancelled[jid]
             self._preempting.pop(jid, None)
@@ -622,6 +641,58 @@ class Engine:
         elif job.state is JobState.RUNNING:
             self._cancelled[job.id] = by
             self._out.append(Kill(job.id, job.run))
+
+    def _on_update(self, event: Update) -> None:
+        job = self.jobs.get(event.job_id)
+        if job is None or job.state.is_final:
+            return
+        self.decisions.add(
+            self._now, "update", job.id, event.hold, event.time_limit, event.priority
+        )
+        if event.time_limit is not None and event.time_limit > 0:
+            job.time_limit = event.time_limit
+            self.state.bounds.pop(job.id, None)
+            if job.state is JobState.RUNNING and job.start is not None:
+                end = job.start + job.time_limit
+                self.state.expect_end(job.id, end)
+                lead = min(job.spec.signal_lead, job.time_limit)
+                self._out.append(WakeAt(max(self._now, end - lead), ("limit", job.id, job.run)))
+        if event.priority is not None and job.state is JobState.PENDING:
+            job.fixed_priority = event.priority
+            if self._queue.remove(job):
+                job.priority = event.priority
+                self._queue.insert(job)
+        if event.hold is not None and job.state is JobState.PENDING:
+            job.spec = dataclasses.replace(job.spec, hold=event.hold)
+            if event.hold:
+                if job.holds:
+                    self.release_holds(job)
+                self._dequeue(job)
+                job.reason = Reason.HELD_ADMIN if event.admin else Reason.HELD_USER
+                self._waiting[job.id] = job
+            elif job.id in self._waiting:
+                self._recheck_waiting()
+        self._request_pass()
+
+    def _on_requeue(self, job_id: int, by: str) -> None:
+        job = self.jobs.get(job_id)
+        if job is None:
+            return
+        if job.state is JobState.RUNNING:
+            self._requeue_asked.add(job.id)
+            self.decisions.add(self._now, "requeue_asked", job.id, job.run, by)
+            self._out.append(Kill(job.id, job.run))
+        elif job.state.is_final:
+            self.decisions.add(self._now, "requeue", job.id, job.run)
+            job.restarts += 1
+            job.state = JobState.PENDING
+            job.alloc = None
+            job.end = None
+            job.exit_code = None
+            job.exit_signal = 0
+            if self._persist:
+                self._out.append(Persist(job.id, "requeue"))
+            self._make_eligible_or_wait(job)
 
     def _on_launch_failed(self, job_id: int, run: int, reason: str) -> None:
         job = self.jobs.get(job_id)

@@ -14,9 +14,11 @@ __all__ = [
     "LaunchFailed",
     "NodeDown",
     "NodeUp",
+    "Requeue",
     "Submit",
     "TasksExited",
     "TimerFired",
+    "Update",
 ]
 
 
@@ -28,6 +30,31 @@ class Submit:
 
 @dataclass(frozen=True, slots=True)
 class Cancel:
+    at: Instant
+    job_id: int
+    by: str = "root"
+
+
+@dataclass(frozen=True, slots=True)
+class Update:
+    """Change a job (``scontrol hold/release/update``). ``hold``: True holds a pending job,
+    False releases it; ``time_limit`` (ms) and ``priority`` (a fixed value; None keeps the
+    plugin's) apply where given. ``admin`` marks a hold as the administrator's."""
+
+    at: Instant
+    job_id: int
+    by: str = "root"
+    hold: bool | None = None
+    time_limit: int | None = None
+    priority: float | None = None
+    admin: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Requeue:
+    """Put a running or finished job back to PENDING under the same id (``scontrol
+    requeue``); a running one is killed first. Its restart count goes up."""
+
     at: Instant
     job_id: int
     by: str = "root"
@@ -83,4 +110,15 @@ class NodeUp:
     node: int
 
 
-Event = Submit | Cancel | LaunchFailed | TasksExited | CleanupDone | TimerFired | NodeDown | NodeUp
+Event = (
+    Submit
+    | Cancel
+    | Update
+    | Requeue
+    | LaunchFailed
+    | TasksExited
+    | CleanupDone
+    | TimerFired
+    | NodeDown
+    | NodeUp
+)

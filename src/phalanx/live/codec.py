@@ -18,8 +18,10 @@ from phalanx.engine import (
     LaunchFailed,
     NodeDown,
     NodeUp,
+    Requeue,
     Submit,
     TasksExited,
+    Update,
 )
 
 __all__ = ["decode", "encode", "spec_from_dict", "spec_to_dict"]
@@ -73,6 +75,8 @@ _PLAIN: dict[str, type[Any]] = {
     "node_down": NodeDown,
     "node_up": NodeUp,
     "cleanup_done": CleanupDone,
+    "update": Update,
+    "requeue": Requeue,
 }
 _KIND = {cls: kind for kind, cls in _PLAIN.items()}
 

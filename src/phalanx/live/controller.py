@@ -21,9 +21,9 @@ from typing import Any
 from phalanx.domain.caller import Caller
 from phalanx.domain.cluster import Cluster
 from phalanx.domain.job import JobSpec
-from phalanx.domain.state import JobState
+from phalanx.domain.state import JobState, Reason
 from phalanx.domain.time import SECOND, Duration, Instant
-from phalanx.engine import Cancel, Engine, NodeDown, NodeUp
+from phalanx.engine import Cancel, Engine, NodeDown, NodeUp, Requeue, Update
 from phalanx.errors import NotAllowed, NotFound, PhalanxError, SpecError
 from phalanx.live.clock import Clock, WallClock
 from phalanx.live.fleet import DEAD_AFTER, Fleet, RunKey
@@ -175,6 +175,93 @@ class Controller:
             self._accepted()
         return [j.id for j in live]
 
+    def update(
+        self,
+        job_id: int,
+        caller: Caller,
+        *,
+        hold: bool | None = None,
+        time_limit: int | None = None,
+        priority: float | None = None,
+    ) -> list[int]:
+        """``scontrol hold/release/update``, with Slurm's rules: users hold and release their
+        own jobs (not an administrator's hold) and may only lower a time limit; priorities
+        are the administrators'."""
+        self.loop.settle()
+        targets = [self.job(jid) for jid in self._array_members.get(job_id, [job_id])]
+        for job in targets:
+            if not (caller.admin or job.spec.user == caller.name):
+                raise NotAllowed(f"job {job.id} belongs to {job.spec.user}, not {caller.name}")
+            if caller.admin:
+                continue
+            if priority is not None:
+                raise NotAllowed("only an administrator may set a priority")
+            if time_limit is not None and time_limit > job.time_limit:
+                raise NotAllowed("only an administrator may raise a time limit")
+            if hold is False and job.reason == Reason.HELD_ADMIN:
+                raise NotAllowed(f"job {job.id} is held by an administrator")
+        live = [j for j in targets if not j.state.is_final]
+        if live:
+            now = self.clock.now()
+            self.loop.accept(
+                [
+                    Update(now, j.id, caller.name, hold, time_limit, priority, caller.admin)
+                    for j in live
+                ]
+            )
+            self._accepted()
+            self.loop.settle()
+        return [j.id for j in live]
+
+    def requeue(self, job_id: int, caller: Caller) -> list[int]:
+        self.loop.settle()
+        targets = [self.job(jid) for jid in self._array_members.get(job_id, [job_id])]
+        for job in targets:
+            if not (caller.admin or job.spec.user == caller.name):
+                raise NotAllowed(f"job {job.id} belongs to {job.spec.user}, not {caller.name}")
+        chosen = [j for j in targets if j.state is not JobState.PENDING]
+        if chosen:
+            now = self.clock.now()
+            self.loop.accept([Requeue(now, j.id, caller.name) for j in chosen])
+            self._accepted()
+            self.loop.settle()
+        return [j.id for j in chosen]
+
+    def priorities(self) -> list[Job]:
+        """Pending jobs with their priority factors (``sprio``)."""
+        self.loop.settle()
+        return [j for j in self.engine.pending() if j.state is JobState.PENDING]
+
+    def fairshare(self) -> list[dict[str, Any]]:
+        """The fair-share tree as ``sshare`` shows it: shares, usage, factor per account."""
+        from phalanx.policies.fairshare_tree import FairShareTree
+
+        self.loop.settle()
+        usage = self.engine.usage
+        usage.advance(self.clock.now(), dict(self.engine.state.account_gpus))
+        accounts = set(self.cluster.accounts) | {j.account for j in self.engine.jobs.values()}
+        tree = FairShareTree(self.cluster, usage)
+        tree.refresh(accounts)
+        norm = tree.norm_shares()
+        total = usage.of("root") or 1.0
+        out = []
+        for name in sorted(norm, key=lambda a: (len(usage.path(a)), a)):
+            acct = self.cluster.accounts.get(name)
+            out.append(
+                {
+                    "account": name,
+                    "parent": acct.parent
+                    if acct is not None
+                    else (None if name == "root" else "root"),
+                    "raw_shares": acct.shares if acct is not None else 1,
+                    "norm_shares": norm[name],
+                    "raw_usage": usage.of(name) / 1000.0,  # GPU-seconds, decayed
+                    "effective_usage": usage.of(name) / total,
+                    "fairshare": tree.factor(name),
+                }
+            )
+        return out
+
     def job(self, job_id: int) -> Job:
         self.loop.settle()
         job = self.engine.jobs.get(job_id)
@@ -280,8 +367,14 @@ class Controller:
         out = self.fleet.take(node, after, self.clock.now())
         if out or wait <= 0:
             return out
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(agent.wake.wait(), wait)
+        # An agent waiting here is alive; it comes back well within the liveness limit.
+        wait = min(wait, self._dead_after / 3000)
+        agent.polling += 1
+        try:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(agent.wake.wait(), wait)
+        finally:
+            agent.polling -= 1
         return self.fleet.take(node, after, self.clock.now())
 
     def _check_agents(self) -> None:
@@ -291,7 +384,9 @@ class Controller:
         dead = [
             a.node
             for a in self.fleet.agents.values()
-            if a.node not in self._down and now - max(a.seen, self.started) > self._dead_after
+            if a.node not in self._down
+            and not a.polling
+            and now - max(a.seen, self.started) > self._dead_after
         ]
         if not dead:
             return

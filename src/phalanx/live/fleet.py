@@ -59,6 +59,8 @@ class Agent:
     seq: int = 0
     outbox: list[dict[str, Any]] = field(default_factory=list)
     wake: asyncio.Event = field(default_factory=asyncio.Event)
+    polling: int = 0
+    """Long polls of this agent waiting now."""
     delivered: set[RunKey] = field(default_factory=set)
     """Runs whose launch this boot of the agent has taken."""
 

@@ -53,6 +53,10 @@ class FairShareTree:
     def factor(self, account: str) -> float:
         return self._factors.get(account, 1.0)
 
+    def norm_shares(self) -> dict[str, float]:
+        """Each account's share of the whole cluster (root 1.0)."""
+        return self._norm_shares()
+
     def _norm_shares(self) -> dict[str, float]:
         out: dict[str, float] = {"root": 1.0}
         stack = ["root"]

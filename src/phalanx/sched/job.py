@@ -28,6 +28,7 @@ class Job:
         "expected_start",
         "factors",
         "first_start",
+        "fixed_priority",
         "hold_since",
         "holds",
         "id",
@@ -96,6 +97,8 @@ class Job:
         """Service received so far (GPUs x ms over all runs): what LAS policies order by."""
         self.exit_code: int | None = None
         self.exit_signal = 0
+        self.fixed_priority: float | None = None
+        """Set by an administrator (``scontrol update priority=``): wins over the plugin."""
         self.array_job_id: int | None = None
         self.array_task_id: int | None = None
 
