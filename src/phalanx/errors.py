@@ -7,6 +7,7 @@
     |   +-- SpecError            a job request that is not well formed
     +-- NotFound                 a job, node or partition that does not exist
     +-- NotAllowed               a request by someone who may not make it
+    +-- Conflict                 a request the object's state does not allow now
     +-- StateStoreError          the durable state cannot take more: nothing was changed
 
 Expected scheduling outcomes ("does not fit", "waiting for priority") are never exceptions:
@@ -17,6 +18,7 @@ from __future__ import annotations
 
 __all__ = [
     "ConfigError",
+    "Conflict",
     "InputError",
     "NotAllowed",
     "NotFound",
@@ -82,3 +84,7 @@ class NotAllowed(PhalanxError):
 
 class StateStoreError(PhalanxError):
     """The durable state cannot take more (disk full, read-only): nothing was changed."""
+
+
+class Conflict(PhalanxError):
+    """Not possible in the object's present state (a step of a job that is not running)."""

@@ -303,3 +303,46 @@ def test_hold_release_requeue_and_update_a_job(cluster: LocalCluster, workdir: P
     status, answer = _tcp(cluster, "PATCH", f"/v1/jobs/{other}", "tok-nobody", {"priority": 5})
     assert status in (403, 404) or "administrator" in str(answer)
     assert cluster.call("GET", "/v1/fairshare")[0]["account"] == "root"
+
+
+def test_a_batch_job_runs_its_script_once_and_steps_over_the_allocation(
+    cluster: LocalCluster, workdir: Path
+) -> None:
+    script = f'echo "$SLURM_NTASKS $SLURM_PROCID $SLURMD_NODENAME" >> {workdir}/batch.txt; sleep 30'
+    [job_id] = cluster.submit(
+        command=["sh", "-c", script], batch=True, nodes="2", ntasks_per_node=2,
+        gpus_per_task=1, workdir=str(workdir), environment=env(),
+    )
+    cluster.wait([job_id], ("RUNNING",), final=False)
+    code = (
+        "import os, sys; v = os.environ; sys.stdout.write(' '.join(v[k] for k in ("
+        "'SLURM_STEP_ID', 'SLURM_PROCID', 'SLURM_LOCALID', 'SLURM_NODEID', 'SLURM_NTASKS', "
+        "'SLURMD_NODENAME', 'SLURM_STEP_NODELIST')) + '\\n')"
+    )
+    step = cluster.call("POST", f"/v1/jobs/{job_id}/steps", body={
+        "command": [sys.executable, "-c", code], "output": "step-%j.%s-%t.out"})
+    assert (step["step_id"], step["tasks"], step["state"]) == (0, 4, "RUNNING")
+    done = cluster.call("GET", f"/v1/jobs/{job_id}/steps/0", query={"wait": 30})
+    assert (done["state"], done["exit_code"]) == ("COMPLETED", 0)
+    rows = sorted((workdir / f"step-{job_id}.%s-{t}.out").read_text().split()
+                  for t in range(4))
+    assert rows == [
+        ["0", "0", "0", "0", "4", "node1", "node[1-2]"],
+        ["0", "1", "1", "0", "4", "node1", "node[1-2]"],
+        ["0", "2", "0", "1", "4", "node2", "node[1-2]"],
+        ["0", "3", "1", "1", "4", "node2", "node[1-2]"],
+    ]
+    # A failing step of two tasks (one per node, as srun -n 2 spreads them); the job goes on.
+    failing = cluster.call("POST", f"/v1/jobs/{job_id}/steps", body={
+        "command": ["sh", "-c", "exit $((SLURM_PROCID + 4))"], "ntasks": 2,
+        "output": "/dev/null"})
+    assert failing["step_id"] == 1 and failing["nodes"] == ["node1", "node2"]
+    done = cluster.call("GET", f"/v1/jobs/{job_id}/steps/1", query={"wait": 30})
+    assert (done["state"], done["exit_code"]) == ("FAILED", 5)
+    assert (workdir / "batch.txt").read_text().split() == ["4", "0", "node1"]  # once
+    # Cancelling the job ends a step still running.
+    cluster.call("POST", f"/v1/jobs/{job_id}/steps", body={"command": ["sleep", "60"]})
+    cluster.call("DELETE", f"/v1/jobs/{job_id}")
+    done = cluster.call("GET", f"/v1/jobs/{job_id}/steps/2", query={"wait": 30})
+    assert done["state"] in ("CANCELLED", "FAILED") and done["signal"] == 9
+    assert cluster.wait([job_id])[0]["state"] == "CANCELLED"

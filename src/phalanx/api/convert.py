@@ -68,6 +68,7 @@ def to_spec(req: JobRequest, caller: Caller, home: str | None = None) -> JobSpec
         array=parse_array(req.array) if req.array else None,
         begin=req.begin,
         hold=req.hold,
+        batch=req.batch,
         nice=req.nice,
         comment=req.comment,
         command=tuple(req.command),

@@ -17,7 +17,7 @@ from fastapi.responses import JSONResponse, Response
 
 from phalanx.api.convert import acct_record, job_info, to_spec
 from phalanx.api.metrics import Metrics
-from phalanx.api.service import Service
+from phalanx.api.service import Service, StepView
 from phalanx.api.wire import (
     AcctRecord,
     AgentCommands,
@@ -37,13 +37,22 @@ from phalanx.api.wire import (
     PriorityInfo,
     ReportsAck,
     ShareInfo,
+    StepInfo,
+    StepRequest,
     SubmitResult,
 )
 from phalanx.domain.caller import Caller
 from phalanx.domain.job import JobSpec
 from phalanx.domain.time import parse_duration
 from phalanx.engine.engine import DEFAULT_TIME_LIMIT
-from phalanx.errors import InputError, NotAllowed, NotFound, PhalanxError, StateStoreError
+from phalanx.errors import (
+    Conflict,
+    InputError,
+    NotAllowed,
+    NotFound,
+    PhalanxError,
+    StateStoreError,
+)
 
 __all__ = ["Access", "create_app"]
 
@@ -144,6 +153,10 @@ def create_app(service: Service, access: Access | None = None) -> FastAPI:
     async def _missing(request: Request, exc: NotFound) -> JSONResponse:
         return _error(404, str(exc))
 
+    @app.exception_handler(Conflict)
+    async def _conflict(request: Request, exc: Conflict) -> JSONResponse:
+        return _error(409, str(exc))
+
     @app.exception_handler(NotAllowed)
     async def _forbidden(request: Request, exc: NotAllowed) -> JSONResponse:
         return _error(403, str(exc))
@@ -233,6 +246,38 @@ def create_app(service: Service, access: Access | None = None) -> FastAPI:
             raise InputError("nothing to change: give time or priority", field="time")
         return {"changed": service.update(job_id, who, time_limit=limit, priority=change.priority)}
 
+    def _step(view: StepView) -> dict[str, Any]:
+        return {
+            "job_id": view.job_id,
+            "step_id": view.step,
+            "state": view.state,
+            "tasks": view.tasks,
+            "nodes": sorted(view.nodes),
+            "exit_code": view.exit_code,
+            "signal": view.signal,
+            "reason": view.failure,
+        }
+
+    @app.post(
+        "/v1/jobs/{job_id}/steps", status_code=201, response_model=StepInfo, responses=_ERRORS
+    )
+    async def start_step(job_id: int, req: StepRequest, who: Who) -> dict[str, Any]:
+        return _step(service.start_step(job_id, who, req.model_dump()))
+
+    @app.get("/v1/jobs/{job_id}/steps/{step_no}", response_model=StepInfo, responses=_ERRORS)
+    async def step(
+        job_id: int,
+        step_no: int,
+        who: Who,
+        wait: Annotated[float, Query(ge=0, le=60)] = 0,
+    ) -> dict[str, Any]:
+        return _step(await service.step_info(job_id, step_no, wait))
+
+    @app.delete("/v1/jobs/{job_id}/steps/{step_no}", response_model=StepInfo, responses=_ERRORS)
+    async def kill_step(job_id: int, step_no: int, who: Who) -> dict[str, Any]:
+        service.kill_step(job_id, step_no, who)
+        return _step(await service.step_info(job_id, step_no, 0))
+
     @app.get("/v1/priority", response_model=list[PriorityInfo])
     async def priority(who: Who) -> Response:
         return JSONResponse(
@@ -294,7 +339,7 @@ def create_app(service: Service, access: Access | None = None) -> FastAPI:
                     "memory_mb": node.memory_mb,
                     "leaf": cluster.leaves[node.leaf].name,
                     "partitions": member.get(node.index, []),
-                    "agent": not down,
+                    "agent": service.agent_registered(node.name),
                     "reason": "Not responding" if down else "",
                 }
             )

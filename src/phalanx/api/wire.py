@@ -32,6 +32,8 @@ __all__ = [
     "ReportsAck",
     "RunReport",
     "ShareInfo",
+    "StepInfo",
+    "StepRequest",
     "SubmitResult",
     "TaskSpec",
 ]
@@ -66,6 +68,7 @@ class JobRequest(_Wire):
     signal: str | None = Field(None, description="[B:]SIG[@secs]")
     requeue: bool = True
     hold: bool = False
+    batch: bool = Field(False, description="a batch script: run once, on the first node")
     exclusive: bool = False
     constraint: list[str] = Field(default_factory=list)
     switches: int | None = Field(None, ge=1)
@@ -74,6 +77,30 @@ class JobRequest(_Wire):
     nice: int = 0
     comment: str = ""
     checkpoint_interval: str | None = None
+
+
+class StepRequest(_Wire):
+    """``srun`` in an allocation: a step's tasks over (part of) the job's nodes."""
+
+    command: list[str] = Field(min_length=1)
+    ntasks: int | None = Field(None, ge=1)
+    nodes: int | None = Field(None, ge=1)
+    ntasks_per_node: int | None = Field(None, ge=1)
+    environment: dict[str, str] | None = None
+    workdir: str | None = None
+    output: str | None = Field(None, description="per-task pattern (%t); None: the job's")
+    error: str | None = None
+
+
+class StepInfo(_Wire):
+    job_id: int
+    step_id: int
+    state: str
+    tasks: int
+    nodes: list[str]
+    exit_code: int
+    signal: int
+    reason: str = ""
 
 
 class BatchSubmit(_Wire):

@@ -89,6 +89,9 @@ class JobSpec:
     """stderr file name pattern; None: stderr goes with stdout."""
     environment: tuple[tuple[str, str], ...] = ()
     """Variables the tasks start with, before the ones Phalanx sets."""
+    batch: bool = False
+    """Slurm's batch job: ``command`` (the script) runs once, on the first node, holding the
+    whole allocation; ``srun`` inside it starts steps over the allocation."""
     extra: tuple[tuple[str, str], ...] = field(default=())
 
     def __post_init__(self) -> None:

@@ -24,9 +24,9 @@ from phalanx.domain.job import JobSpec
 from phalanx.domain.state import JobState, Reason
 from phalanx.domain.time import SECOND, Duration, Instant
 from phalanx.engine import Cancel, Engine, NodeDown, NodeUp, Requeue, Update
-from phalanx.errors import NotAllowed, NotFound, PhalanxError, SpecError
+from phalanx.errors import Conflict, NotAllowed, NotFound, PhalanxError, SpecError
 from phalanx.live.clock import Clock, WallClock
-from phalanx.live.fleet import DEAD_AFTER, Fleet, RunKey
+from phalanx.live.fleet import DEAD_AFTER, Fleet, RunKey, Step, StepError
 from phalanx.live.journal import Journal
 from phalanx.live.ledger import Ledger
 from phalanx.live.loop import ControlLoop
@@ -226,6 +226,35 @@ class Controller:
             self._accepted()
             self.loop.settle()
         return [j.id for j in chosen]
+
+    def start_step(self, job_id: int, caller: Caller, request: Mapping[str, Any]) -> Step:
+        """``srun`` in an allocation: tasks of a step over the job's nodes."""
+        job = self.job(job_id)
+        if not (caller.admin or job.spec.user == caller.name):
+            raise NotAllowed(f"job {job.id} belongs to {job.spec.user}, not {caller.name}")
+        if job.state is not JobState.RUNNING:
+            raise Conflict(f"job {job_id} is {job.state.value}, not RUNNING")
+        try:
+            return self.fleet.start_step(job_id, job.run, request)
+        except StepError as exc:
+            raise SpecError(str(exc), field="nodes") from None
+
+    async def step_info(self, job_id: int, step_no: int, wait: float) -> Step:
+        step = self.fleet.steps.get((job_id, step_no))
+        if step is None:
+            raise NotFound(f"no step {job_id}.{step_no}")
+        if step.waiting and wait > 0:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(step.done.wait(), wait)
+        return step
+
+    def kill_step(self, job_id: int, step_no: int, caller: Caller) -> None:
+        job = self.job(job_id)
+        if not (caller.admin or job.spec.user == caller.name):
+            raise NotAllowed(f"job {job.id} belongs to {job.spec.user}, not {caller.name}")
+        if (job_id, step_no) not in self.fleet.steps:
+            raise NotFound(f"no step {job_id}.{step_no}")
+        self.fleet.kill_step(job_id, step_no)
 
     def priorities(self) -> list[Job]:
         """Pending jobs with their priority factors (``sprio``)."""

@@ -15,6 +15,7 @@ that agent does not already have.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import os
 import pwd
 from collections.abc import Callable, Iterable, Mapping
@@ -22,6 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from phalanx.domain.cluster import Cluster
+from phalanx.domain.hostlist import compress
 from phalanx.domain.time import SECOND, Duration, Instant
 from phalanx.engine import (
     Cleanup,
@@ -34,10 +36,24 @@ from phalanx.engine import (
     TasksExited,
 )
 from phalanx.live.taskenv import expand_pattern, task_environment, task_places
+from phalanx.sched.capacity import Allocation
 
-__all__ = ["Agent", "Fleet", "master_port"]
+__all__ = ["STEP_RUNS", "Agent", "Fleet", "Step", "StepError", "master_port", "step_run"]
 
 RunKey = tuple[int, int]
+STEP_RUNS = 1_000_000
+"""Agents know runs by (job, run); a step's processes use run STEP_RUNS x (step + 1) + run,
+so that agents need not know what a step is."""
+
+
+def step_run(run: int, step: int) -> int:
+    return STEP_RUNS * (step + 1) + run
+
+
+class StepError(Exception):
+    """A step that cannot be started in this allocation: ``str()`` says why."""
+
+
 DEFAULT_PATH = "/usr/local/bin:/usr/bin:/bin"
 
 
@@ -77,6 +93,33 @@ class _Run:
     killed: bool = False
 
 
+@dataclass
+class Step:
+    """A step (``srun`` in an allocation): tasks over some of the job's nodes."""
+
+    job_id: int
+    run: int
+    step: int
+    tasks: int
+    nodes: dict[str, dict[str, Any]]
+    waiting: set[str]
+    exit_code: int = 0
+    signal: int = 0
+    failure: str = ""
+    killed: bool = False
+    done: asyncio.Event = field(default_factory=asyncio.Event)
+
+    @property
+    def state(self) -> str:
+        if self.waiting:
+            return "RUNNING"
+        if self.failure:
+            return "FAILED"
+        if self.killed:
+            return "CANCELLED"
+        return "COMPLETED" if self.exit_code == 0 and self.signal == 0 else "FAILED"
+
+
 class Fleet:
     def __init__(
         self,
@@ -94,6 +137,9 @@ class Fleet:
         self._as_user = os.geteuid() == 0 if run_as_submitter is None else run_as_submitter
         self.agents: dict[str, Agent] = {n.name: Agent(n.name) for n in cluster.nodes}
         self.runs: dict[RunKey, _Run] = {}
+        self.steps: dict[tuple[int, int], Step] = {}
+        """(job, step) -> the step; kept after it ends, for its srun to read."""
+        self._next_step: dict[int, int] = {}
         self.replaying = False
         self.launches = 0
 
@@ -129,6 +175,7 @@ class Fleet:
         run.killed = True
         if not self.replaying:
             self._kill(run)
+            self._kill_steps(cmd.job_id)
 
     def cleanup(self, cmd: Cleanup, at: Instant) -> None:
         # The epilog is the controller's to time; agents have nothing to run for it.
@@ -168,6 +215,26 @@ class Fleet:
                     self._send(node, self._kill_command(key))
         if restarted:
             agent.delivered = {k for k in agent.delivered if k in self.runs}
+        for step in self.steps.values():
+            if node not in step.waiting:
+                continue
+            key = (step.job_id, step_run(step.run, step.step))
+            if key not in listed:
+                # Not taken before the outbox was cleared: send it now.
+                self._send(node, step.nodes[node])
+                if step.killed:
+                    self._send(node, self._kill_command(key))
+        for key, report in list(listed.items()):
+            if key[1] < STEP_RUNS:
+                continue
+            del listed[key]
+            job_run = (key[0], key[1] % STEP_RUNS)
+            if report["state"] != "running":
+                acked.append(self._step_ended(node, key, report))
+            elif job_run not in self.runs:
+                self._send(node, self._kill_command(key))  # its job is over
+            else:
+                agent.delivered.add(key)
         for key, report in listed.items():
             # Runs this controller no longer tracks: their end is already journaled.
             if report["state"] == "running":
@@ -183,7 +250,10 @@ class Fleet:
             key = (int(report["job_id"]), int(report["run"]))
             if report["state"] == "running":
                 continue
-            acked.extend(self._ended(node, key, report, now))
+            if key[1] >= STEP_RUNS:
+                acked.append(self._step_ended(node, key, report))
+            else:
+                acked.extend(self._ended(node, key, report, now))
         return acked
 
     def take(self, node: str, after: int, now: Instant) -> list[dict[str, Any]]:
@@ -260,9 +330,112 @@ class Fleet:
             run.waiting.add(node)  # not journaled: the agent will report it again
             raise
         del self.runs[key]
+        self._kill_steps(job_id)
         return [key]
 
-    def _commands(self, cmd: Launch) -> dict[str, dict[str, Any]]:
+    # ------------------------------------------------------------------ steps
+    def start_step(self, job_id: int, run: int, request: Mapping[str, Any]) -> Step:
+        """Start a step of a running job over (part of) its allocation: ``request`` has
+        ``command``, and optionally ``ntasks``, ``nodes``, ``ntasks_per_node``,
+        ``environment``, ``workdir``, ``output``, ``error``."""
+        launch = self.runs.get((job_id, run))
+        if launch is None:
+            raise StepError(f"job {job_id} is not running")
+        cmd = launch.launch
+        spec, alloc = cmd.spec, cmd.alloc
+        nodes = int(request.get("nodes") or len(alloc.nodes))
+        if not 1 <= nodes <= len(alloc.nodes):
+            raise StepError(f"the allocation has {len(alloc.nodes)} node(s), not {nodes}")
+        per_node = request.get("ntasks_per_node")
+        ntasks = request.get("ntasks")
+        if ntasks is None:
+            ntasks = nodes * int(per_node or spec.tasks_per_node)
+        ntasks = int(ntasks)
+        if ntasks < nodes:
+            nodes = ntasks  # Slurm: at least one task per node of the step
+        per_node = int(per_node or -(-ntasks // nodes))
+        step_no = self._next_step.get(job_id, 0)
+        self._next_step[job_id] = step_no + 1
+        sub = Allocation(
+            alloc.nodes[:nodes], alloc.devices[:nodes], alloc.milli, alloc.cpus, alloc.mem_mb
+        )
+        step_spec = dataclasses.replace(
+            spec,
+            tasks_per_node=per_node,
+            nodes_min=nodes,
+            nodes_max=nodes,
+            batch=False,
+            command=tuple(request["command"]),
+            environment=tuple(sorted(dict(request.get("environment") or spec.environment).items())),
+            workdir=str(request.get("workdir") or spec.workdir),
+            output=request.get("output") or spec.output,
+            error=request.get("error"),
+        )
+        step_cmd = Launch(
+            job_id,
+            step_run(run, step_no),
+            sub,
+            step_spec,
+            cmd.time_limit,
+            cmd.array_job_id,
+            cmd.array_task_id,
+        )
+        commands = self._commands(step_cmd, limit=ntasks)
+        names = compress([self.cluster.nodes[i].name for i in sub.nodes])
+        for command in commands.values():
+            for task in command["tasks"]:
+                env = task["env"]
+                env.update(
+                    {
+                        "SLURM_STEP_ID": str(step_no),
+                        "SLURM_STEPID": str(step_no),
+                        "SLURM_STEP_NUM_TASKS": str(ntasks),
+                        "SLURM_STEP_NUM_NODES": str(nodes),
+                        "SLURM_STEP_NODELIST": names,
+                        "SLURM_NODELIST": names,
+                        "SLURM_NTASKS": str(ntasks),
+                        "SLURM_NPROCS": str(ntasks),
+                        "WORLD_SIZE": str(ntasks),
+                        "SLURM_DISTRIBUTION": "block",
+                        "SLURM_JOB_NODELIST": compress(
+                            [self.cluster.nodes[i].name for i in alloc.nodes]
+                        ),
+                        "SLURM_JOB_NUM_NODES": str(len(alloc.nodes)),
+                    }
+                )
+        step = Step(job_id, run, step_no, ntasks, commands, set(commands))
+        self.steps[(job_id, step_no)] = step
+        for node, command in commands.items():
+            self._send(node, command)
+        return step
+
+    def kill_step(self, job_id: int, step_no: int) -> None:
+        step = self.steps.get((job_id, step_no))
+        if step is not None and step.waiting:
+            step.killed = True
+            for node in step.waiting:
+                self._send(node, self._kill_command((job_id, step_run(step.run, step_no))))
+
+    def _kill_steps(self, job_id: int) -> None:
+        for (jid, step_no), step in list(self.steps.items()):
+            if jid == job_id and step.waiting:
+                self.kill_step(jid, step_no)
+
+    def _step_ended(self, node: str, key: RunKey, report: Mapping[str, Any]) -> RunKey:
+        job_id, encoded = key
+        step = self.steps.get((job_id, encoded // STEP_RUNS - 1))
+        if step is None or node not in step.waiting:
+            return key
+        step.waiting.discard(node)
+        if report["state"] == "failed":
+            step.failure = step.failure or str(report.get("reason") or "launch failed")
+        step.exit_code = max(step.exit_code, int(report.get("exit_code", 0)))
+        step.signal = max(step.signal, int(report.get("signal", 0)))
+        if not step.waiting:
+            step.done.set()
+        return key
+
+    def _commands(self, cmd: Launch, limit: int | None = None) -> dict[str, dict[str, Any]]:
         spec = cmd.spec
         names = [self.cluster.nodes[i].name for i in cmd.alloc.nodes]
         first = self.agents[names[0]].address
@@ -277,7 +450,13 @@ class Fleet:
         array = {"array_job_id": cmd.array_job_id, "array_task_id": cmd.array_task_id}
         default_out = "slurm-%A_%a.out" if cmd.array_job_id is not None else "slurm-%j.out"
         per_node: dict[str, dict[str, Any]] = {}
-        for place in task_places(cmd.alloc, spec.tasks_per_node):
+        places = task_places(cmd.alloc, spec.tasks_per_node)
+        if spec.batch:
+            places = places[:1]  # the script, once, on the first node
+        elif limit is not None:
+            places = places[:limit]  # a step of n tasks: block distribution, the last node
+            # may have fewer
+        for place in places:
             node = names[place.node_position]
             env = dict(base_env)
             env.update(

@@ -1,0 +1,745 @@
+"""``scontrol``: show jobs, nodes, partitions, the configuration and the topology; hold,
+release, requeue and update jobs; expand and compress host lists; ping the controller.
+
+Records print as Slurm 22.05 prints them: ``Key=Value`` lines indented three spaces and a
+blank line after each record, or one line per record with ``-o``. Slurm fields that Phalanx
+has no notion of print Slurm's value for "not set" (``MCS_label=N/A``, ``Licenses=(null)``).
+Exit status: 0, or 1 when any request failed (Slurm's messages, on stderr).
+"""
+
+from __future__ import annotations
+
+import getopt
+import os
+import sys
+from collections.abc import Callable
+from typing import Any
+
+from phalanx.client.wirecall import ApiError, ControllerUnreachable, Json, WireCaller, api_error
+from phalanx.errors import PhalanxError
+from phalanx.slurm.format import MIN_JOB_AGE_MS, compress, expand, hms, instant, memory, now_ms
+from phalanx.slurm.format import ranges as task_ranges
+
+__all__ = ["job_record", "main", "node_record", "partition_record"]
+
+Job = dict[str, Any]
+Record = list[str]
+"""A record's lines: the first unindented, the others indented when printed."""
+
+VERSION = "22.05.8"
+FINAL = frozenset(
+    {"COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "PREEMPTED", "NODE_FAIL", "OUT_OF_MEMORY"}
+)
+# Reasons for which Slurm does not know yet when a pending job becomes eligible.
+NOT_ELIGIBLE = frozenset(
+    {
+        "Dependency",
+        "DependencyNeverSatisfied",
+        "JobHeldUser",
+        "JobHeldAdmin",
+        "JobArrayTaskLimit",
+        "BeginTime",
+    }
+)
+NO_VAL_TASK = 4294967294
+"""Slurm's task id for an array's pending record (its ``%a`` in file names)."""
+
+
+class _Fail(Exception):
+    """A request Slurm refuses: the message is printed as is and the exit status is 1."""
+
+
+# ------------------------------------------------------------------------------ wire
+def _call(method: str, path: str, body: Json = None, query: dict[str, Any] | None = None) -> Any:
+    status, answer = WireCaller().call(method, path, body=body, query=query)
+    if status >= 400:
+        raise api_error(status, answer)
+    return answer
+
+
+def _slurm_error(exc: ApiError) -> str:
+    """The ``slurm_strerror`` text for a refused call."""
+    if exc.status == 404:
+        return "Invalid job id specified"
+    if exc.status in (401, 403):
+        return "Access/permission denied"
+    return exc.message
+
+
+# ------------------------------------------------------------------------------ jobs
+def _ids(user: str) -> tuple[str, str]:
+    """``UserId`` and ``GroupId`` values: ``root(0)``; the name alone if unknown here."""
+    import grp
+    import pwd
+
+    try:
+        entry = pwd.getpwnam(user)
+    except KeyError:
+        return user, user
+    try:
+        group = grp.getgrgid(entry.pw_gid).gr_name
+    except KeyError:
+        group = str(entry.pw_gid)
+    return f"{user}({entry.pw_uid})", f"{group}({entry.pw_gid})"
+
+
+def _expand_path(pattern: str, job: Job) -> str:
+    """A file name pattern (``%j %A %a %x %u %%``), made absolute in the job's directory."""
+    task = job.get("array_task_id")
+    values = {
+        "j": str(job["job_id"]),
+        "J": str(job["job_id"]),
+        "A": str(job.get("array_job_id") or job["job_id"]),
+        "a": str(NO_VAL_TASK if task is None or job.get("array_task_str") else task),
+        "x": str(job["name"]),
+        "u": str(job["user"]),
+        "%": "%",
+    }
+    out: list[str] = []
+    i = 0
+    while i < len(pattern):
+        code = pattern[i + 1] if pattern[i] == "%" and i + 1 < len(pattern) else ""
+        if code in values:
+            out.append(values[code])
+            i += 2
+        else:
+            out.append(pattern[i])
+            i += 1
+    path = "".join(out)
+    return path if path.startswith("/") else os.path.join(str(job.get("workdir") or "/"), path)
+
+
+def _stdout(job: Job) -> str:
+    default = "slurm-%A_%a.out" if job.get("array_job_id") is not None else "slurm-%j.out"
+    return _expand_path(job.get("output") or default, job)
+
+
+def _command(job: Job) -> str:
+    argv = [str(a) for a in job.get("command") or ()]
+    # sbatch runs a script as ``sh -c TEXT NAME ARGS``; --wrap names it "sbatch".
+    if len(argv) >= 4 and argv[1] == "-c":
+        name = argv[3]
+        if name == "sbatch":
+            return "(null)"
+        return name if name.startswith("/") else os.path.join(str(job.get("workdir")), name)
+    return " ".join(argv) or "(null)"
+
+
+def _reason(job: Job) -> str:
+    state = job["state"]
+    if state == "FAILED":
+        return f"RaisedSignal:{job['signal']}" if job.get("signal") else "NonZeroExitCode"
+    if state == "TIMEOUT":
+        return "TimeLimit"
+    return str(job.get("reason") or "None") if state == "PENDING" else "None"
+
+
+def _dependency(job: Job) -> str:
+    dep = str(job.get("dependency") or "")
+    if not dep or job["state"] != "PENDING":
+        return "(null)"
+    if job.get("reason") == "DependencyNeverSatisfied":
+        return f"{dep}(failed)"
+    if job.get("reason") == "Dependency":
+        return f"{dep}(unfulfilled)"
+    return "(null)"
+
+
+def _limit(job: Job) -> str:
+    if job.get("unlimited") and (job["state"] == "PENDING" or job["state"] in FINAL):
+        return "UNLIMITED"
+    return hms(int(job["time_limit_ms"]) // 1000)
+
+
+def _times(job: Job, now: int) -> tuple[str, str, str, str, str]:
+    """RunTime, EligibleTime, AccrueTime, StartTime, EndTime."""
+    state, submit = job["state"], int(job["submit"])
+    begin = job.get("begin")
+    pending = state == "PENDING"
+    if pending and job.get("reason") in NOT_ELIGIBLE and begin is None:
+        eligible = "Unknown"
+    else:
+        eligible = instant(max(submit, int(begin or 0)))
+    accrue = "Unknown" if eligible == "Unknown" and job.get("reason") != "JobArrayTaskLimit" else ""
+    accrue = accrue or instant(submit)
+    limit = int(job["time_limit_ms"])
+    start = job.get("expected_start") if pending else job.get("start")
+    if start is None:
+        return "00:00:00", eligible, accrue, "Unknown", "Unknown"
+    end = job.get("end") if state in FINAL else None
+    finish = int(end) if end is not None else int(start) + limit
+    ran = 0 if pending else ((int(end) if end is not None else now) - int(start)) // 1000
+    return hms(ran), eligible, accrue, instant(int(start)), instant(finish)
+
+
+def _gres(job: Job, count: float) -> str:
+    model = job.get("gpu_model")
+    n = int(count) if count == int(count) else count
+    return f"gpu:{model}:{n}" if model else f"gpu:{n}"
+
+
+def _nodes_of(job: Job) -> list[str]:
+    nodelist = str(job.get("nodelist") or "")
+    return expand(nodelist) if nodelist and job["state"] != "PENDING" else []
+
+
+def job_record(job: Job, now: int, details: bool = False) -> Record:
+    """``scontrol show job`` for one job (an array's pending tasks: one record)."""
+    state = job["state"]
+    nodes = _nodes_of(job)
+    num_nodes = len(nodes) or int(job["nodes_requested"])
+    per_node_tasks = int(job.get("ntasks_per_node") or 1)
+    cpus_per_task = int(job.get("cpus_per_task") or 1)
+    gpus = float(job["gpus"])
+    mem_mb = int(job.get("mem_mb") or 0)
+    user_id, group_id = _ids(str(job["user"]))
+    run, eligible, accrue, start, end = _times(job, now)
+    head = f"JobId={job['job_id']}"
+    if job.get("array_job_id") is not None:
+        tasks = job.get("array_task_str") or str(job.get("array_task_id"))
+        head += f" ArrayJobId={job['array_job_id']} ArrayTaskId={tasks}"
+        if job.get("array_throttle"):
+            head += f" ArrayTaskThrottle={job['array_throttle']}"
+    tres = f"cpu={job['cpus']}"
+    if mem_mb:
+        tres += f",mem={memory(mem_mb * num_nodes)}"
+    tres += f",node={num_nodes},billing={job['cpus']}"
+    if gpus > 0:
+        tres += f",gres/gpu={int(gpus) if gpus == int(gpus) else gpus}"
+    started = job.get("start") is not None and state != "PENDING"
+    out = [
+        f"{head} JobName={job['name']}",
+        f"UserId={user_id} GroupId={group_id} MCS_label=N/A",
+        f"Priority={round(float(job['priority']))} Nice=0 Account={job['account']} "
+        f"QOS={job['qos']}",
+        f"JobState={state} Reason={_reason(job)} Dependency={_dependency(job)}",
+        f"Requeue={int(bool(job.get('requeue', True)))} Restarts={job.get('restarts', 0)} "
+        f"BatchFlag=1 Reboot=0 ExitCode={job.get('exit_code', 0)}:{job.get('signal', 0)}",
+    ]
+    if details:
+        out.append("DerivedExitCode=0:0")
+    out += [
+        f"RunTime={run} TimeLimit={_limit(job)} TimeMin=N/A",
+        f"SubmitTime={instant(job['submit'])} EligibleTime={eligible}",
+        f"AccrueTime={accrue}",
+        f"StartTime={start} EndTime={end} Deadline=N/A",
+        "SuspendTime=None SecsPreSuspend=0 "
+        f"LastSchedEval={instant(job.get('start') if started else job['submit'])} "
+        f"Scheduler={'Main' if started else 'Backfill:*'}",
+        f"Partition={job['partition']} AllocNode:Sid=localhost:0",
+        "ReqNodeList=(null) ExcNodeList=(null)",
+        f"NodeList={compress(nodes) if nodes else ''}",
+    ]
+    if nodes:
+        out.append(f"BatchHost={nodes[0]}")
+    out += [
+        f"NumNodes={num_nodes} NumCPUs={job['cpus']} NumTasks={job['tasks']} "
+        f"CPUs/Task={cpus_per_task} ReqB:S:C:T=0:0:*:*",
+        f"TRES={tres}",
+        f"Socks/Node=* NtasksPerN:B:S:C={per_node_tasks if per_node_tasks > 1 else 0}:0:*:* "
+        "CoreSpec=*",
+    ]
+    gpus_per_node = int(job.get("gpus_per_task") or 0) * per_node_tasks
+    if details:
+        out.append(f"JOB_GRES={_gres(job, gpus) if gpus > 0 else '(null)'}")
+        if nodes:
+            # Which CPUs and GPUs of a node a job holds is not on the wire: N/A.
+            gres = f"{_gres(job, gpus_per_node)}(IDX:N/A)" if gpus_per_node else ""
+            out.append(f"  Nodes={compress(nodes)} CPU_IDs=N/A Mem={mem_mb} GRES={gres}".rstrip())
+    mem = f"MinMemoryNode={memory(mem_mb) if mem_mb else '0'}"
+    features = "&".join(job.get("features") or ()) or "(null)"
+    stdout = _stdout(job)
+    error = _expand_path(job["error"], job) if job.get("error") else stdout
+    out += [
+        f"MinCPUsNode={cpus_per_task * per_node_tasks} {mem} MinTmpDiskNode=0",
+        f"Features={features} DelayBoot=00:00:00",
+        f"OverSubscribe={'NO' if job.get('exclusive') else 'OK'} Contiguous=0 "
+        "Licenses=(null) Network=(null)",
+        f"Command={_command(job)}",
+        f"WorkDir={job.get('workdir') or ''}",
+        f"StdErr={error}",
+        "StdIn=/dev/null",
+        f"StdOut={stdout}",
+        "Power=",
+    ]
+    if gpus_per_node:
+        out.append(f"TresPerNode=gres:{_gres(job, gpus_per_node)}")
+    out.append("")
+    return out
+
+
+def _recent(job: Job, now: int) -> bool:
+    """Still known to Slurm: not ended, or ended within MinJobAge."""
+    if job["state"] not in FINAL:
+        return True
+    end = job.get("end")
+    return end is not None and now - int(end) <= MIN_JOB_AGE_MS
+
+
+def collapse(jobs: list[Job]) -> list[Job]:
+    """The records Slurm keeps: an array's pending tasks are one record (``2-9%2``) whose
+    JobId is the first of them; arrays' pending records first, then newest job first."""
+    pending: dict[int, list[Job]] = {}
+    rest: list[Job] = []
+    for job in jobs:
+        base = job.get("array_job_id")
+        if base is not None and job["state"] == "PENDING":
+            pending.setdefault(int(base), []).append(job)
+        else:
+            rest.append(job)
+    heads: list[Job] = []
+    for members in pending.values():
+        members.sort(key=lambda j: int(j["array_task_id"]))
+        first = members[0]
+        if len(members) == 1:
+            heads.append(first)
+            continue
+        tasks = task_ranges(int(m["array_task_id"]) for m in members)
+        if first.get("array_throttle"):
+            tasks += f"%{first['array_throttle']}"
+        heads.append(dict(first, array_task_str=tasks))
+    newest = lambda j: -int(j["job_id"])  # noqa: E731
+    return sorted(heads, key=newest) + sorted(rest, key=newest)
+
+
+def _wanted(job: Job, base: int, task: int | None) -> bool:
+    if task is None:
+        return base in (job["job_id"], job.get("array_job_id"))
+    return job.get("array_job_id") == base and job.get("array_task_id") == task
+
+
+def show_job(arg: str | None, details: bool) -> list[Record]:
+    query: dict[str, Any] = {"all": True}
+    base, task = 0, None
+    if arg is not None:
+        head, _, tail = arg.partition("_")
+        if not head.isdigit() or (tail and not tail.isdigit()):
+            raise _Fail("slurm_load_jobs error: Invalid job id specified")
+        base, task = int(head), int(tail) if tail else None
+        query["ids"] = str(base)
+    answer = _call("GET", "/v1/jobs", query=query)
+    now = now_ms()
+    jobs = [j for j in answer["jobs"] if _recent(j, now)]
+    if arg is not None:
+        jobs = [j for j in jobs if _wanted(j, base, task)]
+        if not jobs:
+            raise _Fail("slurm_load_jobs error: Invalid job id specified")
+    elif not jobs:
+        print("No jobs in the system")
+        return []
+    return [job_record(j, now, details) for j in collapse(jobs)]
+
+
+# ------------------------------------------------------------------------------ nodes
+def node_record(node: dict[str, Any]) -> Record:
+    """``scontrol show node`` for one ``NodeInfo``."""
+    cpus, gpus = int(node["cpus"]), int(node["gpus"])
+    state = str(node["state"]).upper() + ("" if node.get("agent", True) else "*")
+    gres = f"gpu:{node['gpu_model']}:{gpus}" if node.get("gpu_model") else f"gpu:{gpus}"
+    cfg = f"cpu={cpus},mem={memory(int(node['memory_mb']))},billing={cpus}"
+    alloc = []
+    if node["cpus_alloc"]:
+        alloc.append(f"cpu={node['cpus_alloc']}")
+    used = float(node["gpus_alloc"])
+    if used:
+        alloc.append(f"gres/gpu={int(used) if used == int(used) else used}")
+    if gpus:
+        cfg += f",gres/gpu={gpus}"
+    name = node["name"]
+    out = [
+        f"NodeName={name} Arch=(null) CoresPerSocket={cpus} ",
+        f"CPUAlloc={node['cpus_alloc']} CPUEfctv={cpus} CPUTot={cpus} CPULoad=N/A",
+        "AvailableFeatures=(null)",
+        "ActiveFeatures=(null)",
+        f"Gres={gres if gpus else '(null)'}",
+        f"NodeAddr={name} NodeHostName={name} Version={VERSION}",
+        f"RealMemory={node['memory_mb']} AllocMem=0 FreeMem=N/A Sockets=1 Boards=1",
+        f"State={state} ThreadsPerCore=1 TmpDisk=0 Weight=1 Owner=N/A MCS_label=N/A",
+        f"Partitions={','.join(node.get('partitions') or ())} ",
+        "BootTime=None SlurmdStartTime=None",
+        "LastBusyTime=Unknown",
+        f"CfgTRES={cfg}",
+        f"AllocTRES={','.join(alloc)}",
+        "CapWatts=n/a",
+        "CurrentWatts=0 AveWatts=0",
+        "ExtSensorsJoules=n/s ExtSensorsWatts=0 ExtSensorsTemp=n/s",
+    ]
+    if node.get("reason"):
+        out.append(f"Reason={node['reason']}")
+    return out
+
+
+def show_node(arg: str | None) -> list[Record]:
+    nodes: list[dict[str, Any]] = _call("GET", "/v1/nodes")
+    if arg is not None:
+        wanted = set(expand(arg))
+        nodes = [n for n in nodes if n["name"] in wanted]
+        if not nodes:
+            raise _Fail(f"Node {arg} not found")
+    return [node_record(n) for n in nodes]
+
+
+# ------------------------------------------------------------------------------ partitions
+def _time_or(ms: int | None, missing: str) -> str:
+    return missing if ms is None else hms(int(ms) // 1000)
+
+
+def partition_record(part: dict[str, Any], nodes: dict[str, dict[str, Any]]) -> Record:
+    """``scontrol show partition`` for one ``PartitionInfo`` (``nodes`` by name)."""
+    members = [nodes[n] for n in part["nodes"] if n in nodes]
+    cpus = sum(int(n["cpus"]) for n in members)
+    gpus = sum(int(n["gpus"]) for n in members)
+    mem = sum(int(n["memory_mb"]) for n in members)
+    tres = f"cpu={cpus},mem={memory(mem)},node={len(members)},billing={cpus}"
+    if gpus:
+        tres += f",gres/gpu={gpus}"
+    return [
+        f"PartitionName={part['name']}",
+        "AllowGroups=ALL AllowAccounts=ALL AllowQos=ALL",
+        f"AllocNodes=ALL Default={'YES' if part['default'] else 'NO'} QoS=N/A",
+        f"DefaultTime={_time_or(part.get('default_time_ms'), 'NONE')} DisableRootJobs=NO "
+        "ExclusiveUser=NO GraceTime=0 Hidden=NO",
+        f"MaxNodes=UNLIMITED MaxTime={_time_or(part.get('max_time_ms'), 'UNLIMITED')} "
+        "MinNodes=0 LLN=NO MaxCPUsPerNode=UNLIMITED",
+        f"Nodes={compress(list(part['nodes']))}",
+        f"PriorityJobFactor=1 PriorityTier={part.get('priority_tier', 1)} RootOnly=NO "
+        "ReqResv=NO OverSubscribe=NO",
+        "OverTimeLimit=NONE PreemptMode=REQUEUE",
+        f"State=UP TotalCPUs={cpus} TotalNodes={len(members)} SelectTypeParameters=NONE",
+        "JobDefaults=(null)",
+        "DefMemPerNode=UNLIMITED MaxMemPerNode=UNLIMITED",
+        f"TRES={tres}",
+    ]
+
+
+def show_partition(arg: str | None) -> list[Record]:
+    parts: list[dict[str, Any]] = _call("GET", "/v1/partitions")
+    nodes = {n["name"]: n for n in _call("GET", "/v1/nodes")}
+    if arg is not None:
+        parts = [p for p in parts if p["name"] == arg]
+        if not parts:
+            raise _Fail(f"Partition {arg} not found")
+    return [partition_record(p, nodes) for p in parts]
+
+
+# ------------------------------------------------------------------------------ cluster
+def show_topology(arg: str | None) -> list[str]:
+    """One line per leaf switch, in node order. Spine switches are not on the wire."""
+    leaves: dict[str, list[str]] = {}
+    for node in _call("GET", "/v1/nodes"):
+        leaves.setdefault(str(node["leaf"]), []).append(str(node["name"]))
+    if arg is not None:
+        leaves = {k: v for k, v in leaves.items() if k == arg or arg in v}
+        if not leaves:
+            raise _Fail(f"scontrol: error: Switch or node {arg} not found")
+    return [
+        f"SwitchName={leaf} Level=0 LinkSpeed=1 Nodes={compress(names)}"
+        for leaf, names in leaves.items()
+    ]
+
+
+def _controller_host() -> str:
+    url = os.environ.get("PHALANX_URL")
+    if url:
+        import urllib.parse
+
+        return urllib.parse.urlsplit(url).hostname or "localhost"
+    return os.uname().nodename.split(".")[0]
+
+
+def _ping_line() -> tuple[str, bool]:
+    try:
+        answer = _call("GET", "/v1/ping")
+        up = bool(answer.get("ok")) if isinstance(answer, dict) else False
+    except PhalanxError:
+        up = False
+    return f"Slurmctld(primary) at {_controller_host()} is {'UP' if up else 'DOWN'}", up
+
+
+def show_config() -> list[str]:
+    """The part of ``slurm.conf`` Phalanx has: its fixed plugins and the priority weights
+    of ``priority/multifactor`` (Phalanx's defaults: the weights are not on the wire)."""
+    nodes = _call("GET", "/v1/nodes")
+    parts = _call("GET", "/v1/partitions")
+    url = os.environ.get("PHALANX_URL", "")
+    port = url.rsplit(":", 1)[-1].rstrip("/") if url.count(":") == 2 else "(null)"
+    values = {
+        "ClusterName": os.environ.get("PHALANX_CLUSTER", "phalanx"),
+        "DefMemPerNode": "UNLIMITED",
+        "JobCompType": "jobcomp/none",
+        "KillWait": "30 sec",
+        "MinJobAge": f"{MIN_JOB_AGE_MS // 1000} sec",
+        "NodeCount": str(len(nodes)),
+        "PartitionCount": str(len(parts)),
+        "PreemptMode": "REQUEUE",
+        "PreemptType": "preempt/partition_prio",
+        "PriorityDecayHalfLife": "7-00:00:00",
+        "PriorityFlags": "",
+        "PriorityMaxAge": "7-00:00:00",
+        "PriorityType": "priority/multifactor",
+        "PriorityWeightAge": "1000",
+        "PriorityWeightAssoc": "0",
+        "PriorityWeightFairShare": "10000",
+        "PriorityWeightJobSize": "1000",
+        "PriorityWeightPartition": "1000",
+        "PriorityWeightQOS": "1000",
+        "PriorityWeightTRES": "(null)",
+        "SLURM_VERSION": VERSION,
+        "SchedulerType": "sched/backfill",
+        "SelectType": "select/cons_tres",
+        "SelectTypeParameters": "CR_CPU_MEMORY",
+        "SlurmctldHost[0]": _controller_host(),
+        "SlurmctldPort": port,
+        "TopologyPlugin": "topology/tree",
+    }
+    lines = [f"{key:<23} = {value}" for key, value in sorted(values.items())]
+    return [*lines, "", _ping_line()[0]]
+
+
+def _hosts(arg: str | None) -> list[str]:
+    text = arg if arg is not None else os.environ.get("SLURM_JOB_NODELIST")
+    if not text:
+        raise _Fail("scontrol: error: host list is empty")
+    try:
+        return expand(text)
+    except PhalanxError:
+        raise _Fail(f"scontrol: error: Invalid hostlist: {text}") from None
+
+
+# ------------------------------------------------------------------------------ actions
+def _job_ids(args: list[str]) -> list[str]:
+    out: list[str] = []
+    for arg in args:
+        lower = arg.lower()
+        for prefix in ("jobid=", "job="):
+            if lower.startswith(prefix):
+                arg = arg[len(prefix) :]
+        out.extend(i for i in arg.replace(" ", ",").split(",") if i)
+    return out
+
+
+def _resolve(text: str) -> int:
+    """The Phalanx job id of ``123`` or ``123_4``; ``_Fail`` if there is none."""
+    head, _, tail = text.partition("_")
+    if not head.isdigit() or (tail and not tail.isdigit()):
+        raise _Fail(f"Invalid job id specified for job {text}")
+    if not tail:
+        return int(head)
+    answer = _call("GET", "/v1/jobs", query={"all": True, "ids": head})
+    for job in answer["jobs"]:
+        if job.get("array_job_id") == int(head) and job.get("array_task_id") == int(tail):
+            return int(job["job_id"])
+    raise _Fail(f"Invalid job id specified for job {text}")
+
+
+def act(verb: str, args: list[str]) -> int:
+    """``hold``, ``release`` or ``requeue`` each job named in ``args``."""
+    ids = _job_ids(args)
+    if not ids:
+        print(f"scontrol: error: too few arguments for keyword:{verb}", file=sys.stderr)
+        return 1
+    rc = 0
+    for text in ids:
+        try:
+            job_id = _resolve(text)
+            if verb == "hold":
+                job = _call("GET", f"/v1/jobs/{job_id}")
+                if job["state"] != "PENDING" and job.get("array_job_id") is None:
+                    raise _Fail(f"Job is no longer pending execution for job {text}")
+            changed = _call("POST", f"/v1/jobs/{job_id}/{verb}")["changed"]
+            if verb == "requeue" and not changed:
+                raise _Fail(f"Job is pending execution for job {text}")
+        except ApiError as exc:
+            print(f"{_slurm_error(exc)} for job {text}", file=sys.stderr)
+            rc = 1
+        except _Fail as exc:
+            print(exc, file=sys.stderr)
+            rc = 1
+    return rc
+
+
+_UPDATE_KEYS = {"jobid": "jobid", "job": "jobid", "timelimit": "time", "priority": "priority"}
+
+
+def update(args: list[str]) -> int:
+    """``update JobId=N TimeLimit=T Priority=P`` (keys in any case)."""
+    job_text: str | None = None
+    body: dict[str, Any] = {}
+    for arg in args:
+        key, eq, value = arg.partition("=")
+        field = _UPDATE_KEYS.get(key.lower())
+        if not eq or field is None:
+            print(f"Update of this parameter is not supported: {arg}", file=sys.stderr)
+            print("Request aborted", file=sys.stderr)
+            return 1
+        if field == "jobid":
+            job_text = value
+        elif field == "priority":
+            try:
+                body["priority"] = int(value)
+            except ValueError:
+                print(f"scontrol: error: Invalid Priority value: {value}", file=sys.stderr)
+                return 1
+        else:
+            body["time"] = value
+    if job_text is None or not body:
+        print("scontrol: error: No valid entity in update command", file=sys.stderr)
+        print('Input line must include "NodeName", "PartitionName", "JobId"...', file=sys.stderr)
+        return 1
+    try:
+        job_id = _resolve(job_text)
+        _call("PATCH", f"/v1/jobs/{job_id}", body=body)
+    except _Fail:
+        print("slurm_update error: Invalid job id specified", file=sys.stderr)
+        return 1
+    except ApiError as exc:
+        if exc.status == 422 and "time" in body:
+            print("scontrol: error: Invalid TimeLimit value", file=sys.stderr)
+        else:
+            print(f"slurm_update error: {_slurm_error(exc)}", file=sys.stderr)
+        return 1
+    return 0
+
+
+# ------------------------------------------------------------------------------ main
+def _word(text: str, choices: dict[str, int]) -> str | None:
+    """The keyword ``text`` abbreviates (at least its minimum length, any case)."""
+    lower = text.lower()
+    for word, least in choices.items():
+        if len(lower) >= least and word.startswith(lower):
+            return word
+    return None
+
+
+COMMANDS = {"show": 3, "hold": 2, "release": 3, "requeue": 3, "update": 2, "ping": 2}
+ENTITIES = {
+    "job": 1,
+    "jobs": 4,
+    "node": 1,
+    "nodes": 5,
+    "partition": 1,
+    "partitions": 10,
+    "config": 1,
+    "topology": 1,
+    "hostnames": 5,
+    "hostlistsorted": 9,
+    "hostlist": 5,
+}
+
+
+def _write(records: list[Record], one_liner: bool) -> None:
+    out = sys.stdout
+    for record in records:
+        if one_liner:
+            out.write(" ".join(record) + "\n")
+        else:
+            out.write(record[0] + "\n" + "".join(f"   {line}\n" for line in record[1:]) + "\n")
+
+
+def _show(args: list[str], one_liner: bool, details: bool) -> int:
+    if not args:
+        print("scontrol: error: too few arguments for keyword:show", file=sys.stderr)
+        return 1
+    entity = _word(args[0], ENTITIES)
+    arg = args[1] if len(args) > 1 else None
+    if entity is None:
+        print(f"scontrol: error: invalid entity:{args[0]} for keyword:show", file=sys.stderr)
+        return 1
+    lines: list[str] | None = None
+    if entity.startswith("job"):
+        _write(show_job(arg, details), one_liner)
+    elif entity.startswith("node"):
+        _write(show_node(arg), one_liner)
+    elif entity.startswith("partition"):
+        _write(show_partition(arg), one_liner)
+    elif entity == "config":
+        lines = show_config()
+    elif entity == "topology":
+        lines = show_topology(arg)
+    elif entity == "hostnames":
+        lines = _hosts(arg)
+    else:
+        hosts = _hosts(arg)
+        lines = [compress(sorted(hosts) if entity == "hostlistsorted" else hosts)]
+    if lines is not None:
+        sys.stdout.write("".join(f"{line}\n" for line in lines))
+    return 0
+
+
+_LOADS: dict[str, str] = {
+    "job": "slurm_load_jobs",
+    "node": "slurm_load_node",
+    "partition": "slurm_load_partitions",
+    "topology": "slurm_load_topo",
+    "config": "slurm_load_ctl_conf",
+}
+
+
+def _load_name(args: list[str]) -> str:
+    entity = _word(args[1], ENTITIES) if len(args) > 1 else None
+    for prefix, name in _LOADS.items():
+        if entity is not None and entity.startswith(prefix):
+            return name
+    return "slurm_update"
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = sys.argv[1:] if argv is None else argv
+    try:
+        pairs, rest = getopt.gnu_getopt(
+            args, "adhM:oQvV", ["all", "details", "help", "oneliner", "quiet", "usage", "version"]
+        )
+    except getopt.GetoptError as exc:
+        opt = f"-{exc.opt}" if len(exc.opt) == 1 else f"--{exc.opt}"
+        print(f"scontrol: unrecognized option '{opt}'", file=sys.stderr)
+        print('Try "scontrol --help" for more information', file=sys.stderr)
+        return 1
+    flags = {key for key, _ in pairs}
+    if flags & {"-h", "--help", "--usage"}:
+        print("Usage: scontrol [<OPTION>] [<COMMAND>]")
+        return 0
+    if flags & {"-V", "--version"}:
+        print(f"slurm {VERSION}")
+        return 0
+    if not rest:
+        print("scontrol: error: no command given (interactive mode is not supported)")
+        return 1
+    one_liner = bool(flags & {"-o", "--oneliner"})
+    details = bool(flags & {"-d", "--details"})
+    command = _word(rest[0], COMMANDS)
+    handlers: dict[str, Callable[[], int]] = {
+        "show": lambda: _show(rest[1:], one_liner, details),
+        "hold": lambda: act("hold", rest[1:]),
+        "release": lambda: act("release", rest[1:]),
+        "requeue": lambda: act("requeue", rest[1:]),
+        "update": lambda: update(rest[1:]),
+        "ping": _ping,
+    }
+    if command is None:
+        print(f"scontrol: error: invalid keyword: {rest[0]}", file=sys.stderr)
+        return 1
+    try:
+        return handlers[command]()
+    except _Fail as exc:
+        print(exc, file=sys.stderr)
+        return 1
+    except ControllerUnreachable:
+        name = _load_name(rest) if command == "show" else "slurm_update"
+        print(
+            f"{name} error: Unable to contact slurm controller (connect failure)", file=sys.stderr
+        )
+        return 1
+    except ApiError as exc:
+        name = _load_name(rest) if command == "show" else "slurm_update"
+        print(f"{name} error: {_slurm_error(exc)}", file=sys.stderr)
+        return 1
+
+
+def _ping() -> int:
+    line, up = _ping_line()
+    print(line)
+    return 0 if up else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,225 @@
+"""``sshare``: the fair-share tree, as Slurm 22.05 prints it.
+
+Reads ``GET /v1/fairshare`` (one row per account) and ``GET /v1/jobs?all=true`` (who runs in
+which account). Phalanx shares among accounts only: a user has no shares of their own and
+every job gets its account's fair share, which is Slurm's ``Fairshare=parent``. So a user
+row says ``parent`` and repeats its account's figures, its FairShare being the factor the
+user's jobs get. Account rows leave FairShare empty, as Slurm's Fair Tree does; the root
+row has no shares and, by definition, an effective usage of 1. RawUsage is the decayed
+usage in GPU-seconds. Without ``-a`` only the caller's user rows are shown.
+Exit status: 0, or 1 for a bad option or no controller.
+"""
+
+from __future__ import annotations
+
+import getopt
+import os
+import sys
+from typing import Any
+
+from phalanx.client.wirecall import ApiError, ControllerUnreachable, WireCaller, api_error
+from phalanx.slurm.format import fit
+
+__all__ = ["COLUMNS", "LONG_COLUMNS", "main", "rows"]
+
+Share = dict[str, Any]
+Row = dict[str, str]
+
+COLUMNS = [
+    ("Account", 20, False),
+    ("User", 10, True),
+    ("RawShares", 10, True),
+    ("NormShares", 11, True),
+    ("RawUsage", 11, True),
+    ("EffectvUsage", 13, True),
+    ("FairShare", 10, True),
+]
+"""Name, width and right-justification of the default columns."""
+LONG_COLUMNS = [
+    *COLUMNS[:5],
+    ("NormUsage", 11, True),
+    COLUMNS[5],
+    COLUMNS[6],
+    ("LevelFS", 10, True),
+    ("GrpTRESMins", 30, False),
+    ("TRESRunMins", 30, False),
+]
+
+SHORT = "aA:hlM:nPu:vV"
+LONG = [
+    "accounts=",
+    "all",
+    "help",
+    "long",
+    "noheader",
+    "parsable",
+    "parsable2",
+    "users=",
+    "usage",
+    "verbose",
+    "version",
+]
+
+
+class _Usage(Exception):
+    """A command line sshare cannot run; the message is printed as is."""
+
+
+def _me() -> str:
+    import pwd
+
+    try:
+        return pwd.getpwuid(os.getuid()).pw_name
+    except KeyError:
+        return str(os.getuid())
+
+
+def _users_by_account() -> dict[str, list[str]]:
+    status, answer = WireCaller().call("GET", "/v1/jobs", query={"all": True})
+    if status != 200:
+        raise api_error(status, answer)
+    found: dict[str, set[str]] = {}
+    for job in answer["jobs"]:
+        found.setdefault(str(job["account"]), set()).add(str(job["user"]))
+    return {account: sorted(users) for account, users in found.items()}
+
+
+def _level_fs(share: Share) -> str:
+    usage = float(share["effective_usage"])
+    return "inf" if usage <= 0 else f"{float(share['norm_shares']) / usage:.6f}"
+
+
+def rows(
+    shares: list[Share],
+    users: dict[str, list[str]],
+    shown_users: set[str] | None,
+    accounts: set[str] | None = None,
+) -> list[Row]:
+    """The tree depth first: an account, its user rows, then its sub-accounts by name.
+    ``shown_users`` None shows every user row."""
+    children: dict[str | None, list[Share]] = {}
+    for share in shares:
+        children.setdefault(share["parent"], []).append(share)
+    out: list[Row] = []
+
+    def walk(share: Share, depth: int) -> None:
+        name = str(share["account"])
+        root = share["parent"] is None
+        figures = {
+            "NormShares": "0.000000" if root else f"{float(share['norm_shares']):.6f}",
+            "RawUsage": str(round(float(share["raw_usage"]))),
+            "NormUsage": f"{1.0 if root else float(share['effective_usage']):.6f}",
+            "EffectvUsage": f"{1.0 if root else float(share['effective_usage']):.6f}",
+        }
+        listed = accounts is None or name in accounts
+        if listed:
+            out.append(
+                {
+                    "Account": " " * depth + name,
+                    "RawShares": "" if root else str(share["raw_shares"]),
+                    "LevelFS": "" if root else _level_fs(share),
+                    **figures,
+                }
+            )
+            for user in users.get(name, []):
+                if shown_users is not None and user not in shown_users:
+                    continue
+                out.append(
+                    {
+                        "Account": " " * (depth + 1) + name,
+                        "User": user,
+                        "RawShares": "parent",
+                        "FairShare": f"{float(share['fairshare']):.6f}",
+                        "NormShares": f"{float(share['norm_shares']):.6f}",
+                        "RawUsage": figures["RawUsage"],
+                        "NormUsage": f"{float(share['effective_usage']):.6f}",
+                        "EffectvUsage": f"{float(share['effective_usage']):.6f}",
+                    }
+                )
+        for child in sorted(children.get(name, []), key=lambda s: str(s["account"])):
+            walk(child, depth + 1)
+
+    for top in children.get(None, []):
+        walk(top, 0)
+    return out
+
+
+def _parse(argv: list[str]) -> dict[str, Any]:
+    try:
+        pairs, rest = getopt.gnu_getopt(argv, SHORT, LONG)
+    except getopt.GetoptError as exc:
+        opt = f"-{exc.opt}" if len(exc.opt) == 1 else f"--{exc.opt}"
+        raise _Usage(
+            f"sshare: unrecognized option '{opt}'\nTry \"sshare --help\" for more information"
+        ) from None
+    if rest:
+        raise _Usage(f"sshare: error: Unrecognized option: {rest[0]}")
+    opts: dict[str, Any] = {"all": False, "header": True, "long": False, "sep": None}
+    for key, val in pairs:
+        if key in ("-a", "--all"):
+            opts["all"] = True
+        elif key in ("-h", "--noheader"):
+            opts["header"] = False
+        elif key in ("-l", "--long"):
+            opts["long"] = True
+        elif key == "--parsable":
+            opts["sep"], opts["trail"] = "|", True
+        elif key in ("-P", "--parsable2"):
+            opts["sep"], opts["trail"] = "|", False
+        elif key in ("-u", "--users"):
+            opts["users"] = {u for u in val.split(",") if u}
+        elif key in ("-A", "--accounts"):
+            opts["accounts"] = {a for a in val.split(",") if a}
+        elif key in ("--help", "--usage"):
+            raise _Usage("Usage: sshare [OPTION]...")
+        elif key in ("-V", "--version"):
+            raise _Usage("slurm 22.05.8")
+    return opts
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = sys.argv[1:] if argv is None else argv
+    try:
+        opts = _parse(args)
+    except _Usage as exc:
+        print(exc, file=sys.stderr)
+        return 0 if str(exc).startswith(("Usage", "slurm ")) else 1
+    try:
+        status, answer = WireCaller().call("GET", "/v1/fairshare")
+        if status != 200:
+            raise api_error(status, answer)
+        users = _users_by_account()
+    except ControllerUnreachable:
+        print(
+            "sshare: error: Unable to contact slurm controller (connect failure)", file=sys.stderr
+        )
+        return 1
+    except ApiError as exc:
+        print(f"sshare: error: {exc}", file=sys.stderr)
+        return 1
+    shown: set[str] | None = opts.get("users")
+    if shown is None and not opts["all"]:
+        shown = {_me()}
+    table = rows(list(answer), users, shown, opts.get("accounts"))
+    columns = LONG_COLUMNS if opts["long"] else COLUMNS
+    lines: list[str] = []
+    sep = opts["sep"]
+    if sep is not None:
+        tail = sep if opts.get("trail") else ""
+        if opts["header"]:
+            lines.append(sep.join(name for name, _, _ in columns) + tail)
+        lines.extend(sep.join(row.get(name, "") for name, _, _ in columns) + tail for row in table)
+    else:
+        if opts["header"]:
+            lines.append("".join(fit(name, w, r) + " " for name, w, r in columns))
+            lines.append("".join("-" * w + " " for _, w, _ in columns))
+        lines.extend(
+            "".join(fit(row.get(name, ""), w, r) + " " for name, w, r in columns) for row in table
+        )
+    if lines:
+        sys.stdout.write("\n".join(lines) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
