@@ -37,7 +37,8 @@ def small_disk(tmp_path: Path) -> Iterator[Path]:
 
 def _fill(path: Path) -> None:
     """Take every free byte of the file system (bar a few KB of rounding)."""
-    with open(path, "wb") as f:
+    # Unbuffered: the write that finds the disk full raises here, not at close.
+    with open(path, "wb", buffering=0) as f:
         try:
             while True:
                 f.write(b"\0" * 65536)

@@ -37,6 +37,7 @@ from phalanx.api.wire import (
     PriorityInfo,
     ReportsAck,
     ShareInfo,
+    SignalRequest,
     StepInfo,
     StepRequest,
     SubmitResult,
@@ -236,6 +237,10 @@ def create_app(service: Service, access: Access | None = None) -> FastAPI:
     @app.post("/v1/jobs/{job_id}/requeue", response_model=ChangeResult, responses=_ERRORS)
     async def requeue(job_id: int, who: Who) -> dict[str, Any]:
         return {"changed": service.requeue(job_id, who)}
+
+    @app.post("/v1/jobs/{job_id}/signal", response_model=ChangeResult, responses=_ERRORS)
+    async def signal(job_id: int, req: SignalRequest, who: Who) -> dict[str, Any]:
+        return {"changed": service.signal(job_id, who, req.signal)}
 
     @app.patch("/v1/jobs/{job_id}", response_model=ChangeResult, responses=_ERRORS)
     async def update(job_id: int, change: JobUpdate, who: Who) -> dict[str, Any]:

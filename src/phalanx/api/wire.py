@@ -32,6 +32,7 @@ __all__ = [
     "ReportsAck",
     "RunReport",
     "ShareInfo",
+    "SignalRequest",
     "StepInfo",
     "StepRequest",
     "SubmitResult",
@@ -146,6 +147,10 @@ class JobUpdate(_Wire):
 
     time: str | None = Field(None, description="new time limit, Slurm time")
     priority: float | None = Field(None, description="a fixed priority (administrators)")
+
+
+class SignalRequest(_Wire):
+    signal: int = Field(ge=1, le=64, description="signal number (SIGUSR1 is 10)")
 
 
 class PriorityInfo(_Wire):

@@ -23,7 +23,7 @@ from phalanx.domain.cluster import Cluster
 from phalanx.domain.job import JobSpec
 from phalanx.domain.state import JobState, Reason
 from phalanx.domain.time import SECOND, Duration, Instant
-from phalanx.engine import Cancel, Engine, NodeDown, NodeUp, Requeue, Update
+from phalanx.engine import Cancel, Engine, NodeDown, NodeUp, Requeue, Signal, Update
 from phalanx.errors import Conflict, NotAllowed, NotFound, PhalanxError, SpecError
 from phalanx.live.clock import Clock, WallClock
 from phalanx.live.fleet import DEAD_AFTER, Fleet, RunKey, Step, StepError
@@ -255,6 +255,20 @@ class Controller:
         if (job_id, step_no) not in self.fleet.steps:
             raise NotFound(f"no step {job_id}.{step_no}")
         self.fleet.kill_step(job_id, step_no)
+
+    def signal(self, job_id: int, caller: Caller, signal: int) -> list[int]:
+        """``scancel --signal``: send a signal to the tasks of running jobs (the batch
+        script's and every step's); nothing changes in the schedule, so it is not journaled."""
+        self.loop.settle()
+        targets = [self.job(jid) for jid in self._array_members.get(job_id, [job_id])]
+        for job in targets:
+            if not (caller.admin or job.spec.user == caller.name):
+                raise NotAllowed(f"job {job.id} belongs to {job.spec.user}, not {caller.name}")
+        running = [j for j in targets if j.state is JobState.RUNNING]
+        for job in running:
+            self.fleet.signal(Signal(job.id, job.run, signal), self.clock.now())
+            self.fleet.signal_steps(job.id, signal)
+        return [j.id for j in running]
 
     def priorities(self) -> list[Job]:
         """Pending jobs with their priority factors (``sprio``)."""

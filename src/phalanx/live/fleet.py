@@ -416,6 +416,15 @@ class Fleet:
             for node in step.waiting:
                 self._send(node, self._kill_command((job_id, step_run(step.run, step_no))))
 
+    def signal_steps(self, job_id: int, signal: int) -> None:
+        for (jid, _), step in self.steps.items():
+            if jid == job_id:
+                key = (jid, step_run(step.run, step.step))
+                for node in step.waiting:
+                    self._send(
+                        node, {"kind": "signal", "job_id": key[0], "run": key[1], "signal": signal}
+                    )
+
     def _kill_steps(self, job_id: int) -> None:
         for (jid, step_no), step in list(self.steps.items()):
             if jid == job_id and step.waiting:
