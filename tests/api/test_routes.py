@@ -317,6 +317,8 @@ def test_cancel_of_an_array_cancels_every_task(api: Api) -> None:
 
 
 def test_nodes(api: Api) -> None:
+    for node in api.controller.cluster.nodes:  # agents on every node
+        api.controller.register({"node": node.name, "boot_id": "b", "runs": []})
     api.submit(gpus_per_task=8)  # best fit: one node full
     r = api.client.get("/v1/nodes", headers=USER)
     assert r.status_code == 200

@@ -310,8 +310,13 @@ def test_a_batch_job_runs_its_script_once_and_steps_over_the_allocation(
 ) -> None:
     script = f'echo "$SLURM_NTASKS $SLURM_PROCID $SLURMD_NODENAME" >> {workdir}/batch.txt; sleep 30'
     [job_id] = cluster.submit(
-        command=["sh", "-c", script], batch=True, nodes="2", ntasks_per_node=2,
-        gpus_per_task=1, workdir=str(workdir), environment=env(),
+        command=["sh", "-c", script],
+        batch=True,
+        nodes="2",
+        ntasks_per_node=2,
+        gpus_per_task=1,
+        workdir=str(workdir),
+        environment=env(),
     )
     cluster.wait([job_id], ("RUNNING",), final=False)
     code = (
@@ -319,13 +324,15 @@ def test_a_batch_job_runs_its_script_once_and_steps_over_the_allocation(
         "'SLURM_STEP_ID', 'SLURM_PROCID', 'SLURM_LOCALID', 'SLURM_NODEID', 'SLURM_NTASKS', "
         "'SLURMD_NODENAME', 'SLURM_STEP_NODELIST')) + '\\n')"
     )
-    step = cluster.call("POST", f"/v1/jobs/{job_id}/steps", body={
-        "command": [sys.executable, "-c", code], "output": "step-%j.%s-%t.out"})
+    step = cluster.call(
+        "POST",
+        f"/v1/jobs/{job_id}/steps",
+        body={"command": [sys.executable, "-c", code], "output": "step-%j.%s-%t.out"},
+    )
     assert (step["step_id"], step["tasks"], step["state"]) == (0, 4, "RUNNING")
     done = cluster.call("GET", f"/v1/jobs/{job_id}/steps/0", query={"wait": 30})
     assert (done["state"], done["exit_code"]) == ("COMPLETED", 0)
-    rows = sorted((workdir / f"step-{job_id}.%s-{t}.out").read_text().split()
-                  for t in range(4))
+    rows = sorted((workdir / f"step-{job_id}.%s-{t}.out").read_text().split() for t in range(4))
     assert rows == [
         ["0", "0", "0", "0", "4", "node1", "node[1-2]"],
         ["0", "1", "1", "0", "4", "node1", "node[1-2]"],
@@ -333,9 +340,15 @@ def test_a_batch_job_runs_its_script_once_and_steps_over_the_allocation(
         ["0", "3", "1", "1", "4", "node2", "node[1-2]"],
     ]
     # A failing step of two tasks (one per node, as srun -n 2 spreads them); the job goes on.
-    failing = cluster.call("POST", f"/v1/jobs/{job_id}/steps", body={
-        "command": ["sh", "-c", "exit $((SLURM_PROCID + 4))"], "ntasks": 2,
-        "output": "/dev/null"})
+    failing = cluster.call(
+        "POST",
+        f"/v1/jobs/{job_id}/steps",
+        body={
+            "command": ["sh", "-c", "exit $((SLURM_PROCID + 4))"],
+            "ntasks": 2,
+            "output": "/dev/null",
+        },
+    )
     assert failing["step_id"] == 1 and failing["nodes"] == ["node1", "node2"]
     done = cluster.call("GET", f"/v1/jobs/{job_id}/steps/1", query={"wait": 30})
     assert (done["state"], done["exit_code"]) == ("FAILED", 5)

@@ -56,6 +56,7 @@ FULL = JobSpec(
     array=ArraySpec((0, 2, 4, 1000), 2),
     begin=1_700_000_000_000,
     hold=True,
+    batch=True,
     nice=-5,
     comment='a comment, with "quotes" and ünïcode',
     command=("python", "-m", "train", "--lr=1e-3", ""),

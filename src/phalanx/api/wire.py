@@ -140,6 +140,20 @@ class JobInfo(_Wire):
     command: list[str] = Field(default_factory=list)
     workdir: str = ""
     comment: str = ""
+    mem_mb: int = Field(0, description="memory per node asked for (0: none)")
+    ntasks_per_node: int = 1
+    cpus_per_task: int = 1
+    gpus_per_task: int = 0
+    gpu_model: str | None = None
+    array_throttle: int | None = None
+    begin: int | None = None
+    dependency: str = ""
+    unlimited: bool = Field(False, description="no time limit was asked for or set")
+    features: list[str] = Field(default_factory=list)
+    exclusive: bool = False
+    requeue: bool = True
+    output: str | None = None
+    error: str | None = None
 
 
 class JobUpdate(_Wire):
