@@ -97,6 +97,9 @@ def test_cancel_pending_and_running() -> None:
     assert d.engine.pending_count() == 0
     assert d.decisions("end", pending)[0][3] == (0, "CANCELLED")
     d.cancel(running)
+    assert [s.signal for s in d.sent(Signal, running)] == [15]  # SIGTERM first
+    assert d.state(running) is JobState.RUNNING  # this fake job ignores it
+    d.advance(d.now + 30 * SECOND)  # KillWait
     assert d.sent(Kill, running)
     assert d.state(running) is JobState.CANCELLED
     assert d.engine.state.free_gpus == 8

@@ -638,9 +638,11 @@ class Engine:
                 self._out.append(Persist(job.id, "end", (("state", "CANCELLED"),)))
             self._recheck_waiting()
             self._request_pass()
-        elif job.state is JobState.RUNNING:
+        elif job.state is JobState.RUNNING and job.id not in self._cancelled:
+            # As Slurm: SIGTERM now (a job may save its work), SIGKILL after KillWait.
             self._cancelled[job.id] = by
-            self._out.append(Kill(job.id, job.run))
+            self._out.append(Signal(job.id, job.run, SIGNALS["TERM"]))
+            self._out.append(WakeAt(self._now + KILL_WAIT, ("kill", job.id, job.run)))
 
     def _on_update(self, event: Update) -> None:
         job = self.jobs.get(event.job_id)
