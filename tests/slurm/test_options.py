@@ -116,10 +116,10 @@ BASE = {"ntasks_per_node": 1, "cpus_per_task": 1, "open_mode": "truncate", "work
     ("argv", "fields"),
     [
         ([], {}),
-        (["-n", "4", "-c", "2"], {"cpus_per_task": 8}),
+        (["-n", "4", "-c", "2"], {"ntasks_per_node": 4, "cpus_per_task": 2}),
         (
             ["-N", "2", "-n", "4", "--gpus-per-task=1"],
-            {"nodes": "2", "cpus_per_task": 2, "gpus_per_task": 2},
+            {"nodes": "2", "ntasks_per_node": 2, "gpus_per_task": 1},
         ),
         (
             ["--gres=gpu:h100:4", "--mem=64G"],
@@ -131,6 +131,15 @@ BASE = {"ntasks_per_node": 1, "cpus_per_task": 1, "open_mode": "truncate", "work
             {"gpus_per_task": 2, "gpu_model": "a100", "cpus_per_task": 8},
         ),
         (["-c", "4", "--mem-per-cpu=1G"], {"cpus_per_task": 4, "mem": "4096M"}),
+        (
+            ["-N2", "--ntasks-per-node=2", "-c", "2", "--mem-per-cpu=1G"],
+            {"nodes": "2", "ntasks_per_node": 2, "cpus_per_task": 2, "mem": "4096M"},
+        ),
+        (
+            ["--ntasks-per-node=2", "--gres=gpu:8"],
+            {"ntasks_per_node": 2, "gpus_per_task": 4},
+        ),
+        (["-N2", "-n", "4", "-G", "8"], {"nodes": "2", "ntasks_per_node": 2, "gpus_per_task": 2}),
         (["--gres=gpu:2", "--mem-per-gpu=10G"], {"gpus_per_task": 2, "mem": "20480M"}),
         (["--nodes=1-3"], {"nodes": "1-3"}),
         (["--nodes=-1"], {}),
@@ -187,7 +196,7 @@ BASE = {"ntasks_per_node": 1, "cpus_per_task": 1, "open_mode": "truncate", "work
         ),
     ],
 )
-def test_the_fold_into_one_task_per_node(argv: list[str], fields: dict[str, object]) -> None:
+def test_the_request_options_ask_for(argv: list[str], fields: dict[str, object]) -> None:
     assert request(*argv) == {**BASE, **fields}
 
 

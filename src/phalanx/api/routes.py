@@ -240,7 +240,7 @@ def create_app(service: Service, access: Access | None = None) -> FastAPI:
 
     @app.post("/v1/jobs/{job_id}/signal", response_model=ChangeResult, responses=_ERRORS)
     async def signal(job_id: int, req: SignalRequest, who: Who) -> dict[str, Any]:
-        return {"changed": service.signal(job_id, who, req.signal)}
+        return {"changed": service.signal(job_id, who, req.signal, req.target)}
 
     @app.patch("/v1/jobs/{job_id}", response_model=ChangeResult, responses=_ERRORS)
     async def update(job_id: int, change: JobUpdate, who: Who) -> dict[str, Any]:

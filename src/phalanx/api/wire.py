@@ -165,6 +165,11 @@ class JobUpdate(_Wire):
 
 class SignalRequest(_Wire):
     signal: int = Field(ge=1, le=64, description="signal number (SIGUSR1 is 10)")
+    target: Literal["steps", "batch", "all"] = Field(
+        "steps",
+        description="as scancel: the steps (a job that is not a batch script: its tasks), "
+        "the batch script (-b), or both (-f)",
+    )
 
 
 class PriorityInfo(_Wire):

@@ -256,9 +256,9 @@ class Controller:
             raise NotFound(f"no step {job_id}.{step_no}")
         self.fleet.kill_step(job_id, step_no)
 
-    def signal(self, job_id: int, caller: Caller, signal: int) -> list[int]:
-        """``scancel --signal``: send a signal to the tasks of running jobs (the batch
-        script's and every step's); nothing changes in the schedule, so it is not journaled."""
+    def signal(self, job_id: int, caller: Caller, signal: int, target: str = "steps") -> list[int]:
+        """``scancel --signal``: send a signal to the tasks of running jobs; nothing changes
+        in the schedule, so it is not journaled."""
         self.loop.settle()
         targets = [self.job(jid) for jid in self._array_members.get(job_id, [job_id])]
         for job in targets:
@@ -266,8 +266,12 @@ class Controller:
                 raise NotAllowed(f"job {job.id} belongs to {job.spec.user}, not {caller.name}")
         running = [j for j in targets if j.state is JobState.RUNNING]
         for job in running:
-            self.fleet.signal(Signal(job.id, job.run, signal), self.clock.now())
-            self.fleet.signal_steps(job.id, signal)
+            # Slurm's scancel --signal reaches the steps, not the batch shell, unless asked
+            # (-b, -f); a job that is not a batch script is its own step.
+            if target != "steps" or not job.spec.batch:
+                self.fleet.signal(Signal(job.id, job.run, signal), self.clock.now())
+            if target != "batch":
+                self.fleet.signal_steps(job.id, signal)
         return [j.id for j in running]
 
     def priorities(self) -> list[Job]:

@@ -6,21 +6,24 @@ Parsing follows getopt_long in POSIX order, as Slurm's commands do: ``--opt=valu
 flags (``-vH``), ``--`` ends the options, and the first word that is not an option ends them
 too (the script and its arguments follow).
 
-What the options ask for becomes a request by ``to_request``. A Slurm batch job holds an
-allocation and runs its script once; Phalanx runs its command in every task. So the tasks a
-job asks for are folded into one task per node that holds that node's whole share (GPUs,
-CPUs, memory): on one node, which is most jobs, the script runs once with exactly Slurm's
-allocation. The fold, option by option:
+What the options ask for becomes a request by ``to_request``: ``nodes`` x
+``ntasks_per_node`` tasks, each with ``gpus_per_task`` GPUs and ``cpus_per_task`` CPUs. A
+batch job (``sbatch``, ``salloc``: the caller sets ``batch``) holds that allocation and runs
+its script once, on the first node, as Slurm does; ``srun`` steps then run over it. Option by
+option:
 
     -N/--nodes N[-M]        nodes ("-1" and other negatives: unset, as Slurm)
     -n/--ntasks T           tasks per node = ceil(T / nodes) unless --ntasks-per-node
     --ntasks-per-node T     tasks per node
-    -c/--cpus-per-task C    cpus_per_task = C x tasks per node  (or --cpus-per-gpu x GPUs)
-    --gres=gpu[:model]:G    gpus_per_task = G (per node), gpu_model
-    --gpus-per-node=[m:]G   gpus_per_task = G
-    --gpus-per-task=G       gpus_per_task = G x tasks per node
-    -G/--gpus=[m:]G         gpus_per_task = ceil(G / nodes)
+    -c/--cpus-per-task C    cpus_per_task = C  (or --cpus-per-gpu x GPUs per task)
+    --gres=gpu[:model]:G    G per node: gpus_per_task = ceil(G / tasks per node), gpu_model
+    --gpus-per-node=[m:]G   the same
+    --gpus-per-task=G       gpus_per_task = G
+    -G/--gpus=[m:]G         G per job: ceil(ceil(G / nodes) / tasks per node) per task
     --mem / --mem-per-cpu / --mem-per-gpu      mem (per node, in MB)
+
+GPUs per node that do not divide among the node's tasks are rounded up per task (Phalanx
+gives GPUs to tasks, not to nodes): ``--gres=gpu:1 --ntasks-per-node=2`` holds 2 GPUs.
 
 Options the API has no field for are kept in ``Request.unsupported`` (name -> value).
 """
@@ -473,7 +476,7 @@ class Request:
 
 
 def to_request(options: Options, prog: str, environ: Mapping[str, str], cwd: str) -> Request:
-    """The request the options ask for (the fold is in this module's docstring); the caller
+    """The request the options ask for (option by option in this module's docstring); the caller
     adds ``command``. Raise ``CommandLineError`` for values Slurm refuses before submitting."""
     body: dict[str, Any] = {}
     for option, field in _PASSED.items():
@@ -526,44 +529,46 @@ def _shape(options: Options, prog: str, body: dict[str, Any]) -> None:
     per_node = _positive(options, "ntasks-per-node", prog)
     if per_node is None:
         per_node = -(-ntasks // node_count) if ntasks is not None else 1
-    gpus, model = _gpus_per_node(options, prog, node_count, per_node)
+    gpus, model = _gpus_per_task(options, prog, node_count, per_node)
     cpus_per_task = _positive(options, "cpus-per-task", prog)
     cpus_per_gpu = _positive(options, "cpus-per-gpu", prog)
     if cpus_per_task is None and cpus_per_gpu is not None and gpus:
         cpus = cpus_per_gpu * gpus
     else:
-        cpus = (cpus_per_task or 1) * per_node
-    body["ntasks_per_node"] = 1
+        cpus = cpus_per_task or 1
+    body["ntasks_per_node"] = per_node
     body["cpus_per_task"] = cpus
     if gpus:
         body["gpus_per_task"] = gpus
     if model is not None:
         body["gpu_model"] = model
-    mem = _memory_per_node(options, prog, cpus, gpus)
+    mem = _memory_per_node(options, prog, cpus * per_node, gpus * per_node)
     if mem is not None:
         body["mem"] = f"{mem}M"
 
 
-def _gpus_per_node(
+def _gpus_per_task(
     options: Options, prog: str, nodes: int, per_node: int
 ) -> tuple[int, str | None]:
     model: str | None = None
-    gpus = 0
+    per_task = 0
     gres = options.get("gres")
     if gres is not None:
         gpus, model, _shard = parse_gres(gres, prog)
+        per_task = -(-gpus // per_node)
     text = options.get("gpus-per-node")
     if text is not None:
         gpus, model = _model_count(text, prog, "gpus-per-node")
+        per_task = -(-gpus // per_node)
     text = options.get("gpus-per-task")
     if text is not None:
-        count, model = _model_count(text, prog, "gpus-per-task")
-        gpus = count * per_node
+        per_task, model = _model_count(text, prog, "gpus-per-task")
     text = options.get("gpus")
     if text is not None:
         count, model = _model_count(text, prog, "gpus")
-        gpus = -(-count // nodes)
-    return gpus, model
+        per_node_gpus = -(-count // nodes)
+        per_task = -(-per_node_gpus // per_node)
+    return per_task, model
 
 
 def _memory_per_node(options: Options, prog: str, cpus: int, gpus: int) -> int | None:

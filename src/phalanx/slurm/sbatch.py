@@ -107,6 +107,7 @@ def _sbatch(argv: list[str], caller: WireCaller | None) -> int:
     command, _spool = command_for(text, name, args, environ)
     body = request.body
     body["command"] = command
+    body["batch"] = True  # the script runs once and holds the allocation; srun steps in it
     if "name" not in body:
         body["name"] = "wrap" if "wrap" in line else os.path.basename(name)
     try:

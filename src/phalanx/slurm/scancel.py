@@ -3,6 +3,8 @@
 ``scancel ID...`` (``ID``: a job, a whole array ``N``, an array task ``N_M`` or tasks
 ``N_[1-3,5]``), or every job matching filters: ``-u USER``, ``-t/--state``, ``-n/--name``,
 ``-p/--partition``, ``-A/--account``, ``-q/--qos``; with ids, the filters narrow them.
+``-s/--signal SIG`` sends the signal instead: to the steps (``-b`` the batch shell, ``-f``
+both), as Slurm does.
 
 As Slurm: silent on success; a job that does not exist or has ended is not an error
 (``-v`` says so); status 1 for an id that is not one, no job named, or a refusal.
@@ -21,7 +23,7 @@ if TYPE_CHECKING:
     from collections.abc import Sequence
     from typing import Any
 
-__all__ = ["main", "parse_job_ids"]
+__all__ = ["main", "parse_job_ids", "parse_signal"]
 
 PROG = "scancel"
 TABLE = OptionTable(
@@ -83,9 +85,10 @@ def _scancel(argv: list[str], caller: WireCaller | None) -> int:
     if "version" in options:
         print("slurm 22.05.8")
         return 0
-    if "signal" in options:
-        print(f"{PROG}: error: --signal is not supported by Phalanx yet", file=sys.stderr)
-        return 1
+    signal_text = options.get("signal")
+    number = parse_signal(signal_text) if signal_text is not None else None
+    # Whom a signal reaches, as Slurm: the steps; -b the batch shell; -f both.
+    target = "all" if "full" in options else "batch" if "batch" in options else "steps"
     ids = parse_job_ids(words)
     filters = {k: v for k, v in options.values.items() if k in _FILTERS}
     if not ids and not filters:
@@ -93,12 +96,26 @@ def _scancel(argv: list[str], caller: WireCaller | None) -> int:
     wire = caller or WireCaller()
     verbose = options.verbose > 0
     if ids and not filters:
-        return _cancel_ids(wire, ids, verbose)
+        return _cancel_ids(wire, ids, verbose, number, target)
     targets = _matching(wire, ids, filters)
     status = 0
     for job_id in targets:
-        status = max(status, _cancel(wire, job_id, str(job_id), verbose))
+        status = max(status, _cancel(wire, job_id, str(job_id), verbose, number, target))
     return status
+
+
+def parse_signal(text: str) -> int:
+    """``-s/--signal``: a number, or a name with or without ``SIG`` (``USR2``, ``SIGTERM``)."""
+    import signal
+
+    value = text.strip().upper()
+    if value.isdigit() and 0 < int(value) < 65:
+        return int(value)
+    name = value if value.startswith("SIG") else f"SIG{value}"
+    try:
+        return int(signal.Signals[name])
+    except KeyError:
+        raise CommandLineError([f"{PROG}: error: Invalid job signal: {text}"], 1) from None
 
 
 _FILTERS = frozenset({"account", "jobname", "partition", "qos", "state", "user"})
@@ -146,12 +163,18 @@ def _one_id(text: str, word: str) -> list[JobId]:
     return out
 
 
-def _cancel_ids(wire: WireCaller, ids: list[JobId], verbose: bool) -> int:
+def _cancel_ids(
+    wire: WireCaller,
+    ids: list[JobId],
+    verbose: bool,
+    number: int | None = None,
+    target: str = "steps",
+) -> int:
     status = 0
     members: dict[int, dict[int, int]] = {}
     for base, task in ids:
         if task is None:
-            status = max(status, _cancel(wire, base, str(base), verbose))
+            status = max(status, _cancel(wire, base, str(base), verbose, number, target))
             continue
         if base not in members:
             members[base] = _array_tasks(wire, base)
@@ -160,7 +183,7 @@ def _cancel_ids(wire: WireCaller, ids: list[JobId], verbose: bool) -> int:
         if job_id is None:
             _say_missing(label, verbose)
         else:
-            status = max(status, _cancel(wire, job_id, label, verbose))
+            status = max(status, _cancel(wire, job_id, label, verbose, number, target))
     return status
 
 
@@ -215,10 +238,25 @@ def _named(job: dict[str, Any], whole: set[int], tasks: set[tuple[int, int]]) ->
     return (job.get("array_job_id"), job.get("array_task_id")) in tasks
 
 
-def _cancel(wire: WireCaller, job_id: int, label: str, verbose: bool) -> int:
-    if verbose:
-        print(f"{PROG}: Terminating job {label}", file=sys.stderr)
-    code, answer = wire.call("DELETE", f"/v1/jobs/{job_id}")
+def _cancel(
+    wire: WireCaller,
+    job_id: int,
+    label: str,
+    verbose: bool,
+    number: int | None = None,
+    target: str = "steps",
+) -> int:
+    """Cancel the job, or send it signal ``number`` (its batch script and steps)."""
+    if number is not None:
+        if verbose:
+            print(f"{PROG}: Signal {number} to job {label}", file=sys.stderr)
+        code, answer = wire.call(
+            "POST", f"/v1/jobs/{job_id}/signal", body={"signal": number, "target": target}
+        )
+    else:
+        if verbose:
+            print(f"{PROG}: Terminating job {label}", file=sys.stderr)
+        code, answer = wire.call("DELETE", f"/v1/jobs/{job_id}")
     if code == 404:
         _say_missing(label, verbose, announced=True)
         return 0
@@ -232,7 +270,7 @@ def _cancel(wire: WireCaller, job_id: int, label: str, verbose: bool) -> int:
         error = answer.get("error") if isinstance(answer, dict) else answer
         print(f"{PROG}: error: Kill job error on job id {label}: {error}", file=sys.stderr)
         return 1
-    if verbose and not answer.get("cancelled"):
+    if verbose and not answer.get("cancelled", answer.get("changed")):
         print(
             f"{PROG}: error: Kill job error on job id {label}: "
             "Job/step already completing or completed",
