@@ -13,8 +13,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--state-dir", type=Path, help="default $PHALANX_STATE_DIR or ~/.local/state/phalanx"
     )
-    parser.add_argument(
+    definition = parser.add_mutually_exclusive_group()
+    definition.add_argument(
         "--config", type=Path, help="cluster definition (YAML); default: this machine as one node"
+    )
+    definition.add_argument(
+        "--slurm-conf",
+        type=Path,
+        metavar="PATH",
+        help="cluster from a slurm.conf (with topology.conf and gres.conf beside it)",
     )
     parser.add_argument("--policy", default="phalanx", help="scheduling profile")
     parser.add_argument(
@@ -59,11 +66,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def cluster_of(args: argparse.Namespace):  # type: ignore[no-untyped-def]
-    """The cluster: the YAML given, else this machine as described by its agent."""
+    """The cluster: the YAML or slurm.conf given, else this machine as described by its agent."""
     if args.config is not None:
         from phalanx.domain.clusterspec import cluster_from_yaml
 
         return cluster_from_yaml(args.config.read_text(), str(args.config))
+    if args.slurm_conf is not None:
+        from phalanx.server.slurmconf_files import cluster_from_slurm_conf
+
+        return cluster_from_slurm_conf(args.slurm_conf)
     from phalanx.agent.machine import describe
     from phalanx.server.machine_cluster import one_node_cluster
 

@@ -60,6 +60,8 @@ def _controller_argv(args: argparse.Namespace, state: Path) -> list[str]:
     ]
     if args.config is not None:
         argv += ["--config", str(args.config.resolve())]
+    if args.slurm_conf is not None:
+        argv += ["--slurm-conf", str(args.slurm_conf.resolve())]
     for flag in ("gpus", "gpu_model", "cpus", "memory"):
         value = getattr(args, flag)
         if value is not None:
@@ -126,7 +128,9 @@ def run(args: argparse.Namespace) -> int:
             f"phalanx up: a controller already runs (pid {running}, {state.root})", file=sys.stderr
         )
         return 1
-    cluster = controller_cli.cluster_of(args)  # read here too: bad YAML fails before forking
+    cluster = controller_cli.cluster_of(
+        args
+    )  # read here too: a bad definition fails before forking
     nodes = _agent_nodes(args, [n.name for n in cluster.nodes])
     env = dict(os.environ, PHALANX_STATE_DIR=str(state.root))
     log = state.logs / "controller.log"

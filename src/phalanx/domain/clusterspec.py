@@ -55,7 +55,7 @@ from phalanx.domain.time import MINUTE, SECOND, Duration
 from phalanx.domain.yamlfield import YamlField, compose_yaml, optional
 from phalanx.errors import ConfigError
 
-__all__ = ["DEFAULT_NODES_PER_LEAF", "cluster_from_yaml", "regular_cluster"]
+__all__ = ["DEFAULT_NODES_PER_LEAF", "cluster_from_yaml", "default_tree", "regular_cluster"]
 
 DEFAULT_NODES_PER_LEAF = 8
 """Leaf size when a YAML file gives no ``topology``: a common 8-node rail-optimised leaf."""
@@ -222,6 +222,14 @@ def _auto_tree(
     return leaves, spines
 
 
+def default_tree(names: Sequence[str]) -> tuple[tuple[Switch, ...], tuple[Switch, ...]]:
+    """The tree used when a definition gives no topology: leaves of ``DEFAULT_NODES_PER_LEAF``
+    nodes in natural name order (``gpu9`` before ``gpu10``), under ``spine1`` when over one leaf.
+    ``names[i]`` is the node of index ``i``; children are node indexes."""
+    order = sorted(range(len(names)), key=lambda i: _natural_key(names[i]))
+    return _auto_tree(order, DEFAULT_NODES_PER_LEAF, None)
+
+
 def _span(k: int, size: int, total: int) -> tuple[int, ...]:
     """The ``k``-th chunk of ``size`` out of ``range(total)``."""
     return tuple(range(k * size, min(total, (k + 1) * size)))
@@ -250,8 +258,7 @@ def _parse_topology(
     if "leaves" not in spec:
         if "spines" in spec:
             raise spec["spines"].error("spines need topology.leaves to name the leaves")
-        order = sorted(range(len(entries)), key=lambda i: _natural_key(entries[i].name))
-        leaves, spines = _auto_tree(order, DEFAULT_NODES_PER_LEAF, None)
+        leaves, spines = default_tree([e.name for e in entries])
         return leaves, spines, blocks
 
     leaves, spines = _explicit_spines(

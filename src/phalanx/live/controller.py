@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import copy
 import logging
 import time
 import uuid
@@ -284,7 +285,10 @@ class Controller:
         from phalanx.policies.fairshare_tree import FairShareTree
 
         self.loop.settle()
-        usage = self.engine.usage
+        # A copy brought to now: the engine's own usage moves only with its events, or a
+        # replay of the journal would not find the state this query left behind.
+        usage = copy.copy(self.engine.usage)
+        usage.raw = dict(usage.raw)
         usage.advance(self.clock.now(), dict(self.engine.state.account_gpus))
         accounts = set(self.cluster.accounts) | {j.account for j in self.engine.jobs.values()}
         tree = FairShareTree(self.cluster, usage)
@@ -411,6 +415,9 @@ class Controller:
         agent = self.fleet.agents.get(node)
         if agent is None:
             raise NotFound(f"node {node!r} is not in the cluster definition")
+        if not agent.registered:
+            # A controller that restarted: the agent must say what it runs first.
+            raise Conflict(f"agent {node} is not registered with this controller")
         out = self.fleet.take(node, after, self.clock.now())
         if out or wait <= 0:
             return out
