@@ -91,3 +91,36 @@ def shell(cluster: LocalCluster, tmp_path_factory: pytest.TempPathFactory) -> Sh
     workdir = tmp_path_factory.mktemp("work")
     workdir.chmod(0o755)
     return Shell(cluster, bin_dir, workdir)
+
+
+# ------------------------------------------------------------------ the clients' cluster
+@pytest.fixture(scope="module")
+def phalanx(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
+    """Two nodes of 8 GPUs and 32 CPUs in one default partition ``gpu``, as the reference;
+    one per test module, for the tests that run real clients (srun, salloc, submitit, ...)."""
+    state = tmp_path_factory.mktemp("phalanx")
+    config = cluster_yaml(2, 8, 32).replace("- name: main", "- name: gpu")
+    with LocalCluster(state, config) as local:
+        yield local
+    log = local.log_tail("controller", 200)
+    assert "Traceback" not in log, log
+
+
+def activate_shims(phalanx: LocalCluster, workdir: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """The shims first on PATH and the cluster's state directory, for this process and the
+    clients it starts; no SLURM_* variables from outside; ``workdir`` the current directory."""
+    bin_dir = workdir / "bin"
+    write_shims(bin_dir)
+    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '/usr/bin:/bin')}")
+    monkeypatch.setenv("PHALANX_STATE_DIR", str(phalanx.state_dir))
+    monkeypatch.delenv("PHALANX_URL", raising=False)
+    for name in [k for k in os.environ if k.startswith("SLURM_")]:
+        monkeypatch.delenv(name)
+    monkeypatch.chdir(workdir)
+    workdir.chmod(0o755)
+    return workdir
+
+
+@pytest.fixture
+def slurm_env(phalanx: LocalCluster, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    return activate_shims(phalanx, tmp_path, monkeypatch)

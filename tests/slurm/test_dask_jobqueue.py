@@ -11,14 +11,12 @@ from __future__ import annotations
 import os
 import subprocess
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from phalanx.server.localcluster import LocalCluster, cluster_yaml
-from phalanx.slurm.shims import write_shims
+from phalanx.server.localcluster import LocalCluster
 
 dask_jobqueue = pytest.importorskip("dask_jobqueue")
 distributed = pytest.importorskip("distributed")
@@ -27,32 +25,6 @@ distributed = pytest.importorskip("distributed")
 WORKERS_UP_S = 120.0
 JOBS_END_S = 60.0
 _ENDED = frozenset({"CANCELLED", "COMPLETED", "FAILED", "TIMEOUT", "NODE_FAIL"})
-
-
-@pytest.fixture(scope="module")
-def phalanx(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
-    """Two nodes of 8 GPUs and 32 CPUs in one default partition ``gpu``, as the reference."""
-    state = tmp_path_factory.mktemp("phalanx")
-    config = cluster_yaml(2, 8, 32).replace("- name: main", "- name: gpu")
-    with LocalCluster(state, config) as local:
-        yield local
-    log = local.log_tail("controller", 200)
-    assert "Traceback" not in log, log
-
-
-@pytest.fixture
-def slurm_env(phalanx: LocalCluster, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """The shims first on PATH and the cluster's state directory, for this process: the
-    ``sbatch`` and ``scancel`` that dask-jobqueue runs are its children."""
-    bin_dir = tmp_path / "bin"
-    bin_dir.mkdir()
-    write_shims(bin_dir)
-    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '/usr/bin:/bin')}")
-    monkeypatch.setenv("PHALANX_STATE_DIR", str(phalanx.state_dir))
-    monkeypatch.delenv("PHALANX_URL", raising=False)
-    monkeypatch.chdir(tmp_path)
-    tmp_path.chmod(0o755)
-    return tmp_path
 
 
 def _jobs(phalanx: LocalCluster) -> list[dict[str, Any]]:

@@ -3,16 +3,14 @@ reads from the step's variables (world size, ranks, node rank) is what Slurm wou
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from conftest import activate_shims
 
-from phalanx.server.localcluster import LocalCluster, cluster_yaml
-from phalanx.slurm.shims import write_shims
+from phalanx.server.localcluster import LocalCluster
 
 pytest.importorskip(
     "lightning_fabric", reason="lightning-fabric is not installed (pip install lightning-fabric)"
@@ -26,28 +24,10 @@ print(env.world_size(), env.global_rank(), env.local_rank(), env.node_rank(),
 """
 
 
-@pytest.fixture(scope="module")
-def phalanx(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
-    state = tmp_path_factory.mktemp("phalanx")
-    config = cluster_yaml(2, 8, 32).replace("- name: main", "- name: gpu")
-    with LocalCluster(state, config) as local:
-        yield local
-    log = local.log_tail("controller", 200)
-    assert "Traceback" not in log, log
-
-
 def test_slurm_environment_sees_the_step_ranks(
     phalanx: LocalCluster, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    bin_dir = tmp_path / "bin"
-    write_shims(bin_dir)
-    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '/usr/bin:/bin')}")
-    monkeypatch.setenv("PHALANX_STATE_DIR", str(phalanx.state_dir))
-    monkeypatch.delenv("PHALANX_URL", raising=False)
-    for name in [k for k in os.environ if k.startswith("SLURM_")]:
-        monkeypatch.delenv(name)
-    monkeypatch.chdir(tmp_path)
-    tmp_path.chmod(0o755)
+    activate_shims(phalanx, tmp_path, monkeypatch)
     (tmp_path / "probe.py").write_text(PROBE)
     (tmp_path / "job.sh").write_text(f"#!/bin/bash\nsrun {sys.executable} probe.py\n")
     done = subprocess.run(

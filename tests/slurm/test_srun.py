@@ -2,46 +2,15 @@
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
-
-import pytest
-
-from phalanx.server.localcluster import LocalCluster, cluster_yaml
-from phalanx.slurm.shims import write_shims
 
 PY = sys.executable
 RANKS = (
     "import os; v = os.environ; "
     "print(v['SLURM_PROCID'], v['SLURM_LOCALID'], v['SLURM_NODEID'], v['SLURM_NTASKS'])"
 )
-
-
-@pytest.fixture(scope="module")
-def phalanx(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
-    state = tmp_path_factory.mktemp("phalanx")
-    config = cluster_yaml(2, 8, 32).replace("- name: main", "- name: gpu")
-    with LocalCluster(state, config) as local:
-        yield local
-    log = local.log_tail("controller", 200)
-    assert "Traceback" not in log, log
-
-
-@pytest.fixture
-def slurm_env(phalanx: LocalCluster, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    bin_dir = tmp_path / "bin"
-    write_shims(bin_dir)
-    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '/usr/bin:/bin')}")
-    monkeypatch.setenv("PHALANX_STATE_DIR", str(phalanx.state_dir))
-    monkeypatch.delenv("PHALANX_URL", raising=False)
-    for name in [k for k in os.environ if k.startswith("SLURM_")]:
-        monkeypatch.delenv(name)
-    monkeypatch.chdir(tmp_path)
-    tmp_path.chmod(0o755)
-    return tmp_path
 
 
 def run(command: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:

@@ -14,41 +14,22 @@ from __future__ import annotations
 import os
 import subprocess
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from conftest import activate_shims
 
-from phalanx.server.localcluster import LocalCluster, cluster_yaml
-from phalanx.slurm.shims import write_shims
+from phalanx.server.localcluster import LocalCluster
 
 submitit = pytest.importorskip("submitit")
 
 RESULT_S = 90.0
 
 
-@pytest.fixture(scope="module")
-def phalanx(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
-    state = tmp_path_factory.mktemp("phalanx")
-    config = cluster_yaml(2, 8, 32).replace("- name: main", "- name: gpu")
-    with LocalCluster(state, config) as local:
-        yield local
-    log = local.log_tail("controller", 200)
-    assert "Traceback" not in log, log
-
-
 @pytest.fixture
 def executor(phalanx: LocalCluster, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Any:
-    bin_dir = tmp_path / "bin"
-    write_shims(bin_dir)
-    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '/usr/bin:/bin')}")
-    monkeypatch.setenv("PHALANX_STATE_DIR", str(phalanx.state_dir))
-    monkeypatch.delenv("PHALANX_URL", raising=False)
-    for name in [k for k in os.environ if k.startswith("SLURM_")]:
-        monkeypatch.delenv(name)
-    monkeypatch.chdir(tmp_path)
-    tmp_path.chmod(0o755)
+    activate_shims(phalanx, tmp_path, monkeypatch)
     ex = submitit.AutoExecutor(folder=tmp_path / "logs", cluster="slurm")
     ex.update_parameters(
         timeout_min=5, slurm_partition="gpu", tasks_per_node=1, cpus_per_task=1, mem_gb=1
