@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import shutil
 import sys
 import time
 from importlib import resources
@@ -114,6 +115,10 @@ def run(args: argparse.Namespace) -> int:
     )
     print("Watch it:")
     env = "" if args.state_dir is None else f"PHALANX_STATE_DIR={state.root} "
+    # The command as this shell can run it: .venv/bin/phalanx is often not on PATH.
+    here = os.path.abspath(sys.argv[0]) if os.path.basename(sys.argv[0]) == "phalanx" else ""
+    if here and shutil.which("phalanx") != here:
+        env += here.removesuffix("phalanx")
     print(f"  {env}phalanx jobs --all        # states, reasons, nodes")
     print(f"  {env}phalanx nodes             # GPUs allocated per node")
     print(
