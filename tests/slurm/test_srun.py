@@ -43,14 +43,17 @@ def test_srun_label_prefixes_each_line_with_the_task(slurm_env: Path) -> None:
 
 
 def test_two_sruns_at_once_in_one_script(slurm_env: Path) -> None:
+    # The first step can only end once the second has started: both run at once.
     body = (
-        "srun -n1 -N1 sh -c 'sleep 0.5; echo first' &\n"
-        "srun -n1 -N1 sh -c 'echo second' &\n"
+        "srun -n1 -N1 sh -c 'for i in $(seq 600); do [ -e flag ] && break; sleep 0.05; done;"
+        " [ -e flag ] && echo first' &\n"
+        "srun -n1 -N1 sh -c 'touch flag; echo second' &\n"
         "wait\necho done"
     )
     out, rc = batch(slurm_env, body, "-N2", "--ntasks-per-node=2")
     assert rc == 0, out
-    assert out.splitlines() == ["second", "first", "done"]
+    lines = out.splitlines()
+    assert sorted(lines[:2]) == ["first", "second"] and lines[2:] == ["done"]
 
 
 def test_srun_exits_with_the_highest_task_exit_code(slurm_env: Path) -> None:
