@@ -84,3 +84,14 @@ def test_requeue_of_a_finished_job_runs_it_again() -> None:
     d.feed(Requeue(d.now, job))
     d.settle()
     assert d.state(job) is JobState.RUNNING and d.job(job).restarts == 1
+
+
+def test_will_run_says_now_or_when_a_running_job_must_end() -> None:
+    d = _driver()
+    assert d.engine.will_run(make_job(8), d.now)[0] == d.now  # type: ignore[index]
+    [a] = d.submit(make_job(8, nodes=2, time_limit=60 * MINUTE), runtime=60 * MINUTE)
+    d.settle()
+    start, alloc = d.engine.will_run(make_job(8), d.now)  # type: ignore[misc]
+    assert start == d.job(a).start + 60 * MINUTE and len(alloc.nodes) == 1  # type: ignore[operator]
+    assert d.engine.will_run(make_job(8, nodes=3), d.now) is None  # never fits
+    assert d.engine.pending_count() == 0  # nothing was submitted

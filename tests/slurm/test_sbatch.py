@@ -3,6 +3,7 @@ then what the submitted jobs do."""
 
 from __future__ import annotations
 
+import re
 import sys
 import time
 from pathlib import Path
@@ -59,7 +60,6 @@ DIFFERENT = {
     "queues the job (PartitionConfig)",
     "80_sbatch_err_bad_qos": "the controller refuses an unknown QOS; Slurm 22.05 without "
     "accounting enforcement queues the job",
-    "84_sbatch_test_only": "--test-only needs a will-run call the API does not have yet",
 }
 STDIN = {"82_sbatch_stdin_script": "#!/bin/sh\n#SBATCH -J fromstdin\ntrue\n"}
 _ids: dict[str, str] = {}
@@ -98,6 +98,20 @@ def test_submissions_print_what_slurm_prints(shell: Shell) -> None:
 def test_errors_and_exit_codes_are_slurms(shell: Shell, name: str) -> None:
     theirs = reference(name)
     same(shell.run(theirs.command, STDIN.get(name, "")), theirs)
+
+
+def test_test_only_says_when_and_where_and_submits_nothing(shell: Shell) -> None:
+    theirs = reference("84_sbatch_test_only")
+    before = len(shell.cluster.call("GET", "/v1/jobs", query={"all": True})["jobs"])
+    ours = shell.run(theirs.command)
+    assert (ours.stdout, ours.rc) == (theirs.stdout, theirs.rc)
+    shape = re.compile(
+        r"sbatch: Job \d+ to start at \d{4}-\d\d-\d\dT\d\d:\d\d:\d\d using \d+ processors"
+        r" on nodes \S+ in partition gpu\n"
+    )
+    assert shape.fullmatch(theirs.stderr) and shape.fullmatch(ours.stderr), ours.stderr
+    after = len(shell.cluster.call("GET", "/v1/jobs", query={"all": True})["jobs"])
+    assert after == before
 
 
 @pytest.mark.parametrize("name", sorted(DIFFERENT))

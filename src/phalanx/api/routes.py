@@ -41,6 +41,7 @@ from phalanx.api.wire import (
     StepInfo,
     StepRequest,
     SubmitResult,
+    WillRun,
 )
 from phalanx.domain.caller import Caller
 from phalanx.domain.job import JobSpec
@@ -195,6 +196,10 @@ def create_app(service: Service, access: Access | None = None) -> FastAPI:
     @app.post("/v1/jobs", status_code=201, response_model=SubmitResult, responses=_ERRORS)
     async def submit(req: JobRequest, who: Who) -> dict[str, Any]:
         return {"job_ids": service.submit(_specs([req], who))}
+
+    @app.post("/v1/jobs/test", response_model=WillRun, responses=_ERRORS)
+    async def will_run(req: JobRequest, who: Who) -> dict[str, Any]:
+        return service.will_run(_specs([req], who)[0])
 
     @app.post("/v1/jobs/batch", status_code=201, response_model=SubmitResult, responses=_ERRORS)
     async def submit_batch(batch: BatchSubmit, who: Who) -> Response:

@@ -37,6 +37,7 @@ __all__ = [
     "StepRequest",
     "SubmitResult",
     "TaskSpec",
+    "WillRun",
 ]
 
 
@@ -102,6 +103,16 @@ class StepInfo(_Wire):
     exit_code: int
     signal: int
     reason: str = ""
+
+
+class WillRun(_Wire):
+    """``sbatch --test-only``: what would happen, were the job submitted now."""
+
+    job_id: int = Field(description="the id it would get")
+    start: int
+    nodes: list[str]
+    cpus: int
+    partition: str
 
 
 class BatchSubmit(_Wire):

@@ -741,6 +741,40 @@ class Engine:
         probe = Job(0, 0, spec, self._now, name, 0, spec.time_limit or DEFAULT_TIME_LIMIT)
         return self._never_fits(probe)
 
+    def will_run(self, spec: JobSpec, now: Instant) -> tuple[Instant, Allocation] | None:
+        """When and where a request would start if submitted now (``sbatch --test-only``):
+        now if it fits, else at the first expected end of the running jobs after which it
+        fits. Pending jobs are not counted in front of it: an estimate, as Slurm's is. Nothing
+        changes."""
+        if self.never_fits(spec) is not None:
+            return None
+        part = self.cluster.partition(spec.partition)
+        probe = Job(
+            0,
+            0,
+            spec,
+            now,
+            part.name if part is not None else "",
+            0,
+            spec.time_limit or DEFAULT_TIME_LIMIT,
+        )
+        saved = self._now
+        self._now = now
+        try:
+            cap = self.state.cap.copy()
+            alloc = self.place_shape(probe.shape, probe.shape.nodes_max, cap)
+            if alloc is not None:
+                return now, alloc
+            for run in sorted(self.state.running.values(), key=lambda r: (r.end, r.job_id)):
+                cap.give(run.alloc)
+                for nodes in range(probe.shape.nodes_max, probe.shape.nodes_min - 1, -1):
+                    alloc = self.place_shape(probe.shape, nodes, cap)
+                    if alloc is not None:
+                        return max(now, run.end), alloc
+            return None
+        finally:
+            self._now = saved
+
     def pending_count(self) -> int:
         return len(self._queue) + len(self._waiting)
 

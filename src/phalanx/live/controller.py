@@ -163,6 +163,24 @@ class Controller:
         if problem is not None:
             raise SpecError(problem, field="resources")
 
+    def will_run(self, spec: JobSpec) -> dict[str, Any]:
+        """``sbatch --test-only``: the id the job would get, when and where it would start."""
+        self.check(spec)
+        self.loop.settle()
+        now = self.clock.now()
+        found = self.engine.will_run(spec, now)
+        if found is None:
+            raise SpecError("Requested node configuration is not available", field="resources")
+        start, alloc = found
+        part = self.cluster.partition(spec.partition)
+        return {
+            "job_id": self.engine.next_id,
+            "start": start,
+            "nodes": [self.cluster.nodes[i].name for i in alloc.nodes],
+            "cpus": alloc.cpus * len(alloc.nodes),
+            "partition": part.name if part is not None else "",
+        }
+
     def cancel(self, job_id: int, caller: Caller) -> list[int]:
         self.loop.settle()
         targets = [self.job(jid) for jid in self._array_members.get(job_id, [job_id])]

@@ -101,10 +101,9 @@ def _sbatch(argv: list[str], caller: WireCaller | None) -> int:
         if options.verbose:
             shown = f"--{option}={value}" if value else f"--{option}"
             print(f"{PROG}: ignoring {shown}: not supported by Phalanx yet", file=sys.stderr)
-    if "test-only" in options:
-        print(f"{PROG}: error: --test-only is not supported by Phalanx yet", file=sys.stderr)
-        return 1
-    command, _spool = command_for(text, name, args, environ)
+    test_only = "test-only" in options
+    # A test does not run the script: nothing is written to the spool for it.
+    command = ["true"] if test_only else command_for(text, name, args, environ)[0]
     body = request.body
     body["command"] = command
     body["batch"] = True  # the script runs once and holds the allocation; srun steps in it
@@ -112,6 +111,8 @@ def _sbatch(argv: list[str], caller: WireCaller | None) -> int:
         body["name"] = "wrap" if "wrap" in line else os.path.basename(name)
     try:
         wire = caller or WireCaller()
+        if test_only:
+            return _test_only(wire, body)
         status, answer = wire.call("POST", "/v1/jobs", body=body)
         if status != 201:
             for message in failure_lines(status, answer, body, wire):
@@ -124,6 +125,25 @@ def _sbatch(argv: list[str], caller: WireCaller | None) -> int:
     print(job_id if "parsable" in options else f"Submitted batch job {job_id}", flush=True)
     if "wait" in options:
         return _wait(wire, job_id)
+    return 0
+
+
+def _test_only(wire: WireCaller, body: dict[str, Any]) -> int:
+    """``--test-only``: when and where the job would start; nothing is submitted."""
+    status, answer = wire.call("POST", "/v1/jobs/test", body=body)
+    if status != 200:
+        for message in failure_lines(status, answer, body, wire):
+            print(message, file=sys.stderr)
+        return 1
+    from phalanx.domain.hostlist import compress  # only here: its import is not free
+
+    start = time.strftime("%Y-%m-%dT%H:%M:%S", time.localtime(answer["start"] / 1000))
+    nodes = compress(answer["nodes"])
+    print(
+        f"{PROG}: Job {answer['job_id']} to start at {start} using {answer['cpus']} processors"
+        f" on nodes {nodes} in partition {answer['partition']}",
+        file=sys.stderr,
+    )
     return 0
 
 
