@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -28,7 +27,3 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
 def workdir(tmp_path: Path) -> Path:
     tmp_path.chmod(0o755)
     return tmp_path
-
-
-def env() -> dict[str, str]:
-    return {"PATH": os.environ.get("PATH", "/usr/bin:/bin")}

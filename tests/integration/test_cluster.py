@@ -10,7 +10,7 @@ import sys
 import time
 from pathlib import Path
 
-from conftest import env
+from live_env import env
 
 from phalanx.client.wirecall import ApiError
 from phalanx.server.localcluster import LocalCluster

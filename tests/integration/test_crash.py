@@ -9,7 +9,7 @@ import time
 from collections import Counter
 from pathlib import Path
 
-from conftest import env
+from live_env import env
 
 from phalanx.client.wirecall import ControllerUnreachable
 from phalanx.server.localcluster import LocalCluster, cluster_yaml

@@ -10,7 +10,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from conftest import env
+from live_env import env
 
 from phalanx.client.wirecall import ApiError
 from phalanx.server.localcluster import LocalCluster, cluster_yaml

@@ -8,7 +8,7 @@ import signal
 import time
 from pathlib import Path
 
-from conftest import env
+from live_env import env
 
 from phalanx.server.localcluster import LocalCluster, cluster_yaml
 

@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import env
+from live_env import env
 
 from phalanx.server.localcluster import LocalCluster
 

@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import activate_shims
+from slurm_shell import activate_shims
 
 from phalanx.server.localcluster import LocalCluster
 

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import Capture, Shell, normalized, reference
+from slurm_shell import Capture, Shell, normalized, reference
 
 from phalanx.client.wirecall import ControllerUnreachable
 from phalanx.slurm import sbatch

@@ -6,7 +6,7 @@ import getpass
 import re
 
 import pytest
-from conftest import Shell, reference
+from slurm_shell import Shell, reference
 
 from phalanx.slurm.options import CommandLineError
 from phalanx.slurm.scancel import parse_job_ids

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import activate_shims
+from slurm_shell import activate_shims
 
 from phalanx.server.localcluster import LocalCluster
 

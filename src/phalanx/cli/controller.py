@@ -6,6 +6,10 @@ import argparse
 import logging
 from pathlib import Path
 
+TYPE_CHECKING = False  # typing's costs the command's start-up
+if TYPE_CHECKING:
+    from phalanx.domain.cluster import Cluster
+
 __all__ = ["add_arguments", "run"]
 
 
@@ -65,7 +69,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--log-level", default="info")
 
 
-def cluster_of(args: argparse.Namespace):  # type: ignore[no-untyped-def]
+def cluster_of(args: argparse.Namespace) -> Cluster:
     """The cluster: the YAML or slurm.conf given, else this machine as described by its agent."""
     if args.config is not None:
         from phalanx.domain.clusterspec import cluster_from_yaml

@@ -42,7 +42,7 @@ def run(args: argparse.Namespace) -> int:
 
     state = StateDir((args.state_dir or default_state_dir()).expanduser())
     config = resources.files("phalanx") / "data" / "demo-cluster.yaml"
-    if up._alive(state.pid) is None:
+    if state.running_controller() is None:
         with resources.as_file(config) as path:
             parser = argparse.ArgumentParser()
             up.add_arguments(parser)

@@ -19,32 +19,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def _pids(path: Path) -> list[int]:
-    try:
-        return [int(w) for w in path.read_text().split()]
-    except (OSError, ValueError):
-        return []
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except OSError:
-        return False
-    # A zombie child of ours (in tests) counts as gone.
-    with contextlib.suppress(OSError), open(f"/proc/{pid}/stat") as f:
-        return f.read().split(") ")[-1][:1] != "Z"
-    return True
-
-
 def _stop(pids: list[int], timeout: float = 15.0) -> list[int]:
+    from phalanx.server.statedir import alive
+
     for pid in pids:
         with contextlib.suppress(OSError):
             os.kill(pid, signal.SIGTERM)
     deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline and any(_alive(p) for p in pids):
+    while time.monotonic() < deadline and any(alive(p) for p in pids):
         time.sleep(0.05)
-    left = [p for p in pids if _alive(p)]
+    left = [p for p in pids if alive(p)]
     for pid in left:
         with contextlib.suppress(OSError):
             os.kill(pid, signal.SIGKILL)
@@ -52,11 +36,11 @@ def _stop(pids: list[int], timeout: float = 15.0) -> list[int]:
 
 
 def run(args: argparse.Namespace) -> int:
-    from phalanx.server.statedir import StateDir, default_state_dir
+    from phalanx.server.statedir import StateDir, alive, default_state_dir, read_pids
 
     state = StateDir((args.state_dir or default_state_dir()).expanduser())
-    agents = [p for p in _pids(state.agents_pid) if _alive(p)]
-    controller = [p for p in _pids(state.pid) if _alive(p)]
+    agents = [p for p in read_pids(state.agents_pid) if alive(p)]
+    controller = [p for p in read_pids(state.pid) if alive(p)]
     if not agents and not controller:
         print(f"phalanx down: nothing runs from {state.root}", file=sys.stderr)
         return 0

@@ -88,15 +88,6 @@ def _agent_nodes(args: argparse.Namespace, names: list[str]) -> list[str]:
     return wanted
 
 
-def _alive(pid_file: Path) -> int | None:
-    try:
-        pid = int(pid_file.read_text().split()[0])
-        os.kill(pid, 0)
-    except (OSError, ValueError, IndexError):
-        return None
-    return pid
-
-
 def _wait_ready(state: Path, proc: subprocess.Popen[bytes], log: Path) -> None:
     from phalanx.client.address import ControllerAddress
     from phalanx.client.wirecall import ControllerUnreachable, WireCaller
@@ -122,7 +113,7 @@ def run(args: argparse.Namespace) -> int:
 
     state = StateDir((args.state_dir or default_state_dir()).expanduser())
     state.make()
-    running = _alive(state.pid)
+    running = state.running_controller()
     if running is not None:
         print(
             f"phalanx up: a controller already runs (pid {running}, {state.root})", file=sys.stderr

@@ -164,8 +164,8 @@ class Controller:
             raise SpecError(problem, field="resources")
 
     def will_run(self, spec: JobSpec) -> dict[str, Any]:
-        """``sbatch --test-only``: the id the job would get, when and where it would start."""
-        self.check(spec)
+        """``sbatch --test-only``: the id the job would get, when and where it would start
+        (``spec`` has passed ``check``, as every request does at the API)."""
         self.loop.settle()
         now = self.clock.now()
         found = self.engine.will_run(spec, now)
@@ -259,7 +259,7 @@ class Controller:
             raise SpecError(str(exc), field="nodes") from None
 
     async def step_info(self, job_id: int, step_no: int, wait: float) -> Step:
-        step = self.fleet.steps.get((job_id, step_no))
+        step = self.fleet.step(job_id, step_no)
         if step is None:
             raise NotFound(f"no step {job_id}.{step_no}")
         if step.waiting and wait > 0:
@@ -271,7 +271,7 @@ class Controller:
         job = self.job(job_id)
         if not (caller.admin or job.spec.user == caller.name):
             raise NotAllowed(f"job {job.id} belongs to {job.spec.user}, not {caller.name}")
-        if (job_id, step_no) not in self.fleet.steps:
+        if self.fleet.step(job_id, step_no) is None:
             raise NotFound(f"no step {job_id}.{step_no}")
         self.fleet.kill_step(job_id, step_no)
 

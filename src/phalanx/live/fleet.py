@@ -18,6 +18,7 @@ import asyncio
 import dataclasses
 import os
 import pwd
+from collections import deque
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -44,6 +45,10 @@ RunKey = tuple[int, int]
 STEP_RUNS = 1_000_000
 """Agents know runs by (job, run); a step's processes use run STEP_RUNS x (step + 1) + run,
 so that agents need not know what a step is."""
+
+
+STEP_JOBS_KEPT = 1000
+"""Ended jobs whose steps stay readable (an srun reads its step's end after the job's)."""
 
 
 def step_run(run: int, step: int) -> int:
@@ -137,8 +142,10 @@ class Fleet:
         self._as_user = os.geteuid() == 0 if run_as_submitter is None else run_as_submitter
         self.agents: dict[str, Agent] = {n.name: Agent(n.name) for n in cluster.nodes}
         self.runs: dict[RunKey, _Run] = {}
-        self.steps: dict[tuple[int, int], Step] = {}
-        """(job, step) -> the step; kept after it ends, for its srun to read."""
+        self._steps: dict[int, dict[int, Step]] = {}
+        """job -> step number -> the step; kept after it ends, for its srun to read, until
+        the job is one of the last ``STEP_JOBS_KEPT`` to have ended."""
+        self._ended_jobs: deque[int] = deque()
         self._next_step: dict[int, int] = {}
         self.replaying = False
         self.launches = 0
@@ -175,7 +182,9 @@ class Fleet:
         run.killed = True
         if not self.replaying:
             self._kill(run)
-            self._kill_steps(cmd.job_id)
+            for step_no, step in self._steps.get(cmd.job_id, {}).items():
+                if step.waiting:
+                    self.kill_step(cmd.job_id, step_no)
 
     def cleanup(self, cmd: Cleanup, at: Instant) -> None:
         # The epilog is the controller's to time; agents have nothing to run for it.
@@ -215,7 +224,7 @@ class Fleet:
                     self._send(node, self._kill_command(key))
         if restarted:
             agent.delivered = {k for k in agent.delivered if k in self.runs}
-        for step in self.steps.values():
+        for step in [st for steps in self._steps.values() for st in steps.values()]:
             if node not in step.waiting:
                 continue
             key = (step.job_id, step_run(step.run, step.step))
@@ -330,7 +339,7 @@ class Fleet:
             run.waiting.add(node)  # not journaled: the agent will report it again
             raise
         del self.runs[key]
-        self._kill_steps(job_id)
+        self._end_steps(job_id)
         return [key]
 
     # ------------------------------------------------------------------ steps
@@ -404,35 +413,44 @@ class Fleet:
                     }
                 )
         step = Step(job_id, run, step_no, ntasks, commands, set(commands))
-        self.steps[(job_id, step_no)] = step
+        self._steps.setdefault(job_id, {})[step_no] = step
         for node, command in commands.items():
             self._send(node, command)
         return step
 
+    def step(self, job_id: int, step_no: int) -> Step | None:
+        return self._steps.get(job_id, {}).get(step_no)
+
     def kill_step(self, job_id: int, step_no: int) -> None:
-        step = self.steps.get((job_id, step_no))
+        step = self.step(job_id, step_no)
         if step is not None and step.waiting:
             step.killed = True
             for node in step.waiting:
                 self._send(node, self._kill_command((job_id, step_run(step.run, step_no))))
 
     def signal_steps(self, job_id: int, signal: int) -> None:
-        for (jid, _), step in self.steps.items():
-            if jid == job_id:
-                key = (jid, step_run(step.run, step.step))
-                for node in step.waiting:
-                    self._send(
-                        node, {"kind": "signal", "job_id": key[0], "run": key[1], "signal": signal}
-                    )
+        for step in self._steps.get(job_id, {}).values():
+            key = (job_id, step_run(step.run, step.step))
+            for node in step.waiting:
+                self._send(
+                    node, {"kind": "signal", "job_id": key[0], "run": key[1], "signal": signal}
+                )
 
-    def _kill_steps(self, job_id: int) -> None:
-        for (jid, step_no), step in list(self.steps.items()):
-            if jid == job_id and step.waiting:
-                self.kill_step(jid, step_no)
+    def _end_steps(self, job_id: int) -> None:
+        """The job's run ended: its steps end with it; they are kept a while for srun."""
+        steps = self._steps.get(job_id)
+        if steps is None:
+            return
+        for step_no, step in steps.items():
+            if step.waiting:
+                self.kill_step(job_id, step_no)
+        self._ended_jobs.append(job_id)
+        while len(self._ended_jobs) > STEP_JOBS_KEPT:
+            self._steps.pop(self._ended_jobs.popleft(), None)
 
     def _step_ended(self, node: str, key: RunKey, report: Mapping[str, Any]) -> RunKey:
         job_id, encoded = key
-        step = self.steps.get((job_id, encoded // STEP_RUNS - 1))
+        step = self.step(job_id, encoded // STEP_RUNS - 1)
         if step is None or node not in step.waiting:
             return key
         step.waiting.discard(node)

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import secrets
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["StateDir", "default_state_dir"]
+__all__ = ["StateDir", "alive", "default_state_dir", "read_pids"]
 
 
 def default_state_dir() -> Path:
@@ -15,6 +16,25 @@ def default_state_dir() -> Path:
     if env:
         return Path(env)
     return Path.home() / ".local" / "state" / "phalanx"
+
+
+def read_pids(path: Path) -> list[int]:
+    """The PIDs a PID file lists (none if it is missing or unreadable)."""
+    try:
+        return [int(w) for w in path.read_text().split()]
+    except (OSError, ValueError):
+        return []
+
+
+def alive(pid: int) -> bool:
+    """Whether ``pid`` runs; a zombie (a child not yet reaped, in tests) counts as gone."""
+    try:
+        os.kill(pid, 0)
+    except OSError:
+        return False
+    with contextlib.suppress(OSError), open(f"/proc/{pid}/stat") as f:
+        return f.read().split(") ")[-1][:1] != "Z"
+    return True
 
 
 @dataclass(frozen=True)
@@ -48,6 +68,11 @@ class StateDir:
     @property
     def logs(self) -> Path:
         return self.root / "log"
+
+    def running_controller(self) -> int | None:
+        """The PID of the controller running from this directory, if one is."""
+        pids = [p for p in read_pids(self.pid) if alive(p)]
+        return pids[0] if pids else None
 
     def make(self) -> None:
         self.root.mkdir(parents=True, exist_ok=True, mode=0o700)

@@ -6,3 +6,6 @@ thousands of times, so the modules import the standard library, ``phalanx.client
 ``phalanx.client.address`` and ``phalanx.errors`` and nothing else: no pydantic, no numpy.
 Their output, messages and exit statuses are those of Slurm 22.05.
 """
+
+UNREACHABLE = "Unable to contact slurm controller (connect failure)"
+"""Slurm's words for a controller that does not answer, in every command's error."""

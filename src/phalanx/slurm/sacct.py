@@ -21,7 +21,6 @@ from phalanx.client.wirecall import (
     ControllerUnreachable,
     QueryValue,
     WireCaller,
-    api_error,
 )
 from phalanx.slurm.format import (
     LONG_STATE,
@@ -316,9 +315,7 @@ def _fetch(opts: _Options, now: int) -> list[Job]:
 
 
 def _get(caller: WireCaller, path: str, query: dict[str, QueryValue]) -> Any:
-    status, answer = caller.call("GET", path, query=query)
-    if status != 200:
-        raise api_error(status, answer)
+    answer = caller.call_ok("GET", path, query=query)
     return answer
 
 

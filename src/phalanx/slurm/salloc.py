@@ -18,6 +18,7 @@ import sys
 import time
 
 from phalanx.client.wirecall import ControllerUnreachable, WireCaller
+from phalanx.slurm import UNREACHABLE
 from phalanx.slurm.options import CommandLineError, parse_args, to_request
 
 TYPE_CHECKING = False
@@ -30,7 +31,6 @@ __all__ = ["HOLD", "main"]
 PROG = "salloc"
 HOLD = ["sleep", "2147483647"]
 """The allocation's batch script: it holds the allocation until cancelled."""
-UNREACHABLE = "Unable to contact slurm controller (connect failure)"
 _ENDED = frozenset(
     {"COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "PREEMPTED", "NODE_FAIL", "OUT_OF_MEMORY"}
 )

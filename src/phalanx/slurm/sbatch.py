@@ -16,6 +16,7 @@ import sys
 import time
 
 from phalanx.client.wirecall import ControllerUnreachable, Json, WireCaller
+from phalanx.slurm import UNREACHABLE
 from phalanx.slurm.options import CommandLineError, Options, parse_args, to_request
 from phalanx.slurm.script import command_for, directive_args, require_shebang, wrap_script
 
@@ -30,7 +31,6 @@ __all__ = ["ENVIRONMENT_OPTIONS", "SLURM_VERSION", "failure_lines", "main"]
 PROG = "sbatch"
 SLURM_VERSION = "slurm 22.05.8"
 """What ``--version`` says: the Slurm release whose behaviour these commands reproduce."""
-UNREACHABLE = "Unable to contact slurm controller (connect failure)"
 ENVIRONMENT_OPTIONS = {
     "SBATCH_ACCOUNT": "account",
     "SBATCH_ARRAY_INX": "array",

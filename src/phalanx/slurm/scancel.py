@@ -15,6 +15,7 @@ from __future__ import annotations
 import sys
 
 from phalanx.client.wirecall import ControllerUnreachable, WireCaller
+from phalanx.slurm import UNREACHABLE
 from phalanx.slurm.options import FLAG, VALUE, CommandLineError, OptionTable, parse_args
 
 # typing and collections.abc cost milliseconds at every start of a shim: annotations only.
@@ -59,7 +60,6 @@ _STATES = {
     "RUNNING": "RUNNING",
     "SUSPENDED": "SUSPENDED",
 }
-UNREACHABLE = "Unable to contact slurm controller (connect failure)"
 JobId = tuple[int, int | None]
 """A job id, and an array task index when the id names one task (``N_M``)."""
 

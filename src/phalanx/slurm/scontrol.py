@@ -15,8 +15,9 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
-from phalanx.client.wirecall import ApiError, ControllerUnreachable, Json, WireCaller, api_error
+from phalanx.client.wirecall import ApiError, ControllerUnreachable, Json, WireCaller
 from phalanx.errors import PhalanxError
+from phalanx.slurm import UNREACHABLE
 from phalanx.slurm.format import MIN_JOB_AGE_MS, compress, expand, hms, instant, memory, now_ms
 from phalanx.slurm.format import ranges as task_ranges
 
@@ -51,9 +52,7 @@ class _Fail(Exception):
 
 # ------------------------------------------------------------------------------ wire
 def _call(method: str, path: str, body: Json = None, query: dict[str, Any] | None = None) -> Any:
-    status, answer = WireCaller().call(method, path, body=body, query=query)
-    if status >= 400:
-        raise api_error(status, answer)
+    answer = WireCaller().call_ok(method, path, body=body, query=query)
     return answer
 
 
@@ -725,9 +724,7 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     except ControllerUnreachable:
         name = _load_name(rest) if command == "show" else "slurm_update"
-        print(
-            f"{name} error: Unable to contact slurm controller (connect failure)", file=sys.stderr
-        )
+        print(f"{name} error: {UNREACHABLE}", file=sys.stderr)
         return 1
     except ApiError as exc:
         name = _load_name(rest) if command == "show" else "slurm_update"

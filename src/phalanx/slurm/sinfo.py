@@ -15,7 +15,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from phalanx.client.wirecall import ApiError, ControllerUnreachable, WireCaller, api_error
+from phalanx.client.wirecall import ApiError, ControllerUnreachable, WireCaller
 from phalanx.slurm.format import Spec, clock, compress, expand, parse_long, parse_percent, render
 
 __all__ = ["main"]
@@ -379,9 +379,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _get(caller: WireCaller, path: str) -> Any:
-    status, answer = caller.call("GET", path)
-    if status != 200:
-        raise api_error(status, answer)
+    answer = caller.call_ok("GET", path)
     return answer
 
 

@@ -15,7 +15,8 @@ import getopt
 import sys
 from typing import Any
 
-from phalanx.client.wirecall import ApiError, ControllerUnreachable, WireCaller, api_error
+from phalanx.client.wirecall import ApiError, ControllerUnreachable, WireCaller
+from phalanx.slurm import UNREACHABLE
 from phalanx.slurm.format import Spec, parse_percent, render
 
 __all__ = ["DEFAULT_FORMAT", "LONG_FORMAT", "main", "value"]
@@ -173,11 +174,9 @@ def main(argv: list[str] | None = None) -> int:
         print(exc, file=sys.stderr)
         return 0 if str(exc).startswith(("Usage", "slurm ")) else 1
     try:
-        status, answer = WireCaller().call("GET", "/v1/priority")
-        if status != 200:
-            raise api_error(status, answer)
+        answer = WireCaller().call_ok("GET", "/v1/priority")
     except ControllerUnreachable:
-        print("sprio: error: Unable to contact slurm controller (connect failure)", file=sys.stderr)
+        print(f"sprio: error: {UNREACHABLE}", file=sys.stderr)
         return 1
     except ApiError as exc:
         print(f"sprio: error: {exc}", file=sys.stderr)

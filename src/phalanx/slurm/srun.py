@@ -31,6 +31,7 @@ import sys
 import time
 
 from phalanx.client.wirecall import ControllerUnreachable, WireCaller
+from phalanx.slurm import UNREACHABLE
 from phalanx.slurm.options import (
     FLAG,
     OPTIONAL,
@@ -53,7 +54,6 @@ __all__ = ["SRUN_OPTIONS", "main", "signal_name"]
 PROG = "srun"
 HIDDEN = ".phalanx-srun"
 POLL_S = 0.05
-UNREACHABLE = "Unable to contact slurm controller (connect failure)"
 SRUN_OPTIONS = OptionTable(
     {
         **OPTIONS,

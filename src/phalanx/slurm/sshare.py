@@ -17,7 +17,8 @@ import os
 import sys
 from typing import Any
 
-from phalanx.client.wirecall import ApiError, ControllerUnreachable, WireCaller, api_error
+from phalanx.client.wirecall import ApiError, ControllerUnreachable, WireCaller
+from phalanx.slurm import UNREACHABLE
 from phalanx.slurm.format import fit
 
 __all__ = ["COLUMNS", "LONG_COLUMNS", "main", "rows"]
@@ -75,9 +76,7 @@ def _me() -> str:
 
 
 def _users_by_account() -> dict[str, list[str]]:
-    status, answer = WireCaller().call("GET", "/v1/jobs", query={"all": True})
-    if status != 200:
-        raise api_error(status, answer)
+    answer = WireCaller().call_ok("GET", "/v1/jobs", query={"all": True})
     found: dict[str, set[str]] = {}
     for job in answer["jobs"]:
         found.setdefault(str(job["account"]), set()).add(str(job["user"]))
@@ -185,14 +184,10 @@ def main(argv: list[str] | None = None) -> int:
         print(exc, file=sys.stderr)
         return 0 if str(exc).startswith(("Usage", "slurm ")) else 1
     try:
-        status, answer = WireCaller().call("GET", "/v1/fairshare")
-        if status != 200:
-            raise api_error(status, answer)
+        answer = WireCaller().call_ok("GET", "/v1/fairshare")
         users = _users_by_account()
     except ControllerUnreachable:
-        print(
-            "sshare: error: Unable to contact slurm controller (connect failure)", file=sys.stderr
-        )
+        print(f"sshare: error: {UNREACHABLE}", file=sys.stderr)
         return 1
     except ApiError as exc:
         print(f"sshare: error: {exc}", file=sys.stderr)
