@@ -150,3 +150,17 @@ def test_importing_the_fast_path_stays_light() -> None:
         [sys.executable, "-c", probe], capture_output=True, text=True, timeout=60, check=True
     )
     assert "HEAVY []" in done.stdout
+
+
+def test_an_answer_cut_short_is_no_answer() -> None:
+    from phalanx.client.unixhttp import Broken, _parse
+
+    whole = b'HTTP/1.1 201 Created\r\ncontent-length: 17\r\n\r\n{"job_ids":[[1]]}'
+    assert _parse(whole) == (201, b'{"job_ids":[[1]]}')
+    for cut in (whole[:-5], whole.split(b"\r\n\r\n")[0] + b"\r\n\r\n"):
+        with pytest.raises(Broken, match="before the whole answer"):
+            _parse(cut)
+    chunked = b"HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n4\r\nabcd\r\n0\r\n\r\n"
+    assert _parse(chunked) == (200, b"abcd")
+    with pytest.raises(Broken):
+        _parse(chunked[:-7])

@@ -61,7 +61,11 @@ def _parse(raw: bytes) -> tuple[int, bytes]:
     if "chunked" in fields.get("transfer-encoding", "").lower():
         payload = _unchunk(payload)
     elif "content-length" in fields:
-        payload = payload[: int(fields["content-length"])]
+        length = int(fields["content-length"])
+        if len(payload) < length:
+            # The server went away mid-answer (killed): as http.client's IncompleteRead.
+            raise Broken("the connection was closed before the whole answer")
+        payload = payload[:length]
     return int(status[1]), payload
 
 
@@ -71,7 +75,9 @@ def _unchunk(data: bytes) -> bytes:
         size_line, _, data = data.partition(b"\r\n")
         size = int(size_line.split(b";")[0].strip() or b"0", 16)
         if size == 0:
+            return bytes(out)
+        if len(data) < size:
             break
         out += data[:size]
         data = data[size + 2 :]
-    return bytes(out)
+    raise Broken("the connection was closed before the whole answer")
