@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 
 from phalanx.cli.main import main as phalanx_main
-from phalanx.slurm.shims import COMMANDS, package_root, shim_text, write_shims
+from phalanx.slurm.forkserver import COMMANDS as SERVED
+from phalanx.slurm.shims import COMMANDS, NATIVE, PYTHON_DIR, package_root, shim_text, write_shims
 
 HEAVY = ("pydantic", "httpx", "numpy", "fastapi", "phalanx.domain", "phalanx.api", "yaml")
 
@@ -22,18 +23,48 @@ def run(path: Path, *args: str) -> subprocess.CompletedProcess[str]:
     )
 
 
-def test_one_executable_per_command(tmp_path: Path) -> None:
-    written = write_shims(tmp_path / "bin")
-    assert [p.name for p in written] == list(COMMANDS)
-    for path in written:
+def python_shim(path: Path) -> bool:
+    return path.read_text().splitlines()[0] == f"#!{sys.executable} -IS"
+
+
+def test_python_shims_only_when_asked(tmp_path: Path) -> None:
+    shims = write_shims(tmp_path / "bin", native=False)
+    assert [p.name for p in shims.paths] == list(COMMANDS)
+    assert not shims.native
+    for path in shims.paths:
         assert os.access(path, os.X_OK)
-        first = path.read_text().splitlines()[0]
-        assert first == f"#!{sys.executable} -IS"
-    assert sorted(p.name for p in (tmp_path / "bin").iterdir()) == sorted(COMMANDS)
+        assert python_shim(path)
+    assert sorted(p.name for p in (tmp_path / "bin").iterdir()) == sorted([*COMMANDS, PYTHON_DIR])
 
 
-def test_a_shim_runs_its_command(tmp_path: Path) -> None:
-    [sbatch, scancel, *_] = write_shims(tmp_path)
+def test_served_commands_are_links_to_the_native_shim(tmp_path: Path) -> None:
+    shims = write_shims(tmp_path / "bin")
+    assert shims.native, shims.why_not  # this machine has a C compiler
+    assert [p.name for p in shims.paths] == list(COMMANDS)
+    for path in shims.paths:
+        assert os.access(path, os.X_OK)
+        if path.name in SERVED:
+            assert os.readlink(path) == NATIVE
+        else:  # srun, salloc: long-lived, relaying a terminal
+            assert python_shim(path)
+        # Every command has its Python self for the native shim to fall back on.
+        assert python_shim(tmp_path / "bin" / PYTHON_DIR / path.name)
+
+
+def test_without_a_compiler_the_shims_are_python(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("CC", str(tmp_path / "no-such-cc"))
+    shims = write_shims(tmp_path / "bin")
+    assert not shims.native
+    assert "no-such-cc" in shims.why_not
+    assert all(python_shim(p) for p in shims.paths)
+
+
+@pytest.mark.parametrize("native", [True, False], ids=["native", "python"])
+def test_a_shim_runs_its_command(tmp_path: Path, native: bool) -> None:
+    # No controller, no command server: the native shim runs its Python self.
+    [sbatch, scancel, *_] = write_shims(tmp_path, native=native).paths
     assert run(sbatch, "--version").stdout == "slurm 22.05.8\n"
     done = run(sbatch, "--wrap=true")
     assert (done.returncode, done.stderr) == (

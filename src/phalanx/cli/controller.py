@@ -66,6 +66,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="FILE",
         help="API tokens of users over TCP: lines 'TOKEN USER'",
     )
+    parser.add_argument(
+        "--no-command-server",
+        dest="command_server",
+        action="store_false",
+        help="do not start the Slurm commands' fork server (the shims then run as Python)",
+    )
     parser.add_argument("--log-level", default="info")
 
 
@@ -120,7 +126,65 @@ def run(args: argparse.Namespace) -> int:
         dead_after_ms=args.dead_after * 1000,
         tokens=_tokens(args.tokens) if args.tokens is not None else {},
     )
-    return serve(opts)
+    opts.state.make()
+    server = _command_server(opts.state.root) if args.command_server else None
+    try:
+        return serve(opts)
+    finally:
+        if server is not None:
+            server.stop()
+
+
+class _CommandServer:
+    """The Slurm commands' fork server (``phalanx.slurm.forkserver``) beside the controller,
+    for as long as it runs: it ends when the pipe this process holds closes, however this
+    process ends (kill -9 included)."""
+
+    def __init__(self, root: Path) -> None:
+        import os
+        import subprocess
+        import sys
+
+        from phalanx.slurm.forkserver import SOCKET_NAME
+
+        read_end, self._write_end = os.pipe()
+        try:
+            self.process = subprocess.Popen(
+                [
+                    sys.executable,
+                    "-m",
+                    "phalanx.slurm.forkserver",
+                    str(root / SOCKET_NAME),
+                    "--parent-fd",
+                    str(read_end),
+                ],
+                stdin=subprocess.DEVNULL,
+                pass_fds=(read_end,),
+                # A Ctrl-C meant for the controller's terminal is not for users' commands.
+                start_new_session=True,
+            )
+        finally:
+            os.close(read_end)
+
+    def stop(self) -> None:
+        import os
+        import subprocess
+
+        os.close(self._write_end)
+        try:
+            self.process.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+
+
+def _command_server(root: Path) -> _CommandServer | None:
+    try:
+        return _CommandServer(root)
+    except OSError as exc:
+        # The Slurm shims fall back to their Python selves: slower, not broken.
+        logging.getLogger("phalanx.controller").warning("no command server: %s", exc)
+        return None
 
 
 def _tokens(path: Path) -> dict[str, str]:
