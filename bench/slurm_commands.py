@@ -97,8 +97,8 @@ class Side:
 
 # ------------------------------------------------------------------ context
 def _shim_python(shims: str) -> str:
-    """The interpreter named on the shims' ``#!`` line."""
-    with open(os.path.join(shims, "sbatch")) as f:
+    """The interpreter named on the Python shims' ``#!`` line."""
+    with open(os.path.join(shims, ".python", "sbatch")) as f:
         return f.readline()[2:].split()[0]
 
 
@@ -284,7 +284,12 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="phx-shims-") as shims:
         subprocess.run([PHALANX, "shims", shims], check=True, capture_output=True)
         python = _shim_python(shims)
-        print(f"shims: phalanx shims DIR; interpreter {python}")
+        native = os.path.islink(os.path.join(shims, "sbatch"))
+        print(
+            "shims: phalanx shims DIR: "
+            + ("native, with the controller's command server" if native else "Python only")
+            + f"; Python shims' interpreter {python}"
+        )
         print()
 
         # ---- where a shim's time goes
@@ -297,7 +302,14 @@ def main(argv: list[str] | None = None) -> int:
         )
         with fresh_cluster(1, GPUS, CPUS) as (cluster, workdir):
             ours = _phalanx_side(cluster, shims, workdir).wall("sbatch", ["--version"], 20)
+            pythons = _phalanx_side(cluster, os.path.join(shims, ".python"), workdir).wall(
+                "sbatch", ["--version"], 20
+            )
         print(f"  {'Phalanx sbatch --version':<38}  {spread([t * 1000 for t in ours], '.1f')}")
+        print(
+            f"  {'Phalanx sbatch --version, Python shim':<38}  "
+            f"{spread([t * 1000 for t in pythons], '.1f')}"
+        )
         if slurm is not None:
             theirs = slurm.wall("sbatch", ["--version"], 20)
             print(f"  {'Slurm sbatch --version':<38}  {spread([t * 1000 for t in theirs], '.1f')}")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import signal
+import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -77,6 +78,31 @@ def test_exit_codes_and_signals_are_aggregated_over_the_tasks(
     [report] = wait_end(runner)
     assert (report.exit_code, report.signal) == (4, signal.SIGTERM)
     assert runner.running_count() == 0
+
+
+BURN = (
+    "import time\n"
+    "block = b'x' * (50 << 20)\n"  # written, so resident
+    "end = time.process_time() + 0.3\n"
+    "while time.process_time() < end:\n"
+    "    pass\n"
+)
+
+
+def test_an_ended_run_reports_what_its_tasks_used(runner: TaskRunner, tmp_path: Path) -> None:
+    # The burner runs under a shell that waits for it: a task's descendants count too.
+    burn = task(tmp_path, ["sh", "-c", f'"{sys.executable}" -c "$0"', BURN])
+    runner.launch(launch(1, [burn, task(tmp_path, ["sh", "-c", "exit 0"], 1)]))
+    [report] = wait_end(runner)
+    assert report.usage is not None
+    assert report.usage.user_ms + report.usage.system_ms >= 250
+    assert 45 << 10 <= report.usage.max_rss_kb < 2 << 20  # one task's peak, in KiB
+
+
+def test_a_failed_launch_reports_no_usage(runner: TaskRunner, tmp_path: Path) -> None:
+    runner.launch(launch(1, [task(tmp_path, ["/nonexistent/binary"])]))
+    [report] = wait_end(runner)
+    assert report.state == "failed" and report.usage is None
 
 
 def test_outputs_land_in_their_files_appended_or_truncated(

@@ -6,12 +6,12 @@ from typing import Any
 
 import pytest
 
-from phalanx.api.convert import acct_record, job_info, to_spec
+from phalanx.api.convert import JOB_FIELDS, acct_record, job_info, job_table, to_spec
 from phalanx.api.wire import AcctRecord, JobInfo, JobRequest
 from phalanx.domain.caller import Caller
 from phalanx.domain.job import SIGNALS, ArraySpec, Dependency, DepKind, JobSpec
 from phalanx.domain.time import HOUR, MINUTE, SECOND
-from phalanx.errors import SpecError
+from phalanx.errors import InputError, SpecError
 from phalanx.testing import EngineDriver, make_job, small_cluster
 
 ALICE = Caller(1000, "alice")
@@ -274,3 +274,54 @@ def test_job_info_of_array_tasks() -> None:
     infos = [job_info(d.job(i), d.engine.cluster) for i in ids]
     assert [i["array_task_id"] for i in infos] == [3, 5]
     assert {i["array_job_id"] for i in infos} == {ids[0]}
+
+
+# ---------------------------------------------------------------------------- tables
+
+
+def _varied() -> tuple[EngineDriver, list[int]]:
+    """Jobs in many states and shapes: finished, cancelled while running, running, pending
+    (resources, dependency, held), array tasks, with models, features and memory."""
+    d = EngineDriver(small_cluster(nodes=2, gpus=8, per_leaf=2), "slurm")
+    [done] = d.submit(make_job(gpus=2, name="done", command=("/bin/a", "b")), MINUTE)
+    d.advance(2 * MINUTE)
+    [killed] = d.submit(make_job(gpus=1, name="killed"), runtime=HOUR)
+    d.settle()
+    d.cancel(killed, by="user")
+    [big] = d.submit(make_job(gpus=8, nodes=2, cpus_per_task=4, comment="c"), runtime=HOUR)
+    [after] = d.submit(
+        make_job(gpus=1, dependencies=(Dependency(DepKind.AFTEROK, (big,)),), time_limit=None)
+    )
+    [held] = d.submit(make_job(gpus=1, hold=True, mem_per_node_mb=4096, features=frozenset("ba")))
+    tasks = d.submit(make_job(gpus=4, array=ArraySpec((0, 1, 2), throttle=1)))
+    d.advance(4 * MINUTE)
+    return d, [done, killed, big, after, held, *tasks]
+
+
+def test_table_rows_hold_the_job_info_values() -> None:
+    d, ids = _varied()
+    cluster = d.engine.cluster
+    assert tuple(JobInfo.model_fields) == JOB_FIELDS
+    states = {job_info(d.job(i), cluster)["state"] for i in ids}
+    assert {"COMPLETED", "CANCELLED", "RUNNING", "PENDING"} <= states
+    jobs = [d.job(i) for i in ids]
+    for fields in (
+        JOB_FIELDS,
+        ("state", "job_id"),
+        ("nodelist",),
+        ("job_id",),
+        (),
+        ("name", "user", "priority", "nodelist", "state", "start", "expected_start"),
+    ):
+        rows = job_table(jobs, fields, cluster)
+        assert len(rows) == len(jobs)
+        for job, row in zip(jobs, rows, strict=True):
+            info = job_info(job, cluster)
+            assert row == tuple(info[n] for n in fields)
+
+
+def test_table_refuses_an_unknown_field() -> None:
+    d, _ = _varied()
+    with pytest.raises(InputError) as info:
+        job_table([], ["job_id", "colour"], d.engine.cluster)
+    assert info.value.field == "fields" and "colour" in str(info.value)

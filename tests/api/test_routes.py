@@ -7,6 +7,7 @@ hand (``controller.step()``) between requests.
 
 from __future__ import annotations
 
+import dataclasses
 import warnings
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -154,9 +155,8 @@ def test_submit_a_batch_with_an_array(api: Api) -> None:
     [
         ({"command": CMD, "time": "soon"}, "time"),
         ({"command": CMD, "partition": "nope"}, "partition"),
-        ({"command": CMD, "qos": "nope"}, "qos"),
         ({"command": CMD, "gpus_per_task": 9}, "resources"),  # 8-GPU nodes
-        ({"command": CMD, "nodes": "3"}, "resources"),  # two nodes
+        ({"command": CMD, "nodes": "2", "gpus_per_task": 9}, "resources"),
         ({"command": CMD, "mem": "4X"}, "mem"),
         ({"command": CMD, "array": "0-5000"}, "array"),
         ({"command": CMD, "dependency": "afterok:1?afterok:2"}, "dependency"),
@@ -195,6 +195,35 @@ def test_a_bad_job_in_a_batch_refuses_the_batch(api: Api, bad: dict[str, Any], f
     assert api.journal.events == []  # nothing of the batch was queued
     api.run()
     assert api.jobs(all="true") == []
+
+
+def test_what_slurm_queues_without_enforcement_is_queued(api: Api) -> None:
+    # An unknown QOS (no AccountingStorageEnforce=qos) runs under "normal" and keeps its name;
+    # more nodes than the partition has (no EnforcePartLimits) waits for PartitionConfig.
+    [gold] = api.submit(qos="gold")
+    [big] = api.submit(nodes="3")
+    detail = api.client.get(f"/v1/jobs/{big}", headers=USER).json()
+    assert (detail["state"], detail["reason"]) == ("PENDING", "PartitionConfig")
+    detail = api.client.get(f"/v1/jobs/{gold}", headers=USER).json()
+    assert (detail["state"], detail["qos"]) == ("RUNNING", "gold")
+
+
+@pytest.mark.parametrize(
+    ("body", "field"),
+    [({"command": CMD, "qos": "nope"}, "qos"), ({"command": CMD, "nodes": "3"}, "nodes")],
+)
+def test_an_enforcing_cluster_refuses_unknown_qos_and_partition_limits(
+    body: dict[str, Any], field: str
+) -> None:
+    cluster = dataclasses.replace(
+        regular_cluster(2, 8, 2), enforce_part_limits=True, enforce_qos=True
+    )
+    controller = Controller(cluster, profile("phalanx"), MemoryJournal(), clock=FakeClock(START))
+    app = create_app(controller, Access(tokens={"t-alice": "nobody"}, owner_uid=0))
+    with TestClient(app) as client:
+        r = client.post("/v1/jobs", json=body, headers=USER)
+    assert r.status_code == 422, r.text
+    assert r.json()["field"] == field
 
 
 def test_a_full_journal_refuses_submissions_with_507(api: Api) -> None:
@@ -242,6 +271,39 @@ def test_job_list_filters(api: Api) -> None:
     assert ids(ids=f"{b},{a}") == [b, a]
     assert ids(ids=str(c[0])) == c  # an array job id lists its tasks
     assert ids(ids="999") == []
+
+
+def test_job_table_is_the_job_list_as_rows(api: Api) -> None:
+    [a] = api.submit(gpus_per_task=8, nodes="2", time="10")
+    [b] = api.submit(headers=ROOT, gpus_per_task=1)
+    c = api.submit(array="0-2", gpus_per_task=1)
+    [d] = api.submit(headers=ROOT, hold=True)
+    api.client.delete(f"/v1/jobs/{d}", headers=ROOT)
+    api.run()
+
+    def table(**params: Any) -> list[dict[str, Any]]:
+        r = api.client.get("/v1/jobs/table", params=params, headers=USER)
+        assert r.status_code == 200, r.text
+        body = r.json()
+        assert set(body) == {"fields", "rows"}
+        return [dict(zip(body["fields"], row, strict=True)) for row in body["rows"]]
+
+    assert table() == api.jobs()  # every field by default
+    assert table(all="true", user="root") == api.jobs(all="true", user="root")
+    some = table(fields="state,job_id,nodelist,job_id", state="RUNNING,PENDING", partition="gpu")
+    assert some == [
+        {k: j[k] for k in ("state", "job_id", "nodelist")}
+        for j in api.jobs(state="RUNNING,PENDING", partition="gpu")
+    ]
+    assert [j["job_id"] for j in some] == [a, b, *c]
+    assert table(fields="job_id", ids=f"{c[0]}_1,{d}", all="true") == [
+        {"job_id": c[1]},
+        {"job_id": d},
+    ]
+    r = api.client.get("/v1/jobs/table", params={"fields": "job_id,colour"}, headers=USER)
+    assert r.status_code == 422
+    assert r.json()["field"] == "fields" and "colour" in r.json()["error"]
+    assert api.client.get("/v1/jobs/table").status_code == 401
 
 
 def test_bad_ids_are_refused(api: Api) -> None:

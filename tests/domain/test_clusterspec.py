@@ -123,6 +123,28 @@ def test_minimal_file_gets_defaults() -> None:
     assert list(c.partitions) == ["gpu"] and c.partitions["gpu"].default
     assert c.partitions["gpu"].nodes == tuple(range(20))
     assert list(c.accounts) == ["root"] and list(c.qos) == ["normal"]
+    assert not c.enforce_part_limits and not c.enforce_qos  # Slurm's defaults
+
+
+def test_enforcement_switches() -> None:
+    c = cluster_from_yaml(NODE + "enforce_part_limits: true\nenforce_qos: true\n")
+    assert c.enforce_part_limits and c.enforce_qos
+    with pytest.raises(ConfigError, match="true or false"):
+        cluster_from_yaml(NODE + "enforce_qos: ALL\n")
+
+
+def test_an_unknown_qos_is_scheduled_as_the_default_one() -> None:
+    c = cluster_from_yaml(NODE + "qos:\n  - {name: normal, priority: 10}\n  - {name: high}\n")
+    assert c.qos_for("high") is c.qos["high"]
+    assert c.qos_for("nosuchqos") is c.qos["normal"]
+
+
+def test_partition_limits_a_job_exceeds() -> None:
+    c = cluster_from_yaml(NODE + "partitions:\n  - {name: p, max_time: 60}\n")
+    part = c.partitions["p"]
+    assert part.exceeded_by(2, HOUR) is None and part.exceeded_by(1, None) is None
+    assert part.exceeded_by(3, HOUR) == "PartitionConfig"
+    assert part.exceeded_by(1, 2 * HOUR) == "PartitionTimeLimit"
 
 
 def test_small_cluster_has_no_spine() -> None:

@@ -135,6 +135,21 @@ def test_partitions_times_tiers_and_preemption() -> None:
     assert cluster.default_partition() is batch and cluster.name == "c"
 
 
+@pytest.mark.parametrize(
+    ("lines", "part_limits", "qos"),
+    [
+        ("", False, False),
+        ("EnforcePartLimits=NO\nAccountingStorageEnforce=associations,limits\n", False, False),
+        ("EnforcePartLimits=ALL\nAccountingStorageEnforce=associations,limits,qos\n", True, True),
+        ("EnforcePartLimits=any\nAccountingStorageEnforce=all\n", True, True),
+    ],
+)
+def test_enforce_part_limits_and_qos(lines: str, part_limits: bool, qos: bool) -> None:
+    cluster = _cluster(lines + "NodeName=n1\n")
+    assert (cluster.enforce_part_limits, cluster.enforce_qos) == (part_limits, qos)
+    assert "expected ALL, ANY or NO" in _error("EnforcePartLimits=maybe\nNodeName=n1\n")
+
+
 def test_preemption_is_off_without_preempt_type() -> None:
     cluster = _cluster("NodeName=n1\nPartitionName=p Nodes=n1 PreemptMode=REQUEUE\n")
     assert cluster.partitions["p"].preempt_mode is PreemptMode.OFF

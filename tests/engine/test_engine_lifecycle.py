@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import dataclasses
+
+import pytest
+
 from phalanx.domain.job import SIGNALS
 from phalanx.domain.state import JobState, Reason
 from phalanx.domain.time import HOUR, MINUTE, SECOND
 from phalanx.engine.commands import PASS, Cleanup, Kill, Launch, Signal, WakeAt
 from phalanx.engine.engine import KILL_WAIT, Engine
-from phalanx.engine.events import Submit, TimerFired
+from phalanx.engine.events import Cancel, Submit, TimerFired, Update
 from phalanx.policies.catalog import POLICIES
 from phalanx.testing import EngineDriver, make_job, run_engine, small_cluster
 
@@ -155,7 +159,10 @@ def test_requeued_job_waits_while_its_nodes_are_down() -> None:
 
 
 def test_a_job_bigger_than_the_cluster_is_rejected_at_submit() -> None:
-    d = EngineDriver(small_cluster(nodes=2, gpus=8, per_leaf=2), "slurm")
+    enforcing = dataclasses.replace(
+        small_cluster(nodes=2, gpus=8, per_leaf=2), enforce_part_limits=True
+    )
+    d = EngineDriver(enforcing, "slurm")
     too_many_nodes, too_many_gpus = (
         d.submit(make_job(gpus=1, nodes=3))[0],
         d.submit(make_job(gpus=9))[0],
@@ -167,6 +174,44 @@ def test_a_job_bigger_than_the_cluster_is_rejected_at_submit() -> None:
     assert d.decisions("reject", bad_partition)[0][3] == ("InvalidPartition",)
     d.settle()
     assert d.sent(Launch) == []
+
+
+def test_more_nodes_than_the_partition_has_waits_for_partition_config() -> None:
+    # Slurm without EnforcePartLimits: queued, never started, never reserved for.
+    d = EngineDriver(small_cluster(nodes=2, gpus=8, per_leaf=2), "slurm")
+    [big] = d.submit(make_job(gpus=1, nodes=3, time_limit=HOUR))
+    [nine] = d.submit(make_job(gpus=9))  # no node could ever hold one task: refused
+    assert d.state(nine) is JobState.FAILED and d.decisions("reject", nine)
+    [small] = d.submit(make_job(gpus=8, nodes=2), runtime=10 * MINUTE)
+    d.settle()
+    assert d.state(big) is JobState.PENDING and d.job(big).reason == Reason.PARTITION_CONFIG
+    assert d.job(big).expected_start is None and not d.decisions("reject", big)
+    assert d.state(small) is JobState.RUNNING and d.job(small).first_start == 0
+    d.advance(HOUR)
+    assert d.state(small) is JobState.COMPLETED
+    assert d.state(big) is JobState.PENDING and d.job(big).reason == Reason.PARTITION_CONFIG
+    assert d.engine.will_run(make_job(gpus=1, nodes=3), d.now) is None
+    d.feed(Cancel(d.now, big, "user"))
+    assert d.state(big) is JobState.CANCELLED
+
+
+@pytest.mark.parametrize("policy", sorted(POLICIES))
+def test_a_job_over_the_partition_neither_reserves_nor_delays_lower_jobs(policy: str) -> None:
+    # The big job is submitted before ``later`` while the cluster is half busy: at the head of
+    # a FIFO queue, or holding a reservation, it would keep ``later`` waiting.
+    d = EngineDriver(small_cluster(nodes=2, gpus=8, per_leaf=2), policy)
+    [busy] = d.submit(make_job(gpus=8, nodes=1, time_limit=HOUR), runtime=HOUR)
+    d.settle()
+    [big] = d.submit(make_job(gpus=8, nodes=3, time_limit=10 * MINUTE))
+    [later] = d.submit(make_job(gpus=8, nodes=1, time_limit=2 * HOUR), runtime=2 * HOUR)
+    d.settle()
+    assert d.state(later) is JobState.RUNNING and d.state(busy) is JobState.RUNNING
+    assert d.job(big).reason == Reason.PARTITION_CONFIG and d.job(big).expected_start is None
+    assert d.engine.pending() == []
+    held = d.engine.handle(Update(d.now, big, "user", True, None, None, False))
+    assert d.job(big).reason == Reason.HELD_USER and not any(isinstance(c, Launch) for c in held)
+    d.engine.handle(Update(d.now, big, "user", False, None, None, False))
+    assert d.job(big).reason == Reason.PARTITION_CONFIG and d.engine.pending() == []
 
 
 def test_launch_failure_forgets_the_allocation_and_retries() -> None:

@@ -10,6 +10,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from phalanx.domain.job import ArraySpec, Dependency, DepKind, JobSpec
+from phalanx.domain.jobstep import StepRecord
+from phalanx.domain.rusage import RunUsage
 from phalanx.domain.time import HOUR, MINUTE, SECOND
 from phalanx.engine import (
     Cancel,
@@ -117,6 +119,12 @@ EVENTS: list[tuple[str, Event]] = [
     ("submit", Submit(0, JobSpec())),
     ("cancel", Cancel(2_000, 7, by="alice")),
     ("exited", TasksExited(3_000, 7, 2, exit_code=3, signal=9)),
+    (
+        "exited",
+        TasksExited(
+            3_500, 7, 3, usage=RunUsage(310, 40, 51_200), steps_usage=RunUsage(5, 1, 2_048)
+        ),
+    ),
     ("launch_failed", LaunchFailed(4_000, 8, 1, reason="no such user")),
     ("node_down", NodeDown(5_000, 3, reason="Not responding")),
     ("node_up", NodeUp(6_000, 3)),
@@ -134,6 +142,31 @@ def test_event_round_trip(kind: str, event: Event) -> None:
     back = decode(got_kind, body)
     assert type(back) is type(event)
     assert back == event
+
+
+def test_an_unmeasured_end_is_journaled_as_before_usage_existed() -> None:
+    kind, body = encode(TasksExited(3_000, 7, 2, exit_code=3))
+    assert json.loads(body) == {"at": 3_000, "job_id": 7, "run": 2, "exit_code": 3, "signal": 0}
+    # and a row written before usage existed reads back unmeasured
+    assert decode(kind, body) == TasksExited(3_000, 7, 2, exit_code=3)
+
+
+def test_usage_is_journaled_compactly() -> None:
+    _, body = encode(TasksExited(1, 2, 3, usage=RunUsage(310, 40, 51_200)))
+    assert json.loads(body)["usage"] == [310, 40, 51_200]
+    assert "steps_usage" not in json.loads(body)
+
+
+def test_steps_ride_on_the_end_of_their_run() -> None:
+    steps = (
+        StepRecord(7, 0, "python", "n[1-2]", 2, 16, 4.0, 8000, 1_000, 2_000, "COMPLETED"),
+        StepRecord(
+            7, 1, "sh", "n1", 1, 8, 2.0, 0, 2_100, 2_900, "FAILED", 3, 0, "", RunUsage(5, 1, 9)
+        ),
+    )
+    kind, body = encode(TasksExited(3_000, 7, 2, steps=steps))
+    assert json.loads(body)["steps"][1]["usage"] == [5, 1, 9]
+    assert decode(kind, body) == TasksExited(3_000, 7, 2, steps=steps)
 
 
 def test_every_journaled_kind_is_covered() -> None:

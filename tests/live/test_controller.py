@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import pytest
@@ -9,9 +10,12 @@ import pytest
 from phalanx.domain.caller import Caller
 from phalanx.domain.clusterspec import regular_cluster
 from phalanx.domain.job import JobSpec
+from phalanx.domain.rusage import RunUsage
+from phalanx.domain.time import HOUR
 from phalanx.errors import NotAllowed, NotFound, SpecError
 from phalanx.live.clock import FakeClock
 from phalanx.live.controller import Controller
+from phalanx.live.fleet import step_run
 from phalanx.live.journal import SqliteJournal
 from phalanx.policies.catalog import profile
 
@@ -92,6 +96,40 @@ def test_a_restarted_controller_knows_every_job_as_it_was(tmp_path: Path) -> Non
     assert all(not a.outbox for a in again.fleet.agents.values())
 
 
+def _exited(c: Controller, node: str, job_id: int, run: int, *used: int) -> None:
+    """The agent of ``node`` reports the run ended, having used ``user_ms, system_ms,
+    max_rss_kb``."""
+    usage = dict(zip(("user_ms", "system_ms", "max_rss_kb"), used, strict=True))
+    c.reports(node, [{"job_id": job_id, "run": run, "state": "exited", "usage": usage}])
+
+
+def test_measured_usage_is_kept_with_the_end_and_survives_a_restart(tmp_path: Path) -> None:
+    clock = FakeClock(1_000_000)
+    c = _controller(tmp_path / "db", clock)
+    [job_id] = c.submit([_spec(nodes_min=2, nodes_max=2)])[0]
+    _tick(c, clock)
+    job = c.job(job_id)
+    step = c.start_step(job_id, ALICE, {"command": ["true"], "nodes": 1, "ntasks": 1})
+    _exited(c, "n001", job_id, step_run(job.run, step.step), 200, 10, 4_096)
+    assert step.usage == RunUsage(200, 10, 4_096)
+    # A gang over two nodes: CPU adds up, the peak is one task's.
+    _exited(c, "n001", job_id, job.run, 300, 20, 51_200)
+    _exited(c, "n002", job_id, job.run, 100, 5, 20_000)
+    _tick(c, clock, 10)
+    job = c.job(job_id)
+    assert (job.usage, job.steps_usage) == (RunUsage(400, 25, 51_200), RunUsage(200, 10, 4_096))
+    again = Controller(
+        regular_cluster(2, 8, 2, prefix="n"),
+        profile("phalanx"),
+        SqliteJournal(str(tmp_path / "db")),
+        clock=clock,
+        run_as_submitter=False,
+    )
+    again.recover()
+    replayed = again.job(job_id)
+    assert (replayed.usage, replayed.steps_usage) == (job.usage, job.steps_usage)
+
+
 def test_only_owners_and_administrators_cancel(tmp_path: Path) -> None:
     clock = FakeClock(1_000_000)
     c = _controller(tmp_path / "db", clock)
@@ -109,8 +147,55 @@ def test_requests_that_can_never_run_are_refused_at_submission(tmp_path: Path) -
     c = _controller(tmp_path / "db", FakeClock(0))
     with pytest.raises(SpecError, match="partition"):
         c.check(_spec(partition="nope"))
-    with pytest.raises(SpecError, match="qos"):
-        c.check(_spec(qos="gold"))
     with pytest.raises(SpecError, match="node configuration"):
         c.check(JobSpec(gpus_per_task=9, command=("true",)))
     c.check(_spec())  # fine
+    # As Slurm without EnforcePartLimits and AccountingStorageEnforce=qos: queued.
+    c.check(_spec(qos="gold"))
+    c.check(_spec(nodes_min=3, nodes_max=3))
+
+
+def test_an_unknown_qos_runs_as_normal_and_keeps_its_name(tmp_path: Path) -> None:
+    clock = FakeClock(1_000_000)
+    c = _controller(tmp_path / "db", clock)
+    spec = _spec(qos="gold")
+    c.check(spec)
+    [job_id] = c.submit([spec])[0]
+    _tick(c, clock)
+    job = c.job(job_id)
+    assert job.state.value == "RUNNING" and job.spec.qos == "gold"
+    assert job.factors["qos"] == 0.0  # normal's, in this cluster priority 0
+
+
+def test_a_job_over_its_partition_waits_for_partition_config(tmp_path: Path) -> None:
+    clock = FakeClock(1_000_000)
+    c = _controller(tmp_path / "db", clock)
+    [big] = c.submit([_spec(nodes_min=3, nodes_max=3)])[0]
+    [small] = c.submit([_spec()])[0]
+    _tick(c, clock)
+    assert c.job(big).state.value == "PENDING" and c.job(big).reason == "PartitionConfig"
+    assert c.job(small).state.value == "RUNNING"
+
+
+def test_an_enforcing_cluster_refuses_unknown_qos_and_partition_limits(tmp_path: Path) -> None:
+    cluster = dataclasses.replace(
+        regular_cluster(2, 8, 2, prefix="n"), enforce_part_limits=True, enforce_qos=True
+    )
+    part = dataclasses.replace(cluster.partitions["gpu"], max_time=HOUR)
+    cluster = dataclasses.replace(cluster, partitions={"gpu": part})
+    c = Controller(
+        cluster,
+        profile("phalanx"),
+        SqliteJournal(str(tmp_path / "db")),
+        clock=FakeClock(0),
+        run_as_submitter=False,
+    )
+    for spec, field in [
+        (_spec(qos="gold"), "qos"),
+        (_spec(nodes_min=3, nodes_max=3), "nodes"),
+        (_spec(time_limit=2 * HOUR), "time"),
+    ]:
+        with pytest.raises(SpecError) as info:
+            c.check(spec)
+        assert info.value.field == field
+    c.check(_spec(qos="normal", nodes_min=2, nodes_max=2, time_limit=HOUR))

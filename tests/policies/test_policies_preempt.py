@@ -28,6 +28,16 @@ def test_high_qos_preempts_the_victim_with_least_work_since_its_checkpoint() -> 
     assert d.decisions("requeue", ckpt)
 
 
+def test_a_job_of_an_unknown_qos_is_preempted_as_a_normal_one() -> None:
+    d = EngineDriver(small_cluster(nodes=1, gpus=8, per_leaf=1), "slurm")
+    [victim] = d.submit(make_job(gpus=8, qos="nosuchqos", time_limit=10 * HOUR))
+    d.settle()
+    [high] = d.submit(make_job(gpus=8, qos="high"))
+    d.settle()
+    assert [(e[2], e[3][1]) for e in d.decisions("preempt")] == [(victim, high)]
+    assert d.state(high) is JobState.RUNNING and d.job(victim).spec.qos == "nosuchqos"
+
+
 def test_a_gang_is_preempted_whole_and_victims_not_needed_are_dropped() -> None:
     d = EngineDriver(small_cluster(nodes=2, gpus=8, per_leaf=2), "slurm")
     [gang] = d.submit(make_job(gpus=4, nodes=2, time_limit=10 * HOUR))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import pytest
@@ -39,6 +40,18 @@ def test_breakdown_sums_to_the_priority_of_every_pending_job(profile: str) -> No
         assert job_.factors["age"] > 0
     assert d.job(ids[0]).factors["nice"] == -5
     assert d.job(ids[0]).factors["qos"] == 0  # QOS normal has priority 0
+
+
+def test_an_unknown_qos_has_the_factor_of_the_default_qos() -> None:
+    cluster = small_cluster()
+    normal = dataclasses.replace(cluster.qos["normal"], priority=500)
+    engine = Engine(
+        dataclasses.replace(cluster, qos={**cluster.qos, "normal": normal}), POLICIES["slurm"]
+    )
+    plugin = MultifactorPriority({})
+    _, known = plugin.compute(job(engine, 1, "root"), engine, 10)
+    _, unknown = plugin.compute(job(engine, 2, "root", qos="nosuchqos"), engine, 10)
+    assert unknown["qos"] == known["qos"] == 500  # 1000 x 500 / 1000 (QOS high)
 
 
 @pytest.mark.parametrize("algorithm", ["fair_tree", "classic"])

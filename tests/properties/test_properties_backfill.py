@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from phalanx.domain.cluster import Cluster
 from phalanx.domain.job import JobSpec
-from phalanx.domain.state import JobState
+from phalanx.domain.state import JobState, Reason
 from phalanx.domain.time import MINUTE, Instant
 from phalanx.engine.events import TimerFired
 from phalanx.testing import EngineDriver, make_job, small_cluster
@@ -65,4 +65,38 @@ def test_the_reserved_head_starts_no_later_than_its_expected_start(
         job = d.job(job_id)
         assert job.first_start is not None, (job_id, expected)
         assert job.first_start <= expected, (job_id, job.first_start, expected)
-    assert all(j.state.is_final for j in d.engine.jobs.values())
+    for job in d.engine.jobs.values():
+        # More nodes than the partition has: queued, and it waits for good.
+        too_big = job.spec.nodes_min > len(cluster.nodes)
+        assert job.state.is_final != too_big, (job.id, job.state)
+        assert not too_big or job.reason == Reason.PARTITION_CONFIG
+
+
+def _starts(cluster: Cluster, profile: str, jobs: list[JobSpec]) -> list[Instant | None]:
+    d = EngineDriver(cluster, profile)
+    ids = [d.submit(spec, runtime=spec.time_limit)[0] for spec in jobs]
+    d.run(max_events=100_000)
+    return [d.job(i).first_start for i in ids]
+
+
+@pytest.mark.parametrize("profile", ["fifo", "slurm", "phalanx", "k8s-default"])
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    cluster=clusters(),
+    jobs=st.lists(specs(), min_size=1, max_size=10),
+    big=st.lists(st.tuples(st.integers(0, 10), st.integers(1, 3)), min_size=1, max_size=3),
+)
+def test_a_job_larger_than_its_partition_delays_no_other(
+    profile: str, cluster: Cluster, jobs: list[JobSpec], big: list[tuple[int, int]]
+) -> None:
+    """Jobs of more nodes than the partition has, submitted anywhere in the queue (at
+    ``position``, ``extra`` nodes too many), change no other job's start."""
+    fits = [j for j in jobs if j.nodes_min <= len(cluster.nodes)]
+    mixed = [(spec, False) for spec in fits]
+    for position, extra in big:
+        too_big = make_job(gpus=1, nodes=len(cluster.nodes) + extra)
+        mixed.insert(min(position, len(mixed)), (too_big, True))
+    with_big = _starts(cluster, profile, [spec for spec, _ in mixed])
+    kept = [start for start, (_, is_big) in zip(with_big, mixed, strict=True) if not is_big]
+    assert kept == _starts(cluster, profile, fits)
+    assert all(start is None for start, (_, is_big) in zip(with_big, mixed, strict=True) if is_big)

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from phalanx.server.localcluster import LocalCluster
-from phalanx.slurm.forkserver import POOL, SOCKET_NAME
+from phalanx.slurm.forkserver import SOCKET_NAME
 from phalanx.slurm.shims import PYTHON_DIR, write_shims
 
 ROOT_ONLY = pytest.mark.skipif(os.geteuid() != 0, reason="changes user: needs root")
@@ -130,19 +130,38 @@ def test_exit_statuses_and_messages_are_the_commands(
     assert (done.stdout, done.stderr) == ("slurm 22.05.8\n0\n", "")
 
 
+def running_in(server: int, stdin: int) -> int | None:
+    """The worker of ``server`` whose standard input is the pipe ``stdin``, if any."""
+    pipe = f"pipe:[{os.fstat(stdin).st_ino}]"
+    for pid in children(server):
+        try:
+            if os.readlink(f"/proc/{pid}/fd/0") == pipe:
+                return pid
+        except OSError:
+            continue
+    return None
+
+
+def waiting_shim(bin_dir: Path, state: Path, cwd: Path) -> subprocess.Popen[bytes]:
+    """``sbatch`` with no script reads it from standard input: here, until told to stop."""
+    env = {"PATH": f"{bin_dir}:/usr/bin:/bin", "PHALANX_STATE_DIR": str(state)}
+    return subprocess.Popen([str(bin_dir / "sbatch")], stdin=subprocess.PIPE, env=env, cwd=cwd)
+
+
 @pytest.mark.parametrize("number", [signal.SIGTERM, signal.SIGINT])
 def test_a_signal_to_the_shim_ends_the_command_and_the_shim_of_it(
     phalanx: LocalCluster, bin_dir: Path, tmp_path: Path, number: int
 ) -> None:
     server = server_pid(phalanx.state_dir / SOCKET_NAME)
-    env = {"PATH": f"{bin_dir}:/usr/bin:/bin", "PHALANX_STATE_DIR": str(phalanx.state_dir)}
-    # sbatch without a script reads it from its standard input: here, until told to stop.
-    shim = subprocess.Popen([str(bin_dir / "sbatch")], stdin=subprocess.PIPE, env=env, cwd=tmp_path)
-    wait_for(lambda: len(children(server)) > POOL)  # the command is running
+    shim = waiting_shim(bin_dir, phalanx.state_dir, tmp_path)
+    assert shim.stdin is not None
+    wait_for(lambda: running_in(server, shim.stdin.fileno()) is not None)
+    worker = running_in(server, shim.stdin.fileno())
     shim.send_signal(number)
     assert shim.wait(timeout=10) == -number
-    wait_for(lambda: len(children(server)) == POOL)  # and its process is gone
-    assert shim.stdin is not None
+    # The command ended, its worker gave the caller's descriptors back and lives on.
+    wait_for(lambda: running_in(server, shim.stdin.fileno()) is None)
+    assert worker in children(server)
     shim.stdin.close()
 
 
@@ -150,14 +169,24 @@ def test_a_shim_killed_outright_hangs_its_command_up(
     phalanx: LocalCluster, bin_dir: Path, tmp_path: Path
 ) -> None:
     server = server_pid(phalanx.state_dir / SOCKET_NAME)
-    env = {"PATH": f"{bin_dir}:/usr/bin:/bin", "PHALANX_STATE_DIR": str(phalanx.state_dir)}
-    shim = subprocess.Popen([str(bin_dir / "sbatch")], stdin=subprocess.PIPE, env=env, cwd=tmp_path)
-    wait_for(lambda: len(children(server)) > POOL)
+    shim = waiting_shim(bin_dir, phalanx.state_dir, tmp_path)
+    assert shim.stdin is not None
+    wait_for(lambda: running_in(server, shim.stdin.fileno()) is not None)
     shim.kill()
     shim.wait(timeout=10)
-    wait_for(lambda: len(children(server)) == POOL)
-    assert shim.stdin is not None
+    wait_for(lambda: running_in(server, shim.stdin.fileno()) is None)
     shim.stdin.close()
+
+
+def test_one_worker_serves_a_users_commands_one_after_another(
+    phalanx: LocalCluster, bin_dir: Path, tmp_path: Path
+) -> None:
+    server = server_pid(phalanx.state_dir / SOCKET_NAME)
+    before = set(children(server))
+    for _ in range(5):
+        done = run(bin_dir, "sbatch --version", phalanx.state_dir, tmp_path)
+        assert done.stdout == "slurm 22.05.8\n"
+    assert set(children(server)) == before  # nothing forked for them
 
 
 def test_without_a_server_the_native_shim_runs_the_python_one(
@@ -267,10 +296,10 @@ def test_a_server_of_another_user_sends_the_caller_to_its_python_shim(
 
 def test_the_server_ends_with_the_pipe_from_its_parent(tmp_path: Path) -> None:
     server, parent = start_server(tmp_path)
+    wait_for(lambda: len(children(server.pid)) == 1)  # a worker, ready for the first command
     idle = children(server.pid)
-    assert len(idle) == POOL
     os.close(parent)
     assert server.wait(timeout=10) == 0
     assert not (tmp_path / SOCKET_NAME).exists()
-    for pid in idle:  # the waiting children went with it
+    for pid in idle:  # the idle worker went with it
         wait_for(lambda pid=pid: not Path(f"/proc/{pid}").exists())

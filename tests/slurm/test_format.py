@@ -5,6 +5,8 @@ from __future__ import annotations
 import subprocess
 import sys
 
+import pytest
+
 from phalanx.slurm.format import (
     Spec,
     clock,
@@ -17,6 +19,7 @@ from phalanx.slurm.format import (
     ranges,
     render,
     sacct_cut,
+    template,
 )
 
 
@@ -80,6 +83,22 @@ def test_parse_percent_reads_width_justification_and_literals() -> None:
     assert bad == ["X"]
     line = render(prefix, specs, ["5", "bigjobname", "PENDING"])
     assert line == "                 5 bigjobna|PENDING"
+
+
+@pytest.mark.parametrize(
+    "fmt", ["%.18i %-8j|%T%X", "{x} %5j%.3i{}%N %.4N", "pre %-0j %i", "%i %.9P %%s %.2t %R"]
+)
+def test_template_renders_as_render(fmt: str) -> None:
+    prefix, specs, _ = parse_percent(fmt, "ijTNPtR")
+    whole = frozenset("NR")
+    for values in (
+        ["5", "bigjobname", "PENDING", "n[1-4]"],
+        ["123456789012345678901", "", "{}%s", "node-with-a-long-name"],
+        ["7", "x", "R", ""],
+    ):
+        values = (values * 2)[: len(specs)]
+        expected = render(prefix, specs, values, whole)
+        assert template(prefix, specs, whole) % tuple(values) == expected
 
 
 def test_parse_long_reads_sizes_and_suffixes() -> None:

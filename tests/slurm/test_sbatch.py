@@ -34,6 +34,7 @@ ERRORS = [
     "59_sbatch_err_gres_badtype",
     "60_sbatch_err_gres_unknown",
     "61_sbatch_err_nodes_0",
+    "62_sbatch_err_nodes_17",
     "63_sbatch_err_nodes_neg",
     "64_sbatch_err_nodes_range_bad",
     "65_sbatch_err_ntasks_0",
@@ -51,16 +52,11 @@ ERRORS = [
     "77_sbatch_err_missing_file",
     "78_sbatch_err_bad_dep",
     "79_sbatch_err_bad_account",
+    "80_sbatch_err_bad_qos",
     "81_sbatch_err_wrap_and_script",
     "82_sbatch_stdin_script",
     "99_sbatch_failing",
 ]
-DIFFERENT = {
-    "62_sbatch_err_nodes_17": "the controller refuses more nodes than the cluster has; Slurm "
-    "queues the job (PartitionConfig)",
-    "80_sbatch_err_bad_qos": "the controller refuses an unknown QOS; Slurm 22.05 without "
-    "accounting enforcement queues the job",
-}
 STDIN = {"82_sbatch_stdin_script": "#!/bin/sh\n#SBATCH -J fromstdin\ntrue\n"}
 _ids: dict[str, str] = {}
 """Reference job id -> this cluster's id for the same submission."""
@@ -114,12 +110,25 @@ def test_test_only_says_when_and_where_and_submits_nothing(shell: Shell) -> None
     assert after == before
 
 
-@pytest.mark.parametrize("name", sorted(DIFFERENT))
-def test_known_differences(shell: Shell, name: str) -> None:
-    theirs = reference(name)
-    ours = shell.run(theirs.command)
-    assert ours.rc == 1, ours
-    pytest.xfail(DIFFERENT[name])
+def test_what_slurm_queues_without_enforcement_waits_or_runs_as_slurms_does(
+    shell: Shell,
+) -> None:
+    # Without EnforcePartLimits, more nodes than the partition has waits (PartitionConfig);
+    # without AccountingStorageEnforce=qos, an unknown QOS is scheduled and keeps its name.
+    big = shell.run("sbatch --parsable --nodes=17 --wrap=true").stdout.strip()
+    qos = shell.run("sbatch --parsable -q nosuchqos --wrap=true").stdout.strip()
+    [line] = [
+        line
+        for line in reference("83_squeue_pending_after_errors").stdout.splitlines()
+        if "PartitionConfig" in line
+    ]
+    ours = shell.run(f"squeue -h -j {big} -o '%i %j %D %r'")
+    assert ours.stdout == line.replace("17", big, 1) + "\n", ours
+    assert "Reason=PartitionConfig" in shell.run(f"scontrol show job {big}").stdout
+    assert wait_done(shell, qos)["state"] == "COMPLETED"
+    ours = shell.run(f"squeue -h -t all -j {qos} -o '%q'")
+    assert ours.stdout == "nosuchqos\n", ours
+    assert shell.run(f"scancel {big}").rc == 0
 
 
 def wait_done(shell: Shell, job_id: str) -> dict[str, Any]:

@@ -264,6 +264,55 @@ def test_order_is_partition_state_priority() -> None:
     assert [j["job_id"] for j in order(jobs, start=False)] == [2, 4, 3, 1]
 
 
+def _full(job_id: int, state: str, **extra: object) -> dict[str, object]:
+    """A record with every field squeue may read (as ``GET /v1/jobs`` sends)."""
+    job = _job(job_id, state, **extra)
+    job.setdefault("start", 1_000_000 if state != "PENDING" else None)
+    for key, value in {
+        "nodelist": "" if state == "PENDING" else "gpu[001-002]",
+        "end": 2_000_000 if state in squeue.FINAL else None,
+        "expected_start": 3_000_000 if state == "PENDING" else None,
+        "signal": 9 if state == "FAILED" else 0,
+        "command": ["/bin/x", "y"],
+        "workdir": "/w",
+        "comment": "hi",
+        "mem_mb": 4096,
+        "gpus": 4.0,
+        "cpus": 8,
+    }.items():
+        job.setdefault(key, value)
+    return job
+
+
+@pytest.mark.parametrize("argv", [[], ["-l"], ["--start"], ["-u", "u", "-A", "a", "-q", "normal"]])
+def test_the_fields_fetched_are_all_that_is_read(argv: list[str]) -> None:
+    """Each ``-o`` letter prints the same from the fields ``wire_fields`` asks for as from
+    whole records, and selection and sort need no more."""
+    now = 10_000_000
+    jobs = [
+        _full(1, "RUNNING"),
+        _full(2, "PENDING", time_limit_ms=squeue.UNLIMITED_MS),
+        _full(3, "FAILED", end=now - 1000),
+        _full(4, "TIMEOUT", end=now - 1000),
+        _full(5, "PENDING", array_job_id=5, array_task_id=0),
+        _full(6, "PENDING", array_job_id=5, array_task_id=1),
+        _full(7, "RUNNING", array_job_id=5, array_task_id=2),
+        _full(8, "COMPLETED", end=now - 1000),
+    ]
+    opts = squeue._parse([*argv, "-t", "all"])
+    letters = "".join(squeue.HEADERS)
+    _, specs, _ = squeue.parse_percent("%" + "%".join(letters), letters)
+    fields = squeue.wire_fields(opts, specs)
+    sent = [{k: j[k] for k in fields} for j in jobs]
+
+    def listing(records: list[dict[str, object]]) -> list[list[str]]:
+        shown = order(collapse(select(records, opts, now)), opts.start)
+        return [[squeue.value(s.key, j, now) for s in specs] for j in shown]
+
+    assert listing(sent) == listing(jobs)
+    assert len(listing(jobs)) == (2 if opts.start else 7)  # arrays collapse; --start: pending
+
+
 def test_squeue_with_1000_pending_jobs_is_quick(scene: Scene, tmp_path: Path) -> None:
     cluster = scene[0]
     tmp_path.chmod(0o755)

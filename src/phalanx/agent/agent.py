@@ -23,7 +23,7 @@ import httpx
 import pydantic
 
 from phalanx.agent.cgroup import Cgroups
-from phalanx.agent.machine import Machine
+from phalanx.agent.machine import Machine, health, host
 from phalanx.agent.tasks import TaskRunner
 from phalanx.api.wire import (
     AgentCommand,
@@ -152,6 +152,8 @@ class Agent:
         backoff = _FIRST_BACKOFF_S
         while True:
             m = self.machine
+            facts = host()
+            load, free = health()
             hello = AgentHello(
                 node=m.name,
                 address=self._address,
@@ -161,6 +163,11 @@ class Agent:
                 gpus=m.gpus,
                 gpu_model=m.gpu_model,
                 runs=self._runner.hello_runs(),  # anew each try: runs end meanwhile
+                arch=facts.arch,
+                os=facts.os,
+                boot_time=facts.boot_time,
+                cpu_load=load,
+                free_mem_mb=free,
             )
             try:
                 resp = await self._http_client.post(
@@ -221,6 +228,12 @@ class Agent:
                 "wait": wait,
                 "boot_id": self.boot_id,
             }
+            # Each poll (a heartbeat) tells how loaded the machine is: scontrol show node.
+            load, free = health()
+            if load is not None:
+                params["cpu_load"] = load
+            if free is not None:
+                params["free_mem_mb"] = free
             try:
                 resp = await self._http_client.get(
                     path, params=params, timeout=wait + _POLL_SLACK_S

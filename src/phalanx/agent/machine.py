@@ -12,7 +12,7 @@ import os
 import socket
 from dataclasses import dataclass
 
-__all__ = ["Machine", "describe", "short_gpu_model"]
+__all__ = ["Host", "Machine", "describe", "health", "host", "short_gpu_model"]
 
 log = logging.getLogger(__name__)
 
@@ -29,6 +29,44 @@ class Machine:
     gpu_model: str | None
     gpu_ids: tuple[int, ...]
     """Device indices; 0..gpus-1 (declared GPUs are numbered the same way)."""
+
+
+@dataclass(frozen=True)
+class Host:
+    """What ``scontrol show node`` tells of a machine besides its resources."""
+
+    arch: str
+    """``uname -m``: x86_64, aarch64."""
+    os: str
+    """Kernel name, release and version, as Slurm's ``OS=``."""
+    boot_time: int | None
+    """When the machine booted, ms since the epoch (None: not known)."""
+
+
+def host(stat: str = "/proc/stat") -> Host:
+    uname = os.uname()
+    boot: int | None = None
+    with contextlib.suppress(OSError, ValueError), open(stat) as f:
+        for line in f:
+            if line.startswith("btime "):
+                boot = int(line.split()[1]) * 1000
+                break
+    return Host(uname.machine, f"{uname.sysname} {uname.release} {uname.version}", boot)
+
+
+def health(meminfo: str = "/proc/meminfo") -> tuple[float | None, int | None]:
+    """The one-minute load average and the memory available to new work (MB); None where
+    the system does not tell."""
+    load: float | None = None
+    with contextlib.suppress(OSError):
+        load = round(os.getloadavg()[0], 2)
+    free: int | None = None
+    with contextlib.suppress(OSError, ValueError), open(meminfo) as f:
+        for line in f:
+            if line.startswith("MemAvailable:"):
+                free = int(line.split()[1]) // 1024  # the kernel writes kB
+                break
+    return load, free
 
 
 def describe(

@@ -2,8 +2,10 @@
 
 Every task is a process in its own session (a signal to its group reaches what it started),
 spawned from its argv without a shell, with exactly the environment the controller gave.
-Children are reaped with ``waitpid(-1)``: one system call per ended child whatever the number
-of runs, so nothing else (no ``Popen.wait``, no asyncio child watcher) may wait on them.
+Children are reaped with ``wait4(-1)``: one system call per ended child whatever the number
+of runs, so nothing else (no ``Popen.wait``, no asyncio child watcher) may wait on them. The
+same call says what the task used (CPU time, peak resident set, its waited-for descendants
+included), which the end of the run reports.
 
 A run is *running* until all its tasks have ended, then *unacknowledged* until the
 controller confirms it recorded the end, then *finished* (remembered, boundedly, so a
@@ -15,6 +17,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import resource
 import signal as signals
 import subprocess
 import time
@@ -24,7 +27,7 @@ from dataclasses import dataclass, field
 from typing import IO
 
 from phalanx.agent.cgroup import Cgroups
-from phalanx.api.wire import AgentCommand, RunReport, TaskSpec
+from phalanx.api.wire import AgentCommand, RunReport, TaskSpec, Usage
 
 __all__ = ["FINISHED_MEMORY", "RunKey", "TaskRunner"]
 
@@ -48,6 +51,22 @@ class _Run:
     """Its processes were put in a cgroup, to remove at the end."""
     ended: bool = False
     """Reported already (a failed launch): its remaining tasks are only reaped."""
+    user_s: float = 0.0
+    system_s: float = 0.0
+    max_rss_kb: int = 0
+    """Of the tasks reaped so far: CPU seconds summed, the largest peak resident set."""
+
+    def count(self, usage: resource.struct_rusage) -> None:
+        self.user_s += usage.ru_utime
+        self.system_s += usage.ru_stime
+        self.max_rss_kb = max(self.max_rss_kb, usage.ru_maxrss)  # KiB on Linux
+
+    def usage(self) -> Usage:
+        return Usage(
+            user_ms=round(self.user_s * 1000),
+            system_ms=round(self.system_s * 1000),
+            max_rss_kb=self.max_rss_kb,
+        )
 
 
 def _now_ms() -> int:
@@ -127,7 +146,7 @@ class TaskRunner:
         """Collect every ended child; answer the runs that ended since the last call."""
         while True:
             try:
-                pid, status = os.waitpid(-1, os.WNOHANG)
+                pid, status, usage = os.wait4(-1, os.WNOHANG)
             except ChildProcessError:
                 break
             if pid == 0:
@@ -137,6 +156,7 @@ class TaskRunner:
                 continue  # not a task of ours (or one already given up on)
             code = os.waitstatus_to_exitcode(status)
             proc = run.procs.pop(pid)
+            run.count(usage)
             # Popen must not wait for it later (that would be a second reaping).
             proc.returncode = code
             if code < 0:
@@ -242,6 +262,7 @@ class TaskRunner:
                 exit_code=run.exit_code,
                 signal=run.signal,
                 at=_now_ms(),
+                usage=run.usage(),
             )
         )
 

@@ -7,6 +7,7 @@ nothing a user sends can crash the controller.
 
 from __future__ import annotations
 
+import json
 import pwd
 from collections.abc import Mapping
 from typing import Annotated, Any
@@ -15,7 +16,14 @@ from fastapi import Depends, FastAPI, Query, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response
 
-from phalanx.api.convert import acct_record, job_info, to_spec
+from phalanx.api.convert import (
+    JOB_FIELDS,
+    acct_record,
+    job_info,
+    job_table,
+    step_info,
+    to_spec,
+)
 from phalanx.api.metrics import Metrics
 from phalanx.api.service import Service, StepView
 from phalanx.api.wire import (
@@ -31,6 +39,7 @@ from phalanx.api.wire import (
     JobInfo,
     JobList,
     JobRequest,
+    JobTable,
     JobUpdate,
     NodeInfo,
     PartitionInfo,
@@ -39,6 +48,7 @@ from phalanx.api.wire import (
     ShareInfo,
     SignalRequest,
     StepInfo,
+    StepList,
     StepRequest,
     SubmitResult,
     WillRun,
@@ -59,6 +69,9 @@ from phalanx.errors import (
 __all__ = ["Access", "create_app"]
 
 HEARTBEAT_S = 10.0
+_ENCODE = json.JSONEncoder(
+    ensure_ascii=False, allow_nan=False, separators=(",", ":"), check_circular=False
+).encode
 _ERRORS: dict[int | str, dict[str, Any]] = {code: {"model": ErrorBody} for code in (403, 404, 422)}
 
 
@@ -223,6 +236,29 @@ def create_app(service: Service, access: Access | None = None) -> FastAPI:
         cluster = service.cluster
         return JSONResponse({"jobs": [job_info(j, cluster) for j in found]})
 
+    @app.get("/v1/jobs/table", response_model=JobTable, responses=_ERRORS)
+    async def jobs_table(
+        who: Who,
+        fields: str | None = None,
+        all: bool = False,
+        state: str | None = None,
+        user: str | None = None,
+        partition: str | None = None,
+        ids: str | None = None,
+    ) -> Response:
+        """``GET /v1/jobs`` (the same filters) as rows of ``fields`` (comma-separated
+        ``JobInfo`` names; default all)."""
+        asked = [f for f in fields.split(",") if f] if fields else JOB_FIELDS
+        names = list(dict.fromkeys(asked))
+        id_list = _ints(ids, "ids") if ids else None
+        states = [s for s in state.split(",") if s] if state else None
+        found = service.jobs(
+            finished=all, states=states, user=user, partition=partition, ids=id_list
+        )
+        body = {"fields": names, "rows": job_table(found, names, service.cluster)}
+        # As JSONResponse writes it, without its per-call encoder set-up.
+        return Response(_ENCODE(body).encode(), media_type="application/json")
+
     @app.get("/v1/jobs/{job_id}", response_model=JobInfo, responses=_ERRORS)
     async def job(job_id: int, who: Who) -> Response:
         return JSONResponse(job_info(service.job(job_id), service.cluster))
@@ -257,16 +293,7 @@ def create_app(service: Service, access: Access | None = None) -> FastAPI:
         return {"changed": service.update(job_id, who, time_limit=limit, priority=change.priority)}
 
     def _step(view: StepView) -> dict[str, Any]:
-        return {
-            "job_id": view.job_id,
-            "step_id": view.step,
-            "state": view.state,
-            "tasks": view.tasks,
-            "nodes": sorted(view.nodes),
-            "exit_code": view.exit_code,
-            "signal": view.signal,
-            "reason": view.failure,
-        }
+        return step_info(view.record())
 
     @app.post(
         "/v1/jobs/{job_id}/steps", status_code=201, response_model=StepInfo, responses=_ERRORS
@@ -282,6 +309,12 @@ def create_app(service: Service, access: Access | None = None) -> FastAPI:
         wait: Annotated[float, Query(ge=0, le=60)] = 0,
     ) -> dict[str, Any]:
         return _step(await service.step_info(job_id, step_no, wait))
+
+    @app.get("/v1/steps", response_model=StepList, responses=_ERRORS)
+    async def running_steps(who: Who, ids: str | None = None) -> dict[str, Any]:
+        """The steps of the jobs running now (``ids``: of those jobs only)."""
+        id_list = [int(i) for i in _ints(ids, "ids") if isinstance(i, int)] if ids else None
+        return {"steps": [_step(view) for view in service.running_steps(id_list)]}
 
     @app.delete("/v1/jobs/{job_id}/steps/{step_no}", response_model=StepInfo, responses=_ERRORS)
     async def kill_step(job_id: int, step_no: int, who: Who) -> dict[str, Any]:
@@ -326,6 +359,7 @@ def create_app(service: Service, access: Access | None = None) -> FastAPI:
     async def nodes(who: Who) -> list[dict[str, Any]]:
         cluster = service.cluster
         usage = service.node_usage()
+        mem = service.node_mem_alloc()
         member: dict[int, list[str]] = {}
         for part in cluster.partitions.values():
             for i in part.nodes:
@@ -351,6 +385,8 @@ def create_app(service: Service, access: Access | None = None) -> FastAPI:
                     "partitions": member.get(node.index, []),
                     "agent": service.agent_registered(node.name),
                     "reason": "Not responding" if down else "",
+                    "mem_alloc_mb": mem[node.index],
+                    **service.node_facts(node.name),
                 }
             )
         return out
@@ -395,8 +431,12 @@ def create_app(service: Service, access: Access | None = None) -> FastAPI:
         who: Admin,
         after: int = 0,
         wait: Annotated[float, Query(ge=0, le=60)] = HEARTBEAT_S,
+        cpu_load: Annotated[float | None, Query(ge=0)] = None,
+        free_mem_mb: Annotated[int | None, Query(ge=0)] = None,
     ) -> dict[str, Any]:
-        return {"controller_id": service.id, "commands": await service.commands(node, after, wait)}
+        health = {"cpu_load": cpu_load, "free_mem_mb": free_mem_mb}
+        commands = await service.commands(node, after, wait, health)
+        return {"controller_id": service.id, "commands": commands}
 
     @app.post("/v1/agents/{node}/reports", response_model=ReportsAck, responses=_ERRORS)
     async def reports(node: str, body: AgentReports, who: Admin) -> dict[str, Any]:

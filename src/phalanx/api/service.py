@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence, Set
 from typing import Any, Protocol
 
 from phalanx.domain.caller import Caller
 from phalanx.domain.cluster import Cluster
 from phalanx.domain.job import JobSpec
+from phalanx.domain.jobstep import StepRecord
+from phalanx.domain.rusage import RunUsage
 from phalanx.domain.time import Instant
 from phalanx.sched.job import Job
 
@@ -49,6 +51,20 @@ class StepView(Protocol):
 
     @property
     def failure(self) -> str: ...
+
+    @property
+    def waiting(self) -> Set[str]:
+        """The nodes whose tasks have not all ended yet."""
+        ...
+
+    @property
+    def usage(self) -> RunUsage | None:
+        """What the tasks used, over the nodes that told so far."""
+        ...
+
+    def record(self, run_ended: Instant | None = None) -> StepRecord:
+        """The step as accounting shows it (``run_ended``: as its run's end leaves it)."""
+        ...
 
 
 class Service(Protocol):
@@ -97,6 +113,11 @@ class Service(Protocol):
 
     def kill_step(self, job_id: int, step_no: int, caller: Caller) -> None: ...
 
+    def running_steps(self, job_ids: Iterable[int] | None = None) -> Sequence[StepView]:
+        """The steps of the jobs running now (of ``job_ids`` only, if given), by job and step
+        number. An ended job's steps are on the job (``Job.steps``)."""
+        ...
+
     def fairshare(self) -> list[dict[str, Any]]: ...
 
     def jobs(
@@ -122,11 +143,22 @@ class Service(Protocol):
 
     def reports(self, node: str, runs: Sequence[Mapping[str, Any]]) -> list[tuple[int, int]]: ...
 
-    async def commands(self, node: str, after: int, wait: float) -> list[dict[str, Any]]: ...
+    async def commands(
+        self, node: str, after: int, wait: float, health: Mapping[str, Any] | None = None
+    ) -> list[dict[str, Any]]: ...
 
     def node_down(self, name: str) -> bool: ...
 
     def agent_registered(self, name: str) -> bool: ...
+
+    def node_facts(self, name: str) -> Mapping[str, Any]:
+        """``NodeInfo``'s fields from the node's agent (address, arch, os, boot_time,
+        agent_start, cpu_load, free_mem_mb); empty without a registered agent."""
+        ...
+
+    def node_mem_alloc(self) -> list[int]:
+        """Per node: memory (MB) held by jobs now."""
+        ...
 
     def node_usage(self) -> list[tuple[float, int]]:
         """Per node: GPUs and CPUs allocated now."""

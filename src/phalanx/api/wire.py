@@ -7,7 +7,7 @@ answers; instants are milliseconds since the Unix epoch.
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -25,6 +25,7 @@ __all__ = [
     "JobInfo",
     "JobList",
     "JobRequest",
+    "JobTable",
     "JobUpdate",
     "NodeInfo",
     "PartitionInfo",
@@ -34,15 +35,26 @@ __all__ = [
     "ShareInfo",
     "SignalRequest",
     "StepInfo",
+    "StepList",
     "StepRequest",
     "SubmitResult",
     "TaskSpec",
+    "Usage",
     "WillRun",
 ]
 
 
 class _Wire(BaseModel):
     model_config = ConfigDict(extra="forbid")
+
+
+class Usage(_Wire):
+    """What processes used, as the kernel counts it when they end: CPU time in user and in
+    kernel mode (summed over tasks), and the largest resident set size of one task."""
+
+    user_ms: int = Field(ge=0)
+    system_ms: int = Field(ge=0)
+    max_rss_kb: int = Field(ge=0, description="KiB")
 
 
 class JobRequest(_Wire):
@@ -95,6 +107,9 @@ class StepRequest(_Wire):
 
 
 class StepInfo(_Wire):
+    """A step (``srun`` in an allocation); ``exit_code`` is its tasks' highest, ``signal``
+    the highest signal that ended one."""
+
     job_id: int
     step_id: int
     state: str
@@ -103,6 +118,21 @@ class StepInfo(_Wire):
     exit_code: int
     signal: int
     reason: str = ""
+    usage: Usage | None = Field(default=None, description="its tasks, once all have ended and told")
+    name: str = Field("", description="the base name of the program it runs")
+    nodelist: str = Field("", description="``nodes`` as a host list")
+    cpus: int = Field(0, description="over all its nodes")
+    gpus: float = Field(0.0, description="over all its nodes")
+    mem_mb: int = Field(0, description="per node, as a job's")
+    start: int | None = None
+    end: int | None = Field(default=None, description="None while it runs")
+
+
+class StepList(_Wire):
+    """``GET /v1/steps``: the steps of the jobs running now, by job and step number (an
+    ended job's are its record's ``steps``)."""
+
+    steps: list[StepInfo]
 
 
 class WillRun(_Wire):
@@ -165,6 +195,18 @@ class JobInfo(_Wire):
     requeue: bool = True
     output: str | None = None
     error: str | None = None
+    usage: Usage | None = Field(
+        default=None,
+        description="the job's own tasks (the batch script, or every task of a job that is "
+        "not one) in the last run that ended; None: not measured, or running",
+    )
+    steps_usage: Usage | None = Field(
+        default=None, description="the steps (srun in the allocation) of that run, together"
+    )
+    steps: list[StepInfo] = Field(
+        default_factory=list,
+        description="the steps of that run (a running run's: ``GET /v1/steps``)",
+    )
 
 
 class JobUpdate(_Wire):
@@ -206,6 +248,15 @@ class JobList(_Wire):
     jobs: list[JobInfo]
 
 
+class JobTable(_Wire):
+    """``GET /v1/jobs/table``: the jobs of ``GET /v1/jobs`` as rows of the ``JobInfo`` fields
+    asked for, in the order asked, each once (what the Slurm commands read: far less to
+    encode and decode than whole records)."""
+
+    fields: list[str]
+    rows: list[list[Any]]
+
+
 class CancelResult(_Wire):
     cancelled: list[int]
 
@@ -227,6 +278,16 @@ class NodeInfo(_Wire):
     partitions: list[str]
     agent: bool = Field(description="an agent is connected")
     reason: str = ""
+    mem_alloc_mb: int = Field(default=0, description="memory held by jobs")
+    address: str | None = Field(default=None, description="where its agent registered from")
+    arch: str | None = None
+    os: str | None = None
+    boot_time: int | None = Field(default=None, description="ms since the epoch")
+    agent_start: int | None = Field(
+        default=None, description="when its agent registered, ms since the epoch"
+    )
+    cpu_load: float | None = Field(default=None, description="one-minute load average")
+    free_mem_mb: int | None = Field(default=None, description="memory available to new work")
 
 
 class PartitionInfo(_Wire):
@@ -256,6 +317,11 @@ class AcctRecord(_Wire):
     gpus: float
     cpus: int
     restarts: int
+    mem_mb: int = Field(0, description="per node")
+    nodes_requested: int = 1
+    usage: Usage | None = None
+    steps_usage: Usage | None = None
+    steps: list[StepInfo] = Field(default_factory=list)
 
 
 class ErrorBody(_Wire):
@@ -274,6 +340,10 @@ class RunReport(_Wire):
     signal: int = 0
     reason: str = ""
     at: int = Field(0, description="when it ended, ms since the epoch (0: now)")
+    usage: Usage | None = Field(
+        default=None,
+        description="what its tasks on this node used (an ended run; None: not measured)",
+    )
 
 
 class AgentHello(_Wire):
@@ -285,6 +355,11 @@ class AgentHello(_Wire):
     gpus: int
     gpu_model: str | None = None
     runs: list[RunReport] = Field(default_factory=list)
+    arch: str | None = None
+    os: str | None = None
+    boot_time: int | None = Field(default=None, description="ms since the epoch")
+    cpu_load: float | None = None
+    free_mem_mb: int | None = None
 
 
 class AgentWelcome(_Wire):

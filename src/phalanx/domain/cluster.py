@@ -10,9 +10,11 @@ import enum
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from phalanx.domain.state import Reason
 from phalanx.domain.time import Duration
 
 __all__ = [
+    "DEFAULT_QOS",
     "Account",
     "Cluster",
     "Node",
@@ -75,6 +77,20 @@ class Partition:
     """Id of the scheduling profile (set of plugins) used for this partition."""
     default: bool = False
 
+    def exceeded_by(self, nodes_min: int, time_limit: Duration | None) -> str | None:
+        """The limit of this partition that a job of ``nodes_min`` nodes and ``time_limit``
+        exceeds, as the reason Slurm shows while such a job waits, or None."""
+        if nodes_min > len(self.nodes):
+            return Reason.PARTITION_CONFIG
+        if time_limit is not None and self.max_time is not None and time_limit > self.max_time:
+            return Reason.PARTITION_TIME
+        return None
+
+
+DEFAULT_QOS = "normal"
+"""The QOS every cluster has (Slurm's default): a job with no QOS, or an unknown one that the
+cluster accepts, is scheduled with its factors."""
+
 
 @dataclass(frozen=True, slots=True)
 class Qos:
@@ -107,6 +123,13 @@ class Cluster:
     accounts: Mapping[str, Account]
     qos: Mapping[str, Qos]
     name: str = "cluster"
+    enforce_part_limits: bool = False
+    """Slurm's ``EnforcePartLimits``: refuse at submission a job that asks for more than its
+    partition has (nodes, time). Off, as in Slurm, such a job is queued and waits
+    (``PartitionConfig``, ``PartitionTimeLimit``) without holding up any other."""
+    enforce_qos: bool = False
+    """Slurm's ``AccountingStorageEnforce=qos``: refuse a QOS the cluster does not define. Off,
+    as in Slurm, the job keeps the name it asked for and runs with ``DEFAULT_QOS``'s factors."""
     _by_name: dict[str, int] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -133,6 +156,12 @@ class Cluster:
         if name is None:
             return self.default_partition()
         return self.partitions.get(name)
+
+    def qos_for(self, name: str) -> Qos | None:
+        """The QOS a job that asked for ``name`` runs under: that one, or ``DEFAULT_QOS`` for a
+        name this cluster does not define."""
+        qos = self.qos.get(name)
+        return qos if qos is not None else self.qos.get(DEFAULT_QOS)
 
     def account_path(self, name: str) -> tuple[str, ...]:
         """The account and its ancestors, leaf first; an unknown account hangs under root."""

@@ -3,6 +3,8 @@
 YAML format (every key but ``nodes`` is optional; see ``examples/cluster.yaml``)::
 
     name: demo
+    enforce_part_limits: false    # Slurm's EnforcePartLimits: refuse a job over its partition
+    enforce_qos: false            # Slurm's AccountingStorageEnforce=qos: refuse unknown QOS
     nodes:                        # at least one entry; node indexes follow this order
       - names: gpu[001-016]       # a hostlist: one entry may describe many identical nodes
         gpus: 8                   # required, >= 0
@@ -60,6 +62,16 @@ __all__ = ["DEFAULT_NODES_PER_LEAF", "cluster_from_yaml", "default_tree", "regul
 DEFAULT_NODES_PER_LEAF = 8
 """Leaf size when a YAML file gives no ``topology``: a common 8-node rail-optimised leaf."""
 
+_TOP_KEYS = (
+    "name",
+    "enforce_part_limits",
+    "enforce_qos",
+    "nodes",
+    "topology",
+    "partitions",
+    "accounts",
+    "qos",
+)
 _MEMORY = re.compile(r"^(\d+)\s*([KMGT]?)$", re.IGNORECASE)
 _UNIT_MB = {"": 1, "M": 1, "G": 1024, "T": 1024 * 1024}
 
@@ -115,9 +127,7 @@ def cluster_from_yaml(text: str, source: str = "<cluster>") -> Cluster:
 
     Raises ``ConfigError`` naming ``source``, the line and the field for anything unusable.
     """
-    top = compose_yaml(text, source).mapping(
-        ("name", "nodes", "topology", "partitions", "accounts", "qos"), required=("nodes",)
-    )
+    top = compose_yaml(text, source).mapping(_TOP_KEYS, required=("nodes",))
     entries = _parse_nodes(top["nodes"])
     index = {e.name: i for i, e in enumerate(entries)}
     leaves, spines, blocks = _parse_topology(top.get("topology"), entries, index)
@@ -150,6 +160,8 @@ def cluster_from_yaml(text: str, source: str = "<cluster>") -> Cluster:
         accounts=_parse_accounts(top.get("accounts")),
         qos=_parse_qos(top.get("qos")),
         name=top["name"].as_str() if "name" in top else "cluster",
+        enforce_part_limits=optional(top, "enforce_part_limits", YamlField.as_bool, False),
+        enforce_qos=optional(top, "enforce_qos", YamlField.as_bool, False),
     )
 
 

@@ -18,6 +18,8 @@ What is read (everything else in slurm.conf is read past; nothing here does I/O)
   CANCEL and REQUEUE are kept; GANG and WITHIN are read past; SUSPEND is an error.
 * ``TopologyPlugin`` other than tree/block (or absent) makes topology.conf be ignored
   (``topology/flat``, ``topology/none``, ...); see ``slurmconf_topology`` for that file.
+* ``EnforcePartLimits`` ALL, ANY or YES (default NO) -> ``Cluster.enforce_part_limits``;
+  ``AccountingStorageEnforce`` with ``qos`` or ``all`` -> ``Cluster.enforce_qos``.
 * gres.conf gives a node's GPU model when its ``Gres`` has no type, and its GPU count when
   ``Gres`` has none (``Gres=gpu``); two explicit counts that differ are an error.
 
@@ -197,6 +199,8 @@ def cluster_from_slurm_conf_text(
         accounts={"root": Account("root", None)},
         qos={"normal": Qos("normal")},
         name=cluster_name.text if cluster_name is not None else "cluster",
+        enforce_part_limits=_enforce_part_limits(globals_.get("enforcepartlimits")),
+        enforce_qos=_enforce_qos(globals_.get("accountingstorageenforce")),
     )
 
 
@@ -342,6 +346,21 @@ def _default_preempt(globals_: dict[str, ConfValue]) -> PreemptMode | None:
         return None
     mode = globals_.get("preemptmode")
     return _preempt_mode(mode) if mode is not None else PreemptMode.OFF
+
+
+def _enforce_part_limits(where: ConfValue | None) -> bool:
+    """ALL and ANY (YES) differ only for jobs that name several partitions: both refuse."""
+    if where is None:
+        return False
+    value = where.text.upper()
+    if value not in ("ALL", "ANY", "YES", "NO"):
+        raise where.error(f"expected ALL, ANY or NO, got {where.text!r}")
+    return value != "NO"
+
+
+def _enforce_qos(where: ConfValue | None) -> bool:
+    words = {w.strip().lower() for w in where.text.split(",")} if where is not None else set()
+    return bool(words & {"qos", "all"})
 
 
 def _duration(where: ConfValue, plain_unit: Duration) -> Duration | None:

@@ -99,6 +99,8 @@ class Reason:
     ARRAY_LIMIT = "JobArrayTaskLimit"
     PARTITION_TIME = "PartitionTimeLimit"
     PARTITION_NODES = "PartitionNodeLimit"
+    PARTITION_CONFIG = "PartitionConfig"
+    """More nodes than the partition has (queued only without ``EnforcePartLimits``)."""
     BAD_CONSTRAINTS = "BadConstraints"
     QUOTA = "AssocGrpGRES"
     QOS_QUOTA = "QOSGrpGRES"

@@ -173,7 +173,7 @@ class Engine:
         part = self.cluster.partitions.get(job.partition)
         if part is not None and part.max_time is not None and job.time_limit > part.max_time:
             return Status.wait(Reason.PARTITION_TIME, "engine")
-        qos = self.cluster.qos.get(spec.qos)
+        qos = self.cluster.qos_for(spec.qos)
         if qos is not None and qos.max_gpus_per_account is not None:
             used = self.state.account_gpus.get(job.account, 0.0)
             if used + job.gpus > qos.max_gpus_per_account:
@@ -195,6 +195,8 @@ class Engine:
             job.first_start = now
         job.alloc = alloc
         job.run += 1
+        job.usage = job.steps_usage = None  # measured again when this run ends
+        job.steps = ()
         self._running[job.id] = job
         self.state.start(job.id, job.account, alloc, now + job.time_limit)
         if job.array_job_id is not None:
@@ -251,7 +253,7 @@ class Engine:
         key = (job.spec.qos, job.tier)
         can = self._can_preempt.get(key)
         if can is None:
-            qos = self.cluster.qos.get(job.spec.qos)
+            qos = self.cluster.qos_for(job.spec.qos)
             can = bool(qos is not None and qos.preempt) or any(
                 p.priority_tier < job.tier and p.preempt_mode is not PreemptMode.OFF
                 for p in self.cluster.partitions.values()
@@ -408,9 +410,12 @@ class Engine:
         self._make_eligible_or_wait(job)
 
     def _never_fits(self, job: Job) -> str | None:
-        if job.partition not in self.cluster.partitions:
+        part = self.cluster.partitions.get(job.partition)
+        if part is None:
             return "InvalidPartition"
         shape = job.shape
+        if shape.nodes_min > len(part.nodes) and not self.cluster.enforce_part_limits:
+            return None  # Slurm queues it without EnforcePartLimits: see ``_blocker``
         state = self.state
         mask = state.static_mask(shape)
         fits = mask & (state.node_gpus >= shape.gpus) & (state.node_cpus >= shape.cpus)
@@ -421,8 +426,19 @@ class Engine:
             return "Requested node configuration is not available"
         return None
 
-    def _make_eligible_or_wait(self, job: Job) -> None:
+    def _blocker(self, job: Job) -> str | None:
+        """Why ``job`` may not be scheduled at all yet, or None: a hold, a begin time, a
+        dependency, or more nodes than its partition has, which no event changes. Such a job
+        stays out of the queue, so it never holds a reservation or delays another."""
         reason = blocker(job, self.jobs, self._now)
+        if reason is None:
+            part = self.cluster.partitions.get(job.partition)
+            if part is not None and job.shape.nodes_min > len(part.nodes):
+                return Reason.PARTITION_CONFIG
+        return reason
+
+    def _make_eligible_or_wait(self, job: Job) -> None:
+        reason = self._blocker(job)
         if reason is None:
             self._enqueue(job)
             self._request_pass()
@@ -434,7 +450,7 @@ class Engine:
 
     def _recheck_waiting(self) -> None:
         for job in list(self._waiting.values()):
-            reason = blocker(job, self.jobs, self._now)
+            reason = self._blocker(job)
             if reason is None:
                 del self._waiting[job.id]
                 self._enqueue(job)
@@ -548,6 +564,8 @@ class Engine:
         self._running.pop(job.id, None)
         job.exit_code = event.exit_code
         job.exit_signal = event.signal
+        job.usage, job.steps_usage = event.usage, event.steps_usage
+        job.steps = event.steps
         self.decisions.add(self._now, "exit", job.id, job.run, event.exit_code, event.signal)
         self._out.append(Cleanup(job.id, job.run))
 
@@ -612,7 +630,7 @@ class Engine:
         return JobState.COMPLETED if ok else JobState.FAILED
 
     def _preempt_mode(self, victim: Job) -> tuple[PreemptMode, Duration]:
-        qos = self.cluster.qos.get(victim.spec.qos)
+        qos = self.cluster.qos_for(victim.spec.qos)
         part = self.cluster.partitions.get(victim.partition)
         if part is not None and part.preempt_mode is not PreemptMode.OFF:
             return part.preempt_mode, part.grace_time
@@ -735,7 +753,9 @@ class Engine:
 
     def never_fits(self, spec: JobSpec) -> str | None:
         """Why a request could never run on this cluster (Slurm refuses such a submission),
-        or None. The job is not created."""
+        or None. More nodes than its partition has is such a reason only under
+        ``EnforcePartLimits``; without, the job is queued and waits (``PartitionConfig``). The
+        job is not created."""
         part = self.cluster.partition(spec.partition)
         name = part.name if part is not None else (spec.partition or "")
         probe = Job(0, 0, spec, self._now, name, 0, spec.time_limit or DEFAULT_TIME_LIMIT)
@@ -746,9 +766,11 @@ class Engine:
         now if it fits, else at the first expected end of the running jobs after which it
         fits. Pending jobs are not counted in front of it: an estimate, as Slurm's is. Nothing
         changes."""
-        if self.never_fits(spec) is not None:
-            return None
         part = self.cluster.partition(spec.partition)
+        if self.never_fits(spec) is not None or (
+            part is not None and spec.nodes_min > len(part.nodes)
+        ):
+            return None
         probe = Job(
             0,
             0,

@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from phalanx.domain.job import JobSpec
+from phalanx.domain.jobstep import StepRecord
+from phalanx.domain.rusage import RunUsage
 from phalanx.domain.time import Instant
 
 __all__ = [
@@ -73,13 +75,20 @@ class LaunchFailed:
 @dataclass(frozen=True, slots=True)
 class TasksExited:
     """Every process of run ``run`` has ended; ``exit_code`` is the highest, ``signal`` set
-    if a signal ended them."""
+    if a signal ended them. ``usage``: what the run's own processes used (the batch script,
+    or every task of a job that is not one); ``steps_usage``: its steps (``srun`` in the
+    allocation) that ended before it, together. None where nothing was measured; kept on the
+    job for accounting, never a reason for a decision. ``steps``: the run's steps as
+    accounting shows them (one still running when the run ended is CANCELLED), likewise."""
 
     at: Instant
     job_id: int
     run: int
     exit_code: int = 0
     signal: int = 0
+    usage: RunUsage | None = None
+    steps_usage: RunUsage | None = None
+    steps: tuple[StepRecord, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

@@ -11,6 +11,8 @@ import json
 from typing import Any
 
 from phalanx.domain.job import ArraySpec, Dependency, DepKind, JobSpec
+from phalanx.domain.jobstep import StepRecord
+from phalanx.domain.rusage import RunUsage
 from phalanx.engine import (
     Cancel,
     CleanupDone,
@@ -81,12 +83,28 @@ _PLAIN: dict[str, type[Any]] = {
 _KIND = {cls: kind for kind, cls in _PLAIN.items()}
 
 
+_USAGES = ("usage", "steps_usage")
+"""``TasksExited`` fields holding a ``RunUsage``: ``[user_ms, system_ms, max_rss_kb]`` in the
+journal, left out when not measured (rows then read as they did before usage existed).
+``steps`` is a list of ``StepRecord`` dicts (their usage likewise), left out when empty."""
+
+
 def encode(event: Event) -> tuple[str, str]:
     if isinstance(event, Submit):
         return "submit", json.dumps({"at": event.at, "spec": spec_to_dict(event.spec)})
     kind = _KIND.get(type(event))
     if kind is None:
         raise TypeError(f"{type(event).__name__} is not journaled")
+    if isinstance(event, TasksExited):
+        data: dict[str, Any] = {
+            f.name: getattr(event, f.name)
+            for f in dataclasses.fields(event)
+            if f.name not in (*_USAGES, "steps")
+        }
+        _put_usages(data, event, _USAGES)
+        if event.steps:
+            data["steps"] = [_step_to_dict(step) for step in event.steps]
+        return kind, json.dumps(data)
     return kind, json.dumps(dataclasses.asdict(event))
 
 
@@ -94,6 +112,33 @@ def decode(kind: str, body: str) -> Event:
     data = json.loads(body)
     if kind == "submit":
         return Submit(int(data["at"]), spec_from_dict(data["spec"]))
+    if kind == "exited":
+        _get_usages(data, _USAGES)
+        data["steps"] = tuple(_step_from_dict(step) for step in data.get("steps", ()))
     cls = _PLAIN[kind]
     event: Event = cls(**data)
     return event
+
+
+def _put_usages(data: dict[str, Any], holder: object, names: tuple[str, ...]) -> None:
+    for name in names:
+        usage: RunUsage | None = getattr(holder, name)
+        if usage is not None:
+            data[name] = [usage.user_ms, usage.system_ms, usage.max_rss_kb]
+
+
+def _get_usages(data: dict[str, Any], names: tuple[str, ...]) -> None:
+    for name in names:
+        if data.get(name) is not None:
+            data[name] = RunUsage(*(int(v) for v in data[name]))
+
+
+def _step_to_dict(step: StepRecord) -> dict[str, Any]:
+    data = {f.name: getattr(step, f.name) for f in dataclasses.fields(step) if f.name != "usage"}
+    _put_usages(data, step, ("usage",))
+    return data
+
+
+def _step_from_dict(data: dict[str, Any]) -> StepRecord:
+    _get_usages(data, ("usage",))
+    return StepRecord(**data)

@@ -36,6 +36,9 @@ from phalanx.sched.profile import Profile
 
 __all__ = ["Controller", "PassStats"]
 
+_FACTS = ("arch", "os", "boot_time", "cpu_load", "free_mem_mb")
+"""What an agent's hello tells of its machine, kept for ``scontrol show node``."""
+
 log = logging.getLogger("phalanx.controller")
 
 
@@ -154,11 +157,22 @@ class Controller:
         return ids
 
     def check(self, spec: JobSpec) -> None:
-        """Refuse, as Slurm does at submission, a request that can never run here."""
-        if spec.partition is not None and spec.partition not in self.cluster.partitions:
+        """Refuse, as Slurm does at submission, a request that can never run here; an
+        unknown QOS and partition limits only where the cluster enforces them."""
+        cluster = self.cluster
+        part = cluster.partition(spec.partition)
+        if part is None:
             raise SpecError(f"invalid partition specified: {spec.partition}", field="partition")
-        if spec.qos not in self.cluster.qos:
+        if cluster.enforce_qos and spec.qos not in cluster.qos:
             raise SpecError(f"invalid qos specification: {spec.qos}", field="qos")
+        limit = part.exceeded_by(spec.nodes_min, spec.time_limit)
+        if cluster.enforce_part_limits and limit == Reason.PARTITION_CONFIG:
+            raise SpecError(
+                f"{spec.nodes_min} nodes asked for, partition {part.name} has {len(part.nodes)}",
+                field="nodes",
+            )
+        if cluster.enforce_part_limits and limit == Reason.PARTITION_TIME:
+            raise SpecError(f"time limit over partition {part.name}'s MaxTime", field="time")
         problem = self.engine.never_fits(spec)
         if problem is not None:
             raise SpecError(problem, field="resources")
@@ -254,7 +268,7 @@ class Controller:
         if job.state is not JobState.RUNNING:
             raise Conflict(f"job {job_id} is {job.state.value}, not RUNNING")
         try:
-            return self.fleet.start_step(job_id, job.run, request)
+            return self.fleet.start_step(job_id, job.run, request, self.clock.now())
         except StepError as exc:
             raise SpecError(str(exc), field="nodes") from None
 
@@ -266,6 +280,11 @@ class Controller:
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(step.done.wait(), wait)
         return step
+
+    def running_steps(self, job_ids: Iterable[int] | None = None) -> list[Step]:
+        """The steps of the jobs running now (of ``job_ids`` only, if given); an ended job's
+        are on the job (``Job.steps``)."""
+        return self.fleet.running_steps(job_ids)
 
     def kill_step(self, job_id: int, step_no: int, caller: Caller) -> None:
         job = self.job(job_id)
@@ -413,6 +432,7 @@ class Controller:
             hello.get("runs", ()),
             now,
         )
+        self.fleet.agents[node].facts = {k: hello[k] for k in _FACTS if hello.get(k) is not None}
         if node in self._down:
             self._down.discard(node)
             index = self.cluster.node_index(node)
@@ -429,13 +449,19 @@ class Controller:
         self._accepted()
         return acked
 
-    async def commands(self, node: str, after: int, wait: float) -> list[dict[str, Any]]:
+    async def commands(
+        self, node: str, after: int, wait: float, health: Mapping[str, Any] | None = None
+    ) -> list[dict[str, Any]]:
+        """The node's commands after ``after``, waiting up to ``wait`` s for some; ``health``
+        (``cpu_load``, ``free_mem_mb``) is how the agent found its machine as it asked."""
         agent = self.fleet.agents.get(node)
         if agent is None:
             raise NotFound(f"node {node!r} is not in the cluster definition")
         if not agent.registered:
             # A controller that restarted: the agent must say what it runs first.
             raise Conflict(f"agent {node} is not registered with this controller")
+        if health:
+            agent.facts.update((k, v) for k, v in health.items() if v is not None)
         out = self.fleet.take(node, after, self.clock.now())
         if out or wait <= 0:
             return out
@@ -487,6 +513,19 @@ class Controller:
     def agent_registered(self, name: str) -> bool:
         agent = self.fleet.agents.get(name)
         return agent is not None and agent.registered
+
+    def node_facts(self, name: str) -> dict[str, Any]:
+        """What the node's agent told of its machine, and where and when it registered
+        (``NodeInfo`` fields; none without a registered agent)."""
+        agent = self.fleet.agents.get(name)
+        if agent is None or not agent.registered:
+            return {}
+        return {**agent.facts, "address": agent.address, "agent_start": agent.started}
+
+    def node_mem_alloc(self) -> list[int]:
+        """Per node: memory (MB) held by jobs now."""
+        state = self.engine.state
+        return [int(v) for v in state.node_mem - state.cap.mem]
 
     def node_usage(self) -> list[tuple[float, int]]:
         state = self.engine.state

@@ -25,6 +25,8 @@ from typing import Any
 
 from phalanx.domain.cluster import Cluster
 from phalanx.domain.hostlist import compress
+from phalanx.domain.jobstep import StepRecord, step_name
+from phalanx.domain.rusage import RunUsage, combined
 from phalanx.domain.time import SECOND, Duration, Instant
 from phalanx.engine import (
     Cleanup,
@@ -84,6 +86,11 @@ class Agent:
     """Long polls of this agent waiting now."""
     delivered: set[RunKey] = field(default_factory=set)
     """Runs whose launch this boot of the agent has taken."""
+    started: Instant | None = None
+    """When this boot of the agent first registered."""
+    facts: dict[str, Any] = field(default_factory=dict)
+    """What it said of its machine (``arch``, ``os``, ``boot_time``, ``cpu_load``,
+    ``free_mem_mb``), the load and free memory as of its last poll."""
 
 
 @dataclass
@@ -96,6 +103,10 @@ class _Run:
     signal: int = 0
     failure: str = ""
     killed: bool = False
+    usage: RunUsage | None = None
+    """What its tasks used, over the nodes that reported so far."""
+    steps_usage: RunUsage | None = None
+    """What its ended steps used, together."""
 
 
 @dataclass
@@ -112,6 +123,18 @@ class Step:
     signal: int = 0
     failure: str = ""
     killed: bool = False
+    usage: RunUsage | None = None
+    name: str = ""
+    """The base name of the program it runs (Slurm's step name)."""
+    nodelist: str = ""
+    cpus: int = 0
+    """Over all its nodes."""
+    gpus: float = 0.0
+    """Over all its nodes."""
+    mem_mb: int = 0
+    """Per node."""
+    start: Instant = 0
+    end: Instant | None = None
     done: asyncio.Event = field(default_factory=asyncio.Event)
 
     @property
@@ -123,6 +146,30 @@ class Step:
         if self.killed:
             return "CANCELLED"
         return "COMPLETED" if self.exit_code == 0 and self.signal == 0 else "FAILED"
+
+    def record(self, run_ended: Instant | None = None) -> StepRecord:
+        """The step as accounting shows it; with ``run_ended``, as the run's end leaves it:
+        a step still running then is CANCELLED at that instant (its job kills it)."""
+        state, end = self.state, self.end
+        if self.waiting and run_ended is not None:
+            state, end = "CANCELLED", run_ended
+        return StepRecord(
+            self.job_id,
+            self.step,
+            self.name,
+            self.nodelist,
+            self.tasks,
+            self.cpus,
+            self.gpus,
+            self.mem_mb,
+            self.start,
+            end,
+            state,
+            self.exit_code,
+            self.signal,
+            self.failure,
+            None if self.waiting else self.usage,
+        )
 
 
 class Fleet:
@@ -199,6 +246,8 @@ class Fleet:
         agent = self.agents[node]
         listed = {(int(r["job_id"]), int(r["run"])): r for r in runs}
         restarted = agent.registered and agent.boot_id != boot_id
+        if agent.boot_id != boot_id or agent.started is None:
+            agent.started = now
         agent.boot_id, agent.address, agent.seen = boot_id, address, now
         agent.registered = True
         agent.outbox.clear()
@@ -239,7 +288,7 @@ class Fleet:
             del listed[key]
             job_run = (key[0], key[1] % STEP_RUNS)
             if report["state"] != "running":
-                acked.append(self._step_ended(node, key, report))
+                acked.append(self._step_ended(node, key, report, now))
             elif job_run not in self.runs:
                 self._send(node, self._kill_command(key))  # its job is over
             else:
@@ -260,7 +309,7 @@ class Fleet:
             if report["state"] == "running":
                 continue
             if key[1] >= STEP_RUNS:
-                acked.append(self._step_ended(node, key, report))
+                acked.append(self._step_ended(node, key, report, now))
             else:
                 acked.extend(self._ended(node, key, report, now))
         return acked
@@ -326,6 +375,7 @@ class Fleet:
                 self._kill(run)  # the rest of the gang cannot work without this node
         run.exit_code = max(run.exit_code, int(report.get("exit_code", 0)))
         run.signal = max(run.signal, int(report.get("signal", 0)))
+        run.usage = combined(run.usage, _usage(report))
         if run.waiting:
             return []  # acknowledged with the last node's report, once journaled
         job_id, run_no = key
@@ -334,7 +384,23 @@ class Fleet:
             if run.failure and run.exit_code == 0 and run.signal in (0, 9):
                 self._report(LaunchFailed(at, job_id, run_no, run.failure))
             else:
-                self._report(TasksExited(at, job_id, run_no, run.exit_code, run.signal))
+                steps = tuple(
+                    step.record(at)
+                    for _, step in sorted(self._steps.get(job_id, {}).items())
+                    if step.run == run_no
+                )
+                self._report(
+                    TasksExited(
+                        at,
+                        job_id,
+                        run_no,
+                        run.exit_code,
+                        run.signal,
+                        run.usage,
+                        run.steps_usage,
+                        steps,
+                    )
+                )
         except Exception:
             run.waiting.add(node)  # not journaled: the agent will report it again
             raise
@@ -343,9 +409,9 @@ class Fleet:
         return [key]
 
     # ------------------------------------------------------------------ steps
-    def start_step(self, job_id: int, run: int, request: Mapping[str, Any]) -> Step:
-        """Start a step of a running job over (part of) its allocation: ``request`` has
-        ``command``, and optionally ``ntasks``, ``nodes``, ``ntasks_per_node``,
+    def start_step(self, job_id: int, run: int, request: Mapping[str, Any], now: Instant) -> Step:
+        """Start a step of a running job over (part of) its allocation at ``now``: ``request``
+        has ``command``, and optionally ``ntasks``, ``nodes``, ``ntasks_per_node``,
         ``environment``, ``workdir``, ``output``, ``error``."""
         launch = self.runs.get((job_id, run))
         if launch is None:
@@ -413,6 +479,8 @@ class Fleet:
                     }
                 )
         step = Step(job_id, run, step_no, ntasks, commands, set(commands))
+        step.name, step.nodelist, step.start = step_name(step_spec.command), names, now
+        step.cpus, step.gpus, step.mem_mb = sub.cpus * nodes, sub.gpus, sub.mem_mb
         self._steps.setdefault(job_id, {})[step_no] = step
         for node, command in commands.items():
             self._send(node, command)
@@ -420,6 +488,17 @@ class Fleet:
 
     def step(self, job_id: int, step_no: int) -> Step | None:
         return self._steps.get(job_id, {}).get(step_no)
+
+    def running_steps(self, job_ids: Iterable[int] | None = None) -> list[Step]:
+        """The steps of the runs going on now (of ``job_ids`` only, if given), by job and
+        step number; those of runs that ended are on their ``TasksExited``."""
+        wanted = self._steps.keys() if job_ids is None else set(job_ids) & self._steps.keys()
+        return [
+            step
+            for job_id in sorted(wanted)
+            for _, step in sorted(self._steps[job_id].items())
+            if (job_id, step.run) in self.runs
+        ]
 
     def kill_step(self, job_id: int, step_no: int) -> None:
         step = self.step(job_id, step_no)
@@ -448,7 +527,9 @@ class Fleet:
         while len(self._ended_jobs) > STEP_JOBS_KEPT:
             self._steps.pop(self._ended_jobs.popleft(), None)
 
-    def _step_ended(self, node: str, key: RunKey, report: Mapping[str, Any]) -> RunKey:
+    def _step_ended(
+        self, node: str, key: RunKey, report: Mapping[str, Any], now: Instant
+    ) -> RunKey:
         job_id, encoded = key
         step = self.step(job_id, encoded // STEP_RUNS - 1)
         if step is None or node not in step.waiting:
@@ -458,8 +539,13 @@ class Fleet:
             step.failure = step.failure or str(report.get("reason") or "launch failed")
         step.exit_code = max(step.exit_code, int(report.get("exit_code", 0)))
         step.signal = max(step.signal, int(report.get("signal", 0)))
+        step.usage = combined(step.usage, _usage(report))
         if not step.waiting:
+            step.end = now
             step.done.set()
+            run = self.runs.get((job_id, step.run))
+            if run is not None:  # else the job ended first: its accounting is journaled
+                run.steps_usage = combined(run.steps_usage, step.usage)
         return key
 
     def _commands(self, cmd: Launch, limit: int | None = None) -> dict[str, dict[str, Any]]:
@@ -536,6 +622,14 @@ class Fleet:
                 }
             )
         return per_node
+
+
+def _usage(report: Mapping[str, Any]) -> RunUsage | None:
+    """A report's ``usage`` (a ``Usage`` as a dict); None from agents that do not measure."""
+    usage = report.get("usage")
+    if not usage:
+        return None
+    return RunUsage(int(usage["user_ms"]), int(usage["system_ms"]), int(usage["max_rss_kb"]))
 
 
 def _open_mode(extra: tuple[tuple[str, str], ...], run: int, position: int) -> str:

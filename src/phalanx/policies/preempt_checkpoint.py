@@ -30,9 +30,9 @@ def lost_work(job: Job, now: Instant) -> float:
 
 
 def may_preempt(job: Job, victim: Job, cluster: Cluster) -> bool:
-    qos = cluster.qos.get(job.spec.qos)
-    vqos = cluster.qos.get(victim.spec.qos)
-    if qos is not None and victim.spec.qos in qos.preempt:
+    qos = cluster.qos_for(job.spec.qos)
+    vqos = cluster.qos_for(victim.spec.qos)
+    if qos is not None and (vqos.name if vqos else victim.spec.qos) in qos.preempt:
         return vqos is None or vqos.preempt_mode is not PreemptMode.OFF
     part = cluster.partitions.get(victim.partition)
     return victim.tier < job.tier and part is not None and part.preempt_mode is not PreemptMode.OFF
@@ -40,7 +40,7 @@ def may_preempt(job: Job, victim: Job, cluster: Cluster) -> bool:
 
 def could_preempt_any(job: Job, cluster: Cluster) -> bool:
     """Whether any running job could ever be a victim of ``job`` (cheap, by QOS and tier)."""
-    qos = cluster.qos.get(job.spec.qos)
+    qos = cluster.qos_for(job.spec.qos)
     if qos is not None and qos.preempt:
         return True
     return any(
@@ -110,7 +110,7 @@ class CheckpointPreempt:
             return False
         if victim.attained_at(now) < self.victim_attained:
             return False
-        qos, vqos = cluster.qos.get(job.spec.qos), cluster.qos.get(victim.spec.qos)
+        qos, vqos = cluster.qos_for(job.spec.qos), cluster.qos_for(victim.spec.qos)
         return (vqos.priority if vqos else 0) <= (qos.priority if qos else 0)
 
     def victims(self, job: Job, ctx: PassContext) -> list[Job] | None:

@@ -83,7 +83,7 @@ class MultifactorPriority:
         part = cluster.partitions.get(job.partition)
         max_part = self._max_part
         part_f = (part.priority_job_factor / max_part) if part is not None and max_part else 0.0
-        qos = cluster.qos.get(job.spec.qos)
+        qos = cluster.qos_for(job.spec.qos)
         max_qos = self._max_qos
         qos_f = (qos.priority / max_qos) if qos is not None and max_qos > 0 else 0.0
         short = max(0.0, 1.0 - job.time_limit / self.max_limit) if self.w_short else 0.0

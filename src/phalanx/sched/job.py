@@ -8,6 +8,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from phalanx.domain.job import JobSpec
+from phalanx.domain.jobstep import StepRecord
+from phalanx.domain.rusage import RunUsage
 from phalanx.domain.state import JobState, Reason
 from phalanx.domain.time import Duration, Instant
 from phalanx.sched.capacity import Allocation
@@ -45,9 +47,12 @@ class Job:
         "spec",
         "start",
         "state",
+        "steps",
+        "steps_usage",
         "submit",
         "tier",
         "time_limit",
+        "usage",
     )
 
     def __init__(
@@ -97,6 +102,12 @@ class Job:
         """Service received so far (GPUs x ms over all runs): what LAS policies order by."""
         self.exit_code: int | None = None
         self.exit_signal = 0
+        self.usage: RunUsage | None = None
+        """What the last run that ended used, its steps aside (None: not measured)."""
+        self.steps_usage: RunUsage | None = None
+        """What the steps of that run used, together."""
+        self.steps: tuple[StepRecord, ...] = ()
+        """The steps of that run, as accounting shows them (``sacct``'s ``N.0`` rows)."""
         self.fixed_priority: float | None = None
         """Set by an administrator (``scontrol update priority=``): wins over the plugin."""
         self.array_job_id: int | None = None

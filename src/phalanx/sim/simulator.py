@@ -6,6 +6,7 @@ arrivals, timers, the pass last); ``seq`` makes it total and deterministic.
 
 from __future__ import annotations
 
+import dataclasses
 import heapq
 import time
 from collections.abc import Callable, Sequence
@@ -53,7 +54,9 @@ class Simulator:
         self.cluster = cluster
         self.profile = profile
         self.workload = workload
-        self.engine = Engine(cluster, profile)
+        # A replay refuses what could never run here, as Slurm with EnforcePartLimits does:
+        # such trace jobs are reported as rejected, not left pending to the end of the run.
+        self.engine = Engine(dataclasses.replace(cluster, enforce_part_limits=True), profile)
         self.faults = faults
         self.mfu = mfu
         self.records: dict[int, JobRecord] = {}

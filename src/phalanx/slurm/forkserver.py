@@ -1,28 +1,35 @@
-"""The command server: a warm process that runs Slurm commands for the native shims.
+"""The command server: warm processes that run Slurm commands for the native shims.
 
 Tools run ``sbatch`` and ``squeue`` thousands of times, and a Python process takes longer to
 start (9-15 ms here, with imports ~25 ms) than Slurm's C ``sbatch`` takes to submit a job. So
 ``phalanx shims`` writes a small C program (``shim.c``) that starts in well under a
 millisecond, connects to this server's socket beside the controller's and hands over the
 command: its argv, environment, working directory (as a file descriptor) and its standard
-input, output and error themselves (``SCM_RIGHTS``). The server imported every command module
-once and keeps children forked ahead of need waiting in ``accept()``; the one that takes the
-connection takes on the caller's identity, descriptors, directory and environment, runs
-``phalanx.slurm.<cmd>.main()``, the very code the Python shim runs, and reports its exit
-status, while the server forks its replacement. Signals the caller gets (Ctrl-C, a timeout's SIGTERM) are forwarded
-to the child, and a child killed by a signal makes the shim die of the same signal.
+input, output and error themselves (``SCM_RIGHTS``).
 
-Identity comes from the kernel (``SO_PEERCRED``), never from the request. A server running as
-root drops to the caller's uid, gid and groups in the child before it reads a byte of the
-request; a server running as anyone else serves only its own uid and answers ``fallback`` to
-others, whose shim then runs the Python command itself. So does a shim that finds no server.
+The server imports every command module once and keeps *workers*: processes forked from it,
+one user's each, that run commands one at a time. The server accepts a connection, reads who
+is calling from the kernel (``SO_PEERCRED``, never from the request), and passes it to an idle
+worker of that user (forking one when there is none). The worker takes on the caller's
+descriptors, directory and environment, runs ``phalanx.slurm.<cmd>.main()``, the very code the
+Python shim runs, gives the descriptors back (the caller's pipes close), reports the exit
+status and waits for the next command. Nothing forks on the way of a command once a user's
+worker is warm: no copy-on-write faults, no teardown. Signals the caller gets (Ctrl-C, a
+timeout's SIGTERM) are forwarded and abort the command as they would have killed it, and the
+shim dies of the same signal.
+
+A worker of a server running as root drops to its user's uid, gid and groups before it reads
+a byte of any request; a server running as anyone else serves only its own uid and answers
+``fallback`` to others, whose shim then runs the Python command itself. So does a shim that
+finds no server. A worker retires after ``IDLE_S`` idle or ``MAX_COMMANDS`` commands, which
+bounds whatever a command could leave behind in it (one user's commands only, ever).
 
 Protocol (one connection per command, all integers in ASCII)::
 
     shim   -> "PHX1" + 8 hex digits (length of the rest) with SCM_RIGHTS [stdin, stdout, stderr,
               cwd]; then NUL-terminated strings: command, argc, argv..., envc, environ...
     server -> "fallback\\n"                     before reading anything: run the Python shim
-    server -> "exit N\\n" | "signal N\\n"       how the command ended (the first line counts)
+    server -> "exit N\\n" | "signal N\\n"       how the command ended
     shim   -> "signal N\\n"                     a signal the shim received, for the command
 
 Commands that stay attached for a long time and relay a terminal (``srun``, ``salloc``) are
@@ -32,7 +39,9 @@ not served here; their shims are the Python ones.
 from __future__ import annotations
 
 import contextlib
+import gc
 import importlib
+import io
 import os
 import selectors
 import signal
@@ -46,14 +55,19 @@ if TYPE_CHECKING:
 __all__ = ["COMMANDS", "MAGIC", "SOCKET_NAME", "main", "serve"]
 
 SOCKET_NAME = "commands.sock"
-POOL = 2
-"""Children waiting for a command. Two: a serial caller never waits for a fork."""
+IDLE_S = 60.0
+"""A worker idle this long retires (the server's own user keeps one warm)."""
+MAX_COMMANDS = 1_000
+"""A worker retires after this many commands."""
+MAX_WORKERS = 16
+"""Workers per user at most; more commands at once wait for one to be free."""
 MAGIC = b"PHX1"
 COMMANDS = ("sbatch", "scancel", "squeue", "sacct", "sinfo", "scontrol", "sprio", "sshare")
 """The commands the server runs (and the native shim forwards)."""
 # What the commands import lazily, on some paths only: imported here once so no child pays.
 _LAZY = (
     "array",
+    "collections",
     "datetime",
     "fcntl",
     "getopt",
@@ -86,99 +100,278 @@ def preload() -> None:
         importlib.import_module(name)
 
 
-def serve(path: str, parent: int | None = None, pool: int = POOL) -> None:
+def serve(path: str, parent: int | None = None) -> None:
     """Serve commands on the Unix socket ``path`` until ``parent`` (a pipe's read end, held
-    open by the controller) reaches end of file, or SIGTERM.
-
-    ``pool`` children wait in ``accept()``, forked ahead of need: a command does not wait for
-    a fork. A child that takes a connection says so on a pipe (its pid, one atomic write) and
-    this process forks its replacement while the command runs."""
+    open by the controller) reaches end of file, or SIGTERM."""
     preload()
-    listener = _listen(path)
-    took_r, took_w = os.pipe()
-    wakeup_r, wakeup_w = os.pipe()
-    for fd in (took_r, wakeup_r, wakeup_w):
-        os.set_blocking(fd, False)
-    signal.set_wakeup_fd(wakeup_w)
-    signal.signal(signal.SIGCHLD, lambda *_: None)  # a handler, so the wakeup fd is written
-    stop = False
+    _standard_streams()
+    # Keep the collector off the preloaded objects: a collection in a worker would write to
+    # every object's header and copy every page the worker shares with this process.
+    gc.collect()
+    gc.freeze()
+    _Server(path, parent).run()
 
-    def on_term(*_: object) -> None:
-        nonlocal stop
-        stop = True
 
-    signal.signal(signal.SIGTERM, on_term)
-    selector = selectors.DefaultSelector()
-    selector.register(took_r, selectors.EVENT_READ, "took")
-    selector.register(wakeup_r, selectors.EVENT_READ, "child")
-    if parent is not None:
-        selector.register(parent, selectors.EVENT_READ, "parent")
-    own = [fd for fd in (took_r, wakeup_r, wakeup_w, parent) if fd is not None]
-    idle: set[int] = set()
-    spawner = _Spawner()
-    try:
-        while not stop:
-            while len(idle) < pool and spawner.may_fork():
-                pid = os.fork()
-                if pid == 0:
-                    code = 1
-                    try:
-                        code = _child(listener, took_w, own)
-                    finally:
-                        os._exit(code)
-                idle.add(pid)
-            for key, _ in selector.select(timeout=spawner.wait()):
-                if key.data == "took":
-                    for pid in _taken(took_r):
-                        idle.discard(pid)
-                elif key.data == "child":
-                    _drain(wakeup_r)
-                    for pid in _reaped():
-                        if pid in idle:  # died before it took a command: not for long
-                            idle.discard(pid)
-                            spawner.lost()
-                elif key.data == "parent" and not os.read(key.fd, 4096):
-                    stop = True
-    finally:
-        selector.close()
-        listener.close()
-        for pid in idle:
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(pid, signal.SIGTERM)
-        # Another server may have replaced the socket since (a restarted controller).
+class _Worker:
+    """One user's process, running commands one at a time. Workers of the server's own user
+    (``accepts``) take connections from the socket themselves, one hop fewer for the common
+    case, and pass the other users' to the server. ``conn`` is the command the server handed
+    to a worker and keeps a copy of, to answer the shim if the worker dies running it."""
+
+    __slots__ = ("accepts", "busy", "channel", "conn", "dead", "idle_since", "pid", "served", "uid")
+
+    def __init__(
+        self, pid: int, uid: int, channel: socket.socket, accepts: bool, now: float
+    ) -> None:
+        self.pid = pid
+        self.uid = uid
+        self.channel = channel
+        self.accepts = accepts
+        self.conn: socket.socket | None = None
+        self.busy = False
+        self.idle_since = now
+        self.served = 0
+        self.dead = False
+
+
+class _Server:
+    def __init__(self, path: str, parent: int | None) -> None:
+        import collections
+        import time
+
+        self.path = path
+        self.parent = parent
+        self.clock = time.monotonic
+        self.me = os.geteuid()
+        self.my_gid = os.getegid()
+        self.listener = _listen(path)
+        self.listener.setblocking(False)  # several workers wait on it; one wins each
+        self.wakeup_r, self.wakeup_w = os.pipe()
+        for fd in (self.wakeup_r, self.wakeup_w):
+            os.set_blocking(fd, False)
+        self.selector = selectors.DefaultSelector()
+        self.workers: dict[int, _Worker] = {}
+        self.waiting: dict[int, collections.deque[tuple[socket.socket, int]]] = (
+            collections.defaultdict(collections.deque)
+        )
+        self.stop = False
+
+    def run(self) -> None:
+        signal.set_wakeup_fd(self.wakeup_w)
+        signal.signal(signal.SIGCHLD, lambda *_: None)  # a handler, so the wakeup fd is written
+
+        def on_term(*_: object) -> None:
+            self.stop = True
+
+        signal.signal(signal.SIGTERM, on_term)
+        self.selector.register(self.wakeup_r, selectors.EVENT_READ, None)
+        if self.parent is not None:
+            self.selector.register(self.parent, selectors.EVENT_READ, None)
         try:
-            if os.stat(path).st_ino == _bound_inode:
-                os.unlink(path)
+            self._fork(self.me, self.my_gid)
+            while not self.stop:
+                for key, _ in self.selector.select(timeout=self._retire()):
+                    if key.fd == self.wakeup_r:
+                        _drain(self.wakeup_r)
+                        self._reap()
+                    elif key.fd == self.parent:
+                        if not os.read(key.fd, 4096):
+                            self.stop = True
+                    else:
+                        self._heard(key.data)
+        finally:
+            self._close()
+
+    def _mine(self, uid: int) -> list[_Worker]:
+        return [w for w in self.workers.values() if w.uid == uid and not w.dead]
+
+    # -------------------------------------------------------------------- messages
+    def _heard(self, worker: _Worker) -> None:
+        """``t``: an accepting worker took a command; ``d``: a worker is done with one;
+        ``f`` + a descriptor: another user's command, for that user's worker. Nothing: the
+        worker is gone."""
+        import array
+
+        fds = array.array("i")
+        try:
+            data, ancillary, _, _ = worker.channel.recvmsg(1, socket.CMSG_SPACE(fds.itemsize))
         except OSError:
-            pass
+            data, ancillary = b"", []
+        for level, kind, payload in ancillary:
+            if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
+                fds.frombytes(payload[: len(payload) - len(payload) % fds.itemsize])
+        if not data:
+            for fd in fds:
+                os.close(fd)
+            self._gone(worker)
+            return
+        if data == b"t":
+            worker.busy = True
+            # Someone must be waiting at the socket while this command runs.
+            mine = self._mine(worker.uid)
+            acceptor_free = any(w.accepts and not w.busy for w in mine)
+            if worker.accepts and not acceptor_free and len(mine) < MAX_WORKERS:
+                self._fork(worker.uid, self.my_gid)
+        elif data == b"d":
+            if worker.conn is not None:
+                worker.conn.close()
+                worker.conn = None
+            worker.busy = False
+            worker.served += 1
+            worker.idle_since = self.clock()
+            self._dispatch(worker.uid)
+        elif data == b"f" and len(fds) == 1:
+            conn = socket.socket(fileno=fds[0])
+            creds = conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, 12)
+            uid = int.from_bytes(creds[4:8], sys.byteorder)
+            gid = int.from_bytes(creds[8:12], sys.byteorder)
+            self.waiting[uid].append((conn, gid))
+            self._dispatch(uid)
+        else:
+            for fd in fds:
+                os.close(fd)
+
+    def _dispatch(self, uid: int) -> None:
+        """Hand the user's waiting commands to its idle workers, forking some if need be."""
+        queue = self.waiting.get(uid)
+        while queue:
+            conn, gid = queue[0]
+            idle = [w for w in self._mine(uid) if not w.busy and not w.accepts]
+            if idle:
+                worker = idle[0]
+            elif len(self._mine(uid)) < MAX_WORKERS:
+                forked = self._fork(uid, gid, accepts=False)
+                if forked is None:
+                    return  # retried when a worker ends
+                worker = forked
+            else:
+                return  # all busy: the first one free takes it
+            queue.popleft()
+            try:
+                worker.channel.sendmsg(
+                    [b"c"], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, _fds(conn.fileno()))]
+                )
+            except OSError:
+                self._gone(worker)
+                queue.appendleft((conn, gid))
+                continue
+            worker.conn = conn
+            worker.busy = True
+
+    def _gone(self, worker: _Worker) -> None:
+        if not worker.dead:
+            self.selector.unregister(worker.channel)
+            worker.channel.close()
+            worker.dead = True
+
+    def _reap(self) -> None:
+        while True:
+            try:
+                pid, status = os.waitpid(-1, os.WNOHANG)
+            except ChildProcessError:
+                return
+            if pid == 0:
+                return
+            worker = self.workers.pop(pid, None)
+            if worker is None:
+                continue
+            if worker.conn is not None:  # it died running a command: say how
+                if os.WIFSIGNALED(status):
+                    _send(worker.conn, f"signal {os.WTERMSIG(status)}\n".encode())
+                else:
+                    _send(worker.conn, f"exit {os.waitstatus_to_exitcode(status)}\n".encode())
+                worker.conn.close()
+                worker.conn = None
+            self._gone(worker)
+            if worker.uid == self.me and not self.stop and not self._mine(self.me):
+                self._fork(self.me, self.my_gid)
+            if self.waiting.get(worker.uid):
+                self._dispatch(worker.uid)
+
+    # -------------------------------------------------------------------- workers
+    def _fork(self, uid: int, gid: int, accepts: bool = True) -> _Worker | None:
+        accepts = accepts and uid == self.me
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        try:
+            pid = os.fork()
+        except OSError:
+            ours.close()
+            theirs.close()
+            return None
+        if pid == 0:  # the worker: never returns
+            code = 1
+            try:
+                ours.close()
+                listener = self.listener if accepts else None
+                self._forget(keep=listener)
+                code = _work(theirs, listener, uid, gid, self.me)
+            finally:
+                os._exit(code)
+        theirs.close()
+        worker = _Worker(pid, uid, ours, accepts, self.clock())
+        self.workers[pid] = worker
+        self.selector.register(ours, selectors.EVENT_READ, worker)
+        return worker
+
+    def _forget(self, keep: socket.socket | None) -> None:
+        """In a new worker: close everything of the server's (the listener unless it
+        accepts, other workers' channels, queued connections), undo its signal handling."""
+        signal.set_wakeup_fd(-1)
+        for number in (signal.SIGCHLD, signal.SIGTERM):
+            signal.signal(number, signal.SIG_DFL)
+        self.selector.close()
+        if keep is None:
+            self.listener.close()
+        for fd in (self.wakeup_r, self.wakeup_w, self.parent):
+            if fd is not None:
+                os.close(fd)
+        for worker in self.workers.values():
+            if not worker.dead:
+                worker.channel.close()
+            if worker.conn is not None:
+                worker.conn.close()
+        for queue in self.waiting.values():
+            for conn, _ in queue:
+                conn.close()
+
+    def _retire(self) -> float | None:
+        """Retire workers idle too long or used enough; the time until the next is due."""
+        now = self.clock()
+        due: float | None = None
+        for worker in list(self.workers.values()):
+            if worker.dead or worker.busy:
+                continue
+            mine = self._mine(worker.uid)
+            keep_warm = worker.accepts and sum(1 for w in mine if w.accepts) == 1
+            used_up = worker.served >= MAX_COMMANDS
+            if used_up or (not keep_warm and now - worker.idle_since >= IDLE_S):
+                self._gone(worker)  # the worker reads end of file and exits
+                if keep_warm:
+                    self._fork(worker.uid, self.my_gid)
+            elif not keep_warm:
+                left = worker.idle_since + IDLE_S - now
+                due = left if due is None else min(due, left)
+        return due
+
+    def _close(self) -> None:
+        self.selector.close()
+        self.listener.close()
+        for worker in self.workers.values():
+            if not worker.dead:
+                worker.channel.close()  # idle ones exit; busy ones finish, then exit
+        # Another server may have replaced the socket since (a restarted controller).
+        with contextlib.suppress(OSError):
+            if os.stat(self.path).st_ino == _bound_inode:
+                os.unlink(self.path)
 
 
 _bound_inode = -1
 
 
-class _Spawner:
-    """Forks replacements at once, unless children keep dying idle (a broken environment):
-    then at most one a second, so a fault does not become a fork loop."""
+def _fds(*fds: int) -> bytes:
+    import array
 
-    def __init__(self) -> None:
-        import time
-
-        self._clock = time.monotonic
-        self._losses: list[float] = []
-        self._next = 0.0
-
-    def lost(self) -> None:
-        now = self._clock()
-        self._losses = [t for t in self._losses if now - t < 1.0] + [now]
-        if len(self._losses) > 10:
-            self._next = now + 1.0
-
-    def may_fork(self) -> bool:
-        return self._clock() >= self._next
-
-    def wait(self) -> float | None:
-        left = self._next - self._clock()
-        return left if left > 0 else None
+    return array.array("i", fds).tobytes()
 
 
 def _listen(path: str) -> socket.socket:
@@ -194,29 +387,6 @@ def _listen(path: str) -> socket.socket:
     return listener
 
 
-def _taken(fd: int) -> list[int]:
-    data = b""
-    try:
-        while chunk := os.read(fd, 4096):
-            data += chunk
-    except BlockingIOError:
-        pass
-    return [int.from_bytes(data[i : i + 4], sys.byteorder) for i in range(0, len(data) - 3, 4)]
-
-
-def _reaped() -> list[int]:
-    """Children that ended. A busy one reported its own status to its shim."""
-    ended: list[int] = []
-    while True:
-        try:
-            pid, _ = os.waitpid(-1, os.WNOHANG)
-        except ChildProcessError:
-            return ended
-        if pid == 0:
-            return ended
-        ended.append(pid)
-
-
 def _drain(fd: int) -> None:
     try:
         while os.read(fd, 4096):
@@ -230,48 +400,142 @@ def _send(conn: socket.socket, data: bytes) -> None:
         conn.sendall(data)
 
 
-# ------------------------------------------------------------------------------ the child
-def _child(listener: socket.socket, took: int, inherited: list[int]) -> int:
-    """Wait for a command; become its caller, take its request and run it; return the exit
-    status (reported to the shim too)."""
-    signal.set_wakeup_fd(-1)
-    for fd in inherited:
-        os.close(fd)
-    for number in (signal.SIGCHLD, signal.SIGTERM):
-        signal.signal(number, signal.SIG_DFL)
-    signal.signal(signal.SIGINT, signal.default_int_handler)
+# ----------------------------------------------------------------------------- a worker
+class _Killed(BaseException):
+    """A signal forwarded by the shim (or its going away): the command ends of it."""
+
+    def __init__(self, number: int) -> None:
+        super().__init__(number)
+        self.number = number
+
+
+def _work(
+    channel: socket.socket, listener: socket.socket | None, uid: int, gid: int, me: int
+) -> int:
+    """Become ``uid``; run the commands this worker accepts on ``listener`` (the server's
+    own user's workers) or is handed on ``channel``, until the server closes ``channel``."""
+    if uid != me:
+        _become(uid, gid)
+    null = os.open(os.devnull, os.O_RDWR)
+    for fd in (0, 1, 2):  # the server's log is not for commands
+        os.dup2(null, fd)
+    os.chdir("/")
+    signal.signal(signal.SIGIO, signal.SIG_IGN)  # armed only while a command runs
+    baseline = {n: signal.getsignal(n) for n in _RESET}
+    waiting = selectors.DefaultSelector()
+    waiting.register(channel, selectors.EVENT_READ)
+    if listener is not None:
+        waiting.register(listener, selectors.EVENT_READ)
+    while True:
+        for key, _ in waiting.select():
+            if key.fileobj is channel:
+                try:
+                    conn = _receive_conn(channel)
+                except OSError:
+                    return 1
+                if conn is None:
+                    return 0
+            else:
+                assert listener is not None
+                try:
+                    conn, _ = listener.accept()
+                except (BlockingIOError, InterruptedError):
+                    continue  # another worker took it
+                conn.setblocking(True)
+                creds = conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, 12)
+                if int.from_bytes(creds[4:8], sys.byteorder) != uid:
+                    if me != 0:
+                        # Only root can become the caller: its own Python shim serves it.
+                        _send(conn, b"fallback\n")
+                    else:
+                        channel.sendmsg(
+                            [b"f"], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, _fds(conn.fileno()))]
+                        )
+                    conn.close()
+                    continue
+                channel.sendall(b"t")
+            line = _serve_one(conn, null)
+            _send(conn, line)
+            conn.close()
+            for number, handler in baseline.items():
+                with contextlib.suppress(OSError, ValueError, TypeError):
+                    signal.signal(number, handler)
+            signal.alarm(0)
+            try:
+                channel.sendall(b"d")
+            except OSError:
+                return 0
+            break  # the other ready key may be stale: select again
+
+
+# Signal dispositions a command may change, put back after each.
+_RESET = (
+    signal.SIGINT,
+    signal.SIGTERM,
+    signal.SIGHUP,
+    signal.SIGQUIT,
+    signal.SIGUSR1,
+    signal.SIGUSR2,
+    signal.SIGALRM,
+    signal.SIGPIPE,
+    signal.SIGIO,
+)
+
+
+def _receive_conn(channel: socket.socket) -> socket.socket | None:
+    import array
+
+    fds = array.array("i")
     while True:
         try:
-            conn, _ = listener.accept()
+            data, ancillary, _, _ = channel.recvmsg(1, socket.CMSG_SPACE(fds.itemsize))
             break
         except InterruptedError:
             continue
-    os.write(took, os.getpid().to_bytes(4, sys.byteorder))
-    os.close(took)
-    listener.close()
-    creds = conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, 12)
-    uid = int.from_bytes(creds[4:8], sys.byteorder)
-    gid = int.from_bytes(creds[8:12], sys.byteorder)
-    me = os.geteuid()
-    if uid != me:
-        if me != 0:
-            # Only root can become the caller; the caller's own Python shim serves it.
-            _send(conn, b"fallback\n")
-            return 0
-        _become(uid, gid)
-    conn.settimeout(_REQUEST_TIMEOUT_S)
+    for level, kind, payload in ancillary:
+        if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
+            fds.frombytes(payload[: len(payload) - len(payload) % fds.itemsize])
+    if not data:
+        for fd in fds:
+            os.close(fd)
+        return None
+    if len(fds) != 1:
+        for fd in fds:
+            os.close(fd)
+        raise OSError("the server sent no connection")
+    return socket.socket(fileno=fds[0])
+
+
+def _serve_one(conn: socket.socket, null: int) -> bytes:
+    """Run one command; give the caller's descriptors back; the line that answers it."""
+    mask = os.umask(0o022)
+    os.umask(mask)
     try:
-        command, argv, environ = _take_request(conn)
-    except (_BadRequest, OSError) as exc:
-        # On the caller's stderr when its descriptors arrived, else in the server's log.
-        print(f"phalanx command server: bad request: {exc}", file=sys.stderr)
-        return 1
-    conn.settimeout(None)
-    _watch(conn)
-    code = _run(command, argv, environ, conn)
-    signal.signal(signal.SIGIO, signal.SIG_IGN)
-    _send(conn, f"exit {code}\n".encode())
-    return code
+        conn.settimeout(_REQUEST_TIMEOUT_S)
+        try:
+            command, argv, environ = _take_request(conn)
+        except (_BadRequest, OSError) as exc:
+            # On the caller's stderr when its descriptors arrived, else nowhere.
+            with contextlib.suppress(OSError, ValueError):
+                print(f"phalanx command server: bad request: {exc}", file=sys.stderr, flush=True)
+            return b"exit 1\n"
+        conn.settimeout(None)
+        try:
+            _watch(conn)
+            return _run(command, argv, environ)
+        except KeyboardInterrupt:  # between main() and here
+            return b"signal 2\n"
+        except _Killed as killed:
+            return f"signal {killed.number}\n".encode()
+        finally:
+            signal.signal(signal.SIGIO, signal.SIG_IGN)
+    finally:
+        _flush()
+        for fd in (0, 1, 2):  # the caller's pipes close when it reads the answer
+            os.dup2(null, fd)
+        _standard_streams()
+        os.chdir("/")
+        os.umask(mask)
 
 
 def _become(uid: int, gid: int) -> None:
@@ -301,7 +565,8 @@ def _take_request(conn: socket.socket) -> tuple[str, list[str], dict[str, str]]:
         os.fchdir(cwd)
     finally:
         os.close(cwd)
-    _reopen_standard_streams()
+    _standard_streams()
+    _adopt_standard_streams()
     if header[: len(MAGIC)] != MAGIC:
         raise _BadRequest("not a Phalanx shim")
     try:
@@ -360,35 +625,39 @@ def _parse_body(body: bytes) -> tuple[str, list[str], dict[str, str]]:
     return command, argv, environ
 
 
-def _reopen_standard_streams() -> None:
-    """New ``sys.std*`` over the caller's descriptors 0-2, buffered as Python would buffer
-    them for the caller's terminal or pipe."""
+def _standard_streams() -> None:
+    """Fresh ``sys.std*`` over descriptors 0-2, as a Python shim (``-I``, which ignores
+    PYTHONUNBUFFERED) has them over a pipe or file: nothing buffered from before."""
     for fd, name, mode in ((0, "stdin", "r"), (1, "stdout", "w"), (2, "stderr", "w")):
         old = getattr(sys, name)
-        interactive = False
-        with contextlib.suppress(OSError):
-            interactive = os.isatty(fd)
+        if old is not None:
+            with contextlib.suppress(OSError, ValueError):
+                old.flush()
         stream = open(  # noqa: SIM115 - lives as long as the process
             fd,
             mode,
             encoding="utf-8",
             errors="backslashreplace" if fd == 2 else "surrogateescape",
             closefd=False,
-            buffering=1 if interactive or fd == 2 else -1,  # 1: line-buffered
+            buffering=1 if fd == 2 else -1,  # 1: line-buffered
         )
         setattr(sys, name, stream)
-        if old is not None:
-            with contextlib.suppress(OSError, ValueError):
-                old.flush()
+
+
+def _adopt_standard_streams() -> None:
+    """A terminal gets line-buffered output, as Python gives it."""
+    with contextlib.suppress(OSError, ValueError):
+        if os.isatty(1) and isinstance(sys.stdout, io.TextIOWrapper):
+            sys.stdout.reconfigure(line_buffering=True)
 
 
 def _watch(conn: socket.socket) -> None:
-    """Deliver the signals the shim forwards (each first acknowledged as how the command
-    ended, in case it ends of it); a shim that went away hangs the command up. Driven by
-    SIGIO on the connection rather than a thread: no thread to start for every command."""
+    """Deliver the signals the shim forwards: SIGINT as Python delivers it
+    (``KeyboardInterrupt``), the others as ``_Killed``, where the signal would have killed
+    a command of its own process; a shim that went away hangs the command up. Driven by
+    SIGIO on the connection: no thread to start for every command."""
     import fcntl
 
-    me = os.getpid()
     pending = bytearray()
 
     def on_io(*_: object) -> None:
@@ -402,27 +671,28 @@ def _watch(conn: socket.socket) -> None:
                 chunk = b""
             if not chunk:
                 signal.signal(signal.SIGIO, signal.SIG_IGN)
-                os.kill(me, signal.SIGHUP)
-                return
+                raise _Killed(signal.SIGHUP)
             pending.extend(chunk)
             while b"\n" in pending:
                 end = pending.index(b"\n")
                 word, _space, number = bytes(pending[:end]).partition(b" ")
                 del pending[: end + 1]
                 if word == b"signal" and number.isdigit() and int(number) in _FORWARDED:
-                    _send(conn, b"signal " + number + b"\n")
-                    os.kill(me, int(number))
+                    if int(number) == signal.SIGINT:
+                        raise KeyboardInterrupt
+                    raise _Killed(int(number))
 
     signal.signal(signal.SIGIO, on_io)
-    fcntl.fcntl(conn.fileno(), fcntl.F_SETOWN, me)
+    fcntl.fcntl(conn.fileno(), fcntl.F_SETOWN, os.getpid())
     fcntl.fcntl(
         conn.fileno(), fcntl.F_SETFL, fcntl.fcntl(conn.fileno(), fcntl.F_GETFL) | os.O_ASYNC
     )
     on_io()  # whatever arrived before SIGIO was armed
 
 
-def _run(command: str, argv: list[str], environ: dict[str, str], conn: socket.socket) -> int:
-    """Run ``main()`` of the command as its Python shim would; return the exit status."""
+def _run(command: str, argv: list[str], environ: dict[str, str]) -> bytes:
+    """Run ``main()`` of the command as its Python shim would; the line that says how it
+    ended."""
     import time
 
     os.environ.clear()
@@ -436,18 +706,16 @@ def _run(command: str, argv: list[str], environ: dict[str, str], conn: socket.so
         code = _status(exc.code)
     except KeyboardInterrupt:
         _flush()
-        # As the Python shim would: die of SIGINT, so a shell's loop sees the interrupt.
-        signal.signal(signal.SIGIO, signal.SIG_IGN)
-        _send(conn, b"signal 2\n")
-        signal.signal(signal.SIGINT, signal.SIG_DFL)
-        os.kill(os.getpid(), signal.SIGINT)
-        return 130
-    except BaseException:
+        return b"signal 2\n"  # the Python shim dies of SIGINT too
+    except _Killed as killed:
+        _flush()
+        return f"signal {killed.number}\n".encode()
+    except Exception:
         import traceback
 
         traceback.print_exc()
         code = 1
-    return code if _flush() else 120
+    return f"exit {code if _flush() else 120}\n".encode()
 
 
 def _status(value: object) -> int:

@@ -10,6 +10,8 @@ Contracts, as Slurm 22.05 prints them (``/work/shared/slurm/reference``):
   default size 20.
 * Times: ``clock`` is squeue's ``M:SS``/``H:MM:SS``/``D-HH:MM:SS``; ``hms`` is sacct's
   ``HH:MM:SS``/``D-HH:MM:SS``; ``instant`` is local ``2026-11-29T19:40:00``.
+* ``template(prefix, specs, whole)`` is ``render`` compiled for many lines:
+  ``template(...) % tuple(values) == render(..., [str(v) for v in values], whole)``.
 * ``memory`` prints megabytes as Slurm does: ``8000M``, ``64G`` (exact multiples only).
 
 Imports only the standard library and ``phalanx.domain.hostlist``: the commands that use
@@ -42,6 +44,7 @@ __all__ = [
     "ranges",
     "render",
     "sacct_cut",
+    "template",
 ]
 
 MIN_JOB_AGE_MS = 300_000
@@ -234,4 +237,20 @@ def render(
     for spec, value in zip(specs, values, strict=True):
         parts.append(fit(value, spec.width, spec.right, spec.key not in whole))
         parts.append(spec.suffix)
+    return "".join(parts)
+
+
+def template(prefix: str, specs: list[Spec], whole: frozenset[str] = frozenset()) -> str:
+    """``render`` as one ``%`` template, for listings of many lines: its i-th ``%s`` field is
+    ``str()`` of the i-th value, cut (``.W``) and padded (``W``, ``-W``) in C as ``fit`` does.
+    ``%`` formats several times faster than ``str.format``."""
+    parts = [prefix.replace("%", "%%")]
+    for spec in specs:
+        if spec.width > 0:
+            align = "" if spec.right else "-"
+            cut = "" if spec.key in whole else f".{spec.width}"
+            parts.append(f"%{align}{spec.width}{cut}s")
+        else:
+            parts.append("%s")
+        parts.append(spec.suffix.replace("%", "%%"))
     return "".join(parts)

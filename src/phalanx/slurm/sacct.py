@@ -1,7 +1,17 @@
 """``sacct``: accounting of jobs, printed as Slurm 22.05 prints it.
 
 Rows come from ``GET /v1/accounting`` (ended jobs) and ``GET /v1/jobs`` (pending and running
-ones), one per job plus a ``N.batch`` step row for each job that started (not with ``-X``).
+ones), one per job plus, for each job that started (not with ``-X``), a ``N.batch`` step row
+and a row per step ``srun`` started in the allocation (``N.0``, ``N.1``, ...: the steps of
+the job's last run, from its record once it ended, from ``GET /v1/steps`` while it runs).
+A step row is named after the program it ran and shows its own nodes, CPUs, TRES, times,
+state and exit code (the highest of its tasks). Steps of a run that ended are journaled with
+its end, so they outlive a controller restart; those a job started before a restart while
+it kept running are not known after it.
+TotalCPU, UserCPU, SystemCPU and MaxRSS are what the agents measured when the tasks ended:
+the batch row has the job's own tasks (MaxRSS: the largest of one task), the job row those
+and its steps' together (MaxRSS empty, as Slurm leaves it); a run not measured shows
+``00:00:00`` and no MaxRSS.
 Without ``-j`` or ``-S``, only jobs active since midnight show; without ``-a``, ``-u`` or
 ``-j``, only the caller's jobs (all jobs for root). Exit status: 0, or 1 for a bad option or
 field, or no controller. An unknown job prints the header alone, rc 0, as Slurm does.
@@ -35,11 +45,12 @@ from phalanx.slurm.format import (
     sacct_cut,
 )
 
-__all__ = ["DEFAULT_FIELDS", "FIELDS", "main"]
+__all__ = ["DEFAULT_FIELDS", "FIELDS", "cpu_time", "main", "rss"]
 
 Job = dict[str, Any]
 Row = dict[str, Any]
-"""A job row (a ``JobInfo``/``AcctRecord``) with ``step`` set to ``None`` or ``"batch"``."""
+"""A job row (a ``JobInfo``/``AcctRecord``) with ``step`` set to ``None``, ``"batch"`` or a
+step number (``"0"``: its fields then the step's)."""
 
 DEFAULT_FIELDS = "JobID,JobName,Partition,Account,AllocCPUS,State,ExitCode"
 BRIEF_FIELDS = "JobID,State,ExitCode"
@@ -77,9 +88,11 @@ FIELDS: dict[str, int] = {
     "Start": 19,
     "State": 10,
     "Submit": 19,
+    "SystemCPU": 10,
     "Timelimit": 10,
     "TotalCPU": 10,
     "User": 9,
+    "UserCPU": 10,
     "WorkDir": -15,
 }
 _CANONICAL = {name.lower(): name for name in FIELDS}
@@ -311,7 +324,24 @@ def _fetch(opts: _Options, now: int) -> list[Job]:
             continue
         out.append(job)
     out.sort(key=lambda j: int(j["job_id"]))
+    if not opts.allocations:
+        _running_steps(caller, out, opts.jobs is not None)
     return out
+
+
+def _running_steps(caller: WireCaller, jobs: list[Job], listed: bool) -> None:
+    """The live steps of the running jobs among ``jobs``, as their ``steps`` (an ended
+    job's record has its own). ``listed``: ask for these jobs only, not all running ones."""
+    running = {int(j["job_id"]): j for j in jobs if j["state"] in ("RUNNING", "SUSPENDED")}
+    if not running:
+        return
+    query: dict[str, QueryValue] = {"ids": ",".join(map(str, running))} if listed else {}
+    for job in running.values():
+        job["steps"] = []
+    for step in _get(caller, "/v1/steps", query)["steps"]:
+        owner = running.get(int(step["job_id"]))
+        if owner is not None:
+            owner["steps"].append(step)
 
 
 def _get(caller: WireCaller, path: str, query: dict[str, QueryValue]) -> Any:
@@ -346,8 +376,9 @@ def _wanted(job: Job, wanted: list[tuple[int, int | None]]) -> bool:
 
 
 def rows(jobs: list[Job], allocations: bool) -> list[Row]:
-    """Each job, then its ``batch`` step when it started (not with ``allocations``). The
-    pending tasks of an array are one row, ``9_[2-9]`` (``9_[2-9%2]`` with a task limit)."""
+    """Each job, then its ``batch`` step and its ``srun`` steps when it started (not with
+    ``allocations``). The pending tasks of an array are one row, ``9_[2-9]`` (``9_[2-9%2]``
+    with a task limit)."""
     out: list[Row] = []
     pending: dict[int, list[Job]] = {}
     for job in jobs:
@@ -361,7 +392,32 @@ def rows(jobs: list[Job], allocations: bool) -> list[Row]:
         out.append(dict(job, step=None))
         if not allocations and job.get("start") is not None and job.get("nodelist"):
             out.append(dict(job, step="batch"))
+            out.extend(_step_row(job, step) for step in job.get("steps") or ())
     return out
+
+
+def _step_row(job: Job, step: dict[str, Any]) -> Row:
+    """A ``StepInfo`` of ``job`` as a row: the job's fields, with the step's own where it
+    has them."""
+    return dict(
+        job,
+        step=str(step["step_id"]),
+        name=step["name"],
+        nodelist=step["nodelist"],
+        nodes_requested=len(step["nodes"]),
+        tasks=step["tasks"],
+        cpus=step["cpus"],
+        gpus=step["gpus"],
+        mem_mb=step["mem_mb"],
+        submit=step["start"],
+        start=step["start"],
+        end=step["end"],
+        state=step["state"],
+        exit_code=step["exit_code"],
+        signal=step["signal"],
+        usage=step.get("usage"),
+        steps_usage=None,
+    )
 
 
 # ------------------------------------------------------------------------------ fields
@@ -411,8 +467,8 @@ def _uid(user: str) -> int | None:
 def _exit_code(row: Row) -> str:
     code, signal = int(row.get("exit_code") or 0), int(row.get("signal") or 0)
     if row["state"] == "CANCELLED":
-        # The job's record keeps 0:0; the batch step was killed by a signal (SIGTERM).
-        return f"0:{signal or 15}" if row["step"] == "batch" else "0:0"
+        # The job's record keeps 0:0; its steps were killed by a signal (SIGTERM).
+        return f"0:{signal or 15}" if row["step"] else "0:0"
     return f"{code}:{signal}"
 
 
@@ -443,6 +499,11 @@ def _job_id(row: Row) -> str:
         task = f"[{ranges(int(m['array_task_id']) for m in members)}{f'%{limit}' if limit else ''}]"
     ident = f"{base}_{task}" if base is not None and task is not None else str(row["job_id"])
     return f"{ident}.{row['step']}" if row["step"] else ident
+
+
+def _ntasks(row: Row) -> str:
+    step = row["step"]
+    return "" if step is None else "1" if step == "batch" else str(row["tasks"])
 
 
 def _reason(row: Row) -> str:
@@ -479,12 +540,12 @@ _VALUES: dict[str, Callable[[Row, int, str | None], str]] = {
     "ExitCode": lambda r, now, u: _exit_code(r),
     "JobID": lambda r, now, u: _job_id(r),
     "JobIDRaw": lambda r, now, u: f"{r['job_id']}.{r['step']}" if r["step"] else str(r["job_id"]),
-    "JobName": lambda r, now, u: str(r["step"] or r["name"]),
-    "MaxRSS": lambda r, now, u: "",
+    "JobName": lambda r, now, u: "batch" if r["step"] == "batch" else str(r["name"]),
+    "MaxRSS": lambda r, now, u: _max_rss(r, u),
     "NCPUS": lambda r, now, u: str(_cpus(r)),
     "NNodes": lambda r, now, u: str(_nnodes(r)),
     "NodeList": lambda r, now, u: _nodelist(r),
-    "NTasks": lambda r, now, u: "1" if r["step"] else "",
+    "NTasks": lambda r, now, u: _ntasks(r),
     "Partition": lambda r, now, u: "" if r["step"] else str(r["partition"]),
     "Priority": lambda r, now, u: str(round(float(r.get("priority") or 0))),
     "QOS": lambda r, now, u: "" if r["step"] else str(r.get("qos") or "normal"),
@@ -498,10 +559,64 @@ _VALUES: dict[str, Callable[[Row, int, str | None], str]] = {
     "State": lambda r, now, u: _state(r),
     "Submit": lambda r, now, u: instant(r.get("submit"), "Unknown"),
     "Timelimit": lambda r, now, u: _limit(r),
-    "TotalCPU": lambda r, now, u: "00:00:00",
+    "SystemCPU": lambda r, now, u: cpu_time(_usage(r)[1]),
+    "TotalCPU": lambda r, now, u: cpu_time(sum(_usage(r))),
     "User": lambda r, now, u: "" if r["step"] else str(r["user"]),
+    "UserCPU": lambda r, now, u: cpu_time(_usage(r)[0]),
     "WorkDir": lambda r, now, u: str(r.get("workdir") or ""),
 }
+
+
+def _usage(row: Row) -> tuple[int, int]:
+    """User and system CPU milliseconds: the batch row's own tasks; the job's with its steps."""
+    user = system = 0
+    names = ("usage",) if row["step"] else ("usage", "steps_usage")
+    for name in names:
+        usage = row.get(name)
+        if usage:
+            user += int(usage["user_ms"])
+            system += int(usage["system_ms"])
+    return user, system
+
+
+def cpu_time(ms: int) -> str:
+    """sacct's CPU times (``_elapsed_time``): ``00:00:00`` (none), ``00:01.250`` (under an
+    hour, with milliseconds), ``02:03:04``, ``1-00:00:00``."""
+    seconds, millis = divmod(max(0, ms), 1000)
+    days, rest = divmod(seconds, 86400)
+    hours, rest = divmod(rest, 3600)
+    minutes, secs = divmod(rest, 60)
+    if days:
+        return f"{days}-{hours:02d}:{minutes:02d}:{secs:02d}"
+    if hours:
+        return f"{hours:02d}:{minutes:02d}:{secs:02d}"
+    if millis:
+        return f"{minutes:02d}:{secs:02d}.{millis:03d}"
+    return f"00:{minutes:02d}:{secs:02d}"
+
+
+_UNITS = ("", "K", "M", "G", "T", "P")
+
+
+def rss(kb: int, units: str | None = None) -> str:
+    """A peak resident set as sacct prints it (``convert_num_unit`` of bytes, exact): in the
+    largest unit that keeps it whole (``51212K``, ``50M``), or in ``units`` (``50.01M``)."""
+    value = kb * 1024
+    if units is not None:
+        scaled = value / 1024 ** _UNITS.index(units)
+        return f"{int(scaled)}{units}" if scaled == int(scaled) else f"{scaled:.2f}{units}"
+    unit = 0
+    while value >= 1024 and value % 1024 == 0 and unit < len(_UNITS) - 1:
+        value //= 1024
+        unit += 1
+    return f"{value}{_UNITS[unit]}"
+
+
+def _max_rss(row: Row, units: str | None) -> str:
+    usage = row.get("usage")
+    if not row["step"] or not usage:
+        return ""  # Slurm keeps no MaxRSS for a job, only for its steps
+    return rss(int(usage["max_rss_kb"]), units)
 
 
 def _nodelist(row: Row) -> str:

@@ -345,17 +345,29 @@ def node_record(node: dict[str, Any]) -> Record:
     if gpus:
         cfg += f",gres/gpu={gpus}"
     name = node["name"]
+    mem_alloc = int(node.get("mem_alloc_mb") or 0)
+    if mem_alloc:
+        alloc.insert(1 if node["cpus_alloc"] else 0, f"mem={memory(mem_alloc)}")
+    load = node.get("cpu_load")
+    free = node.get("free_mem_mb")
     out = [
-        f"NodeName={name} Arch=(null) CoresPerSocket={cpus} ",
-        f"CPUAlloc={node['cpus_alloc']} CPUEfctv={cpus} CPUTot={cpus} CPULoad=N/A",
+        f"NodeName={name} Arch={node.get('arch') or '(null)'} CoresPerSocket={cpus} ",
+        f"CPUAlloc={node['cpus_alloc']} CPUEfctv={cpus} CPUTot={cpus} "
+        f"CPULoad={'N/A' if load is None else f'{float(load):.2f}'}",
         "AvailableFeatures=(null)",
         "ActiveFeatures=(null)",
         f"Gres={gres if gpus else '(null)'}",
-        f"NodeAddr={name} NodeHostName={name} Version={VERSION}",
-        f"RealMemory={node['memory_mb']} AllocMem=0 FreeMem=N/A Sockets=1 Boards=1",
+        f"NodeAddr={node.get('address') or name} NodeHostName={name} Version={VERSION}",
+    ]
+    if node.get("os"):
+        out.append(f"OS={node['os']} ")
+    out += [
+        f"RealMemory={node['memory_mb']} AllocMem={mem_alloc} "
+        f"FreeMem={'N/A' if free is None else int(free)} Sockets=1 Boards=1",
         f"State={state} ThreadsPerCore=1 TmpDisk=0 Weight=1 Owner=N/A MCS_label=N/A",
         f"Partitions={','.join(node.get('partitions') or ())} ",
-        "BootTime=None SlurmdStartTime=None",
+        f"BootTime={_time_or_none(node.get('boot_time'))} "
+        f"SlurmdStartTime={_time_or_none(node.get('agent_start'))}",
         "LastBusyTime=Unknown",
         f"CfgTRES={cfg}",
         f"AllocTRES={','.join(alloc)}",
@@ -366,6 +378,10 @@ def node_record(node: dict[str, Any]) -> Record:
     if node.get("reason"):
         out.append(f"Reason={node['reason']}")
     return out
+
+
+def _time_or_none(ms: int | None) -> str:
+    return "None" if ms is None else instant(int(ms))
 
 
 def show_node(arg: str | None) -> list[Record]:
