@@ -1,7 +1,8 @@
 """Phalanx's Slurm-compatible commands (``phalanx shims``) against the real Slurm's.
 
 A live cluster (controller and agents as processes, ``LocalCluster``) of 4 nodes x 8 GPUs x
-64 CPUs, partition ``main``; the shims are written once into a temporary folder and find the
+64 CPUs, partition ``main``; the shims are written once into a temporary folder (native where
+a C compiler is found: each call is handed to the controller's command server) and find the
 controller through ``PHALANX_STATE_DIR``. Every command runs as a process of its own, as a
 shell loop runs it (output captured, exit status checked). Measured:
 
@@ -14,10 +15,10 @@ shell loop runs it (output captured, exit status checked). Measured:
    Slurm: ``sbatch -H`` from 4 parallel shell loops). Each listing is checked for its line
    count. Target: median <= Slurm's.
 
-For context, where a shim's time goes: the start of the shims' interpreter
-(``python -IS -c pass``, median of 20), the import of ``phalanx.slurm.sbatch``
-(``python -X importtime``, median of 5) and ``sbatch --version`` (start, import, no
-controller call) on both sides.
+For context, what a Python shim would pay: the start of its interpreter (``python -IS -c
+pass``, median of 20), the import of ``phalanx.slurm.sbatch`` (``python -X importtime``,
+median of 5); and ``sbatch --version`` (no controller call) on both sides and from the Python
+shim.
 
 Slurm peer (when ``../shared/slurm`` runs here, ``NNODES=4``): the same commands with the same
 arguments, interleaved with Phalanx's runs. Without it the script prints ``Slurm: not running
