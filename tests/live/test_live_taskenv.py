@@ -2,13 +2,19 @@
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import pytest
 
 from phalanx.domain.clusterspec import regular_cluster
-from phalanx.domain.job import JobSpec
-from phalanx.live.taskenv import expand_pattern, task_environment, task_places
+from phalanx.domain.job import ArraySpec, JobSpec
+from phalanx.live.taskenv import (
+    expand_pattern,
+    step_environment,
+    task_environment,
+    task_places,
+)
 from phalanx.sched.capacity import Allocation
 
 NAMES = Path(__file__).resolve().parents[3] / "shared" / "slurm" / "reference"
@@ -108,3 +114,66 @@ def test_output_patterns(pattern: str, expected: str) -> None:
         array_task_id=2,
     )
     assert name == expected
+
+
+def test_an_srun_step_binds_gpus_per_task_only_when_asked_to() -> None:
+    _, alloc = _two_nodes()
+    cluster = regular_cluster(8, 8, 4)
+    places = task_places(alloc, 2)[:3]  # srun -n 3 over the two nodes: 2 + 1
+
+    def step(place_index: int, environment: dict[str, str]) -> dict[str, str]:
+        return step_environment(
+            step=0,
+            alloc=alloc,
+            cluster=cluster,
+            ntasks=3,
+            nodes=2,
+            per_node=2,
+            place=places[place_index],
+            job_nodes=alloc.nodes,
+            environment=environment,
+        )
+
+    shared = step(1, {})
+    assert shared["CUDA_VISIBLE_DEVICES"] == shared["SLURM_STEP_GPUS"] == "0,1,2,3"
+    assert shared["SLURM_STEP_TASKS_PER_NODE"] == "2,1" and shared["SLURM_GTIDS"] == "0,1"
+    bound = step(1, {"SLURM_GPUS_PER_TASK": "2"})
+    assert bound["CUDA_VISIBLE_DEVICES"] == bound["ROCR_VISIBLE_DEVICES"] == "2,3"
+    last = step(2, {"SLURM_GPUS_PER_TASK": "h100:2"})
+    assert (last["SLURM_STEP_GPUS"], last["SLURM_GTIDS"]) == ("4,5", "2")
+
+
+def test_topology_cluster_and_array_variables() -> None:
+    spec, alloc = _two_nodes()
+    cluster = regular_cluster(8, 8, 4)  # leaves of 8 nodes under a spine
+    env = task_environment(
+        job_id=7,
+        spec=dataclasses.replace(spec, array=ArraySpec((1, 4, 7))),
+        alloc=alloc,
+        cluster=cluster,
+        place=task_places(alloc, 2)[2],
+        submit_dir="/",
+        master_port=1,
+        array_job_id=6,
+        array_task_id=4,
+        uid=1000,
+        gid=100,
+    )
+    leaf = cluster.leaves[cluster.nodes[5].leaf]
+    assert leaf.parent is not None
+    spine = cluster.spines[leaf.parent].name
+    assert env["SLURM_TOPOLOGY_ADDR"] == f"{spine}.{leaf.name}.gpu006"
+    assert env["SLURM_TOPOLOGY_ADDR_PATTERN"] == "switch.switch.node"
+    assert env["SLURM_JOB_PARTITION"] == cluster.default_partition().name
+    assert env["SLURM_CLUSTER_NAME"] == cluster.name
+    assert (env["SLURM_JOB_UID"], env["SLURM_JOB_GID"], env["SLURM_GTIDS"]) == (
+        "1000",
+        "100",
+        "2,3",
+    )
+    assert [env[f"SLURM_ARRAY_TASK_{k}"] for k in ("COUNT", "MIN", "MAX", "STEP")] == [
+        "3",
+        "1",
+        "7",
+        "3",
+    ]

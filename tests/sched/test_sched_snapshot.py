@@ -59,3 +59,17 @@ def test_free_gpus_counts_only_nodes_that_are_up_when_a_job_there_finishes() -> 
     assert state.free_gpus == 8
     state.finish(1, "x")
     assert state.free_gpus == int(state.cap.gpus[state.up].sum()) == 8
+
+
+def test_an_exclusive_job_holds_its_nodes_whole() -> None:
+    # Slurm's --exclusive: no other job shares the node, not even a CPU-only one.
+    state = ClusterState(small_cluster(nodes=2, gpus=8, per_leaf=2))
+    exclusive = Shape.of(make_job(gpus=1, exclusive=True), "gpu")
+    alloc = state.allocation(state.cap, exclusive, [0])
+    assert alloc.devices == (tuple(range(8)),)
+    assert alloc.cpus == int(state.node_cpus[0]) and alloc.mem_mb == int(state.node_mem[0])
+    state.start(1, "x", alloc, end=100)
+    cpu_only = Shape.of(make_job(gpus=0), "gpu")
+    assert state.eligible(state.cap, cpu_only).tolist() == [False, True]
+    state.finish(1, "x")
+    assert state.eligible(state.cap, cpu_only).tolist() == [True, True]

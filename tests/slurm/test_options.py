@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import os
+
 import pytest
 
 from phalanx.slurm.options import (
     CommandLineError,
     Options,
+    option_environment,
     parse_args,
     parse_gres,
     to_request,
@@ -226,14 +229,34 @@ def test_values_slurm_refuses_before_submitting(argv: list[str], line: str, stat
 def test_export() -> None:
     env = {"HOME": "/h", "A": "1", "SLURM_X": "s"}
     options, _ = parse_args([], "sbatch")
-    assert to_request(options, "sbatch", env, "/").body["environment"] == env
+    added = option_environment(options, "sbatch")
+    assert to_request(options, "sbatch", env, "/").body["environment"] == {**env, **added}
     for spec, expected in [
         ("NONE", {"SLURM_X": "s"}),
         ("A,B=2", {"SLURM_X": "s", "A": "1", "B": "2"}),
         ("ALL,B=2", {**env, "B": "2"}),
     ]:
         options, _ = parse_args([f"--export={spec}"], "sbatch")
-        assert to_request(options, "sbatch", env, "/").body["environment"] == expected
+        added = option_environment(options, "sbatch")
+        assert added["SLURM_EXPORT_ENV"] == spec
+        body = to_request(options, "sbatch", env, "/").body
+        assert body["environment"] == {**expected, **added}
+
+
+def test_the_job_inherits_the_variables_slurm_sets_from_the_options() -> None:
+    options, _ = parse_args(
+        ["-n", "2", "--gpus-per-task=h100:1", "--gpus-per-node=2", "--mem-per-cpu=1G"], "sbatch"
+    )
+    env = to_request(options, "sbatch", {"SLURM_X": "s"}, "/").body["environment"]
+    assert env["SLURM_GPUS_PER_TASK"] == "h100:1"
+    assert env["SLURM_GPUS_PER_NODE"] == "2"
+    assert env["SLURM_MEM_PER_CPU"] == "1024"
+    assert env["SLURM_PRIO_PROCESS"] == str(os.getpriority(os.PRIO_PROCESS, 0))
+    assert env["SLURM_SUBMIT_HOST"] == os.uname().nodename.split(".")[0]
+    assert "SLURM_EXPORT_ENV" not in env and "SLURM_GPUS" not in env
+    options, _ = parse_args(["--mem=4G"], "sbatch")
+    env = to_request(options, "sbatch", {}, "/").body["environment"]
+    assert env["SLURM_MEM_PER_NODE"] == "4096" and "SLURM_GPUS_PER_TASK" not in env
 
 
 def test_unsupported_options_are_kept() -> None:

@@ -1,6 +1,7 @@
 """sacct's rows for the steps ``srun`` starts in an allocation (``N.0``, ``N.1``, ...), against
 Slurm's output (``out/95_sacct_job.txt``: ``sbatch -n 2 --gres=gpu:2`` of a script that runs
-``srun bash -c ...`` once), on a live Phalanx with the shims on PATH."""
+``srun bash -c ...`` once; ``out/96_sacct_long_job.txt``: ``sacct -l`` of such a job with one
+task), on a live Phalanx with the shims on PATH."""
 
 from __future__ import annotations
 
@@ -42,6 +43,34 @@ def test_a_step_prints_as_slurm_prints_it(shell: Shell) -> None:
     step = rows[2]
     assert step[:5] == [f"{job_id}.0", "bash", "2", "1", "2"]
     assert step[5] <= step[6] and step[6] != "Unknown"
+
+
+def test_the_long_list_of_fields_is_slurms(shell: Shell) -> None:
+    ref = reference("96_sacct_long_job")  # job 28: env_job.sh, one task, one ``srun bash``
+    ref_job = "28"
+    body = "env | grep ^SLURM_\nsrun bash -c 'echo $SLURM_PROCID'"
+    job_id = _submit(shell, "env_job.sh", body, "--mem-per-cpu=8000")
+    done = shell.run(ref.command.replace(f"-j {ref_job}", f"-j {job_id}"))
+    assert (done.stderr, done.rc) == (ref.stderr, ref.rc)
+    ours, theirs = done.stdout.splitlines(), ref.stdout.splitlines()
+    assert ours[:2] == theirs[:2] and len(ours) == len(theirs) == 5
+    spans = [m.span() for m in re.finditer(r"-+", theirs[1])]
+    names = [theirs[0][a:b].strip() for a, b in spans]
+
+    def cells(line: str, job: str) -> dict[str, str]:
+        row = {name: line[a:b] for name, (a, b) in zip(names, spans, strict=True)}
+        for name in ("JobID", "JobIDRaw"):
+            row[name] = row[name].replace(job, ref_job, 1).strip()
+        row["Elapsed"] = "TIME"
+        # Phalanx's agents measure each step's peak RSS; the reference gathered nothing
+        # (no JobAcctGatherType), so its MaxRSS is empty.
+        row["MaxRSS"] = ""
+        return row
+
+    assert all(len(line) == len(theirs[0]) for line in ours)
+    assert [cells(line, str(job_id)) for line in ours[2:]] == [
+        cells(line, ref_job) for line in theirs[2:]
+    ]
 
 
 def test_a_failing_step_shows_its_exit_code(shell: Shell) -> None:

@@ -41,9 +41,13 @@ def test_messages_and_exit_codes_are_slurms(shell: Shell, name: str) -> None:
 
 
 def test_a_job_then_again_when_it_has_ended(shell: Shell) -> None:
+    # As capture.py: the running filler (1), then the held job (7), then 7 again.
+    filler = submit(shell, "-J filler")
+    shell.cluster.wait([int(filler)], ("RUNNING",), final=False)
+    run_as_reference(shell, "49_scancel_filler", _1=filler)
     job = submit(shell, "-H -J heldjob")
-    run_as_reference(shell, "49_scancel_filler", _1=job)
-    assert state(shell, job) == "CANCELLED"
+    run_as_reference(shell, "55_scancel_ok", _7=job)
+    shell.cluster.wait([int(filler), int(job)], ("CANCELLED",))
     run_as_reference(shell, "56_scancel_again_completed", _7=job)
     done = shell.run(f"scancel -v {job}")
     assert done.rc == 0

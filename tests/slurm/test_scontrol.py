@@ -216,8 +216,8 @@ def test_node_facts_come_from_its_agent(scene: Scene) -> None:
     assert fields["FreeMem"].isdigit()
     assert fields["NodeAddr"] == "127.0.0.1"
     assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d", fields["SlurmdStartTime"])
-    # The reference's jobs ask for no memory: none is held.
-    assert fields["AllocMem"] == "0"
+    # n01 is held whole by the --exclusive filler, its memory too, as in the reference.
+    assert fields["AllocMem"] == "512000"
 
 
 def test_partition(scene: Scene) -> None:

@@ -2,13 +2,21 @@
 Phalanx with the jobs the reference was captured with.
 
 What depends on the run is normalized on both sides: job ids (mapped to the reference's),
-elapsed times, node names (Phalanx places the jobs elsewhere), and the ``%2`` task limit of a
-collapsed array (not on the wire yet). Rows are compared as sorted lists: priorities, and so
-the order within a state, are Phalanx's own.
+elapsed times, instants and node names (Phalanx places the jobs elsewhere). Rows are compared
+as sorted lists: priorities, and so the order within a state, are Phalanx's own, and a
+``%Q`` column is masked. Where the custom formats print more, these differ by design or by
+how the scene is built, and are made equal in ``_row``:
+
+* ``MIN_MEMORY``: the reference's slurm.conf has ``DefMemPerCPU=8000``; Phalanx has no
+  default, so a job that asks for none prints ``0``, as Slurm without one does.
+* ``TRES_PER_NODE``: the scene submits ``train_llm`` with 4 GPUs per task and no model
+  (``--gres=gpu:h100:4`` in the reference).
+* the raw id (``-O JobID``) of a running array task: Slurm gave them new ids (11, 12).
 """
 
 from __future__ import annotations
 
+import json
 import re
 import shlex
 import subprocess
@@ -18,6 +26,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+import yaml
 from slurm_cluster import (
     map_ids,
     normalize_nodes,
@@ -66,9 +75,6 @@ def _norm(text: str, ids: dict[int, int], elapsed: slice | None = None) -> list[
     lines = []
     for line in text.splitlines():
         line = normalize_nodes(map_ids(line, ids))
-        # A right-justified id keeps its width when the task limit goes.
-        line = re.sub(r"(?<= )(\S+)%\d+\]", lambda m: " " * 2 + m.group(1) + "]", line)
-        line = re.sub(r"%\d+\]", "]", line)
         if elapsed is not None and len(line) >= elapsed.stop:
             line = (
                 line[: elapsed.start]
@@ -168,9 +174,8 @@ def test_start_times(scene: Scene) -> None:
     got, _, rc = _squeue(scene, ["--start"])
     assert rc == 0
     assert got.splitlines()[0] == lines[0]
-    # Not on the wire yet: the nodes a pending job is planned on ((null) for all) and the
-    # begin time of a BeginTime job (N/A): start times are compared as "known or not" for
-    # the jobs Phalanx plans.
+    # Not on the wire yet: the nodes a pending job is planned on ((null) for all). Start
+    # times are Phalanx's own plan: compared as "known or not".
     when = lambda x: re.sub(r"(\d{4}-\S+|N/A)", lambda m: "WHEN".rjust(len(m[0])), x)  # noqa: E731
     want = [when(x.replace("NODES", "(null)")) for x in _norm("\n".join(lines), {})[1:]]
     have = [when(x) for x in _norm(got, scene[1])[1:]]
@@ -191,6 +196,137 @@ def test_finished_job_shows_only_with_all_states(scene: Scene) -> None:
         got, got_err, got_rc = _squeue(scene, argv)
         assert _norm(got, ids, TIME) == _norm(out, {}, TIME)
         assert (got_err, got_rc) == (err, rc)
+
+
+INSTANT = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d")
+
+
+def _row(names: list[str], values: list[str], ids: dict[int, int]) -> tuple[str, ...]:
+    """A row of a custom format with what must differ made equal (the module docstring)."""
+    row = dict(zip(names, values, strict=False))
+    running = row.get("STATE") == "RUNNING"
+    if row.get("NAME") == "arr" and running and "_" not in row["JOBID"]:
+        row["JOBID"] = "TASK"
+    else:
+        row["JOBID"] = map_ids(row["JOBID"], ids)
+    for name in ("START_TIME", "SUBMIT_TIME"):
+        if name in row:
+            row[name] = INSTANT.sub("WHEN", row[name])
+    if running and "TIME_LEFT" in row:
+        row["TIME_LEFT"] = "LEFT"
+    if "PRIORITY" in row:
+        row["PRIORITY"] = "P"
+    if "MIN_MEMORY" in row:
+        row["MIN_MEMORY"] = row["MIN_MEMORY"].replace("8000M", "0")
+    if "TRES_PER_NODE" in row:
+        row["TRES_PER_NODE"] = row["TRES_PER_NODE"].replace("gpu:h100:", "gpu:")
+    if "NODELIST" in row:
+        row["NODELIST"] = normalize_nodes(row["NODELIST"])
+    return tuple(row.values())
+
+
+def _rows(text: str, ids: dict[int, int], split: str | None) -> tuple[str, list[tuple[str, ...]]]:
+    header, *lines = text.splitlines()
+    names = header.split(split)
+    return header, sorted(_row(names, line.split(split), ids) for line in lines)
+
+
+def test_custom_format(scene: Scene) -> None:
+    command, out, _, err, rc = reference("14_squeue_format_custom.txt")
+    got, got_err, got_rc = _squeue(scene, shlex.split(command)[1:])
+    assert (got_err, got_rc) == (err, rc)
+    assert _rows(got, scene[1], "|") == _rows(out, {}, "|")
+
+
+def test_long_Format_with_widths(scene: Scene) -> None:
+    command, out, lines, err, rc = reference("17_squeue_Format_long.txt")
+    got, got_err, got_rc = _squeue(scene, shlex.split(command)[1:])
+    assert (got_err, got_rc) == (err, rc)
+    assert _rows(got, scene[1], None) == _rows(out, {}, None)
+    # Every field is padded to its width (Name:30, the rest 20), the empty NODELIST too.
+    assert {len(line) for line in got.splitlines()} == {len(lines[0])} == {270}
+
+
+def test_count_of_a_users_jobs(scene: Scene) -> None:
+    command, out, _, err, rc = reference("24_squeue_user.txt")
+    squeue_part, pipe = command.split("|")
+    assert pipe.strip() == "wc -l"
+    # The reference's jobs were root's; the scene's are this user's.
+    argv = [squeue._me() if a == "root" else a for a in shlex.split(squeue_part)[1:]]
+    got, got_err, got_rc = _squeue(scene, argv)
+    assert (f"{len(got.splitlines())}\n", got_err, got_rc) == (out, err, rc)
+
+
+# The values of the document that differ by design (as in ``_row``) or by the run.
+DOCUMENT_MASKS = {
+    "account": "the scene's user",  # and the user's group below
+    "group_id": "",
+    "group_name": "",
+    "association_id": "Phalanx has no associations: 0",
+    "command": "the scene submits a command, the reference sbatch --wrap",
+}
+
+
+def _document_head(text: str, lines: int | None = None) -> list[str]:
+    out = []
+    for line in text.splitlines()[:lines]:
+        line = re.sub(r"\b1[7-9]\d{8}\b", "TIME", normalize_nodes(line))
+        key = re.match(r'\s*(?:"(\w+)": |!!str (\w+): )', line)
+        if key and (key[1] or key[2]) in DOCUMENT_MASKS:
+            line = key[0] + "X"
+        out.append(line)
+    return out
+
+
+@pytest.mark.parametrize(
+    "capture", ["25_squeue_json_head.txt", "26_squeue_yaml_head.txt"], ids=["json", "yaml"]
+)
+def test_json_and_yaml_heads(scene: Scene, capture: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The document's head as Slurm prints it: meta, errors and the first job (1, filler)
+    up to where the capture was cut (``| head -c``), its last partial line left out."""
+    monkeypatch.setenv("PHALANX_CLUSTER", "refcluster")
+    command, out, _, err, rc = reference(capture)
+    argv, head = command.split("|")
+    assert head.strip().startswith("head -c")
+    got, got_err, got_rc = _squeue(scene, shlex.split(argv)[1:])
+    assert (got_err, got_rc) == (err, rc)
+    want = _document_head(out)[:-1]
+    assert _document_head(got, len(want)) == want
+
+
+def test_json_and_yaml_are_one_document(scene: Scene) -> None:
+    """``--json`` parses, lists the jobs squeue lists (a pending array as one record), and
+    ``--yaml`` is the same document (where an empty string is null, as in Slurm's YAML)."""
+    as_json, _, rc = _squeue(scene, ["--json"])
+    as_yaml, _, rc_yaml = _squeue(scene, ["--yaml"])
+    assert rc == rc_yaml == 0
+    doc = json.loads(as_json)
+    listed, _, _ = _squeue(scene, ["-h", "-o", "%i %T"])
+    assert len(doc["jobs"]) == len(listed.splitlines())
+    keys = [list(job) for job in doc["jobs"]]
+    assert all(k == keys[0] for k in keys) and len(keys[0]) == 110
+    [array] = [j for j in doc["jobs"] if j["array_task_string"]]
+    assert (array["array_task_string"], array["array_max_tasks"]) == ("2-9%2", 2)
+    [gpu] = [j for j in doc["jobs"] if j["name"] == "train_llm"]
+    assert (gpu["cpus_per_task"], gpu["memory_per_node"], gpu["tres_per_node"]) == (
+        8,
+        65536,
+        "gres:gpu:4",
+    )
+
+    def nulls(value: object) -> object:
+        if isinstance(value, dict):
+            return {k: nulls(v) for k, v in value.items()}
+        if isinstance(value, list):
+            return [nulls(v) for v in value]
+        return None if value == "" else value
+
+    assert yaml.safe_load(as_yaml) == nulls(doc)
+
+
+def test_json_for_an_unknown_job(scene: Scene) -> None:
+    out, err, rc = _squeue(scene, ["--json", "-j", "999999"])
+    assert (out, err, rc) == ("", "slurm_load_jobs error: Invalid job id specified\n", 1)
 
 
 def test_filters(scene: Scene) -> None:
@@ -248,15 +384,29 @@ def test_finished_jobs_are_forgotten_after_min_job_age() -> None:
 
 def test_pending_array_tasks_collapse_with_their_limit() -> None:
     tasks = [
-        _job(
-            10 + t, array_job_id=10, array_task_id=t, array_max_tasks=2, reason="JobArrayTaskLimit"
-        )
+        _job(10 + t, array_job_id=10, array_task_id=t, array_throttle=2, reason="JobArrayTaskLimit")
         for t in (2, 3, 4, 6)
     ]
     [record] = collapse(tasks)
     assert squeue.value("i", record, 0) == "10_[2-4,6%2]"
     assert squeue.value("K", record, 0) == "2-4,6%2"
     assert squeue.value("A", record, 0) == "10"
+
+
+def test_tres_per_node_is_what_was_asked_per_node() -> None:
+    asked = _job(1, "RUNNING", gpus=120.0, gpus_per_task=0, exclusive=True)
+    assert squeue.value("b", asked, 0) == "N/A"  # --exclusive holds GPUs it did not ask for
+    gpu = _job(2, "RUNNING", gpus_per_task=2, ntasks_per_node=2, gpu_model="h100")
+    assert squeue.value("b", gpu, 0) == "gres:gpu:h100:4"
+
+
+def test_a_pending_jobs_start_is_its_plan_else_its_begin_time() -> None:
+    begin = 1_800_000_000_000
+    assert squeue.value("S", _job(1, begin=begin), 0) == squeue.instant(begin)
+    assert squeue.value("S", _job(2, begin=begin, expected_start=begin + 60_000), 0) == (
+        squeue.instant(begin + 60_000)
+    )
+    assert squeue.value("S", _job(3), 0) == "N/A"
 
 
 def test_order_is_partition_state_priority() -> None:
@@ -279,6 +429,11 @@ def _full(job_id: int, state: str, **extra: object) -> dict[str, object]:
         "mem_mb": 4096,
         "gpus": 4.0,
         "cpus": 8,
+        "gpus_per_task": 2,
+        "ntasks_per_node": 2,
+        "gpu_model": "h100",
+        "array_throttle": 2 if extra.get("array_job_id") else None,
+        "begin": 4_000_000 if state == "PENDING" else None,
     }.items():
         job.setdefault(key, value)
     return job
@@ -311,6 +466,35 @@ def test_the_fields_fetched_are_all_that_is_read(argv: list[str]) -> None:
 
     assert listing(sent) == listing(jobs)
     assert len(listing(jobs)) == (2 if opts.start else 7)  # arrays collapse; --start: pending
+
+
+def test_the_document_reads_only_the_fields_fetched() -> None:
+    from phalanx.slurm import openapi
+
+    now = 10_000_000
+    running_job = _full(
+        1, "RUNNING", exclusive=True, gpus=4.0, gpu_model=None, nodelist="gpu[001-002]"
+    )
+    jobs = [running_job, _full(2, "PENDING", dependency="afterok:1")]
+    rest = {"cpus_per_task": 1, "exit_code": 0, "features": [], "output": None, "error": None}
+    rest |= {"requeue": True, "restarts": 0, "tasks": 2, "exclusive": False, "dependency": ""}
+    for job in jobs:
+        for key, value in rest.items():
+            job.setdefault(key, value)
+    opts = squeue._parse(["--json"])
+    fields = squeue.wire_fields(opts, [])
+    sent = [{k: j[k] for k in fields} for j in jobs]
+    nodes = {"gpu001": {"name": "gpu001", "gpus": 2, "gpu_model": "h100", "cpus": 4}}
+    assert openapi.document(sent, nodes, now) == openapi.document(jobs, nodes, now)
+    [running, pending] = openapi.document(jobs, nodes, now)["jobs"]
+    assert running["gres_detail"] == ["gpu:h100:2(IDX:0-1)", "gpu:2(IDX:N/A)"]
+    assert list(running["job_resources"]["allocated_nodes"][0]["sockets"]["0"]["cores"]) == [
+        "0",
+        "1",
+        "2",
+        "3",
+    ]
+    assert (pending["dependency"], pending["job_resources"]) == ("afterok:1", {})
 
 
 def test_squeue_with_1000_pending_jobs_is_quick(scene: Scene, tmp_path: Path) -> None:

@@ -38,7 +38,13 @@ from phalanx.engine import (
     Signal,
     TasksExited,
 )
-from phalanx.live.taskenv import expand_pattern, task_environment, task_places
+from phalanx.live.taskenv import (
+    TaskPlace,
+    expand_pattern,
+    step_environment,
+    task_environment,
+    task_places,
+)
 from phalanx.sched.capacity import Allocation
 
 __all__ = ["STEP_RUNS", "Agent", "Fleet", "Step", "StepError", "master_port", "step_run"]
@@ -457,26 +463,22 @@ class Fleet:
         )
         commands = self._commands(step_cmd, limit=ntasks)
         names = compress([self.cluster.nodes[i].name for i in sub.nodes])
+        environment = dict(step_spec.environment)
         for command in commands.values():
             for task in command["tasks"]:
-                env = task["env"]
-                env.update(
-                    {
-                        "SLURM_STEP_ID": str(step_no),
-                        "SLURM_STEPID": str(step_no),
-                        "SLURM_STEP_NUM_TASKS": str(ntasks),
-                        "SLURM_STEP_NUM_NODES": str(nodes),
-                        "SLURM_STEP_NODELIST": names,
-                        "SLURM_NODELIST": names,
-                        "SLURM_NTASKS": str(ntasks),
-                        "SLURM_NPROCS": str(ntasks),
-                        "WORLD_SIZE": str(ntasks),
-                        "SLURM_DISTRIBUTION": "block",
-                        "SLURM_JOB_NODELIST": compress(
-                            [self.cluster.nodes[i].name for i in alloc.nodes]
-                        ),
-                        "SLURM_JOB_NUM_NODES": str(len(alloc.nodes)),
-                    }
+                rank = task["rank"]  # block distribution: per_node tasks a node
+                task["env"].update(
+                    step_environment(
+                        step=step_no,
+                        alloc=sub,
+                        cluster=self.cluster,
+                        ntasks=ntasks,
+                        nodes=nodes,
+                        per_node=per_node,
+                        place=TaskPlace(rank // per_node, rank % per_node, rank),
+                        job_nodes=alloc.nodes,
+                        environment=environment,
+                    )
                 )
         step = Step(job_id, run, step_no, ntasks, commands, set(commands))
         step.name, step.nodelist, step.start = step_name(step_spec.command), names, now
@@ -557,6 +559,7 @@ class Fleet:
         if self._as_user and spec.user != "root":
             entry = pwd.getpwnam(spec.user)  # KeyError: no such user here
             uid, gid = entry.pw_uid, entry.pw_gid
+        ids = _user_ids(spec.user)
         base_env.setdefault("PATH", DEFAULT_PATH)
         base_env.setdefault("USER", spec.user)
         workdir = os.path.abspath(spec.workdir)
@@ -582,6 +585,9 @@ class Fleet:
                     submit_dir=workdir,
                     master_port=master_port(cmd.job_id),
                     master_addr=first,
+                    uid=ids[0] if ids else None,
+                    gid=ids[1] if ids else None,
+                    controller_host=_HOST,
                     **array,
                 )
             )
@@ -622,6 +628,20 @@ class Fleet:
                 }
             )
         return per_node
+
+
+_HOST = os.uname().nodename.split(".")[0]
+"""This controller's host, short, as Slurm names hosts (``SLURM_WORKING_CLUSTER``)."""
+
+
+def _user_ids(user: str) -> tuple[int, int] | None:
+    """The uid and gid of ``user`` here (``SLURM_JOB_UID``, ``SLURM_JOB_GID``), None if this
+    machine does not know the name."""
+    try:
+        entry = pwd.getpwnam(user)
+    except KeyError:
+        return None
+    return entry.pw_uid, entry.pw_gid
 
 
 def _usage(report: Mapping[str, Any]) -> RunUsage | None:

@@ -93,7 +93,10 @@ class ProcessExecutor:
                         submit_dir=os.path.abspath(spec.workdir),
                         master_port=port,
                         master_addr=master,
-                        **array,
+                        array_job_id=cmd.array_job_id,
+                        array_task_id=cmd.array_task_id,
+                        uid=os.getuid(),  # the tasks run as this process does
+                        gid=os.getgid(),
                     )
                 )
 

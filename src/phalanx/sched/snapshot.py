@@ -121,8 +121,12 @@ class ClusterState:
     def allocation(self, cap: Capacity, shape: Shape, nodes: list[int]) -> Allocation:
         """Turn a node choice into an allocation with device ids (exclusive takes all)."""
         if shape.exclusive:
+            # All of each node, CPUs and memory too, as Slurm gives an --exclusive job: no
+            # other job, GPU or CPU-only, may share it. (One CPU and memory figure serves all
+            # the nodes of an allocation: across unequal nodes, the smallest's.)
             devices = tuple(cap.take_devices(i, int(cap.gpus[i]), 0) for i in nodes)
-            cpus, mem = shape.cpus, shape.mem_mb
+            cpus = int(min(cap.cpus[i] for i in nodes))
+            mem = int(min(cap.mem[i] for i in nodes))
             return Allocation(tuple(nodes), devices, 0, cpus, mem)
         devices = tuple(cap.take_devices(i, shape.gpus, shape.milli) for i in nodes)
         return Allocation(tuple(nodes), devices, shape.milli, shape.cpus, shape.mem_mb)

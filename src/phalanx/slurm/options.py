@@ -53,6 +53,7 @@ __all__ = [
     "Options",
     "Request",
     "export_environment",
+    "option_environment",
     "parse_args",
     "parse_gres",
     "parse_memory_mb",
@@ -515,6 +516,7 @@ def to_request(options: Options, prog: str, environ: Mapping[str, str], cwd: str
     chdir = options.get("chdir")
     body["workdir"] = os.path.join(cwd, os.path.expanduser(chdir)) if chdir else cwd
     body["environment"] = export_environment(options.get("export"), environ)
+    body["environment"].update(option_environment(options, prog))
     unsupported = {k: v for k, v in options.values.items() if k not in _HANDLED}
     return Request(body, unsupported)
 
@@ -599,6 +601,32 @@ def _integer(text: str, prog: str, option: str) -> int:
         return int(text)
     except ValueError:
         raise CommandLineError([f"{prog}: error: Invalid --{option} value: {text}"]) from None
+
+
+def option_environment(options: Options, prog: str) -> dict[str, str]:
+    """The variables Slurm's sbatch, srun and salloc set for the job from their options (and
+    from themselves), which the job's tasks inherit: ``SLURM_GPUS_PER_TASK`` and the other GPU
+    counts as written, memory in MB, ``SLURM_EXPORT_ENV``, the submitting process's nice value
+    (``SLURM_PRIO_PROCESS``) and host (``SLURM_SUBMIT_HOST``, short, as Slurm names hosts)."""
+    env: dict[str, str] = {}
+    for option in ("gpus-per-task", "gpus-per-node", "gpus"):
+        value = options.get(option)
+        if value is not None:
+            env["SLURM_" + option.upper().replace("-", "_")] = value
+    for option in ("mem-per-cpu", "mem-per-gpu"):
+        value = options.get(option)
+        if value is not None and options.get("mem") is None:
+            name = "SLURM_" + option.upper().replace("-", "_")
+            env[name] = str(parse_memory_mb(value, prog, option))
+    mem = options.get("mem")
+    if mem is not None:
+        env["SLURM_MEM_PER_NODE"] = str(parse_memory_mb(mem, prog, "mem"))
+    export = options.get("export")
+    if export is not None:
+        env["SLURM_EXPORT_ENV"] = export
+    env["SLURM_PRIO_PROCESS"] = str(os.getpriority(os.PRIO_PROCESS, 0))
+    env["SLURM_SUBMIT_HOST"] = os.uname().nodename.split(".")[0]
+    return env
 
 
 def export_environment(spec: str | None, environ: Mapping[str, str]) -> dict[str, str]:

@@ -12,9 +12,13 @@ TotalCPU, UserCPU, SystemCPU and MaxRSS are what the agents measured when the ta
 the batch row has the job's own tasks (MaxRSS: the largest of one task), the job row those
 and its steps' together (MaxRSS empty, as Slurm leaves it); a run not measured shows
 ``00:00:00`` and no MaxRSS.
-Without ``-j`` or ``-S``, only jobs active since midnight show; without ``-a``, ``-u`` or
-``-j``, only the caller's jobs (all jobs for root). Exit status: 0, or 1 for a bad option or
-field, or no controller. An unknown job prints the header alone, rc 0, as Slurm does.
+Without ``-j`` or ``-S``, only jobs active since midnight show; in such a window (``-S`` or
+midnight) and without ``-s``, only jobs that became eligible, as Slurm: not one held, waiting
+on a dependency or a begin time, an array's tasks held back by its limit, nor such a job
+cancelled before it started. Without ``-a``, ``-u`` or ``-j``, only the caller's jobs (all
+jobs for root). ``-l`` prints Slurm's long list of fields (``acctfields.LONG_FIELDS``).
+Exit status: 0, or 1 for a bad option or field, or no controller. An unknown job prints the
+header alone, rc 0, as Slurm does.
 """
 
 from __future__ import annotations
@@ -23,7 +27,6 @@ import getopt
 import os
 import sys
 import time
-from collections.abc import Callable
 from typing import Any
 
 from phalanx.client.wirecall import (
@@ -32,75 +35,29 @@ from phalanx.client.wirecall import (
     QueryValue,
     WireCaller,
 )
-from phalanx.slurm.format import (
-    LONG_STATE,
-    SHORT_STATE,
-    expand,
-    fit,
-    hms,
-    instant,
-    memory,
-    now_ms,
-    ranges,
-    sacct_cut,
-)
+from phalanx.slurm.acctfields import FIELDS, LONG_FIELDS, VALUES, Row, cpu_time, rss
+from phalanx.slurm.format import LONG_STATE, SHORT_STATE, fit, now_ms, sacct_cut
 
 __all__ = ["DEFAULT_FIELDS", "FIELDS", "cpu_time", "main", "rss"]
 
 Job = dict[str, Any]
-Row = dict[str, Any]
-"""A job row (a ``JobInfo``/``AcctRecord``) with ``step`` set to ``None``, ``"batch"`` or a
-step number (``"0"``: its fields then the step's)."""
 
 DEFAULT_FIELDS = "JobID,JobName,Partition,Account,AllocCPUS,State,ExitCode"
 BRIEF_FIELDS = "JobID,State,ExitCode"
 
-# name -> width; a negative width is left-justified (Slurm's convention in sacct.c).
-FIELDS: dict[str, int] = {
-    "Account": 10,
-    "AllocCPUS": 10,
-    "AllocNodes": 10,
-    "AllocTRES": 10,
-    "Comment": 15,
-    "DerivedExitCode": 15,
-    "Elapsed": 10,
-    "ElapsedRaw": 10,
-    "Eligible": 19,
-    "End": 19,
-    "ExitCode": 8,
-    "JobID": -12,
-    "JobIDRaw": -12,
-    "JobName": 10,
-    "MaxRSS": 10,
-    "NCPUS": 10,
-    "NNodes": 8,
-    "NodeList": -15,
-    "NTasks": 8,
-    "Partition": 10,
-    "Priority": 10,
-    "QOS": 10,
-    "Reason": 20,
-    "ReqCPUS": 8,
-    "ReqMem": 10,
-    "ReqNodes": 8,
-    "ReqTRES": 10,
-    "Restarts": 8,
-    "Start": 19,
-    "State": 10,
-    "Submit": 19,
-    "SystemCPU": 10,
-    "Timelimit": 10,
-    "TotalCPU": 10,
-    "User": 9,
-    "UserCPU": 10,
-    "WorkDir": -15,
-}
 _CANONICAL = {name.lower(): name for name in FIELDS}
 
-FINAL = frozenset(
-    {"COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "PREEMPTED", "NODE_FAIL", "OUT_OF_MEMORY"}
+# Pending for these, a job has not become eligible yet (Slurm: no EligibleTime).
+NOT_ELIGIBLE = frozenset(
+    {
+        "BeginTime",
+        "Dependency",
+        "DependencyNeverSatisfied",
+        "JobArrayTaskLimit",
+        "JobHeldAdmin",
+        "JobHeldUser",
+    }
 )
-UNLIMITED_MS = 365 * 86400 * 1000
 
 SHORT = "abDE:hj:lLM:nN:o:pPs:S:Tu:vVX"
 LONG = [
@@ -172,6 +129,8 @@ def _parse(argv: list[str], now: int) -> _Options:
             formats.append(value)
         elif key in ("-b", "--brief"):
             opts.fields = BRIEF_FIELDS
+        elif key in ("-l", "--long"):
+            opts.fields = LONG_FIELDS
         elif key in ("-n", "--noheader"):
             opts.header = False
         elif key in ("-P", "--parsable2"):
@@ -206,7 +165,7 @@ def _parse(argv: list[str], now: int) -> _Options:
             raise _Usage("Usage: sacct [options]\n\tUse --help for help")
         elif key in ("-V", "--version"):
             raise _Usage("slurm 22.05.8 (phalanx)")
-        # Accepted and ignored: -D, -l, -L, -M, -N, -T, -v, --noconvert.
+        # Accepted and ignored: -D, -L, -M, -N, -T, -v, --noconvert.
     if formats:
         opts.fields = ",".join(formats)
     return opts
@@ -322,11 +281,23 @@ def _fetch(opts: _Options, now: int) -> list[Job]:
             continue
         if opts.until is not None and job["submit"] > opts.until:
             continue
+        if since is not None and opts.states is None and not _eligible(job):
+            continue
         out.append(job)
     out.sort(key=lambda j: int(j["job_id"]))
     if not opts.allocations:
         _running_steps(caller, out, opts.jobs is not None)
     return out
+
+
+def _eligible(job: Job) -> bool:
+    """Whether ``job`` has become eligible to run: in a time window (``-S``, or the default
+    since midnight) and without ``-s``, Slurm lists only those (``time_eligible`` set). The
+    record of an ended job keeps no eligible time: one that never started counts as never
+    eligible (most often held or waiting on a dependency when it was cancelled)."""
+    if job.get("start") is not None:
+        return True
+    return job["state"] == "PENDING" and job.get("reason") not in NOT_ELIGIBLE
 
 
 def _running_steps(caller: WireCaller, jobs: list[Job], listed: bool) -> None:
@@ -420,228 +391,6 @@ def _step_row(job: Job, step: dict[str, Any]) -> Row:
     )
 
 
-# ------------------------------------------------------------------------------ fields
-def _nnodes(row: Row) -> int:
-    if row["step"] == "batch":
-        return 1
-    nodelist = row.get("nodelist") or ""
-    if nodelist:
-        return len(expand(nodelist))
-    return int(row.get("nodes_requested") or 1)
-
-
-def _cpus(row: Row) -> int:
-    cpus = int(row["cpus"])
-    if row["step"] == "batch":
-        return max(1, cpus // max(1, len(expand(row["nodelist"]))))
-    return cpus
-
-
-def _elapsed_s(row: Row, now: int) -> int:
-    start = row.get("start")
-    if start is None:
-        return 0
-    end = row.get("end") if row["state"] in FINAL else None
-    return max(0, (int(end or now) - int(start)) // 1000)
-
-
-def _state(row: Row) -> str:
-    state = str(row["state"])
-    if state == "CANCELLED" and row["step"] is None:
-        uid = row.get("cancelled_by_uid")
-        if uid is None:
-            uid = _uid(str(row["user"]))
-        return f"CANCELLED by {uid}" if uid is not None else state
-    return state
-
-
-def _uid(user: str) -> int | None:
-    import pwd
-
-    try:
-        return pwd.getpwnam(user).pw_uid
-    except KeyError:
-        return None
-
-
-def _exit_code(row: Row) -> str:
-    code, signal = int(row.get("exit_code") or 0), int(row.get("signal") or 0)
-    if row["state"] == "CANCELLED":
-        # The job's record keeps 0:0; its steps were killed by a signal (SIGTERM).
-        return f"0:{signal or 15}" if row["step"] else "0:0"
-    return f"{code}:{signal}"
-
-
-def _tres(row: Row, units: str | None, billing: bool) -> str:
-    if not row.get("nodelist") and row["state"] in ("PENDING", "FAILED"):
-        return ""
-    nodes = _nnodes(row)
-    share = nodes / max(1, _nnodes(dict(row, step=None)))
-    cpus = _cpus(row)
-    parts = [f"billing={cpus}"] if billing else []
-    parts.append(f"cpu={cpus}")
-    gpus = float(row["gpus"]) * share
-    if gpus > 0:
-        parts.append(f"gres/gpu={int(gpus) if gpus == int(gpus) else round(gpus, 2)}")
-    mem = row.get("mem_mb")
-    if mem:
-        parts.append(f"mem={memory(int(mem) * nodes, units)}")
-    parts.append(f"node={nodes}")
-    return ",".join(parts)
-
-
-def _job_id(row: Row) -> str:
-    base = row.get("array_job_id")
-    task = row.get("array_task_id")
-    members = row.get("_array")
-    if members is not None and len(members) > 1:
-        limit = row.get("array_max_tasks")
-        task = f"[{ranges(int(m['array_task_id']) for m in members)}{f'%{limit}' if limit else ''}]"
-    ident = f"{base}_{task}" if base is not None and task is not None else str(row["job_id"])
-    return f"{ident}.{row['step']}" if row["step"] else ident
-
-
-def _ntasks(row: Row) -> str:
-    step = row["step"]
-    return "" if step is None else "1" if step == "batch" else str(row["tasks"])
-
-
-def _reason(row: Row) -> str:
-    state = row["state"]
-    if state == "PENDING":
-        return str(row.get("reason") or "None")
-    if state == "FAILED":
-        return "NonZeroExitCode" if not row.get("signal") else "RaisedSignal"
-    if state == "TIMEOUT":
-        return "TimeLimit"
-    return "None"
-
-
-def _limit(row: Row) -> str:
-    if row["step"]:
-        return ""
-    limit = int(row.get("time_limit_ms") or 0)
-    if not limit or limit >= UNLIMITED_MS:
-        return "UNLIMITED"
-    return hms(limit // 1000)
-
-
-_VALUES: dict[str, Callable[[Row, int, str | None], str]] = {
-    "Account": lambda r, now, u: str(r["account"]),
-    "AllocCPUS": lambda r, now, u: str(_cpus(r)),
-    "AllocNodes": lambda r, now, u: str(_nnodes(r)) if r.get("nodelist") else "0",
-    "AllocTRES": lambda r, now, u: _tres(r, u, billing=r["step"] is None),
-    "Comment": lambda r, now, u: "" if r["step"] else str(r.get("comment") or ""),
-    "DerivedExitCode": lambda r, now, u: "" if r["step"] else "0:0",
-    "Elapsed": lambda r, now, u: hms(_elapsed_s(r, now)),
-    "ElapsedRaw": lambda r, now, u: str(_elapsed_s(r, now)),
-    "Eligible": lambda r, now, u: instant(r.get("submit"), "Unknown"),
-    "End": lambda r, now, u: instant(r.get("end") if r["state"] in FINAL else None, "Unknown"),
-    "ExitCode": lambda r, now, u: _exit_code(r),
-    "JobID": lambda r, now, u: _job_id(r),
-    "JobIDRaw": lambda r, now, u: f"{r['job_id']}.{r['step']}" if r["step"] else str(r["job_id"]),
-    "JobName": lambda r, now, u: "batch" if r["step"] == "batch" else str(r["name"]),
-    "MaxRSS": lambda r, now, u: _max_rss(r, u),
-    "NCPUS": lambda r, now, u: str(_cpus(r)),
-    "NNodes": lambda r, now, u: str(_nnodes(r)),
-    "NodeList": lambda r, now, u: _nodelist(r),
-    "NTasks": lambda r, now, u: _ntasks(r),
-    "Partition": lambda r, now, u: "" if r["step"] else str(r["partition"]),
-    "Priority": lambda r, now, u: str(round(float(r.get("priority") or 0))),
-    "QOS": lambda r, now, u: "" if r["step"] else str(r.get("qos") or "normal"),
-    "Reason": lambda r, now, u: "" if r["step"] else _reason(r),
-    "ReqCPUS": lambda r, now, u: str(_cpus(r)),
-    "ReqMem": lambda r, now, u: memory(int(r.get("mem_mb") or 0), u) if r.get("mem_mb") else "0",
-    "ReqNodes": lambda r, now, u: str(r.get("nodes_requested") or _nnodes(r)),
-    "ReqTRES": lambda r, now, u: "" if r["step"] else _req_tres(r, u),
-    "Restarts": lambda r, now, u: str(r.get("restarts") or 0),
-    "Start": lambda r, now, u: instant(r.get("start"), "Unknown"),
-    "State": lambda r, now, u: _state(r),
-    "Submit": lambda r, now, u: instant(r.get("submit"), "Unknown"),
-    "Timelimit": lambda r, now, u: _limit(r),
-    "SystemCPU": lambda r, now, u: cpu_time(_usage(r)[1]),
-    "TotalCPU": lambda r, now, u: cpu_time(sum(_usage(r))),
-    "User": lambda r, now, u: "" if r["step"] else str(r["user"]),
-    "UserCPU": lambda r, now, u: cpu_time(_usage(r)[0]),
-    "WorkDir": lambda r, now, u: str(r.get("workdir") or ""),
-}
-
-
-def _usage(row: Row) -> tuple[int, int]:
-    """User and system CPU milliseconds: the batch row's own tasks; the job's with its steps."""
-    user = system = 0
-    names = ("usage",) if row["step"] else ("usage", "steps_usage")
-    for name in names:
-        usage = row.get(name)
-        if usage:
-            user += int(usage["user_ms"])
-            system += int(usage["system_ms"])
-    return user, system
-
-
-def cpu_time(ms: int) -> str:
-    """sacct's CPU times (``_elapsed_time``): ``00:00:00`` (none), ``00:01.250`` (under an
-    hour, with milliseconds), ``02:03:04``, ``1-00:00:00``."""
-    seconds, millis = divmod(max(0, ms), 1000)
-    days, rest = divmod(seconds, 86400)
-    hours, rest = divmod(rest, 3600)
-    minutes, secs = divmod(rest, 60)
-    if days:
-        return f"{days}-{hours:02d}:{minutes:02d}:{secs:02d}"
-    if hours:
-        return f"{hours:02d}:{minutes:02d}:{secs:02d}"
-    if millis:
-        return f"{minutes:02d}:{secs:02d}.{millis:03d}"
-    return f"00:{minutes:02d}:{secs:02d}"
-
-
-_UNITS = ("", "K", "M", "G", "T", "P")
-
-
-def rss(kb: int, units: str | None = None) -> str:
-    """A peak resident set as sacct prints it (``convert_num_unit`` of bytes, exact): in the
-    largest unit that keeps it whole (``51212K``, ``50M``), or in ``units`` (``50.01M``)."""
-    value = kb * 1024
-    if units is not None:
-        scaled = value / 1024 ** _UNITS.index(units)
-        return f"{int(scaled)}{units}" if scaled == int(scaled) else f"{scaled:.2f}{units}"
-    unit = 0
-    while value >= 1024 and value % 1024 == 0 and unit < len(_UNITS) - 1:
-        value //= 1024
-        unit += 1
-    return f"{value}{_UNITS[unit]}"
-
-
-def _max_rss(row: Row, units: str | None) -> str:
-    usage = row.get("usage")
-    if not row["step"] or not usage:
-        return ""  # Slurm keeps no MaxRSS for a job, only for its steps
-    return rss(int(usage["max_rss_kb"]), units)
-
-
-def _nodelist(row: Row) -> str:
-    nodelist = str(row.get("nodelist") or "")
-    if not nodelist:
-        return "None assigned"
-    if row["step"] == "batch":
-        return expand(nodelist)[0]
-    return nodelist
-
-
-def _req_tres(row: Row, units: str | None) -> str:
-    cpus = int(row["cpus"])
-    parts = [f"billing={cpus}", f"cpu={cpus}"]
-    gpus = float(row["gpus"])
-    if gpus > 0:
-        parts.append(f"gres/gpu={int(gpus) if gpus == int(gpus) else round(gpus, 2)}")
-    mem = row.get("mem_mb")
-    nodes = int(row.get("nodes_requested") or 1)
-    if mem:
-        parts.append(f"mem={memory(int(mem) * nodes, units)}")
-    parts.append(f"node={nodes}")
-    return ",".join(parts)
-
-
 # ------------------------------------------------------------------------------ main
 def render(opts: _Options, fields: list[tuple[str, int]], table: list[Row], now: int) -> str:
     lines: list[str] = []
@@ -650,7 +399,7 @@ def render(opts: _Options, fields: list[tuple[str, int]], table: list[Row], now:
         if opts.header:
             lines.append(opts.delimiter.join(name for name, _ in fields) + end)
         for row in table:
-            values = (_VALUES[name](row, now, opts.units) for name, _ in fields)
+            values = (VALUES[name](row, now, opts.units) for name, _ in fields)
             lines.append(opts.delimiter.join(values) + end)
     else:
         if opts.header:
@@ -658,7 +407,7 @@ def render(opts: _Options, fields: list[tuple[str, int]], table: list[Row], now:
             lines.append("".join("-" * abs(w) + " " for _, w in fields))
         for row in table:
             cells = (
-                sacct_cut(_VALUES[name](row, now, opts.units), abs(w), w > 0) + " "
+                sacct_cut(VALUES[name](row, now, opts.units), abs(w), w > 0) + " "
                 for name, w in fields
             )
             lines.append("".join(cells))

@@ -4,8 +4,9 @@ Reads ``GET /v1/jobs/table``: only the fields that the format, selection and sor
 rows, which keeps a listing of 10,000 jobs cheap to answer and decode. Jobs that ended show
 only when asked for by state (``-t all``, ``-t CD``) and only for ``MIN_JOB_AGE_MS`` after
 they end, as Slurm forgets them. Pending tasks of an array collapse into one ``123_[5-9%2]``
-line unless ``-r``. Exit status: 0, or 1 for bad options, an unknown single ``-j`` id, or no
-controller.
+line unless ``-r``. ``--json``/``--yaml`` print the jobs it would list as Slurm's openapi
+v0.0.38 ``jobs`` document (``phalanx.slurm.openapi``), by job id. Exit status: 0, or 1 for
+bad options, an unknown single ``-j`` id, or no controller.
 """
 
 from __future__ import annotations
@@ -152,6 +153,7 @@ LONG = [
     "hide",
     "iterate=",
     "jobs=",
+    "json",
     "long",
     "me",
     "name=",
@@ -167,6 +169,7 @@ LONG = [
     "usage",
     "verbose",
     "version",
+    "yaml",
 ]
 
 
@@ -189,6 +192,7 @@ class _Options:
         self.qos: set[str] | None = None
         self.names: set[str] | None = None
         self.jobs: list[tuple[int, int | None]] | None = None
+        self.document: str | None = None  # "json" or "yaml"
 
 
 def _split(value: str) -> set[str]:
@@ -235,6 +239,8 @@ def _parse(argv: list[str]) -> _Options:
             opts.names = _split(value)
         elif key in ("-j", "--jobs"):
             opts.jobs = _job_ids(value)
+        elif key in ("--json", "--yaml"):
+            opts.document = key[2:]
         elif key in ("--help", "--usage"):
             raise _Usage(_HELP)
         elif key in ("-V", "--version"):
@@ -295,6 +301,7 @@ def _job_ids(value: str) -> list[tuple[int, int | None]]:
 _ALWAYS = (
     "array_job_id",
     "array_task_id",
+    "array_throttle",
     "end",
     "job_id",
     "name",
@@ -316,11 +323,11 @@ _NEEDS: dict[str, tuple[str, ...]] = {
     "C": ("cpus",),
     "c": ("cpus", "nodelist", "nodes_requested"),
     "m": ("mem_mb",),
-    "b": ("gpus", "nodelist", "nodes_requested"),
+    "b": ("gpus_per_task", "ntasks_per_node", "gpu_model"),
     "R": ("nodelist", "signal"),
     "r": ("signal",),
     "N": ("nodelist",),
-    "S": ("expected_start", "start"),
+    "S": ("expected_start", "begin", "start"),
     "V": ("submit",),
     "e": ("start", "time_limit_ms"),
     "Z": ("workdir",),
@@ -336,8 +343,13 @@ def wire_fields(opts: _Options, specs: list[Spec]) -> list[str]:
     out = set(_ALWAYS)
     for spec in specs:
         out.update(_NEEDS.get(spec.key, ()))
+    if opts.document is not None:
+        from phalanx.slurm.openapi import FIELDS
+
+        out.update(FIELDS)
     for wanted, field in (
         (opts.start, "expected_start"),
+        (opts.start, "begin"),
         (opts.users is not None, "user"),
         (opts.accounts is not None, "account"),
         (opts.qos is not None, "qos"),
@@ -445,7 +457,7 @@ def collapse(jobs: list[Job]) -> list[Job]:
             merged[id(first)] = first
             continue
         tasks = ranges(int(m["array_task_id"]) for m in members)
-        limit = first.get("array_max_tasks")
+        limit = first.get("array_throttle")
         if limit:
             tasks += f"%{limit}"
         reasons: list[str] = []
@@ -471,8 +483,8 @@ def order(jobs: list[Job], start: bool) -> list[Job]:
         return sorted(
             jobs,
             key=lambda j: (
-                j.get("expected_start") is None,
-                j.get("expected_start") or 0,
+                _planned(j) is None,
+                _planned(j) or 0,
                 j.get("array_job_id") or j["job_id"],
             ),
         )
@@ -600,21 +612,22 @@ def _memory(job: Job) -> str:
 
 
 def _tres_per_node(job: Job) -> str:
-    gres = job.get("tres_per_node")
-    if isinstance(gres, str):
-        return gres or "N/A"
-    gpus = float(job["gpus"])
-    nodes = max(1, _nodes(job))
-    if gpus <= 0:
+    """The GPUs asked for per node (what the job holds may be more: ``--exclusive``)."""
+    per = int(job.get("gpus_per_task") or 0) * int(job.get("ntasks_per_node") or 1)
+    if per <= 0:
         return "N/A"
-    per = gpus / nodes
-    count = str(int(per)) if per == int(per) else f"{per:g}"
-    return f"gres:gpu:{count}"
+    model = job.get("gpu_model")
+    return f"gres:gpu:{model}:{per}" if model else f"gres:gpu:{per}"
+
+
+def _planned(job: Job) -> int | None:
+    """When a pending job is expected to start: as planned, else its begin time."""
+    return job.get("expected_start") or job.get("begin")
 
 
 def _start(job: Job) -> str:
     if job["state"] == "PENDING":
-        return instant(job.get("expected_start"))
+        return instant(_planned(job))
     return instant(job.get("start"))
 
 
@@ -703,6 +716,8 @@ def main(argv: list[str] | None = None) -> int:
         print(line, file=sys.stderr)
     try:
         jobs = _fetch(opts, wire_fields(opts, specs))
+        if opts.document is not None:
+            return _document(jobs, opts)
     except ControllerUnreachable as exc:
         print(f"slurm_load_jobs error: Unable to contact slurm controller ({exc})", file=sys.stderr)
         return 1
@@ -710,11 +725,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"slurm_load_jobs error: {exc}", file=sys.stderr)
         return 1
     now = now_ms()
-    if opts.jobs is not None and len(opts.jobs) == 1:
-        known = [j for j in jobs if _wanted_id(j, opts.jobs) and _recent(j, now)]
-        if not known:
-            print("slurm_load_jobs error: Invalid job id specified", file=sys.stderr)
-            return 1
+    if not _known(jobs, opts, now):
+        return 1
     lines: list[str] = []
     if opts.long:
         lines.append(time.strftime("%a %b %d %H:%M:%S %Y"))
@@ -723,6 +735,35 @@ def main(argv: list[str] | None = None) -> int:
     lines += listing(jobs, opts, prefix, specs, now)
     if lines:
         sys.stdout.write("\n".join(lines) + "\n")
+    return 0
+
+
+def _known(jobs: list[Job], opts: _Options, now: int) -> bool:
+    """False (and Slurm's message) when the one job asked for with ``-j`` is not known."""
+    wanted = opts.jobs
+    if wanted is None or len(wanted) != 1:
+        return True
+    if any(_wanted_id(j, wanted) and _recent(j, now) for j in jobs):
+        return True
+    print("slurm_load_jobs error: Invalid job id specified", file=sys.stderr)
+    return False
+
+
+def _document(jobs: list[Job], opts: _Options) -> int:
+    """``--json``/``--yaml``: the jobs squeue would list (a pending array as one record),
+    by job id, as the openapi v0.0.38 document."""
+    from phalanx.slurm import openapi
+
+    now = now_ms()
+    if not _known(jobs, opts, now):
+        return 1
+    shown = collapse(select(jobs, opts, now))
+    shown.sort(key=lambda j: int(j["job_id"]))  # a collapsed array's is the array's id
+    status, nodes = WireCaller().call("GET", "/v1/nodes")
+    if status != 200:
+        raise _api_error(status, nodes)
+    doc = openapi.document(shown, {n["name"]: n for n in nodes}, now)
+    sys.stdout.write(openapi.to_json(doc) if opts.document == "json" else openapi.to_yaml(doc))
     return 0
 
 

@@ -120,7 +120,7 @@ def _step(wire: WireCaller, options: Options, command: list[str], outputs: _Outp
     job_id = int(os.environ["SLURM_JOB_ID"])
     body: dict[str, Any] = {
         "command": command,
-        "environment": dict(os.environ),
+        "environment": {**os.environ, "SLURM_UMASK": _umask()},
         "workdir": os.getcwd(),
         **outputs.fields(),
     }
@@ -164,6 +164,7 @@ def _job(wire: WireCaller, options: Options, command: list[str], outputs: _Outpu
     request = to_request(options, PROG, os.environ, os.getcwd())
     body = request.body
     body.update(command=command, **outputs.fields())
+    body["environment"]["SLURM_UMASK"] = _umask()
     body.setdefault("name", os.path.basename(command[0]))
     status, answer = wire.call("POST", "/v1/jobs", body=body)
     if status != 201:
@@ -250,6 +251,13 @@ def _report(final: dict[str, Any], nodes: str) -> int:
         print(f"{PROG}: error: {reason}", file=sys.stderr)
         return 1
     return 0
+
+
+def _umask() -> str:
+    """This process's umask as Slurm's srun passes it to the tasks (``SLURM_UMASK=0022``)."""
+    mask = os.umask(0)
+    os.umask(mask)
+    return f"{mask:04o}"
 
 
 def _count(text: str, option: str) -> int:
