@@ -41,6 +41,7 @@ test: $(STAMP)
 bench: $(STAMP)
 	$(BIN)/python bench/sim_speed.py
 	$(BIN)/python bench/sched_pass.py
+	$(BIN)/python bench/sim_report.py
 
 clean:
 	rm -rf $(VENV) build src/*.egg-info

@@ -174,16 +174,14 @@ def test_jobs_over_tcp_with_a_token(
     assert err == "phalanx jobs: error: missing or wrong bearer token\n"
 
 
-def test_jobs_as_a_process_answers_quickly_and_imports_little(served: Served) -> None:
+def test_jobs_as_a_process_answers_and_imports_little(served: Served) -> None:
+    # How long it takes is measured by bench/live_memory.py (phalanx jobs, 10,000 pending).
     seed(served.fake)
     env = {**os.environ, "PHALANX_STATE_DIR": str(served.state_dir)}
-    began = time.monotonic()
     done = subprocess.run([str(PHALANX), "jobs"], capture_output=True, text=True, env=env,
                           timeout=60, check=False)  # fmt: skip
-    took = time.monotonic() - began
     assert (done.returncode, done.stderr) == (0, "")
     assert done.stdout.splitlines()[1].split()[0] == "5"
-    assert took < 2.0
     probe = (
         "import sys\n"
         "from phalanx.cli.main import main\n"

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 
 import numpy as np
@@ -84,7 +83,8 @@ def test_write_plots_copes_with_an_empty_run(tmp_path: Path) -> None:
         assert_png(p)
 
 
-def test_write_plots_is_fast_for_a_large_run(tmp_path: Path) -> None:
+def test_write_plots_draws_a_large_run(tmp_path: Path) -> None:
+    # How long it takes is measured by bench/sim_report.py (target: under 5 s).
     rng = np.random.default_rng(1)
     n = 82_000
     submit = np.sort(rng.integers(0, 30 * DAY, n))
@@ -117,10 +117,7 @@ def test_write_plots_is_fast_for_a_large_run(tmp_path: Path) -> None:
         alloc_timeline=timeline,
         segments=segments,
     )
-    began = time.perf_counter()
     paths = write_plots(str(tmp_path), {"big": run})
-    elapsed = time.perf_counter() - began
+    assert paths
     for p in paths:
         assert_png(p)
-    # A few seconds is the target; the bound is loose so a busy CI machine does not flake.
-    assert elapsed < 20.0

@@ -497,16 +497,12 @@ def test_the_document_reads_only_the_fields_fetched() -> None:
     assert (pending["dependency"], pending["job_resources"]) == ("afterok:1", {})
 
 
-def test_squeue_with_1000_pending_jobs_is_quick(scene: Scene, tmp_path: Path) -> None:
+def test_squeue_as_a_process_lists_1000_pending_jobs(scene: Scene, tmp_path: Path) -> None:
+    # How long it takes, against Slurm's, is measured by bench/slurm_commands.py.
     cluster = scene[0]
     tmp_path.chmod(0o755)
     pending_jobs(cluster, 1000, tmp_path)
     env = {"PHALANX_STATE_DIR": str(cluster.state_dir), "PATH": "/usr/bin:/bin"}
     argv = [sys.executable, "-m", "phalanx.slurm.squeue"]
-    took = []
-    for _ in range(3):
-        t0 = time.perf_counter()
-        done = subprocess.run(argv, env=env, capture_output=True, text=True, check=True)
-        took.append(time.perf_counter() - t0)
+    done = subprocess.run(argv, env=env, capture_output=True, text=True, check=True)
     assert len(done.stdout.splitlines()) > 1000
-    assert sorted(took)[1] < 2.0
