@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import signal
 import subprocess
 import sys
@@ -266,3 +267,29 @@ def test_bad_arguments_exit_with_status_2(argv: list[str]) -> None:
     with pytest.raises(SystemExit) as exited:
         parse_args(argv)
     assert exited.value.code == 2
+
+
+def test_a_second_wake_up_of_a_finished_future_is_not_an_error(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # anyio's connect_unix can set its future twice when the connection had to wait.
+    from phalanx.agent.agent import _exception_handler
+
+    async def race_then_fault() -> None:
+        loop = asyncio.get_running_loop()
+        loop.set_exception_handler(_exception_handler)
+        future = loop.create_future()
+        loop.call_soon(future.set_result, None)
+        loop.call_soon(future.set_result, None)
+        await future
+        await asyncio.sleep(0)
+        loop.call_soon(lambda: 1 / 0)  # any other fault is still reported
+        await asyncio.sleep(0.01)
+
+    with caplog.at_level(logging.DEBUG):
+        asyncio.run(race_then_fault())
+    errors = [r for r in caplog.records if r.levelno >= logging.ERROR]
+    assert len(errors) == 1 and "ZeroDivisionError" in (
+        errors[0].exc_text or str(errors[0].exc_info)
+    )
+    assert any("second wake-up" in r.getMessage() for r in caplog.records)

@@ -18,6 +18,7 @@ import logging
 import signal as signals
 import uuid
 from collections.abc import Iterable
+from typing import Any
 
 import httpx
 import pydantic
@@ -109,6 +110,7 @@ class Agent:
     async def run(self) -> int:
         """Serve until stopped; 0, or ``EXIT_REFUSED`` when the controller refuses this node."""
         loop = asyncio.get_running_loop()
+        loop.set_exception_handler(_exception_handler)
         handled = [signals.SIGCHLD]
         loop.add_signal_handler(signals.SIGCHLD, self._collect)
         if self._handle_signals:
@@ -376,3 +378,21 @@ class Agent:
         if self._http is None:
             raise RuntimeError("the agent is not running")
         return self._http
+
+
+def _exception_handler(loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
+    """asyncio's default handler, less one known, harmless race: when connecting to the
+    controller's Unix socket has to wait (EAGAIN: connections not yet accepted), anyio's
+    ``connect_unix`` registers ``future.set_result`` as the socket's writer callback and
+    removes it only in a done-callback, one loop iteration later; a second wake-up in between
+    sets the result twice. The connection proceeds and nothing is lost: not an error."""
+    exc = context.get("exception")
+    handle = context.get("handle")
+    if (
+        isinstance(exc, asyncio.InvalidStateError)
+        and handle is not None
+        and "set_result" in repr(handle)
+    ):
+        log.debug("ignored a second wake-up of a finished future: %r", handle)
+        return
+    loop.default_exception_handler(context)
