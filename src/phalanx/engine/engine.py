@@ -29,6 +29,7 @@ from phalanx.engine.commands import (
 )
 from phalanx.engine.decisions import DecisionLog
 from phalanx.engine.dependencies import blocker
+from phalanx.engine.endings import Endings, preempt_mode
 from phalanx.engine.events import (
     Cancel,
     CleanupDone,
@@ -88,12 +89,7 @@ class Engine:
         self._queue = PendingQueue()
         self._waiting: dict[int, Job] = {}
         """Pending but not eligible: held, dependencies, begin time."""
-        self._preempting: dict[int, tuple[PreemptMode, int]] = {}
-        """Running jobs signalled for preemption: (mode, id of the job it was for)."""
-        self._failing: set[int] = set()
-        self._requeue_asked: set[int] = set()
-        self._timeouts: set[int] = set()
-        self._cancelled: dict[int, str] = {}
+        self._ending = Endings()
         self._array_running: dict[int, int] = {}
         self._nonwhole_pending = 0
         self._pass_requested = False
@@ -294,8 +290,8 @@ class Engine:
     def preempt(self, victims: Sequence[Job], for_job: Job) -> None:
         self._claims.setdefault(for_job.id, set()).update(v.id for v in victims)
         for v in victims:
-            mode, grace = self._preempt_mode(v)
-            self._preempting[v.id] = (mode, for_job.id)
+            mode, grace = preempt_mode(self.cluster, v)
+            self._ending.preempting[v.id] = (mode, for_job.id)
             # The timeline must see the victim's resources coming back at the kill, so that a
             # reservation for ``for_job`` can hold them against lower jobs.
             self.state.expect_end(v.id, self._now + grace)
@@ -315,12 +311,12 @@ class Engine:
         if plugin is None:
             return None
         claimed = self._claims.get(job.id)
-        if claimed and any(v in self._preempting for v in claimed):
+        if claimed and any(v in self._ending.preempting for v in claimed):
             return None  # its victims are still on their way out
         return plugin.victims(job, self)
 
     def is_preempting(self, job: Job) -> bool:
-        return job.id in self._preempting
+        return job.id in self._ending.preempting
 
     def wake_at(self, at: Instant) -> None:
         at = max(at, self._now)
@@ -550,7 +546,7 @@ class Engine:
             self._out.append(Signal(job.id, job.run, job.spec.signal))
             self._out.append(WakeAt(limit_at, ("limit", job.id, job.run)))
             return
-        self._timeouts.add(job.id)
+        self._ending.timeouts.add(job.id)
         self.decisions.add(self._now, "timeout", job.id, job.run)
         self._out.append(Signal(job.id, job.run, SIGNALS["TERM"]))
         self._out.append(WakeAt(self._now + KILL_WAIT, ("kill", job.id, job.run)))
@@ -580,7 +576,7 @@ class Engine:
             self._array_running[job.array_job_id] -= 1
         job.start = None
         job.end = self._now
-        final = self._final_state(job)
+        final = self._ending.final_state(job)
         if final is JobState.REQUEUED:
             job.restarts += 1
             job.state = JobState.PENDING
@@ -597,46 +593,6 @@ class Engine:
             if self._waiting:
                 self._recheck_waiting()
         self._request_pass()
-
-    def _final_state(self, job: Job) -> JobState:
-        jid = job.id
-        if jid in self._requeue_asked:
-            self._requeue_asked.discard(jid)
-            self._cancelled.pop(jid, None)
-            self._preempting.pop(jid, None)
-            self._failing.discard(jid)
-            self._timeouts.discard(jid)
-            return JobState.REQUEUED
-        if jid in self._cancelled:
-            del self._cancelled[jid]
-            self._preempting.pop(jid, None)
-            self._failing.discard(jid)
-            self._timeouts.discard(jid)
-            return JobState.CANCELLED
-        if jid in self._preempting:
-            mode, _ = self._preempting.pop(jid)
-            self._timeouts.discard(jid)
-            if mode is PreemptMode.REQUEUE and job.spec.requeue:
-                return JobState.REQUEUED
-            return JobState.PREEMPTED
-        if jid in self._failing:
-            self._failing.discard(jid)
-            self._timeouts.discard(jid)
-            return JobState.REQUEUED if job.spec.requeue else JobState.NODE_FAIL
-        if jid in self._timeouts:
-            self._timeouts.discard(jid)
-            return JobState.TIMEOUT
-        ok = job.exit_code == 0 and job.exit_signal == 0
-        return JobState.COMPLETED if ok else JobState.FAILED
-
-    def _preempt_mode(self, victim: Job) -> tuple[PreemptMode, Duration]:
-        qos = self.cluster.qos_for(victim.spec.qos)
-        part = self.cluster.partitions.get(victim.partition)
-        if part is not None and part.preempt_mode is not PreemptMode.OFF:
-            return part.preempt_mode, part.grace_time
-        if qos is not None:
-            return qos.preempt_mode, qos.grace_time
-        return PreemptMode.REQUEUE, 0
 
     # -- cancel, launch failure, node failure ---------------------------------------------
     def _on_cancel(self, job_id: int, by: str) -> None:
@@ -656,9 +612,9 @@ class Engine:
                 self._out.append(Persist(job.id, "end", (("state", "CANCELLED"),)))
             self._recheck_waiting()
             self._request_pass()
-        elif job.state is JobState.RUNNING and job.id not in self._cancelled:
+        elif job.state is JobState.RUNNING and job.id not in self._ending.cancelled:
             # As Slurm: SIGTERM now (a job may save its work), SIGKILL after KillWait.
-            self._cancelled[job.id] = by
+            self._ending.cancelled[job.id] = by
             self._out.append(Signal(job.id, job.run, SIGNALS["TERM"]))
             self._out.append(WakeAt(self._now + KILL_WAIT, ("kill", job.id, job.run)))
 
@@ -699,7 +655,7 @@ class Engine:
         if job is None:
             return
         if job.state is JobState.RUNNING:
-            self._requeue_asked.add(job.id)
+            self._ending.requeue_asked.add(job.id)
             self.decisions.add(self._now, "requeue_asked", job.id, job.run, by)
             self._out.append(Kill(job.id, job.run))
         elif job.state.is_final:
@@ -736,9 +692,9 @@ class Engine:
             if (
                 node in run.alloc.nodes
                 and job.state is JobState.RUNNING
-                and jid not in self._failing
+                and jid not in self._ending.failing
             ):
-                self._failing.add(jid)
+                self._ending.failing.add(jid)
                 self.decisions.add(self._now, "node_fail", jid, job.run, node)
                 self._out.append(Kill(jid, job.run))
         for job in list(self._queue):
