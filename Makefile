@@ -12,6 +12,12 @@ $(STAMP): pyproject.toml
 	$(PY) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
 	$(BIN)/pip install -q -e '.[test]'
+	@# The native Slurm shims (`phalanx shims`) are compiled C; without a compiler they are Python.
+	@command -v cc >/dev/null || command -v gcc >/dev/null || ! command -v apt-get >/dev/null || \
+	  { echo "make: installing gcc (apt) for the native Slurm shims"; \
+	    apt-get install -y -q gcc >/dev/null 2>&1 || \
+	    { apt-get update -q >/dev/null && apt-get install -y -q gcc >/dev/null; } || \
+	    echo "make: no C compiler: the Slurm shims will be Python" >&2; }
 	@touch $(STAMP)
 
 # A live Phalanx on this machine: the controller and four emulated 8-GPU nodes (one agent
