@@ -20,7 +20,7 @@ import dataclasses
 import heapq
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from phalanx.domain.cluster import Account, Cluster, Partition, PreemptMode
 from phalanx.domain.clusterspec import regular_cluster
@@ -52,9 +52,13 @@ from phalanx.sched.job import Job
 from phalanx.sched.profile import Profile
 from phalanx.sim.workload import TraceJob
 
+if TYPE_CHECKING:
+    from phalanx.sim.records import RunRecord
+
 __all__ = [
     "EngineDriver",
     "LiveStack",
+    "large_run",
     "live_stack",
     "make_job",
     "run_engine",
@@ -92,6 +96,48 @@ def make_job(
         gpus_per_task=gpus,
         time_limit=time_limit,
         **extra,
+    )
+
+
+def large_run(n: int = 82_000, *, seed: int = 1, accounts: int = 1) -> RunRecord:
+    """A finished simulated run the size of the Philly trace: ``n`` one-GPU jobs of up to
+    6 h submitted over 30 days on 128 nodes x 8 GPUs, one segment each, with the allocation
+    timeline of every start and end; accounts ``a`` (one) or ``acct0``... (several)."""
+    import numpy as np
+
+    from phalanx.domain.time import DAY, SECOND
+    from phalanx.sim.records import JobRecord, RunRecord, Segment
+
+    rng = np.random.default_rng(seed)
+    submit = np.sort(rng.integers(0, 30 * DAY, n))
+    start = submit + rng.integers(0, HOUR, n)
+    end = start + rng.integers(SECOND, 6 * HOUR, n)
+    node = rng.integers(0, 128, n)
+    jobs = [
+        JobRecord(
+            job_id=k,
+            account="a" if accounts == 1 else f"acct{k % accounts}",
+            user="u",
+            gpus=1.0,
+            submit=int(submit[k]),
+            runtime_ms=int(end[k] - start[k]),
+            first_start=int(start[k]),
+            end=int(end[k]),
+        )
+        for k in range(n)
+    ]
+    segments = [Segment(k, int(node[k]), int(start[k]), int(end[k]), 1.0) for k in range(n)]
+    times = np.concatenate([start, end])
+    deltas = np.concatenate([np.ones(n), -np.ones(n)])
+    order = np.argsort(times, kind="stable")
+    timeline = list(zip(times[order].tolist(), np.cumsum(deltas[order]).tolist(), strict=True))
+    return RunRecord(
+        policy="big",
+        total_gpus=1024,
+        node_count=128,
+        jobs=jobs,
+        alloc_timeline=timeline,
+        segments=segments,
     )
 
 

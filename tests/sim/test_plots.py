@@ -4,11 +4,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import numpy as np
-
-from phalanx.domain.time import DAY, HOUR, SECOND
+from phalanx.domain.time import HOUR, SECOND
 from phalanx.sim.plots import write_plots
 from phalanx.sim.records import JobRecord, RunRecord, Segment
+from phalanx.testing import large_run
 
 PNG = b"\x89PNG\r\n\x1a\n"
 
@@ -85,38 +84,7 @@ def test_write_plots_copes_with_an_empty_run(tmp_path: Path) -> None:
 
 def test_write_plots_draws_a_large_run(tmp_path: Path) -> None:
     # How long it takes is measured by bench/sim_report.py (target: under 5 s).
-    rng = np.random.default_rng(1)
-    n = 82_000
-    submit = np.sort(rng.integers(0, 30 * DAY, n))
-    start = submit + rng.integers(0, HOUR, n)
-    end = start + rng.integers(SECOND, 6 * HOUR, n)
-    node = rng.integers(0, 128, n)
-    jobs = [
-        JobRecord(
-            job_id=k,
-            account="a",
-            user="u",
-            gpus=1.0,
-            submit=int(submit[k]),
-            runtime_ms=int(end[k] - start[k]),
-            first_start=int(start[k]),
-            end=int(end[k]),
-        )
-        for k in range(n)
-    ]
-    segments = [Segment(k, int(node[k]), int(start[k]), int(end[k]), 1.0) for k in range(n)]
-    times = np.concatenate([start, end])
-    deltas = np.concatenate([np.ones(n), -np.ones(n)])
-    order = np.argsort(times, kind="stable")
-    timeline = list(zip(times[order].tolist(), np.cumsum(deltas[order]).tolist(), strict=True))
-    run = RunRecord(
-        policy="big",
-        total_gpus=1024,
-        node_count=128,
-        jobs=jobs,
-        alloc_timeline=timeline,
-        segments=segments,
-    )
+    run = large_run()
     paths = write_plots(str(tmp_path), {"big": run})
     assert paths
     for p in paths:
