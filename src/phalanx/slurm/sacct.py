@@ -23,7 +23,6 @@ header alone, rc 0, as Slurm does.
 
 from __future__ import annotations
 
-import getopt
 import os
 import sys
 import time
@@ -36,6 +35,7 @@ from phalanx.client.wirecall import (
     WireCaller,
 )
 from phalanx.slurm.acctfields import FIELDS, LONG_FIELDS, VALUES, Row, cpu_time, rss
+from phalanx.slurm.commandline import Usage, read_options
 from phalanx.slurm.format import LONG_STATE, SHORT_STATE, fit, now_ms, sacct_cut
 
 __all__ = ["DEFAULT_FIELDS", "FIELDS", "cpu_time", "main", "rss"]
@@ -87,10 +87,6 @@ LONG = [
 ]
 
 
-class _Usage(Exception):
-    """A command line sacct cannot run; printed as is, exit status 1."""
-
-
 class _Options:
     def __init__(self) -> None:
         self.fields = DEFAULT_FIELDS
@@ -113,15 +109,9 @@ def _split(value: str) -> list[str]:
 
 
 def _parse(argv: list[str], now: int) -> _Options:
-    try:
-        pairs, rest = getopt.gnu_getopt(argv, SHORT, LONG)
-    except getopt.GetoptError as exc:
-        opt = f"-{exc.opt}" if len(exc.opt) == 1 else f"--{exc.opt}"
-        raise _Usage(
-            f"sacct: unrecognized option '{opt}'\nTry \"sacct --help\" for more information"
-        ) from None
+    pairs, rest = read_options("sacct", argv, SHORT, LONG)
     if rest:
-        raise _Usage(f"sacct: error: Unknown arguments: {' '.join(rest)}")
+        raise Usage(f"sacct: error: Unknown arguments: {' '.join(rest)}")
     opts = _Options()
     formats: list[str] = []
     for key, value in pairs:
@@ -159,12 +149,12 @@ def _parse(argv: list[str], now: int) -> _Options:
         elif key == "--units":
             unit = value.strip().upper()[:1]
             if unit not in ("K", "M", "G", "T"):
-                raise _Usage(f"sacct: error: Invalid --units specification: {value}")
+                raise Usage(f"sacct: error: Invalid --units specification: {value}")
             opts.units = unit
         elif key in ("--help", "--usage"):
-            raise _Usage("Usage: sacct [options]\n\tUse --help for help")
+            raise Usage("Usage: sacct [options]\n\tUse --help for help")
         elif key in ("-V", "--version"):
-            raise _Usage("slurm 22.05.8 (phalanx)")
+            raise Usage("slurm 22.05.8 (phalanx)")
         # Accepted and ignored: -D, -L, -M, -N, -T, -v, --noconvert.
     if formats:
         opts.fields = ",".join(formats)
@@ -177,7 +167,7 @@ def _job_ids(value: str) -> list[tuple[int, int | None]]:
         job = item.split(".", 1)[0]
         base, _, task = job.partition("_")
         if not base.isdigit() or (task and not task.isdigit()):
-            raise _Usage(f"sacct: error: Invalid job id: {item}")
+            raise Usage(f"sacct: error: Invalid job id: {item}")
         out.append((int(base), int(task) if task else None))
     return out
 
@@ -191,7 +181,7 @@ def _states(value: str) -> set[str]:
         elif name in SHORT_STATE:
             out.add(name)
         else:
-            raise _Usage(f"sacct: error: Invalid state: {item}")
+            raise Usage(f"sacct: error: Invalid state: {item}")
     return out
 
 
@@ -227,7 +217,7 @@ def parse_time(text: str, now: int) -> int:
         except ValueError:
             continue
         return _midnight(now) + (moment.tm_hour * 3600 + moment.tm_min * 60 + moment.tm_sec) * 1000
-    raise _Usage(f"sacct: error: Invalid time specification: {text}")
+    raise Usage(f"sacct: error: Invalid time specification: {text}")
 
 
 def _midnight(now: int) -> int:
@@ -242,7 +232,7 @@ def _fields(text: str) -> list[tuple[str, int]]:
         name, _, width = item.partition("%")
         canonical = _CANONICAL.get(name.lower())
         if canonical is None:
-            raise _Usage(f'sacct: error: Invalid field requested: "{name}"')
+            raise Usage(f'sacct: error: Invalid field requested: "{name}"')
         default = FIELDS[canonical]
         if width.isdigit():
             size = int(width)
@@ -420,9 +410,9 @@ def main(argv: list[str] | None = None) -> int:
     try:
         opts = _parse(args, now)
         fields = _fields(opts.fields)
-    except _Usage as exc:
+    except Usage as exc:
         print(exc, file=sys.stderr)
-        return 0 if str(exc).startswith(("Usage", "slurm ")) else 1
+        return exc.status
     try:
         jobs = _fetch(opts, now)
     except ControllerUnreachable as exc:

@@ -9,13 +9,13 @@ status: 0, or 1 for a bad option or no controller.
 
 from __future__ import annotations
 
-import getopt
 import sys
 import time
 from collections.abc import Callable
 from typing import Any
 
 from phalanx.client.wirecall import ApiError, ControllerUnreachable, WireCaller
+from phalanx.slurm.commandline import Usage, read_options
 from phalanx.slurm.format import Spec, clock, compress, expand, parse_long, parse_percent, render
 
 __all__ = ["main"]
@@ -114,10 +114,6 @@ LONG = [
 ]
 
 
-class _Usage(Exception):
-    """A command line sinfo cannot run; printed as is."""
-
-
 class _Options:
     def __init__(self) -> None:
         self.header = True
@@ -134,15 +130,9 @@ class _Options:
 
 
 def _parse(argv: list[str]) -> _Options:
-    try:
-        pairs, rest = getopt.gnu_getopt(argv, SHORT, LONG)
-    except getopt.GetoptError as exc:
-        opt = f"-{exc.opt}" if len(exc.opt) == 1 else f"--{exc.opt}"
-        raise _Usage(
-            f"sinfo: unrecognized option '{opt}'\nTry \"sinfo --help\" for more information"
-        ) from None
+    pairs, rest = read_options("sinfo", argv, SHORT, LONG)
     if rest:
-        raise _Usage(f"sinfo: error: Unrecognized option: {rest[0]}")
+        raise Usage(f"sinfo: error: Unrecognized option: {rest[0]}")
     opts = _Options()
     for key, value in pairs:
         if key in ("-h", "--noheader"):
@@ -168,9 +158,9 @@ def _parse(argv: list[str]) -> _Options:
         elif key in ("-d", "--dead"):
             opts.dead = True
         elif key in ("--help", "--usage"):
-            raise _Usage("Usage: sinfo [OPTIONS]")
+            raise Usage("Usage: sinfo [OPTIONS]")
         elif key in ("-V", "--version"):
-            raise _Usage("slurm 22.05.8 (phalanx)")
+            raise Usage("slurm 22.05.8 (phalanx)")
         # Accepted and ignored: -a, -e, -i, -M, -S, -v.
     return opts
 
@@ -182,7 +172,7 @@ def _states(value: str) -> set[str]:
     for item in value.split(","):
         name = names.get(item.strip().lower())
         if name is None:
-            raise _Usage(f"sinfo: error: Invalid node state specified: {item}")
+            raise Usage(f"sinfo: error: Invalid node state specified: {item}")
         out.add(name)
     return out
 
@@ -350,9 +340,9 @@ def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
     try:
         opts = _parse(args)
-    except _Usage as exc:
+    except Usage as exc:
         print(exc, file=sys.stderr)
-        return 0 if str(exc).startswith(("Usage", "slurm ")) else 1
+        return exc.status
     try:
         caller = WireCaller()
         nodes = _get(caller, "/v1/nodes")

@@ -11,12 +11,12 @@ Exit status: 0, or 1 for a bad option or no controller.
 
 from __future__ import annotations
 
-import getopt
 import sys
 from typing import Any
 
 from phalanx.client.wirecall import ApiError, ControllerUnreachable, WireCaller
 from phalanx.slurm import UNREACHABLE
+from phalanx.slurm.commandline import Usage, read_options
 from phalanx.slurm.format import Spec, parse_percent, render
 
 __all__ = ["DEFAULT_FORMAT", "LONG_FORMAT", "main", "value"]
@@ -62,10 +62,6 @@ LONG = [
 ]
 
 
-class _Usage(Exception):
-    """A command line sprio cannot run; the message is printed as is."""
-
-
 class _Options:
     def __init__(self) -> None:
         self.header = True
@@ -77,15 +73,9 @@ class _Options:
 
 
 def _parse(argv: list[str]) -> _Options:
-    try:
-        pairs, rest = getopt.gnu_getopt(argv, SHORT, LONG)
-    except getopt.GetoptError as exc:
-        opt = f"-{exc.opt}" if len(exc.opt) == 1 else f"--{exc.opt}"
-        raise _Usage(
-            f"sprio: unrecognized option '{opt}'\nTry \"sprio --help\" for more information"
-        ) from None
+    pairs, rest = read_options("sprio", argv, SHORT, LONG)
     if rest:
-        raise _Usage(f"sprio: error: Unrecognized option: {rest[0]}")
+        raise Usage(f"sprio: error: Unrecognized option: {rest[0]}")
     opts = _Options()
     for key, val in pairs:
         if key in ("-h", "--noheader"):
@@ -98,7 +88,7 @@ def _parse(argv: list[str]) -> _Options:
             opts.jobs = set()
             for item in val.split(","):
                 if not item.strip().isdigit():
-                    raise _Usage(f"sprio: error: Invalid job id: {item}")
+                    raise Usage(f"sprio: error: Invalid job id: {item}")
                 opts.jobs.add(int(item))
         elif key in ("-u", "--user"):
             opts.users = {u for u in val.split(",") if u}
@@ -106,11 +96,11 @@ def _parse(argv: list[str]) -> _Options:
             opts.partitions = {p for p in val.split(",") if p}
         elif key in ("-n", "--norm", "-w", "--weights"):
             # Both need the configured weights, which the controller does not publish.
-            raise _Usage(f"sprio: error: {key} is not supported by Phalanx")
+            raise Usage(f"sprio: error: {key} is not supported by Phalanx")
         elif key in ("--help", "--usage"):
-            raise _Usage("Usage: sprio [-j jid[s]] [-u user_name[s]] [-o format] [-p partitions]")
+            raise Usage("Usage: sprio [-j jid[s]] [-u user_name[s]] [-o format] [-p partitions]")
         elif key in ("-V", "--version"):
-            raise _Usage("slurm 22.05.8")
+            raise Usage("slurm 22.05.8")
     return opts
 
 
@@ -170,9 +160,9 @@ def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
     try:
         opts = _parse(args)
-    except _Usage as exc:
+    except Usage as exc:
         print(exc, file=sys.stderr)
-        return 0 if str(exc).startswith(("Usage", "slurm ")) else 1
+        return exc.status
     try:
         answer = WireCaller().call_ok("GET", "/v1/priority")
     except ControllerUnreachable:

@@ -11,7 +11,6 @@ bad options, an unknown single ``-j`` id, or no controller.
 
 from __future__ import annotations
 
-import getopt
 import os
 import sys
 import time
@@ -20,6 +19,7 @@ from operator import itemgetter
 from typing import Any
 
 from phalanx.client.wirecall import ApiError, ControllerUnreachable, QueryValue, WireCaller
+from phalanx.slurm.commandline import Usage, read_options
 from phalanx.slurm.format import (
     LONG_STATE,
     MIN_JOB_AGE_MS,
@@ -173,10 +173,6 @@ LONG = [
 ]
 
 
-class _Usage(Exception):
-    """A command line squeue cannot run; the message is printed as Slurm would."""
-
-
 class _Options:
     def __init__(self) -> None:
         self.header = True
@@ -200,15 +196,9 @@ def _split(value: str) -> set[str]:
 
 
 def _parse(argv: list[str]) -> _Options:
-    try:
-        pairs, rest = getopt.gnu_getopt(argv, SHORT, LONG)
-    except getopt.GetoptError as exc:
-        raise _Usage(
-            f"squeue: unrecognized option '{_dashes(exc.opt)}'\n"
-            'Try "squeue --help" for more information'
-        ) from None
+    pairs, rest = read_options("squeue", argv, SHORT, LONG)
     if rest:
-        raise _Usage(f"squeue: error: Unrecognized option: {rest[0]}")
+        raise Usage(f"squeue: error: Unrecognized option: {rest[0]}")
     opts = _Options()
     for key, value in pairs:
         if key in ("-h", "--noheader"):
@@ -242,9 +232,9 @@ def _parse(argv: list[str]) -> _Options:
         elif key in ("--json", "--yaml"):
             opts.document = key[2:]
         elif key in ("--help", "--usage"):
-            raise _Usage(_HELP)
+            raise Usage(_HELP)
         elif key in ("-V", "--version"):
-            raise _Usage("slurm 22.05.8 (phalanx)")
+            raise Usage("slurm 22.05.8 (phalanx)")
         # Accepted and ignored: -a/--all, --hide, -v, -i, -M, -S, -w, --noconvert.
     return opts
 
@@ -257,10 +247,6 @@ _HELP = (
     "              [-L licenses] [-w nodes] [--federation] [--local] [--sibling]\n"
     "              [-ahjlrsv]"
 )
-
-
-def _dashes(opt: str) -> str:
-    return f"-{opt}" if len(opt) == 1 else f"--{opt}"
 
 
 def _me() -> str:
@@ -283,7 +269,7 @@ def _states(value: str) -> set[str]:
         elif name in SHORT_STATE:
             out.add(name)
         else:
-            raise _Usage(f"squeue: error: Invalid job state specified: {item}")
+            raise Usage(f"squeue: error: Invalid job state specified: {item}")
     return out
 
 
@@ -292,7 +278,7 @@ def _job_ids(value: str) -> list[tuple[int, int | None]]:
     for item in _split(value):
         base, _, task = item.partition("_")
         if not base.isdigit() or (task and not task.isdigit()):
-            raise _Usage(f"squeue: error: Invalid job id: {item}")
+            raise Usage(f"squeue: error: Invalid job id: {item}")
         out.append((int(base), int(task) if task else None))
     return out
 
@@ -707,9 +693,9 @@ def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
     try:
         opts = _parse(args)
-    except _Usage as exc:
+    except Usage as exc:
         print(exc, file=sys.stderr)
-        return 0 if str(exc).startswith(("Usage", "slurm ")) else 1
+        return exc.status
     errors: list[str] = []
     prefix, specs = _specs(opts, errors)
     for line in errors:

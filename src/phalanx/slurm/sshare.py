@@ -12,13 +12,13 @@ Exit status: 0, or 1 for a bad option or no controller.
 
 from __future__ import annotations
 
-import getopt
 import os
 import sys
 from typing import Any
 
 from phalanx.client.wirecall import ApiError, ControllerUnreachable, WireCaller
 from phalanx.slurm import UNREACHABLE
+from phalanx.slurm.commandline import Usage, read_options
 from phalanx.slurm.format import fit
 
 __all__ = ["COLUMNS", "LONG_COLUMNS", "main", "rows"]
@@ -60,10 +60,6 @@ LONG = [
     "verbose",
     "version",
 ]
-
-
-class _Usage(Exception):
-    """A command line sshare cannot run; the message is printed as is."""
 
 
 def _me() -> str:
@@ -144,15 +140,9 @@ def rows(
 
 
 def _parse(argv: list[str]) -> dict[str, Any]:
-    try:
-        pairs, rest = getopt.gnu_getopt(argv, SHORT, LONG)
-    except getopt.GetoptError as exc:
-        opt = f"-{exc.opt}" if len(exc.opt) == 1 else f"--{exc.opt}"
-        raise _Usage(
-            f"sshare: unrecognized option '{opt}'\nTry \"sshare --help\" for more information"
-        ) from None
+    pairs, rest = read_options("sshare", argv, SHORT, LONG)
     if rest:
-        raise _Usage(f"sshare: error: Unrecognized option: {rest[0]}")
+        raise Usage(f"sshare: error: Unrecognized option: {rest[0]}")
     opts: dict[str, Any] = {"all": False, "header": True, "long": False, "sep": None}
     for key, val in pairs:
         if key in ("-a", "--all"):
@@ -170,9 +160,9 @@ def _parse(argv: list[str]) -> dict[str, Any]:
         elif key in ("-A", "--accounts"):
             opts["accounts"] = {a for a in val.split(",") if a}
         elif key in ("--help", "--usage"):
-            raise _Usage("Usage: sshare [OPTION]...")
+            raise Usage("Usage: sshare [OPTION]...")
         elif key in ("-V", "--version"):
-            raise _Usage("slurm 22.05.8")
+            raise Usage("slurm 22.05.8")
     return opts
 
 
@@ -180,9 +170,9 @@ def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
     try:
         opts = _parse(args)
-    except _Usage as exc:
+    except Usage as exc:
         print(exc, file=sys.stderr)
-        return 0 if str(exc).startswith(("Usage", "slurm ")) else 1
+        return exc.status
     try:
         answer = WireCaller().call_ok("GET", "/v1/fairshare")
         users = _users_by_account()
