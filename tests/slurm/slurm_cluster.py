@@ -112,6 +112,18 @@ def reference_jobs(cluster: LocalCluster, workdir: Path) -> dict[int, int]:
     return ids
 
 
+def reference_scene(cluster: LocalCluster, workdir: Path) -> tuple[dict[int, int], int]:
+    """``reference_jobs`` plus a ``wrap`` job that failed (exit 3, reference id 34), once
+    the reference's running jobs run: the id map and the failed job's id."""
+    ids = reference_jobs(cluster, workdir)
+    [failed] = submit(cluster, workdir, command=["sh", "-c", "exit 3"], name="wrap")
+    ids[failed] = 34
+    cluster.wait([failed])
+    running = [i for i, ref in ids.items() if ref in (1, 2, 3, 4, 6)]
+    cluster.wait(running, ("RUNNING",), final=False)
+    return ids, failed
+
+
 def run(main: Callable[[list[str]], int], argv: list[str], state: Path) -> tuple[str, str, int]:
     """``main(argv)`` in this process, talking to the cluster at ``state``: stdout, stderr
     and the exit status."""

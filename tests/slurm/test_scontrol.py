@@ -16,7 +16,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from slurm_cluster import YAML, reference, reference_jobs, run, submit, wait_until
+from slurm_cluster import YAML, reference, reference_scene, run, submit, wait_until
 
 from phalanx.server.localcluster import LocalCluster
 from phalanx.slurm import scontrol
@@ -78,12 +78,7 @@ def scene(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Scene]:
     work.chmod(0o755)
     cluster = LocalCluster(state, CONFIG).start()
     try:
-        ids = reference_jobs(cluster, work)
-        [failed] = submit(cluster, work, command=["sh", "-c", "exit 3"], name="wrap")
-        ids[failed] = 34
-        cluster.wait([failed])
-        running = [i for i, ref in ids.items() if ref in (1, 2, 3, 4, 6)]
-        cluster.wait(running, ("RUNNING",), final=False)
+        ids, _ = reference_scene(cluster, work)
         yield cluster, ids, work
     finally:
         cluster.stop()

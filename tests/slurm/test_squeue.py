@@ -32,10 +32,9 @@ from slurm_cluster import (
     normalize_nodes,
     pending_jobs,
     reference,
-    reference_jobs,
+    reference_scene,
     run,
     start,
-    submit,
 )
 
 from phalanx.server.localcluster import LocalCluster
@@ -53,12 +52,7 @@ def scene(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Scene]:
     work.chmod(0o755)
     cluster = start(state)
     try:
-        ids = reference_jobs(cluster, work)
-        [failed] = submit(cluster, work, command=["sh", "-c", "exit 3"], name="wrap")
-        ids[failed] = 34
-        cluster.wait([failed])
-        running = [i for i, ref in ids.items() if ref in (1, 2, 3, 4, 6)]
-        cluster.wait(running, ("RUNNING",), final=False)
+        ids, failed = reference_scene(cluster, work)
         yield cluster, ids, failed
     finally:
         cluster.stop()
