@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from phalanx.slurm.format import expand, hms, instant, memory, ranges
+from phalanx.slurm.format import expand, hms, instant, memory, ranges, user_ids
 
 __all__ = ["FIELDS", "FINAL", "LONG_FIELDS", "VALUES", "Row", "cpu_time", "rss"]
 
@@ -159,12 +159,8 @@ def _state(row: Row) -> str:
 
 
 def _uid(user: str) -> int | None:
-    import pwd
-
-    try:
-        return pwd.getpwnam(user).pw_uid
-    except KeyError:
-        return None
+    found = user_ids(user)
+    return None if found is None else found[0]
 
 
 def _exit_code(row: Row) -> str:

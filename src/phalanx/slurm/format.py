@@ -45,6 +45,7 @@ __all__ = [
     "render",
     "sacct_cut",
     "template",
+    "user_ids",
 ]
 
 MIN_JOB_AGE_MS = 300_000
@@ -70,6 +71,23 @@ SHORT_STATE = {
 
 LONG_STATE = {short: long for long, short in SHORT_STATE.items()}
 """Short code -> long state; ``-t``/``-s`` accept either."""
+
+
+def user_ids(user: str) -> tuple[int, int, str] | None:
+    """``user``'s uid, primary gid and that group's name (its number if it has none), or
+    None for a user this host does not know."""
+    import grp
+    import pwd
+
+    try:
+        entry = pwd.getpwnam(user)
+    except KeyError:
+        return None
+    try:
+        group = grp.getgrgid(entry.pw_gid).gr_name
+    except KeyError:
+        group = str(entry.pw_gid)
+    return entry.pw_uid, entry.pw_gid, group
 
 
 def now_ms() -> int:

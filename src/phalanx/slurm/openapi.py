@@ -20,7 +20,7 @@ import os
 from collections.abc import Callable
 from typing import Any
 
-from phalanx.slurm.format import expand
+from phalanx.slurm.format import expand, user_ids
 
 __all__ = ["FIELDS", "document", "to_json", "to_yaml"]
 
@@ -95,18 +95,11 @@ def _sec(ms: int | None) -> int:
 
 
 def _ids(user: str) -> tuple[int | None, str, int | None, str]:
-    import grp
-    import pwd
-
-    try:
-        entry = pwd.getpwnam(user)
-    except KeyError:
+    found = user_ids(user)
+    if found is None:
         return None, user, None, ""
-    try:
-        group = grp.getgrgid(entry.pw_gid).gr_name
-    except KeyError:
-        group = str(entry.pw_gid)
-    return entry.pw_uid, user, entry.pw_gid, group
+    uid, gid, group = found
+    return uid, user, gid, group
 
 
 def _times(job: Job, now: int) -> dict[str, int]:

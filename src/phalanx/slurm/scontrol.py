@@ -18,7 +18,16 @@ from typing import Any
 from phalanx.client.wirecall import ApiError, ControllerUnreachable, Json, WireCaller
 from phalanx.errors import PhalanxError
 from phalanx.slurm import UNREACHABLE
-from phalanx.slurm.format import MIN_JOB_AGE_MS, compress, expand, hms, instant, memory, now_ms
+from phalanx.slurm.format import (
+    MIN_JOB_AGE_MS,
+    compress,
+    expand,
+    hms,
+    instant,
+    memory,
+    now_ms,
+    user_ids,
+)
 from phalanx.slurm.format import ranges as task_ranges
 
 __all__ = ["job_record", "main", "node_record", "partition_record"]
@@ -68,18 +77,11 @@ def _slurm_error(exc: ApiError) -> str:
 # ------------------------------------------------------------------------------ jobs
 def _ids(user: str) -> tuple[str, str]:
     """``UserId`` and ``GroupId`` values: ``root(0)``; the name alone if unknown here."""
-    import grp
-    import pwd
-
-    try:
-        entry = pwd.getpwnam(user)
-    except KeyError:
+    found = user_ids(user)
+    if found is None:
         return user, user
-    try:
-        group = grp.getgrgid(entry.pw_gid).gr_name
-    except KeyError:
-        group = str(entry.pw_gid)
-    return f"{user}({entry.pw_uid})", f"{group}({entry.pw_gid})"
+    uid, gid, group = found
+    return f"{user}({uid})", f"{group}({gid})"
 
 
 def _expand_path(pattern: str, job: Job) -> str:
