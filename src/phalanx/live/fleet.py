@@ -556,10 +556,11 @@ class Fleet:
         first = self.agents[names[0]].address
         uid = gid = None
         base_env = dict(spec.environment)
-        if self._as_user and spec.user != "root":
-            entry = pwd.getpwnam(spec.user)  # KeyError: no such user here
-            uid, gid = entry.pw_uid, entry.pw_gid
         ids = _user_ids(spec.user)
+        if self._as_user and spec.user != "root":
+            if ids is None:
+                raise KeyError(f"getpwnam(): name not found: '{spec.user}'")  # no such user here
+            uid, gid = ids
         base_env.setdefault("PATH", DEFAULT_PATH)
         base_env.setdefault("USER", spec.user)
         workdir = os.path.abspath(spec.workdir)
