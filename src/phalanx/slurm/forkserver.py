@@ -66,7 +66,7 @@ COMMANDS = ("sbatch", "scancel", "squeue", "sacct", "sinfo", "scontrol", "sprio"
 """The commands the server runs (and the native shim forwards)."""
 # What the commands import lazily, on some paths only: imported here once so no child pays.
 _LAZY = (
-    "array",
+    "array",  # socket.recv_fds / send_fds import it when first called
     "collections",
     "datetime",
     "fcntl",
@@ -190,16 +190,11 @@ class _Server:
         """``t``: an accepting worker took a command; ``d``: a worker is done with one;
         ``f`` + a descriptor: another user's command, for that user's worker. Nothing: the
         worker is gone."""
-        import array
-
-        fds = array.array("i")
+        fds: list[int]
         try:
-            data, ancillary, _, _ = worker.channel.recvmsg(1, socket.CMSG_SPACE(fds.itemsize))
+            data, fds, _, _ = socket.recv_fds(worker.channel, 1, 1)
         except OSError:
-            data, ancillary = b"", []
-        for level, kind, payload in ancillary:
-            if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
-                fds.frombytes(payload[: len(payload) - len(payload) % fds.itemsize])
+            data, fds = b"", []
         if not data:
             for fd in fds:
                 os.close(fd)
@@ -248,9 +243,7 @@ class _Server:
                 return  # all busy: the first one free takes it
             queue.popleft()
             try:
-                worker.channel.sendmsg(
-                    [b"c"], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, _fds(conn.fileno()))]
-                )
+                socket.send_fds(worker.channel, [b"c"], [conn.fileno()])
             except OSError:
                 self._gone(worker)
                 queue.appendleft((conn, gid))
@@ -368,12 +361,6 @@ class _Server:
 _bound_inode = -1
 
 
-def _fds(*fds: int) -> bytes:
-    import array
-
-    return array.array("i", fds).tobytes()
-
-
 def _listen(path: str) -> socket.socket:
     global _bound_inode
     with contextlib.suppress(FileNotFoundError):
@@ -448,9 +435,7 @@ def _work(
                         # Only root can become the caller: its own Python shim serves it.
                         _send(conn, b"fallback\n")
                     else:
-                        channel.sendmsg(
-                            [b"f"], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, _fds(conn.fileno()))]
-                        )
+                        socket.send_fds(channel, [b"f"], [conn.fileno()])
                     conn.close()
                     continue
                 channel.sendall(b"t")
@@ -483,18 +468,7 @@ _RESET = (
 
 
 def _receive_conn(channel: socket.socket) -> socket.socket | None:
-    import array
-
-    fds = array.array("i")
-    while True:
-        try:
-            data, ancillary, _, _ = channel.recvmsg(1, socket.CMSG_SPACE(fds.itemsize))
-            break
-        except InterruptedError:
-            continue
-    for level, kind, payload in ancillary:
-        if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
-            fds.frombytes(payload[: len(payload) - len(payload) % fds.itemsize])
+    data, fds, _, _ = socket.recv_fds(channel, 1, 1)
     if not data:
         for fd in fds:
             os.close(fd)
@@ -580,16 +554,10 @@ def _take_request(conn: socket.socket) -> tuple[str, list[str], dict[str, str]]:
 
 
 def _receive_header(conn: socket.socket) -> tuple[bytes, list[int]]:
-    import array
-
-    fds = array.array("i")
-    data, ancillary, _, _ = conn.recvmsg(_HEADER, socket.CMSG_SPACE(4 * fds.itemsize))
-    for level, kind, payload in ancillary:
-        if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
-            fds.frombytes(payload[: len(payload) - len(payload) % fds.itemsize])
+    data, fds, _, _ = socket.recv_fds(conn, _HEADER, 4)
     if len(data) < _HEADER:
         data += _receive_exactly(conn, _HEADER - len(data))
-    return data, list(fds)
+    return data, fds
 
 
 def _receive_exactly(conn: socket.socket, size: int) -> bytes:
