@@ -35,8 +35,8 @@ import statistics
 import sys
 import time
 
-from phalanx.domain.clusterspec import regular_cluster
-from phalanx.domain.job import JobSpec
+from phalanx.config.clusterspec import regular_cluster
+from phalanx.domain.jobspec import JobSpec
 from phalanx.domain.state import JobState
 from phalanx.domain.time import DAY, HOUR, MINUTE
 from phalanx.engine import Cancel, Engine, Kill, Launch, Signal, Submit, TimerFired

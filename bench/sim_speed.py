@@ -18,7 +18,7 @@ import sys
 import time
 from pathlib import Path
 
-from phalanx.domain.clusterspec import regular_cluster
+from phalanx.config.clusterspec import regular_cluster
 from phalanx.policies.catalog import POLICIES, profile
 from phalanx.sim.simulator import Simulator
 from phalanx.sim.traces import read_trace

@@ -22,9 +22,9 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from phalanx.config.clusterspec import regular_cluster
 from phalanx.domain.cluster import Account, Cluster, Partition, PreemptMode
-from phalanx.domain.clusterspec import regular_cluster
-from phalanx.domain.job import JobSpec
+from phalanx.domain.jobspec import JobSpec
 from phalanx.domain.state import JobState
 from phalanx.domain.time import HOUR, Duration, Instant
 from phalanx.engine.commands import PASS, Cleanup, Command, Kill, Launch, WakeAt

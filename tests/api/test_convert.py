@@ -9,7 +9,7 @@ import pytest
 from phalanx.api.convert import JOB_FIELDS, acct_record, job_info, job_table, to_spec
 from phalanx.api.wire import AcctRecord, JobInfo, JobRequest
 from phalanx.domain.caller import Caller
-from phalanx.domain.job import SIGNALS, ArraySpec, Dependency, DepKind, JobSpec
+from phalanx.domain.jobspec import SIGNALS, ArraySpec, Dependency, DepKind, JobSpec
 from phalanx.domain.time import HOUR, MINUTE, SECOND
 from phalanx.errors import InputError, SpecError
 from phalanx.testing import EngineDriver, make_job, small_cluster

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from phalanx.api.routes import Access, create_app
-from phalanx.domain.clusterspec import regular_cluster
+from phalanx.config.clusterspec import regular_cluster
 from phalanx.domain.time import MINUTE
 from phalanx.live.clock import FakeClock
 from phalanx.live.controller import Controller

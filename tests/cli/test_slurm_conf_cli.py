@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 PHALANX = [sys.executable, "-m", "phalanx"]
-REF = Path(__file__).parents[1] / "domain" / "data" / "slurm-ref"
+REF = Path(__file__).parents[1] / "config" / "data" / "slurm-ref"
 
 
 def _run(args: list[str], state: Path) -> subprocess.CompletedProcess[str]:

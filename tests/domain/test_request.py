@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from phalanx.domain.job import SIGNALS, ArraySpec, Dependency, DepKind
+from phalanx.domain.jobspec import SIGNALS, ArraySpec, Dependency, DepKind
 from phalanx.domain.request import (
     MAX_ARRAY_TASKS,
     parse_array,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from phalanx.domain.job import ArraySpec, Dependency, DepKind
+from phalanx.domain.jobspec import ArraySpec, Dependency, DepKind
 from phalanx.domain.state import JobState, Reason
 from phalanx.domain.time import MINUTE
 from phalanx.testing import EngineDriver, make_job, small_cluster

@@ -6,7 +6,7 @@ import dataclasses
 
 import pytest
 
-from phalanx.domain.job import SIGNALS
+from phalanx.domain.jobspec import SIGNALS
 from phalanx.domain.state import JobState, Reason
 from phalanx.domain.time import HOUR, MINUTE, SECOND
 from phalanx.engine.commands import PASS, Cleanup, Kill, Launch, Signal, WakeAt

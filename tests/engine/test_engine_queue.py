@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from phalanx.domain.job import JobSpec
+from phalanx.domain.jobspec import JobSpec
 from phalanx.engine.queue import PendingQueue
 from phalanx.sched.job import Job
 

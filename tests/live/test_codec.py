@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from phalanx.domain.job import ArraySpec, Dependency, DepKind, JobSpec
+from phalanx.domain.jobspec import ArraySpec, Dependency, DepKind, JobSpec
 from phalanx.domain.jobstep import StepRecord
 from phalanx.domain.rusage import RunUsage
 from phalanx.domain.time import HOUR, MINUTE, SECOND

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
+from phalanx.config.clusterspec import regular_cluster
 from phalanx.domain.caller import Caller
-from phalanx.domain.clusterspec import regular_cluster
-from phalanx.domain.job import JobSpec
+from phalanx.domain.jobspec import JobSpec
 from phalanx.domain.rusage import RunUsage
 from phalanx.domain.time import HOUR
 from phalanx.errors import NotAllowed, NotFound, SpecError

@@ -6,8 +6,8 @@ from typing import Any
 
 import pytest
 
-from phalanx.domain.clusterspec import regular_cluster
-from phalanx.domain.job import JobSpec
+from phalanx.config.clusterspec import regular_cluster
+from phalanx.domain.jobspec import JobSpec
 from phalanx.engine import Event, Kill, Launch, LaunchFailed, TasksExited
 from phalanx.live.fleet import Fleet, master_port
 from phalanx.live.journal import JournalError

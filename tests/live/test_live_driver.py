@@ -6,7 +6,7 @@ import asyncio
 import sys
 from pathlib import Path
 
-from phalanx.domain.job import JobSpec
+from phalanx.domain.jobspec import JobSpec
 from phalanx.domain.state import JobState
 from phalanx.domain.time import SECOND
 from phalanx.testing import LiveStack

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from phalanx.domain.clusterspec import regular_cluster
-from phalanx.domain.job import JobSpec
+from phalanx.config.clusterspec import regular_cluster
+from phalanx.domain.jobspec import JobSpec
 from phalanx.domain.time import HOUR, MINUTE
 from phalanx.engine import Engine, Event, Launch, Submit, TasksExited
 from phalanx.live.clock import FakeClock

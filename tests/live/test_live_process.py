@@ -7,8 +7,8 @@ import sys
 import time
 from pathlib import Path
 
-from phalanx.domain.clusterspec import regular_cluster
-from phalanx.domain.job import JobSpec
+from phalanx.config.clusterspec import regular_cluster
+from phalanx.domain.jobspec import JobSpec
 from phalanx.engine import Event, Kill, Launch, LaunchFailed, TasksExited
 from phalanx.live.process import ProcessExecutor
 from phalanx.sched.capacity import Allocation

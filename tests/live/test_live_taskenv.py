@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from phalanx.domain.clusterspec import regular_cluster
-from phalanx.domain.job import ArraySpec, JobSpec
+from phalanx.config.clusterspec import regular_cluster
+from phalanx.domain.jobspec import ArraySpec, JobSpec
 from phalanx.live.taskenv import (
     expand_pattern,
     step_environment,

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from phalanx.domain.job import JobSpec
+from phalanx.domain.jobspec import JobSpec
 from phalanx.domain.state import JobState
 from phalanx.domain.time import MINUTE
 from phalanx.testing import LiveStack

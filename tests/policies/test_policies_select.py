@@ -7,8 +7,8 @@ from phalanx.domain.time import MINUTE
 from phalanx.policies.select_simple import BinpackSelect, SpreadSelect
 from phalanx.policies.select_topology import TopologySelect
 from phalanx.sched.capacity import Allocation
+from phalanx.sched.occupancy import Occupancy
 from phalanx.sched.shape import Shape
-from phalanx.sched.snapshot import ClusterState
 from phalanx.testing import EngineDriver, make_job, small_cluster
 
 SELECT = TopologySelect({})
@@ -18,12 +18,12 @@ def shape(gpus: int, nodes: int = 1, **kw: object) -> Shape:
     return Shape.of(make_job(gpus=gpus, nodes=nodes, **kw), "gpu")  # type: ignore[arg-type]
 
 
-def use(state: ClusterState, node: int, gpus: int, job_id: int) -> None:
+def use(state: Occupancy, node: int, gpus: int, job_id: int) -> None:
     state.start(job_id, "root", Allocation((node,), (tuple(range(gpus)),), 0, 0, 0), 10**9)
 
 
-def two_leaves() -> ClusterState:
-    return ClusterState(small_cluster(nodes=16, gpus=8, per_leaf=8))
+def two_leaves() -> Occupancy:
+    return Occupancy(small_cluster(nodes=16, gpus=8, per_leaf=8))
 
 
 def test_eight_node_job_lands_in_one_leaf_when_one_has_room() -> None:
@@ -54,7 +54,7 @@ def test_gang_straddles_the_fewest_leaves_only_when_it_must_and_max_leaves_forbi
 
 
 def test_single_node_job_goes_to_the_fullest_node_that_fits() -> None:
-    state = ClusterState(small_cluster(nodes=4, gpus=8, per_leaf=4))
+    state = Occupancy(small_cluster(nodes=4, gpus=8, per_leaf=4))
     use(state, 2, 6, 1)  # 2 free
     use(state, 1, 4, 2)  # 4 free
     assert SELECT.place(state, state.cap, shape(2), 1, None) == [2]
@@ -64,13 +64,13 @@ def test_single_node_job_goes_to_the_fullest_node_that_fits() -> None:
 
 
 def test_single_node_tie_goes_to_the_fuller_leaf() -> None:
-    state = ClusterState(small_cluster(nodes=4, gpus=8, per_leaf=2))
+    state = Occupancy(small_cluster(nodes=4, gpus=8, per_leaf=2))
     use(state, 3, 8, 1)  # leaf 1 is fuller; nodes 0, 1, 2 all have 8 free
     assert SELECT.place(state, state.cap, shape(1), 1, None) == [2]
 
 
 def test_spread_and_binpack_order_nodes_by_free_gpus() -> None:
-    state = ClusterState(small_cluster(nodes=3, gpus=8, per_leaf=3))
+    state = Occupancy(small_cluster(nodes=3, gpus=8, per_leaf=3))
     use(state, 0, 2, 1)  # 6 free
     use(state, 1, 6, 2)  # 2 free
     spread, binpack = SpreadSelect({}), BinpackSelect({})

@@ -13,7 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from phalanx.domain.cluster import Cluster
-from phalanx.domain.job import JobSpec
+from phalanx.domain.jobspec import JobSpec
 from phalanx.domain.state import JobState, Reason
 from phalanx.domain.time import MINUTE, Instant
 from phalanx.engine.events import TimerFired

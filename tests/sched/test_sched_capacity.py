@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import numpy as np
 
-from phalanx.domain.job import MILLI
+from phalanx.domain.jobspec import MILLI
 from phalanx.sched.capacity import Allocation, Capacity
-from phalanx.sched.snapshot import ClusterState
+from phalanx.sched.occupancy import Occupancy
 from phalanx.testing import small_cluster
 
 
 def fresh() -> Capacity:
-    return ClusterState(small_cluster(nodes=2, gpus=4, per_leaf=2)).cap.copy()
+    return Occupancy(small_cluster(nodes=2, gpus=4, per_leaf=2)).cap.copy()
 
 
 def same(a: Capacity, b: Capacity) -> bool:

@@ -2,18 +2,18 @@
 
 from __future__ import annotations
 
-from phalanx.domain.job import MILLI
+from phalanx.domain.jobspec import MILLI
 from phalanx.policies.select_topology import TopologySelect
 from phalanx.sched.capacity import Allocation, Capacity
+from phalanx.sched.occupancy import Occupancy
 from phalanx.sched.shape import Shape
-from phalanx.sched.snapshot import ClusterState
 from phalanx.sched.timeline import Reservation, Timeline
 from phalanx.testing import make_job, small_cluster
 
 SELECT = TopologySelect({})
 
 
-def placer(state: ClusterState, gpus: int, nodes: int = 1):  # type: ignore[no-untyped-def]
+def placer(state: Occupancy, gpus: int, nodes: int = 1):  # type: ignore[no-untyped-def]
     shape = Shape.of(make_job(gpus=gpus, nodes=nodes), "gpu")
 
     def place(cap: Capacity) -> Allocation | None:
@@ -30,14 +30,14 @@ def reserve(
     return t.earliest(job_id, shape, duration, placer(t.state, gpus, nodes), horizon)
 
 
-def busy(state: ClusterState, job_id: int, node: int, devices: range, end: int) -> Allocation:
+def busy(state: Occupancy, job_id: int, node: int, devices: range, end: int) -> Allocation:
     alloc = Allocation((node,), (tuple(devices),), 0, 0, 0)
     state.start(job_id, "root", alloc, end)
     return alloc
 
 
 def test_earliest_is_the_first_end_after_which_the_job_fits() -> None:
-    state = ClusterState(small_cluster(nodes=1, gpus=8, per_leaf=1))
+    state = Occupancy(small_cluster(nodes=1, gpus=8, per_leaf=1))
     busy(state, 1, 0, range(0, 6), end=100)
     busy(state, 2, 0, range(6, 8), end=50)
     t = Timeline(state, now=0)
@@ -50,14 +50,14 @@ def test_earliest_is_the_first_end_after_which_the_job_fits() -> None:
 
 
 def test_earliest_is_after_now_even_if_a_limit_has_passed() -> None:
-    state = ClusterState(small_cluster(nodes=1, gpus=8, per_leaf=1))
+    state = Occupancy(small_cluster(nodes=1, gpus=8, per_leaf=1))
     busy(state, 1, 0, range(8), end=100)
     res = reserve(Timeline(state, now=500), 2, 8, 10)
     assert res is not None and res.start == 501
 
 
 def test_a_second_reservation_never_overlaps_the_first_on_its_devices() -> None:
-    state = ClusterState(small_cluster(nodes=1, gpus=8, per_leaf=1))
+    state = Occupancy(small_cluster(nodes=1, gpus=8, per_leaf=1))
     busy(state, 1, 0, range(8), end=100)
     t = Timeline(state, now=0)
     first = reserve(t, 2, 8, 50)
@@ -69,7 +69,7 @@ def test_a_second_reservation_never_overlaps_the_first_on_its_devices() -> None:
 def test_a_second_reservation_starts_when_the_first_one_ends() -> None:
     # Contract of ``earliest``: None only beyond the horizon (here: none). The only instant
     # the second job fits is when the first reservation ends, which is not a running job's end.
-    state = ClusterState(small_cluster(nodes=1, gpus=8, per_leaf=1))
+    state = Occupancy(small_cluster(nodes=1, gpus=8, per_leaf=1))
     busy(state, 1, 0, range(8), end=100)
     t = Timeline(state, now=0)
     reserve(t, 2, 8, 50)
@@ -79,7 +79,7 @@ def test_a_second_reservation_starts_when_the_first_one_ends() -> None:
 
 def test_view_and_consume_keep_reserved_resources_for_the_reservation() -> None:
     # Node 0 busy until 100 (8 GPUs), node 1 half busy until 1000.
-    state = ClusterState(small_cluster(nodes=2, gpus=8, per_leaf=2))
+    state = Occupancy(small_cluster(nodes=2, gpus=8, per_leaf=2))
     busy(state, 1, 0, range(8), end=100)
     busy(state, 2, 1, range(4), end=1000)
     t = Timeline(state, now=0)
@@ -104,7 +104,7 @@ def test_view_and_consume_keep_reserved_resources_for_the_reservation() -> None:
 
 def test_view_never_offers_reserved_devices_even_if_free_now() -> None:
     # 8 GPUs free now on node 1; a blocked 2-node job reserves node 1 from when node 0 frees.
-    state = ClusterState(small_cluster(nodes=2, gpus=8, per_leaf=2))
+    state = Occupancy(small_cluster(nodes=2, gpus=8, per_leaf=2))
     busy(state, 1, 0, range(8), end=100)
     t = Timeline(state, now=0)
     res = reserve(t, 2, 8, 100, nodes=2)
@@ -116,7 +116,7 @@ def test_view_never_offers_reserved_devices_even_if_free_now() -> None:
 def test_view_counts_only_devices_free_both_now_and_at_the_reservation() -> None:
     # 4 GPUs: devices 2, 3 busy until 100. A 3-GPU job reserves devices 0-2 from 100, so
     # device 3 is the extra then; devices 0, 1 are free now. No device is free in both.
-    state = ClusterState(small_cluster(nodes=1, gpus=4, per_leaf=1))
+    state = Occupancy(small_cluster(nodes=1, gpus=4, per_leaf=1))
     busy(state, 1, 0, range(2, 4), end=100)
     t = Timeline(state, now=0)
     res = reserve(t, 2, 3, 100)

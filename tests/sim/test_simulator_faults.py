@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from phalanx.domain.clusterspec import regular_cluster
-from phalanx.domain.job import JobSpec
+from phalanx.config.clusterspec import regular_cluster
+from phalanx.domain.jobspec import JobSpec
 from phalanx.domain.time import HOUR, MINUTE
 from phalanx.policies.catalog import profile
 from phalanx.sim.faults import FaultModel

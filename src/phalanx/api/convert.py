@@ -12,7 +12,7 @@ from phalanx.api.wire import AcctRecord, JobRequest
 from phalanx.domain.caller import Caller
 from phalanx.domain.cluster import Cluster
 from phalanx.domain.hostlist import compress, expand
-from phalanx.domain.job import JobSpec
+from phalanx.domain.jobspec import JobSpec
 from phalanx.domain.jobstep import StepRecord
 from phalanx.domain.request import (
     parse_array,

@@ -54,7 +54,7 @@ from phalanx.api.wire import (
     WillRun,
 )
 from phalanx.domain.caller import Caller
-from phalanx.domain.job import JobSpec
+from phalanx.domain.jobspec import JobSpec
 from phalanx.domain.time import parse_duration
 from phalanx.engine.engine import DEFAULT_TIME_LIMIT
 from phalanx.errors import (

@@ -7,7 +7,7 @@ from typing import Any, Protocol
 
 from phalanx.domain.caller import Caller
 from phalanx.domain.cluster import Cluster
-from phalanx.domain.job import JobSpec
+from phalanx.domain.jobspec import JobSpec
 from phalanx.domain.jobstep import StepRecord
 from phalanx.domain.rusage import RunUsage
 from phalanx.domain.time import Instant

@@ -78,7 +78,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def cluster_of(args: argparse.Namespace) -> Cluster:
     """The cluster: the YAML or slurm.conf given, else this machine as described by its agent."""
     if args.config is not None:
-        from phalanx.domain.clusterspec import cluster_from_yaml
+        from phalanx.config.clusterspec import cluster_from_yaml
 
         return cluster_from_yaml(args.config.read_text(), str(args.config))
     if args.slurm_conf is not None:

@@ -23,8 +23,8 @@ from rich.console import Console
 from rich.measure import Measurement
 
 from phalanx.cli.progress import RunProgress
+from phalanx.config.clusterspec import cluster_from_yaml, regular_cluster
 from phalanx.domain.cluster import Cluster
-from phalanx.domain.clusterspec import cluster_from_yaml, regular_cluster
 from phalanx.domain.time import HOUR, Instant
 from phalanx.errors import InputError, TraceError
 from phalanx.policies.catalog import POLICIES, profile

@@ -1,7 +1,7 @@
 """The cluster: nodes, the switch tree, partitions, accounts and QOS.
 
 A ``Cluster`` is an immutable description. What is free right now lives in
-``phalanx.sched.snapshot.ClusterState``; nothing here changes while jobs run.
+``phalanx.sched.occupancy.Occupancy``; nothing here changes while jobs run.
 """
 
 from __future__ import annotations

@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 import re
 
-from phalanx.domain.job import SIGNALS, ArraySpec, Dependency, DepKind
+from phalanx.domain.jobspec import SIGNALS, ArraySpec, Dependency, DepKind
 from phalanx.domain.time import SECOND, Duration
 from phalanx.errors import SpecError
 

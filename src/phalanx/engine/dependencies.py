@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from phalanx.domain.job import DepKind
+from phalanx.domain.jobspec import DepKind
 from phalanx.domain.state import JobState, Reason
 from phalanx.domain.time import Instant
 from phalanx.sched.job import Job

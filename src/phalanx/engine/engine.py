@@ -1,4 +1,4 @@
-"""The engine: a sans-IO state machine that owns jobs, the snapshot and the decision log.
+"""The engine: a sans-IO state machine that owns jobs, the occupancy and the decision log.
 
 ``handle(event)`` changes state and returns the commands the driver must carry out, in order.
 The engine never reads a clock: ``now`` is the ``at`` of the event being handled. A scheduling
@@ -12,7 +12,7 @@ import dataclasses
 from collections.abc import Iterable, Mapping, Sequence
 
 from phalanx.domain.cluster import Cluster, PreemptMode
-from phalanx.domain.job import SIGNALS, JobSpec
+from phalanx.domain.jobspec import SIGNALS, JobSpec
 from phalanx.domain.state import JobState, Reason
 from phalanx.domain.time import SECOND, Duration, Instant
 from phalanx.engine.commands import (
@@ -47,9 +47,9 @@ from phalanx.engine.plugins import Plugins
 from phalanx.engine.queue import PendingQueue
 from phalanx.sched.capacity import Allocation, Capacity
 from phalanx.sched.job import Job
+from phalanx.sched.occupancy import Occupancy
 from phalanx.sched.profile import Profile
 from phalanx.sched.shape import Shape
-from phalanx.sched.snapshot import ClusterState
 from phalanx.sched.status import OK, Code, Status
 from phalanx.sched.usage import Usage
 
@@ -74,7 +74,7 @@ class Engine:
     ) -> None:
         self.cluster = cluster
         self.profile = profile
-        self.state = ClusterState(cluster)
+        self.state = Occupancy(cluster)
         self.usage = Usage(cluster)
         self.plugins = Plugins(profile)
         self.decisions = DecisionLog()

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from phalanx.domain.job import JobSpec
+from phalanx.domain.jobspec import JobSpec
 from phalanx.domain.jobstep import StepRecord
 from phalanx.domain.rusage import RunUsage
 from phalanx.domain.time import Instant

@@ -10,7 +10,7 @@ import dataclasses
 import json
 from typing import Any
 
-from phalanx.domain.job import ArraySpec, Dependency, DepKind, JobSpec
+from phalanx.domain.jobspec import ArraySpec, Dependency, DepKind, JobSpec
 from phalanx.domain.jobstep import StepRecord
 from phalanx.domain.rusage import RunUsage
 from phalanx.engine import (

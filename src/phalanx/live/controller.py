@@ -21,7 +21,7 @@ from typing import Any
 
 from phalanx.domain.caller import Caller
 from phalanx.domain.cluster import Cluster
-from phalanx.domain.job import JobSpec
+from phalanx.domain.jobspec import JobSpec
 from phalanx.domain.state import JobState, Reason
 from phalanx.domain.time import SECOND, Duration, Instant
 from phalanx.engine import Cancel, Engine, NodeDown, NodeUp, Requeue, Signal, Update

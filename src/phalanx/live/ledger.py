@@ -13,7 +13,7 @@ from collections import deque
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-from phalanx.domain.job import MILLI
+from phalanx.domain.jobspec import MILLI
 from phalanx.domain.time import Duration, Instant
 from phalanx.engine.decisions import Decision
 from phalanx.sched.job import Job

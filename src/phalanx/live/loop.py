@@ -20,7 +20,7 @@ import dataclasses
 import heapq
 from collections.abc import Sequence
 
-from phalanx.domain.job import JobSpec
+from phalanx.domain.jobspec import JobSpec
 from phalanx.domain.time import Instant
 from phalanx.engine import (
     Cleanup,

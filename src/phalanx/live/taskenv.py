@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 from phalanx.domain.cluster import Cluster
 from phalanx.domain.hostlist import compress
-from phalanx.domain.job import JobSpec
+from phalanx.domain.jobspec import JobSpec
 from phalanx.sched.capacity import Allocation
 
 __all__ = [

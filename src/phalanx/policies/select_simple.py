@@ -12,8 +12,8 @@ from collections.abc import Mapping
 import numpy as np
 
 from phalanx.sched.capacity import Capacity
+from phalanx.sched.occupancy import Occupancy
 from phalanx.sched.shape import Shape
-from phalanx.sched.snapshot import ClusterState
 
 __all__ = ["BinpackSelect", "SpreadSelect"]
 
@@ -26,7 +26,7 @@ class _NodeOrderSelect:
 
     def place(
         self,
-        state: ClusterState,
+        state: Occupancy,
         cap: Capacity,
         shape: Shape,
         nodes: int,

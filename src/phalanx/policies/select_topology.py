@@ -13,15 +13,15 @@ from collections.abc import Mapping
 import numpy as np
 
 from phalanx.sched.capacity import Capacity, IntArray
+from phalanx.sched.occupancy import BoolArray, Occupancy
 from phalanx.sched.shape import Shape
-from phalanx.sched.snapshot import BoolArray, ClusterState
 
 __all__ = ["TopologySelect", "pick_best_fit"]
 
 _BIG = np.int64(1) << 60
 
 
-def pick_best_fit(state: ClusterState, cap: Capacity, mask: BoolArray, shape: Shape) -> int:
+def pick_best_fit(state: Occupancy, cap: Capacity, mask: BoolArray, shape: Shape) -> int:
     """The best-fitting single node among ``mask`` (which must not be empty)."""
     if shape.milli:
         # Pack shares onto devices already shared: least thousandths left on the best device.
@@ -49,7 +49,7 @@ class TopologySelect:
 
     def place(
         self,
-        state: ClusterState,
+        state: Occupancy,
         cap: Capacity,
         shape: Shape,
         nodes: int,
@@ -80,7 +80,7 @@ class TopologySelect:
         return chosen
 
     @staticmethod
-    def _fewest_leaves(state: ClusterState, leaf_count: IntArray, nodes: int) -> list[int] | None:
+    def _fewest_leaves(state: Occupancy, leaf_count: IntArray, nodes: int) -> list[int] | None:
         spine_of = state.spine_of_leaf
         spines = [int(s) for s in np.unique(spine_of) if s >= 0]
         best: tuple[int, int, list[int]] | None = None

@@ -1,1 +1,1 @@
-"""The scheduling framework: status values, plugin protocols, registry, snapshot, timeline."""
+"""The scheduling framework: status values, plugin protocols, registry, occupancy, timeline."""

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import numpy.typing as npt
 
-from phalanx.domain.job import MILLI
+from phalanx.domain.jobspec import MILLI
 
 __all__ = ["Allocation", "Capacity", "IntArray"]
 

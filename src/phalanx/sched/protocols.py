@@ -1,7 +1,7 @@
 """One small interface per extension point, each with its contract.
 
 The engine calls plugins during a scheduling pass through a ``PassContext``; plugins keep no
-state between passes except through the snapshot and the job records the context exposes.
+state between passes except through the occupancy and the job records the context exposes.
 """
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ from phalanx.domain.cluster import Cluster
 from phalanx.domain.time import Instant
 from phalanx.sched.capacity import Allocation, Capacity
 from phalanx.sched.job import Job
+from phalanx.sched.occupancy import Occupancy
 from phalanx.sched.shape import Shape
-from phalanx.sched.snapshot import ClusterState
 from phalanx.sched.status import Status
 from phalanx.sched.usage import Usage
 
@@ -36,7 +36,7 @@ class PassContext(Protocol):
     @property
     def cluster(self) -> Cluster: ...
     @property
-    def state(self) -> ClusterState: ...
+    def state(self) -> Occupancy: ...
     @property
     def usage(self) -> Usage: ...
 
@@ -134,7 +134,7 @@ class SelectPlugin(Protocol):
 
     def place(
         self,
-        state: ClusterState,
+        state: Occupancy,
         cap: Capacity,
         shape: Shape,
         nodes: int,

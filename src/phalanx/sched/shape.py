@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from phalanx.domain.job import MILLI, JobSpec
+from phalanx.domain.jobspec import MILLI, JobSpec
 
 __all__ = ["Shape"]
 

@@ -13,8 +13,8 @@ from collections.abc import Callable, Iterator
 
 from phalanx.domain.time import Duration, Instant
 from phalanx.sched.capacity import Allocation, Capacity
+from phalanx.sched.occupancy import Occupancy
 from phalanx.sched.shape import Shape
-from phalanx.sched.snapshot import ClusterState
 
 __all__ = ["Reservation", "Timeline"]
 
@@ -38,7 +38,7 @@ class Reservation:
 class Timeline:
     """The reservations of one pass, over the running jobs of ``state``."""
 
-    def __init__(self, state: ClusterState, now: Instant) -> None:
+    def __init__(self, state: Occupancy, now: Instant) -> None:
         self.state = state
         self.now = now
         self.reservations: list[Reservation] = []

@@ -87,7 +87,7 @@ class LocalCluster:
         return self.state_dir / "log"
 
     def node_names(self) -> list[str]:
-        from phalanx.domain.clusterspec import cluster_from_yaml
+        from phalanx.config.clusterspec import cluster_from_yaml
 
         return [n.name for n in cluster_from_yaml(self.config.read_text()).nodes]
 

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from phalanx.config.clusterspec import cluster_from_yaml
 from phalanx.domain.cluster import Cluster
-from phalanx.domain.clusterspec import cluster_from_yaml
 
 __all__ = ["one_node_cluster"]
 

@@ -1,6 +1,6 @@
 """Read a slurm.conf with its ``Include`` files and its sibling topology.conf and gres.conf.
 
-The parsing is ``phalanx.domain.slurmconf``; this module only reads files. ``Include`` paths
+The parsing is ``phalanx.config.slurmconf``; this module only reads files. ``Include`` paths
 are relative to the directory of the file that includes them, and may be globs.
 """
 
@@ -10,8 +10,8 @@ import glob
 from collections.abc import Sequence
 from pathlib import Path
 
+from phalanx.config.slurmconf import cluster_from_slurm_conf_text
 from phalanx.domain.cluster import Cluster
-from phalanx.domain.slurmconf import cluster_from_slurm_conf_text
 from phalanx.errors import ConfigError
 
 __all__ = ["cluster_from_slurm_conf"]

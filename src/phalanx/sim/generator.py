@@ -34,7 +34,7 @@ import random
 from collections.abc import Iterator, Sequence
 from typing import NamedTuple
 
-from phalanx.domain.job import JobSpec
+from phalanx.domain.jobspec import JobSpec
 from phalanx.domain.time import DAY, HOUR, MINUTE, SECOND, Duration, Instant
 from phalanx.errors import ConfigError
 from phalanx.sim.traces.estimates import estimate_limit

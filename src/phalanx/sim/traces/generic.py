@@ -31,7 +31,7 @@ from collections.abc import Iterator
 from dataclasses import replace
 from typing import NamedTuple
 
-from phalanx.domain.job import MILLI, JobSpec
+from phalanx.domain.jobspec import MILLI, JobSpec
 from phalanx.domain.time import SECOND, Duration, Instant
 from phalanx.errors import SpecError, TraceError
 from phalanx.sim.traces.estimates import estimate_limit

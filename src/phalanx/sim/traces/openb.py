@@ -23,7 +23,7 @@ from dataclasses import replace
 from typing import NamedTuple
 
 from phalanx.domain.cluster import Account, Cluster, Node, Partition, Qos, Switch
-from phalanx.domain.job import MILLI, JobSpec
+from phalanx.domain.jobspec import MILLI, JobSpec
 from phalanx.domain.time import DAY, SECOND, Duration, Instant
 from phalanx.errors import TraceError
 from phalanx.sim.traces.estimates import estimate_limit

@@ -18,7 +18,7 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from typing import NamedTuple
 
-from phalanx.domain.job import JobSpec
+from phalanx.domain.jobspec import JobSpec
 from phalanx.domain.time import MINUTE, SECOND, Duration, Instant
 from phalanx.sim.traces.estimates import estimate_limit
 from phalanx.sim.traces.gang import gang_shape

@@ -24,7 +24,7 @@ import math
 from dataclasses import dataclass
 from typing import NamedTuple
 
-from phalanx.domain.job import JobSpec
+from phalanx.domain.jobspec import JobSpec
 from phalanx.domain.time import SECOND, Duration, Instant
 from phalanx.errors import TraceError
 from phalanx.sim.traces.estimates import estimate_limit

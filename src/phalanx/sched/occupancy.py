@@ -1,7 +1,8 @@
-"""The cluster snapshot a pass works on: static masks, free capacity, running allocations.
+"""The cluster's occupancy: static masks, free capacity, running allocations.
 
-The engine keeps one ``ClusterState`` up to date as jobs start and end; plugins read it and
-do their what-if work on copies of its ``Capacity``.
+Not a snapshot: the engine keeps one ``Occupancy`` up to date as jobs start and end (it is
+what a pass works on); plugins read it and do their what-if work on copies of its
+``Capacity``.
 """
 
 from __future__ import annotations
@@ -12,12 +13,12 @@ import numpy as np
 import numpy.typing as npt
 
 from phalanx.domain.cluster import Cluster
-from phalanx.domain.job import MILLI
+from phalanx.domain.jobspec import MILLI
 from phalanx.domain.time import Instant
 from phalanx.sched.capacity import Allocation, Capacity, IntArray
 from phalanx.sched.shape import Shape
 
-__all__ = ["BoolArray", "ClusterState", "Running"]
+__all__ = ["BoolArray", "Occupancy", "Running"]
 
 BoolArray = npt.NDArray[np.bool_]
 
@@ -33,7 +34,7 @@ class Running:
         self.end = end
 
 
-class ClusterState:
+class Occupancy:
     """Free resources now plus what the running jobs hold, by node, leaf switch and spine."""
 
     def __init__(self, cluster: Cluster) -> None:

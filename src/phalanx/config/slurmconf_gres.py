@@ -11,8 +11,8 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
+from phalanx.config.slurmconf_lines import ConfLine, ConfValue
 from phalanx.domain.hostlist import expand
-from phalanx.domain.slurmconf_lines import ConfLine, ConfValue
 from phalanx.errors import ConfigError
 
 __all__ = ["GpuSpec", "GresConfGpus", "gres_conf_gpus", "parse_gres"]

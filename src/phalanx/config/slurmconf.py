@@ -33,11 +33,11 @@ import posixpath
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from phalanx.config.slurmconf_gres import GpuSpec, gres_conf_gpus, parse_gres
+from phalanx.config.slurmconf_lines import ConfLine, ConfValue, IncludeReader, conf_lines
+from phalanx.config.slurmconf_topology import topology_from_lines
 from phalanx.domain.cluster import Account, Cluster, Node, Partition, PreemptMode, Qos
 from phalanx.domain.hostlist import expand
-from phalanx.domain.slurmconf_gres import GpuSpec, gres_conf_gpus, parse_gres
-from phalanx.domain.slurmconf_lines import ConfLine, ConfValue, IncludeReader, conf_lines
-from phalanx.domain.slurmconf_topology import topology_from_lines
 from phalanx.domain.time import MINUTE, SECOND, Duration, parse_duration
 from phalanx.errors import ConfigError, InputError
 

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from phalanx.config.slurmconf import cluster_from_slurm_conf_text
 from phalanx.domain.cluster import Cluster, PreemptMode
-from phalanx.domain.slurmconf import cluster_from_slurm_conf_text
 from phalanx.domain.time import HOUR, MINUTE, SECOND
 from phalanx.errors import ConfigError
 

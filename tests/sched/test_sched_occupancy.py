@@ -1,17 +1,17 @@
-"""ClusterState: starting and finishing jobs keeps free GPUs, ends and account use exact."""
+"""Occupancy: starting and finishing jobs keeps free GPUs, ends and account use exact."""
 
 from __future__ import annotations
 
 import numpy as np
 
 from phalanx.sched.capacity import Allocation
+from phalanx.sched.occupancy import Occupancy
 from phalanx.sched.shape import Shape
-from phalanx.sched.snapshot import ClusterState
 from phalanx.testing import make_job, small_cluster
 
 
 def test_start_then_finish_restores_everything() -> None:
-    state = ClusterState(small_cluster(nodes=3, gpus=8, per_leaf=3))
+    state = Occupancy(small_cluster(nodes=3, gpus=8, per_leaf=3))
     free0 = state.cap.copy()
     a = Allocation((0, 2), ((0, 1, 2), (5, 6, 7)), 0, 4, 10)
     b = Allocation((2,), ((0,),), 0, 1, 0)
@@ -32,7 +32,7 @@ def test_start_then_finish_restores_everything() -> None:
 
 
 def test_fractional_job_takes_one_whole_gpu_out_of_free_until_it_ends() -> None:
-    state = ClusterState(small_cluster(nodes=1, gpus=2, per_leaf=1))
+    state = Occupancy(small_cluster(nodes=1, gpus=2, per_leaf=1))
     share = Allocation((0,), ((1,),), 300, 1, 0)
     state.start(7, "x", share, end=10)
     assert state.free_gpus == 1
@@ -41,7 +41,7 @@ def test_fractional_job_takes_one_whole_gpu_out_of_free_until_it_ends() -> None:
 
 
 def test_node_down_leaves_free_count_and_eligibility() -> None:
-    state = ClusterState(small_cluster(nodes=2, gpus=8, per_leaf=2))
+    state = Occupancy(small_cluster(nodes=2, gpus=8, per_leaf=2))
     shape = Shape.of(make_job(gpus=4), "gpu")
     state.set_up(1, False)
     assert state.free_gpus == 8
@@ -53,7 +53,7 @@ def test_node_down_leaves_free_count_and_eligibility() -> None:
 
 def test_free_gpus_counts_only_nodes_that_are_up_when_a_job_there_finishes() -> None:
     # ``free_gpus`` is documented as whole free GPUs on nodes that are up.
-    state = ClusterState(small_cluster(nodes=2, gpus=8, per_leaf=2))
+    state = Occupancy(small_cluster(nodes=2, gpus=8, per_leaf=2))
     state.start(1, "x", Allocation((1,), (tuple(range(8)),), 0, 0, 0), end=100)
     state.set_up(1, False)
     assert state.free_gpus == 8
@@ -63,7 +63,7 @@ def test_free_gpus_counts_only_nodes_that_are_up_when_a_job_there_finishes() -> 
 
 def test_an_exclusive_job_holds_its_nodes_whole() -> None:
     # Slurm's --exclusive: no other job shares the node, not even a CPU-only one.
-    state = ClusterState(small_cluster(nodes=2, gpus=8, per_leaf=2))
+    state = Occupancy(small_cluster(nodes=2, gpus=8, per_leaf=2))
     exclusive = Shape.of(make_job(gpus=1, exclusive=True), "gpu")
     alloc = state.allocation(state.cap, exclusive, [0])
     assert alloc.devices == (tuple(range(8)),)

@@ -51,10 +51,10 @@ from dataclasses import dataclass
 
 import yaml
 
+from phalanx.config.yamlfield import YamlField, compose_yaml, optional
 from phalanx.domain.cluster import Account, Cluster, Node, Partition, PreemptMode, Qos, Switch
 from phalanx.domain.hostlist import compress, expand
 from phalanx.domain.time import MINUTE, SECOND, Duration
-from phalanx.domain.yamlfield import YamlField, compose_yaml, optional
 from phalanx.errors import ConfigError
 
 __all__ = ["DEFAULT_NODES_PER_LEAF", "cluster_from_yaml", "default_tree", "regular_cluster"]

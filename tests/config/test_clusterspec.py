@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from phalanx.config.clusterspec import cluster_from_yaml, regular_cluster
 from phalanx.domain.cluster import PreemptMode
-from phalanx.domain.clusterspec import cluster_from_yaml, regular_cluster
 from phalanx.domain.time import HOUR, MINUTE, SECOND
 from phalanx.errors import ConfigError
 

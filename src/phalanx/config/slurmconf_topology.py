@@ -12,10 +12,10 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from phalanx.config.clusterspec import default_tree
+from phalanx.config.slurmconf_lines import ConfLine, ConfValue
 from phalanx.domain.cluster import Switch
-from phalanx.domain.clusterspec import default_tree
 from phalanx.domain.hostlist import compress, expand
-from phalanx.domain.slurmconf_lines import ConfLine, ConfValue
 from phalanx.errors import ConfigError
 
 __all__ = ["Topology", "topology_from_lines"]
