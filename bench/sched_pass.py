@@ -116,7 +116,7 @@ def build(args: argparse.Namespace, policy: str) -> tuple[Engine, int, int]:
         first = engine.next_id
         engine.handle(Submit(start, spec))
         job = engine.jobs[first]
-        alloc = engine.place(job)
+        alloc = engine.view.place(job)
         if alloc is None:
             engine.handle(Cancel(start, job.id))
             continue

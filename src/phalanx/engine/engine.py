@@ -9,9 +9,9 @@ something happened that could let a job start, so the events of one instant shar
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Sequence
 
-from phalanx.domain.cluster import Cluster, PreemptMode
+from phalanx.domain.cluster import Cluster
 from phalanx.domain.jobspec import SIGNALS, JobSpec
 from phalanx.domain.state import JobState, Reason
 from phalanx.domain.time import SECOND, Duration, Instant
@@ -29,7 +29,7 @@ from phalanx.engine.commands import (
 )
 from phalanx.engine.decisions import DecisionLog
 from phalanx.engine.dependencies import blocker
-from phalanx.engine.endings import Endings, preempt_mode
+from phalanx.engine.endings import Endings
 from phalanx.engine.events import (
     Cancel,
     CleanupDone,
@@ -43,13 +43,19 @@ from phalanx.engine.events import (
     TimerFired,
     Update,
 )
-from phalanx.engine.plugins import Plugins
 from phalanx.engine.queue import PendingQueue
-from phalanx.sched.capacity import Allocation, Capacity
+from phalanx.engine.scheduling import Recipe
+from phalanx.engine.scheduling.context import PassView
+from phalanx.engine.scheduling.limits import ClusterLimits
+from phalanx.engine.scheduling.members import Holds
+from phalanx.engine.scheduling.points import Points
+from phalanx.engine.scheduling.preemption import Preemption
+from phalanx.engine.scheduling.probe import earliest_fit
+from phalanx.engine.scheduling.statuses import Statuses
+from phalanx.sched.capacity import Allocation
 from phalanx.sched.job import Job
 from phalanx.sched.occupancy import Occupancy
 from phalanx.sched.profile import Profile
-from phalanx.sched.shape import Shape
 from phalanx.sched.status import OK, Code, Status
 from phalanx.sched.usage import Usage
 
@@ -76,11 +82,9 @@ class Engine:
         self.profile = profile
         self.state = Occupancy(cluster)
         self.usage = Usage(cluster)
-        self.plugins = Plugins(profile)
+        self.points = Points(profile)
         self.decisions = DecisionLog()
         self.jobs: dict[int, Job] = {}
-        self.deadlocks = 0
-        self.passes = 0
         self._persist = persist
         self._next_id = first_job_id
         self._seq = 0
@@ -91,96 +95,51 @@ class Engine:
         """Pending but not eligible: held, dependencies, begin time."""
         self._ending = Endings()
         self._array_running: dict[int, int] = {}
-        self._nonwhole_pending = 0
+        self.nonwhole_pending = 0
+        """Queued jobs that need no whole GPU (CPU-only or a GPU share)."""
         self._pass_requested = False
         self._recalc_at: Instant | None = None
         self._keys: dict[object, int] = {}
         self._wakes: set[Instant] = set()
-        self._running: dict[int, Job] = {}
-        self._not_priority: set[int] = set()
-        self._held: dict[int, Job] = {}
-        """k8s-default: jobs holding some of their pods."""
-        """Queued jobs whose reason is not Priority (what ``wait_rest`` may have to change)."""
+        self.running_jobs: dict[int, Job] = {}
         """Jobs in state RUNNING (not COMPLETING), for plugins that look at them."""
-        self._claims: dict[int, set[int]] = {}
-        """Jobs that preempted others, with their victims: they start first."""
-        self._can_preempt: dict[tuple[str, int], bool] = {}
-        self._preemptors = 0
-        self._admission_rules = bool(
-            self.plugins.admit
-            or any(q.max_gpus_per_account is not None for q in cluster.qos.values())
-            or any(p.max_time is not None for p in cluster.partitions.values())
+        self.statuses = Statuses(self.jobs, self._waiting.__contains__)
+        self.holds = Holds(self.state, self.decisions, lambda: self._now)
+        self.preemption = Preemption(
+            cluster, self.points.post_filter, self._ending, self.state, self.decisions, self.emit
+        )
+        self.view = PassView(self, self.points, self.statuses, self.holds, self.preemption)
+        self.recipe = Recipe(
+            self.points,
+            self.view,
+            self.statuses,
+            self.holds,
+            self.preemption,
+            ClusterLimits(cluster, self.state, self._array_running),
+            self.pending,
+            self.start,
         )
 
-    # ------------------------------------------------------------------ PassContext
     @property
     def now(self) -> Instant:
         return self._now
 
-    def params(self, plugin: str) -> Mapping[str, object]:
-        return self.profile.plugin_params(plugin)
+    @property
+    def passes(self) -> int:
+        """Scheduling passes run so far."""
+        return self.statuses.passes
 
-    def pending(self) -> Sequence[Job]:
-        if not self._claims:
-            return list(self._queue.jobs())
-        # A job that preempted others comes first, so it gets what its victims give back
-        # (otherwise a higher job could take it, be preempted in turn, and so on forever).
-        queued = self._queue.jobs()
-        first = [j for j in queued if j.id in self._claims]
-        return first + [j for j in queued if j.id not in self._claims]
+    @property
+    def deadlocks(self) -> int:
+        """Deadlocks among partially reserved gangs counted so far (pod-by-pod profiles)."""
+        return self.holds.deadlocks
 
-    def running(self) -> Iterable[Job]:
-        return list(self._running.values())
-
-    def place(self, job: Job, cap: Capacity | None = None) -> Allocation | None:
-        shape = job.shape
-        max_leaves = shape.switches
-        if max_leaves is not None and self._now - job.submit >= job.spec.switches_wait:
-            max_leaves = None  # waited long enough: relax, as Slurm does after max-time
-        cap = self.state.cap if cap is None else cap
-        nodes = shape.nodes_max
-        while nodes >= shape.nodes_min:
-            chosen = self.plugins.select.place(self.state, cap, shape, nodes, max_leaves)
-            if chosen is not None:
-                return self.state.allocation(cap, shape, chosen)
-            nodes = shape.nodes_min if nodes > shape.nodes_min else nodes - 1
-        if max_leaves is not None:
-            self.wake_at(job.submit + job.spec.switches_wait)  # when the limit relaxes
-        return None
-
-    def place_shape(
-        self, shape: Shape, nodes: int, cap: Capacity | None = None
-    ) -> Allocation | None:
-        cap = self.state.cap if cap is None else cap
-        chosen = self.plugins.select.place(self.state, cap, shape, nodes, None)
-        return None if chosen is None else self.state.allocation(cap, shape, chosen)
-
-    def admit(self, job: Job) -> Status:
-        spec = job.spec
-        if spec.array is None and not self._admission_rules:
-            return OK
-        throttle = spec.array.throttle if spec.array is not None else None
-        if (
-            throttle
-            and job.array_job_id is not None
-            and self._array_running.get(job.array_job_id, 0) >= throttle
-        ):
-            return Status.wait(Reason.ARRAY_LIMIT, "engine")
-        part = self.cluster.partitions.get(job.partition)
-        if part is not None and part.max_time is not None and job.time_limit > part.max_time:
-            return Status.wait(Reason.PARTITION_TIME, "engine")
-        qos = self.cluster.qos_for(spec.qos)
-        if qos is not None and qos.max_gpus_per_account is not None:
-            used = self.state.account_gpus.get(job.account, 0.0)
-            if used + job.gpus > qos.max_gpus_per_account:
-                return Status.wait(Reason.QOS_QUOTA, "engine")
-        for plugin in self.plugins.admit:
-            status = plugin.admit(job, self)
-            if not status.ok:
-                return status
-        return OK
+    def emit(self, command: Command) -> None:
+        """Add a command to those the event being handled returns."""
+        self._out.append(command)
 
     def start(self, job: Job, alloc: Allocation) -> None:
+        """Assume the allocation and emit the launch. The job leaves the pending queue."""
         now = self._now
         self._dequeue(job)
         job.state = JobState.RUNNING
@@ -193,7 +152,7 @@ class Engine:
         job.run += 1
         job.usage = job.steps_usage = None  # measured again when this run ends
         job.steps = ()
-        self._running[job.id] = job
+        self.running_jobs[job.id] = job
         self.state.start(job.id, job.account, alloc, now + job.time_limit)
         if job.array_job_id is not None:
             self._array_running[job.array_job_id] = self._array_running.get(job.array_job_id, 0) + 1
@@ -214,118 +173,12 @@ class Engine:
         lead = min(job.spec.signal_lead, job.time_limit)
         self._out.append(WakeAt(now + job.time_limit - lead, ("limit", job.id, job.run)))
 
-    def wait(self, job: Job, status: Status, expected_start: Instant | None = None) -> None:
-        job.reason = status.reason
-        job.reason_plugin = status.plugin
-        job.expected_start = expected_start
-        job.seen = self.passes
-        if status.reason is Reason.PRIORITY:
-            self._not_priority.discard(job.id)
-        else:
-            self._not_priority.add(job.id)
-
-    def wait_rest(self, jobs: Sequence[Job], start: int, status: Status) -> None:
-        reason, plugin = status.reason, status.plugin
-        if reason is not Reason.PRIORITY:
-            for i in range(start, len(jobs)):
-                self.wait(jobs[i], status)
-            return
-        # The common case (a full cluster: everyone below waits for Priority) touches only the
-        # queued jobs that carry another reason and were not looked at in this pass, not the
-        # whole tail of a long queue.
-        for job_id in list(self._not_priority):
-            job = self.jobs[job_id]
-            if job.seen == self.passes:
-                continue
-            self._not_priority.discard(job_id)
-            if job.state is JobState.PENDING and job_id not in self._waiting:
-                job.reason = reason
-                job.reason_plugin = plugin
-                job.expected_start = None
-
-    def could_preempt(self, job: Job) -> bool:
-        if self.plugins.preempt is None:
-            return False
-        key = (job.spec.qos, job.tier)
-        can = self._can_preempt.get(key)
-        if can is None:
-            qos = self.cluster.qos_for(job.spec.qos)
-            can = bool(qos is not None and qos.preempt) or any(
-                p.priority_tier < job.tier and p.preempt_mode is not PreemptMode.OFF
-                for p in self.cluster.partitions.values()
-            )
-            self._can_preempt[key] = can
-        return can
-
-    def preemptors_pending(self) -> bool:
-        return self._preemptors > 0
-
-    def hold(self, job: Job, alloc: Allocation) -> None:
-        self.state.take(alloc)
-        self.state.account_gpus[job.account] = (
-            self.state.account_gpus.get(job.account, 0.0) + alloc.gpus
-        )
-        self.state.version += 1
-        if not job.holds:
-            job.hold_since = self._now
-            self._held[job.id] = job
-            if job.first_start is None:
-                job.first_start = self._now
-        job.holds.append(alloc)
-        self.decisions.add(self._now, "hold", job.id, alloc.nodes, alloc.gpus)
-
-    def release_holds(self, job: Job) -> None:
-        for alloc in job.holds:
-            self.state.give(alloc)
-            self.state.account_gpus[job.account] -= alloc.gpus
-            self.decisions.add(self._now, "unhold", job.id, alloc.nodes, alloc.gpus)
-        self.state.version += 1
-        job.holds = []
-        job.hold_since = None
-        self._held.pop(job.id, None)
-
-    def held(self) -> list[Job]:
-        return sorted(self._held.values(), key=lambda j: j.seq)
-
-    def preempt(self, victims: Sequence[Job], for_job: Job) -> None:
-        self._claims.setdefault(for_job.id, set()).update(v.id for v in victims)
-        for v in victims:
-            mode, grace = preempt_mode(self.cluster, v)
-            self._ending.preempting[v.id] = (mode, for_job.id)
-            # The timeline must see the victim's resources coming back at the kill, so that a
-            # reservation for ``for_job`` can hold them against lower jobs.
-            self.state.expect_end(v.id, self._now + grace)
-            self.decisions.add(self._now, "preempt", v.id, v.run, for_job.id, mode.value)
-            if grace > 0:
-                self._out.append(Signal(v.id, v.run, SIGNALS["TERM"]))
-                self._out.append(WakeAt(self._now + grace, ("kill", v.id, v.run)))
-            else:
-                self._out.append(Kill(v.id, v.run))
-
-    def note_deadlock(self, jobs: Sequence[Job]) -> None:
-        self.deadlocks += 1
-        self.decisions.add(self._now, "deadlock", jobs[0].id, tuple(j.id for j in jobs))
-
-    def find_victims(self, job: Job) -> list[Job] | None:
-        plugin = self.plugins.preempt
-        if plugin is None:
-            return None
-        claimed = self._claims.get(job.id)
-        if claimed and any(v in self._ending.preempting for v in claimed):
-            return None  # its victims are still on their way out
-        return plugin.victims(job, self)
-
-    def is_preempting(self, job: Job) -> bool:
-        return job.id in self._ending.preempting
-
     def wake_at(self, at: Instant) -> None:
+        """Ask for a pass at ``at`` (once per instant)."""
         at = max(at, self._now)
         if at not in self._wakes:
             self._wakes.add(at)
             self._out.append(WakeAt(at, WAKE))
-
-    def more_than_whole_gpus_pending(self) -> bool:
-        return self._nonwhole_pending > 0
 
     # ------------------------------------------------------------------ events
     def handle(self, event: Event) -> list[Command]:
@@ -456,34 +309,34 @@ class Engine:
 
     # -- the queue ------------------------------------------------------------------------
     def _enqueue(self, job: Job) -> None:
-        job.priority, job.factors = self.plugins.priority.compute(job, self, self._now)
+        job.priority, job.factors = self.points.queue_sort.compute(job, self.view, self._now)
         if job.fixed_priority is not None:
             job.priority = job.fixed_priority
         if job.reason is not Reason.PRIORITY:
-            self._not_priority.add(job.id)
+            self.statuses.not_priority.add(job.id)
         self._queue.insert(job)
         if not job.shape.gpus or job.shape.milli:
-            self._nonwhole_pending += 1
-        if self.could_preempt(job):
-            self._preemptors += 1
+            self.nonwhole_pending += 1
+        if self.preemption.could_preempt(job):
+            self.preemption.preemptors += 1
         if self._recalc_at is None and self.profile.calc_period > 0:
             self._recalc_at = self._now + self.profile.calc_period
             self._out.append(WakeAt(self._recalc_at, RECALC))
 
     def _dequeue(self, job: Job) -> None:
         if self._queue.remove(job):
-            self._not_priority.discard(job.id)
+            self.statuses.not_priority.discard(job.id)
             if not job.shape.gpus or job.shape.milli:
-                self._nonwhole_pending -= 1
-            if self.could_preempt(job):
-                self._preemptors -= 1
-            self._claims.pop(job.id, None)
+                self.nonwhole_pending -= 1
+            if self.preemption.could_preempt(job):
+                self.preemption.preemptors -= 1
+            self.preemption.claims.pop(job.id, None)
             self.state.bounds.pop(job.id, None)
 
     def _recalc(self) -> None:
         self.usage.advance(self._now, self.state.account_gpus)
         jobs = self._queue.jobs()
-        results = self.plugins.priority.compute_many(jobs, self, self._now)
+        results = self.points.queue_sort.compute_many(jobs, self.view, self._now)
         for job, (priority, factors) in zip(jobs, results, strict=True):
             job.priority = priority if job.fixed_priority is None else job.fixed_priority
             job.factors = factors
@@ -508,8 +361,7 @@ class Engine:
         kind = key[0]
         if kind == "pass":
             self._pass_requested = False
-            self.passes += 1
-            self.plugins.scheduler.schedule(self)
+            self.recipe.run()
         elif kind == "wake":
             self._wakes.discard(self._now)
             self._request_pass()
@@ -557,7 +409,7 @@ class Engine:
         if job is None or job.run != event.run or job.state is not JobState.RUNNING:
             return
         job.state = JobState.COMPLETING
-        self._running.pop(job.id, None)
+        self.running_jobs.pop(job.id, None)
         job.exit_code = event.exit_code
         job.exit_signal = event.signal
         job.usage, job.steps_usage = event.usage, event.steps_usage
@@ -602,7 +454,7 @@ class Engine:
         self.decisions.add(self._now, "cancel", job.id, by)
         if job.state is JobState.PENDING:
             if job.holds:
-                self.release_holds(job)
+                self.holds.unreserve(job)
             self._dequeue(job)
             self._waiting.pop(job.id, None)
             job.state = JobState.CANCELLED
@@ -642,7 +494,7 @@ class Engine:
             job.spec = dataclasses.replace(job.spec, hold=event.hold)
             if event.hold:
                 if job.holds:
-                    self.release_holds(job)
+                    self.holds.unreserve(job)
                 self._dequeue(job)
                 job.reason = Reason.HELD_ADMIN if event.admin else Reason.HELD_USER
                 self._waiting[job.id] = job
@@ -675,7 +527,7 @@ class Engine:
         if job is None or job.run != run or job.state is not JobState.RUNNING:
             return
         self.state.finish(job.id, job.account)
-        self._running.pop(job.id, None)
+        self.running_jobs.pop(job.id, None)
         if job.array_job_id is not None:
             self._array_running[job.array_job_id] -= 1
         job.state = JobState.PENDING
@@ -699,7 +551,7 @@ class Engine:
                 self._out.append(Kill(jid, job.run))
         for job in list(self._queue):
             if job.holds and any(node in a.nodes for a in job.holds):
-                self.release_holds(job)
+                self.holds.unreserve(job)
 
     # ------------------------------------------------------------------ queries
     @property
@@ -727,31 +579,13 @@ class Engine:
             part is not None and spec.nodes_min > len(part.nodes)
         ):
             return None
-        probe = Job(
-            0,
-            0,
-            spec,
-            now,
-            part.name if part is not None else "",
-            0,
-            spec.time_limit or DEFAULT_TIME_LIMIT,
-        )
-        saved = self._now
-        self._now = now
-        try:
-            cap = self.state.cap.copy()
-            alloc = self.place_shape(probe.shape, probe.shape.nodes_max, cap)
-            if alloc is not None:
-                return now, alloc
-            for run in sorted(self.state.running.values(), key=lambda r: (r.end, r.job_id)):
-                cap.give(run.alloc)
-                for nodes in range(probe.shape.nodes_max, probe.shape.nodes_min - 1, -1):
-                    alloc = self.place_shape(probe.shape, nodes, cap)
-                    if alloc is not None:
-                        return max(now, run.end), alloc
-            return None
-        finally:
-            self._now = saved
+        name = part.name if part is not None else ""
+        probe = Job(0, 0, spec, now, name, 0, spec.time_limit or DEFAULT_TIME_LIMIT)
+        return earliest_fit(self.view, self.state, probe.shape, now)
+
+    def pending(self) -> list[Job]:
+        """Eligible pending jobs, in the order a pass looks at them (before its queue sort)."""
+        return self.preemption.first(list(self._queue.jobs()))
 
     def pending_count(self) -> int:
         return len(self._queue) + len(self._waiting)

@@ -5,35 +5,45 @@ from __future__ import annotations
 from phalanx.domain.time import DAY, HOUR, MINUTE
 from phalanx.errors import ConfigError
 from phalanx.policies.backfill import BackfillScheduler, FifoScheduler, GreedyScheduler
-from phalanx.policies.k8s_default import KubernetesScheduler
+from phalanx.policies.filter_fit import FitFilter
+from phalanx.policies.k8s_default import PodGroupPermit
 from phalanx.policies.preempt_checkpoint import CheckpointPreempt
 from phalanx.policies.priority_multifactor import MultifactorPriority
 from phalanx.policies.priority_simple import BasicPriority, LasPriority
 from phalanx.policies.quota import QuotaAdmission
 from phalanx.policies.select_simple import BinpackSelect, SpreadSelect
 from phalanx.policies.select_topology import TopologySelect
-from phalanx.policies.tiresias import TiresiasScheduler
-from phalanx.policies.volcano import DrfScheduler
+from phalanx.policies.tiresias import LasPreempt
+from phalanx.policies.volcano import DrfOrder
 from phalanx.sched.profile import Profile
 from phalanx.sched.registry import Registry
 
 __all__ = ["POLICIES", "REGISTRY", "profile"]
 
 REGISTRY = Registry()
-REGISTRY.register("sched/builtin", FifoScheduler)
-REGISTRY.register("sched/backfill", BackfillScheduler)
-REGISTRY.register("sched/greedy", GreedyScheduler)
-REGISTRY.register("sched/k8s", KubernetesScheduler)
-REGISTRY.register("sched/drf", DrfScheduler)
-REGISTRY.register("sched/tiresias", TiresiasScheduler)
+# queue sort
 REGISTRY.register("priority/basic", BasicPriority)
 REGISTRY.register("priority/multifactor", MultifactorPriority)
 REGISTRY.register("priority/las", LasPriority)
+REGISTRY.register("priority/drf", DrfOrder)
+# pre-filter, filter, score
+REGISTRY.register("admit/quota", QuotaAdmission)
+REGISTRY.register("filter/fit", FitFilter)
 REGISTRY.register("select/topology", TopologySelect)
 REGISTRY.register("select/spread", SpreadSelect)
 REGISTRY.register("select/binpack", BinpackSelect)
-REGISTRY.register("admit/quota", QuotaAdmission)
+# permit, post-filter
+REGISTRY.register("permit/pod-group", PodGroupPermit)
 REGISTRY.register("preempt/checkpoint", CheckpointPreempt)
+REGISTRY.register("preempt/las", LasPreempt)
+# reservation and backfill
+REGISTRY.register("sched/builtin", FifoScheduler)
+REGISTRY.register("sched/backfill", BackfillScheduler)
+REGISTRY.register("sched/greedy", GreedyScheduler)
+
+# Baselines that skip what does not fit say Resources for every such job (no "Priority"
+# queue position in Kubernetes, Volcano or Tiresias).
+_SKIP: dict[str, object] = {"reason": "Resources"}
 
 # The reference Slurm's configuration (shared/slurm/start_slurm.sh): multifactor weights,
 # a 7-day half-life, Fair Tree; backfill reserves the top job within bf_window (1 day).
@@ -49,18 +59,18 @@ _SLURM_WEIGHTS: dict[str, object] = {
 POLICIES: dict[str, Profile] = {
     "fifo": Profile(
         name="fifo",
-        scheduler="sched/builtin",
-        priority="priority/basic",
-        select="select/topology",
+        queue_sort="priority/basic",
+        score="select/topology",
+        reservation="sched/builtin",
         calc_period=0,  # submit order never changes
         description="Strict FIFO with gangs: the first job that does not fit blocks the rest.",
     ),
     "slurm": Profile(
         name="slurm",
-        scheduler="sched/backfill",
-        priority="priority/multifactor",
-        select="select/topology",
-        preempt="preempt/checkpoint",
+        queue_sort="priority/multifactor",
+        score="select/topology",
+        post_filter="preempt/checkpoint",
+        reservation="sched/backfill",
         params={
             "sched/backfill": {"depth": 1, "window_ms": 1 * DAY},
             "priority/multifactor": _SLURM_WEIGHTS,
@@ -69,44 +79,52 @@ POLICIES: dict[str, Profile] = {
     ),
     "k8s-default": Profile(
         name="k8s-default",
-        scheduler="sched/k8s",
-        priority="priority/basic",
-        select="select/spread",
-        params={"sched/k8s": {"hold_timeout_ms": 10 * MINUTE}},
+        queue_sort="priority/basic",
+        score="select/spread",
+        permit="permit/pod-group",
+        reservation="sched/greedy",
+        members="pods",
+        params={
+            "permit/pod-group": {"hold_timeout_ms": 10 * MINUTE},
+            "sched/greedy": {**_SKIP, "rest": "Resources"},
+        },
         calc_period=0,  # submit order never changes
         description="Vanilla Kubernetes: pods placed one by one, spread, no gang.",
     ),
     "kueue": Profile(
         name="kueue",
-        scheduler="sched/greedy",
-        priority="priority/basic",
-        select="select/spread",
-        admit=("admit/quota",),
+        queue_sort="priority/basic",
+        pre_filter=("admit/quota",),
+        score="select/spread",
+        reservation="sched/greedy",
         calc_period=0,  # submit order never changes
         description="Kueue: gang admission against quota with cohort borrowing, BestEffortFIFO.",
     ),
     "volcano": Profile(
         name="volcano",
-        scheduler="sched/drf",
-        priority="priority/basic",
-        select="select/binpack",
+        queue_sort="priority/drf",
+        score="select/binpack",
+        reservation="sched/greedy",
+        params={"sched/greedy": {**_SKIP, "rest": "none"}},
         calc_period=0,  # submit order never changes
         description="Volcano: gangs, DRF between accounts, binpack, no backfill.",
     ),
     "tiresias": Profile(
         name="tiresias",
-        scheduler="sched/tiresias",
-        priority="priority/las",
-        select="select/topology",
+        queue_sort="priority/las",
+        score="select/topology",
+        post_filter="preempt/las",
+        reservation="sched/greedy",
+        params={"sched/greedy": {**_SKIP, "victim_search_depth": "all"}},
         pass_on_recalc=True,
         description="Tiresias: discretised 2D-LAS with preemption.",
     ),
     "phalanx": Profile(
         name="phalanx",
-        scheduler="sched/backfill",
-        priority="priority/multifactor",
-        select="select/topology",
-        preempt="preempt/checkpoint",
+        queue_sort="priority/multifactor",
+        score="select/topology",
+        post_filter="preempt/checkpoint",
+        reservation="sched/backfill",
         params={
             # Up to 8 blocked jobs a pass may look for cheap victims (below).
             "sched/backfill": {"depth": 1, "victim_search_depth": 8},

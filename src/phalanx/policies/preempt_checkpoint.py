@@ -13,8 +13,8 @@ from collections.abc import Mapping
 
 from phalanx.domain.cluster import Cluster, PreemptMode
 from phalanx.domain.time import HOUR, MINUTE, Instant
+from phalanx.sched.context import PassContext
 from phalanx.sched.job import Job
-from phalanx.sched.protocols import PassContext
 
 __all__ = ["CheckpointPreempt", "could_preempt_any", "lost_work", "may_preempt"]
 
@@ -55,7 +55,8 @@ def _ms(params: Mapping[str, object], key: str, default: int) -> int:
 
 
 class CheckpointPreempt:
-    """Victims by QOS or partition tier; with ``opportunistic``, also checkpointing jobs that
+    """``preempt/checkpoint`` (post-filter). Victims by QOS or partition tier; with
+    ``opportunistic``, also checkpointing jobs that
     have had a long run (attained service of ``victim_attained_gpu_ms`` or more) and would
     lose at most ``max_loss_ms`` since their last checkpoint, for a job that has had almost
     none (``job_attained_gpu_ms``): least-attained-service first, as Tiresias, but only where
@@ -123,6 +124,8 @@ class CheckpointPreempt:
         cheap = self.opportunistic and job.attained_at(now) < self.job_attained
         if not can and not cheap:
             return None
+        if ctx.victims_leaving(job):
+            return None  # its victims are still on their way out
         if can:
             candidates = [
                 r

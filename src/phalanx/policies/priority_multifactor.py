@@ -14,12 +14,12 @@ Defaults are the weights of the reference Slurm in ``shared/slurm`` (Age 1000, F
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 
 from phalanx.domain.time import DAY, Instant
 from phalanx.policies.fairshare_tree import FairShareTree
+from phalanx.sched.context import PassContext
 from phalanx.sched.job import Job
-from phalanx.sched.protocols import PassContext
 
 __all__ = ["MultifactorPriority"]
 
@@ -138,6 +138,9 @@ class MultifactorPriority:
             nice = -job.spec.nice
             append((w_age + fs + static[4] + nice, _Factors(w_age, fs, static, nice)))
         return out
+
+    def order(self, jobs: Sequence[Job], ctx: PassContext) -> Iterable[Job]:
+        return jobs  # the queue's own order
 
 
 class _Factors(Mapping[str, float]):

@@ -8,11 +8,11 @@ run is promoted to the first queue, so long jobs are not starved.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 
 from phalanx.domain.time import HOUR, Instant
+from phalanx.sched.context import PassContext
 from phalanx.sched.job import Job
-from phalanx.sched.protocols import PassContext
 
 __all__ = ["BasicPriority", "LasPriority", "las_queue"]
 
@@ -32,6 +32,9 @@ class BasicPriority:
         self, jobs: Sequence[Job], ctx: PassContext, now: Instant
     ) -> list[tuple[float, Mapping[str, float]]]:
         return [(0.0, {})] * len(jobs)
+
+    def order(self, jobs: Sequence[Job], ctx: PassContext) -> Iterable[Job]:
+        return jobs  # the queue's own order
 
 
 DEFAULT_THRESHOLDS: tuple[int, ...] = (1 * HOUR, 10 * HOUR)
@@ -74,3 +77,6 @@ class LasPriority:
         self, jobs: Sequence[Job], ctx: PassContext, now: Instant
     ) -> list[tuple[float, Mapping[str, float]]]:
         return [self.compute(job, ctx, now) for job in jobs]
+
+    def order(self, jobs: Sequence[Job], ctx: PassContext) -> Iterable[Job]:
+        return jobs  # the queue's own order

@@ -1,28 +1,26 @@
-"""``sched/tiresias``: 2D-LAS with preemption (Tiresias, NSDI'19), no backfill reservations.
+"""``preempt/las``: Tiresias' preemption (2D-LAS, NSDI'19) as a post-filter.
 
-Each pass, pending jobs in queue order start where they fit (consolidated placement by the
-profile's select plugin). A pending job that does not fit preempts running jobs of strictly
-lower-priority queues (highest queue index first, then the newest), as few as it needs; the
-victims requeue and lose the work since their last checkpoint. A job that started less than
-``min_run_ms`` ago is not a victim (the lease of the paper's scheduling interval).
+A pending job that fits nowhere preempts running jobs of strictly lower-priority LAS queues
+(highest queue index first, then the newest), as few as it needs; the victims requeue and lose
+the work since their last checkpoint. A job that started less than ``min_run_ms`` ago is not a
+victim (the lease of the paper's scheduling interval). Tiresias' profile puts ``priority/las``
+at queue sort and ``sched/greedy`` (no reservations, every blocked job searches) after it.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 
-from phalanx.domain.state import Reason
 from phalanx.domain.time import MINUTE
 from phalanx.policies.priority_simple import LasPriority, las_queue
+from phalanx.sched.context import PassContext
 from phalanx.sched.job import Job
-from phalanx.sched.protocols import PassContext
-from phalanx.sched.status import Status
 
-__all__ = ["TiresiasScheduler"]
+__all__ = ["LasPreempt"]
 
 
-class TiresiasScheduler:
-    plugin = "sched/tiresias"
+class LasPreempt:
+    plugin = "preempt/las"
 
     def __init__(self, params: Mapping[str, object]) -> None:
         self.las = LasPriority(params)
@@ -31,46 +29,26 @@ class TiresiasScheduler:
         min_run = params.get("min_run_ms", 5 * MINUTE)
         self.min_run = int(min_run) if isinstance(min_run, int) else 5 * MINUTE
 
-    def schedule(self, ctx: PassContext) -> None:
-        now = ctx.now
-        state = ctx.state
-        failed: dict[object, Status] = {}
-        running_q: list[tuple[int, int, Job]] | None = None
-        for job in ctx.pending():
-            known = failed.get(job.key)
-            if known is not None:
-                ctx.wait(job, known)
-                continue
-            need = job.shape.nodes_min * job.shape.gpus
-            if need <= state.free_gpus:
-                alloc = ctx.place(job, None)
-                if alloc is not None:
-                    ctx.start(job, alloc)
-                    continue
-            # Starvation promotion only reorders the queue; preemption goes by attained service.
-            q = las_queue(job.attained_at(now), self.las.thresholds)
-            if running_q is None:
-                running_q = sorted(
-                    ((self.las.queue(r, now), r.seq, r) for r in ctx.running()),
-                    key=lambda t: (-t[0], -t[1]),
-                )
-            victims = self._victims(job, q, running_q, ctx)
-            if victims:
-                ctx.preempt(victims, job)
-                chosen = {v.id for v in victims}
-                running_q = [t for t in running_q if t[2].id not in chosen]
-                ctx.wait(job, Status.wait(Reason.RESOURCES, self.plugin))
-                continue
-            status = Status.wait(Reason.RESOURCES, self.plugin)
-            failed[job.key] = status
-            ctx.wait(job, status)
+    def _running(self, ctx: PassContext) -> list[tuple[int, int, Job]]:
+        """Running jobs by LAS queue, lowest priority first: once per pass (jobs started
+        later in the pass are in the first queue and just started, never victims)."""
+        found = ctx.scratch.get(self.plugin)
+        if found is None:
+            now = ctx.now
+            found = sorted(
+                ((self.las.queue(r, now), r.seq, r) for r in ctx.running()),
+                key=lambda t: (-t[0], -t[1]),
+            )
+            ctx.scratch[self.plugin] = found
+        assert isinstance(found, list)
+        return found
 
-    def _victims(
-        self, job: Job, q: int, running_q: list[tuple[int, int, Job]], ctx: PassContext
-    ) -> list[Job] | None:
+    def victims(self, job: Job, ctx: PassContext) -> list[Job] | None:
+        # Starvation promotion only reorders the queue; preemption goes by attained service.
+        q = las_queue(job.attained_at(ctx.now), self.las.thresholds)
         cap = ctx.state.cap.copy()
         chosen: list[Job] = []
-        for rq, _, r in running_q:
+        for rq, _, r in self._running(ctx):
             if rq <= q or len(chosen) >= self.max_victims:
                 break
             if ctx.is_preempting(r) or r.alloc is None:

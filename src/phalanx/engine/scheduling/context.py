@@ -1,0 +1,116 @@
+"""The narrow view plugins get of a pass (``phalanx.sched.context``), not the engine itself.
+
+Placement lives here because every point that asks "where could this go" (the gang step, the
+reservation step, the post-filter) must get the same answer: filter, then score.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING
+
+from phalanx.domain.cluster import Cluster
+from phalanx.domain.time import Instant
+from phalanx.engine.scheduling.members import Holds
+from phalanx.engine.scheduling.points import Points
+from phalanx.engine.scheduling.preemption import Preemption
+from phalanx.engine.scheduling.statuses import Statuses
+from phalanx.sched.capacity import Allocation, Capacity
+from phalanx.sched.job import Job
+from phalanx.sched.occupancy import BoolArray, Occupancy
+from phalanx.sched.shape import Shape
+from phalanx.sched.usage import Usage
+
+if TYPE_CHECKING:
+    from phalanx.engine.engine import Engine
+
+__all__ = ["PassView"]
+
+
+class PassView:
+    """Implements ``GangContext`` (and so ``PassContext``) over the engine's state."""
+
+    def __init__(
+        self,
+        engine: Engine,
+        points: Points,
+        statuses: Statuses,
+        holds: Holds,
+        preemption: Preemption,
+    ) -> None:
+        self._engine = engine
+        self.cluster: Cluster = engine.cluster
+        self.state: Occupancy = engine.state
+        self.usage: Usage = engine.usage
+        self._statuses = statuses
+        self._holds = holds
+        self._preemption = preemption
+        self._filters = points.filter
+        self._score = points.score
+        self.scratch: dict[object, object] = {}
+
+    @property
+    def now(self) -> Instant:
+        return self._engine.now
+
+    def running(self) -> Iterable[Job]:
+        return list(self._engine.running_jobs.values())
+
+    def _mask(self, cap: Capacity, shape: Shape) -> BoolArray:
+        filters = self._filters
+        mask = filters[0].filter(self.state, cap, shape)
+        for more in filters[1:]:
+            mask = mask & more.filter(self.state, cap, shape)
+        return mask
+
+    def place(self, job: Job, cap: Capacity | None = None) -> Allocation | None:
+        shape = job.shape
+        max_leaves = shape.switches
+        now = self._engine.now
+        if max_leaves is not None and now - job.submit >= job.spec.switches_wait:
+            max_leaves = None  # waited long enough: relax, as Slurm does after max-time
+        state = self.state
+        cap = state.cap if cap is None else cap
+        mask = self._mask(cap, shape)
+        nodes = shape.nodes_max
+        while nodes >= shape.nodes_min:
+            chosen = self._score.place(state, cap, shape, mask, nodes, max_leaves)
+            if chosen is not None:
+                return state.allocation(cap, shape, chosen)
+            nodes = shape.nodes_min if nodes > shape.nodes_min else nodes - 1
+        if max_leaves is not None:
+            self.wake_at(job.submit + job.spec.switches_wait)  # when the limit relaxes
+        return None
+
+    def place_shape(
+        self, shape: Shape, nodes: int, cap: Capacity | None = None
+    ) -> Allocation | None:
+        state = self.state
+        cap = state.cap if cap is None else cap
+        chosen = self._score.place(state, cap, shape, self._mask(cap, shape), nodes, None)
+        return None if chosen is None else state.allocation(cap, shape, chosen)
+
+    def is_preempting(self, job: Job) -> bool:
+        return self._preemption.is_preempting(job)
+
+    def victims_leaving(self, job: Job) -> bool:
+        return self._preemption.victims_leaving(job)
+
+    def expect(self, job: Job, start: Instant | None) -> None:
+        self._statuses.expect(job, start)
+
+    def wake_at(self, at: Instant) -> None:
+        self._engine.wake_at(at)
+
+    def more_than_whole_gpus_pending(self) -> bool:
+        return self._engine.nonwhole_pending > 0
+
+    # -- GangContext ------------------------------------------------------------------------
+    def waiting(self) -> Sequence[Job]:
+        return self._holds.waiting()
+
+    def unreserve(self, job: Job) -> None:
+        self._holds.unreserve(job)
+
+    def note_deadlock(self, jobs: Sequence[Job]) -> None:
+        self._holds.note_deadlock(list(jobs))

@@ -1,0 +1,186 @@
+"""The scheduling pass as one numbered recipe (ARCHITECTURE.md, "Scheduling pass").
+
+1. Snapshot: the occupancy as it is now; the reservation step's timeline over it.
+2. Queue sort: the queue plugin's order of the eligible pending jobs.
+3. For each job: pre-filter (cluster limits, ``admit/*``) -> filter and score (``place``) ->
+   reserve -> permit -> start. A gang is placed whole; with ``members="pods"`` pod by pod,
+   each pod reserved while the permit plugin keeps the gang waiting for the rest.
+4. A job that cannot start: the reservation step (``sched/*``) reserves for it on the timeline
+   if it is among those that get one; later jobs start only where they delay no reservation.
+5. Post-filter: preemption, for blocked jobs the reservation step lets search.
+6. Every job that did not start carries a ``Status`` and, where known, its expected start.
+
+Plugin lists are resolved once (``Points``); a point with no plugin costs no call.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+from phalanx.domain.state import JobState, Reason
+from phalanx.engine.scheduling.context import PassView
+from phalanx.engine.scheduling.limits import ClusterLimits
+from phalanx.engine.scheduling.members import Holds
+from phalanx.engine.scheduling.points import Points
+from phalanx.engine.scheduling.preemption import Preemption
+from phalanx.engine.scheduling.statuses import Statuses
+from phalanx.sched.capacity import Allocation
+from phalanx.sched.job import Job
+from phalanx.sched.members import member_count, merge, pod_shape
+from phalanx.sched.points import ReservationStep
+from phalanx.sched.shape import Shape
+from phalanx.sched.status import OK, Status
+
+__all__ = ["Recipe"]
+
+
+class Recipe:
+    def __init__(
+        self,
+        points: Points,
+        view: PassView,
+        statuses: Statuses,
+        holds: Holds,
+        preemption: Preemption,
+        limits: ClusterLimits,
+        pending: Callable[[], list[Job]],
+        start: Callable[[Job, Allocation], None],
+    ) -> None:
+        self.points = points
+        self.view = view
+        self.statuses = statuses
+        self.holds = holds
+        self.preemption = preemption
+        self.limits = limits
+        self._pending = pending
+        self._start = start
+        self._pods: dict[tuple[object, int], Shape] = {}
+
+    def pre_filter(self, job: Job) -> Status:
+        """Step 3a: the cluster's limits, then the profile's pre-filter plugins."""
+        if job.spec.array is not None or self.limits.any_rules:
+            status = self.limits.check(job)
+            if not status.ok:
+                return status
+        for plugin in self.points.pre_filter:
+            status = plugin.pre_filter(job, self.view)
+            if not status.ok:
+                return status
+        return OK
+
+    def run(self) -> None:
+        view, statuses, points = self.view, self.statuses, self.points
+        statuses.passes += 1
+        # 1. Snapshot.
+        view.scratch.clear()
+        state = view.state
+        preemption = self.preemption
+        could = preemption.could_preempt if preemption.preemptors > 0 else None
+        step = points.reservation.begin(view, could_preempt=could)
+        permit = points.permit
+        if permit is not None:
+            permit.begin(view)
+        # 2. Queue sort.
+        pending = self._pending()
+        order = points.queue_sort.order(pending, view)
+        # 3-5. Each job in order.
+        wait, start = statuses.wait, self._start
+        checks = bool(points.pre_filter) or self.limits.any_rules
+        pods = points.pods
+        # No node has more free GPUs than this (starts only lower it): a cheap test before
+        # a placement is tried.
+        most_free = int(state.cap.gpus.max()) if state.n else 0
+        full: set[Shape] = set()
+        for index, job in enumerate(order):
+            if step.exhausted(job):
+                self._rest(step.rest, order, pending, index)
+                break
+            known = None if pods else step.known(job)
+            if known is not None:
+                if job.reason is not known.reason:
+                    wait(job, known)
+                continue
+            if (checks or job.spec.array is not None) and not job.holds:
+                status = self.pre_filter(job)
+                if not status.ok:
+                    wait(job, status)
+                    continue
+            if pods:
+                self._members(job, full, step)
+                continue
+            # 3b-e. Filter and score the whole gang, reserve it (start takes it), permit
+            # (every member is placed at once), start.
+            if job.shape.nodes_min * job.shape.gpus <= state.free_gpus and (
+                job.shape.gpus <= most_free
+            ):
+                alloc = view.place(job, step.view(job))
+                if alloc is not None:
+                    start(job, alloc)
+                    step.started(job, alloc)
+                    continue
+            # 4. Blocked.
+            status = step.blocked(job)
+            if step.stop_at_blocked:
+                wait(job, status)
+                self._rest(step.rest, order, pending, index + 1)
+                break
+            # 5. Post-filter.
+            if step.search(job):
+                victims = preemption.victims(job, view)
+                if victims:
+                    preemption.preempt(victims, job, view.now)
+                    wait(job, Status.wait(Reason.RESOURCES, points.post_filter_id))
+                    step.preempting(job)
+                    continue
+            wait(job, step.settle(job, status))
+        # 6. Statuses and expected starts of the blocked jobs the step reserved for.
+        step.finish()
+        if permit is not None:
+            permit.end(view)
+
+    def _rest(
+        self, status: Status | None, order: object, pending: Sequence[Job], index: int
+    ) -> None:
+        if status is None:
+            return
+        if order is pending:
+            self.statuses.wait_rest(pending, index, status)
+        else:  # a lazy order: the rest are the jobs it has not given yet
+            seen = self.statuses.passes
+            rest = [j for j in pending if j.seen != seen and j.state is JobState.PENDING]
+            self.statuses.wait_rest(rest, 0, status)
+
+    def _members(self, job: Job, full: set[Shape], step: ReservationStep) -> None:
+        """Steps 3b-e pod by pod: each pod filtered, scored and reserved (held) on its own.
+        A gang with every pod reserved starts; one with some waits, as its permit plugin
+        says (nothing partial ever starts)."""
+        view, state = self.view, self.view.state
+        key = (job.key, job.spec.tasks_per_node)
+        shape = self._pods.get(key)
+        if shape is None:
+            shape = self._pods[key] = pod_shape(job)
+        total = member_count(job)
+        while len(job.holds) < total:
+            if shape in full or (shape.gpus and shape.gpus > state.free_gpus):
+                break
+            alloc = view.place(job, None) if total == 1 else view.place_shape(shape, 1)
+            if alloc is None:
+                full.add(shape)
+                break
+            if total == 1:
+                self._start(job, alloc)
+                return
+            self.holds.hold(job, alloc)
+        if job.holds:
+            permit = self.points.permit
+            status = OK if permit is None else permit.permit(job, total, view)
+            if status.ok and len(job.holds) == total:
+                parts = list(job.holds)
+                self.holds.unreserve(job)
+                self._start(job, merge(parts))
+                return
+            self.statuses.wait(job, status if not status.ok else Status.wait(Reason.GANG_WAIT, ""))
+            return
+        status = step.blocked(job)
+        if job.reason is not status.reason:
+            self.statuses.wait(job, status)

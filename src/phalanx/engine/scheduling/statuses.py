@@ -1,0 +1,58 @@
+"""Step 6 of the pass: every pending job carries a ``Status`` and, where known, an expected
+start, cheaply (a full cluster must not cost a walk over a long queue)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+from phalanx.domain.state import JobState, Reason
+from phalanx.domain.time import Instant
+from phalanx.sched.job import Job
+from phalanx.sched.status import Status
+
+__all__ = ["Statuses"]
+
+
+class Statuses:
+    def __init__(self, jobs: dict[int, Job], is_waiting: Callable[[int], bool]) -> None:
+        self._jobs = jobs
+        self._is_waiting = is_waiting
+        self.passes = 0
+        self.not_priority: set[int] = set()
+        """Queued jobs whose reason is not Priority (what ``wait_rest`` may have to change)."""
+
+    def wait(self, job: Job, status: Status, expected_start: Instant | None = None) -> None:
+        """Record why the job did not start this pass."""
+        job.reason = status.reason
+        job.reason_plugin = status.plugin
+        job.expected_start = expected_start
+        job.seen = self.passes
+        if status.reason is Reason.PRIORITY:
+            self.not_priority.discard(job.id)
+        else:
+            self.not_priority.add(job.id)
+
+    def expect(self, job: Job, start: Instant | None) -> None:
+        """A blocked job's expected start; its reason stays."""
+        self.wait(job, Status.wait(job.reason, job.reason_plugin), start)
+
+    def wait_rest(self, jobs: Sequence[Job], start: int, status: Status) -> None:
+        """``wait`` for ``jobs[start:]``: a pass that stops early still gives every job a
+        reason (cheaply: jobs that already carry it are not touched)."""
+        reason, plugin = status.reason, status.plugin
+        if reason is not Reason.PRIORITY:
+            for i in range(start, len(jobs)):
+                self.wait(jobs[i], status)
+            return
+        # The common case (a full cluster: everyone below waits for Priority) touches only the
+        # queued jobs that carry another reason and were not looked at in this pass, not the
+        # whole tail of a long queue.
+        for job_id in list(self.not_priority):
+            job = self._jobs[job_id]
+            if job.seen == self.passes:
+                continue
+            self.not_priority.discard(job_id)
+            if job.state is JobState.PENDING and not self._is_waiting(job_id):
+                job.reason = reason
+                job.reason_plugin = plugin
+                job.expected_start = None

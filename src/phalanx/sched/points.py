@@ -1,0 +1,166 @@
+"""The extension points of a scheduling pass: one ``Protocol`` each, with its contract.
+
+The engine's recipe (``phalanx.engine.scheduling.recipe``) calls them in this order, as the
+Kubernetes scheduling framework does (``framework/interface.go``) and as Kueue's
+``schedule()`` steps go:
+
+1. queue sort (``priority/*``)          5. permit (``permit/*``)
+2. pre-filter (``admit/*``)             6. post-filter, preemption (``preempt/*``)
+3. filter (``filter/*``)                7. reservation and backfill (``sched/*``)
+4. score (``select/*``)
+
+Reserve is the engine's: it takes a placement into the pass's snapshot before permit, and
+gives it back (unreserve) when permit times out. A profile names the plugins at each point
+(``phalanx.sched.profile``). Expected outcomes are ``Status`` values, never exceptions.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Protocol
+
+from phalanx.domain.time import Instant
+from phalanx.sched.capacity import Allocation, Capacity
+from phalanx.sched.context import GangContext, PassContext
+from phalanx.sched.job import Job
+from phalanx.sched.occupancy import BoolArray, Occupancy
+from phalanx.sched.shape import Shape
+from phalanx.sched.status import Status
+
+__all__ = [
+    "FilterPlugin",
+    "PermitPlugin",
+    "PostFilterPlugin",
+    "PreFilterPlugin",
+    "QueueSortPlugin",
+    "ReservationPlugin",
+    "ReservationStep",
+    "ScorePlugin",
+]
+
+
+class QueueSortPlugin(Protocol):
+    """``priority/*`` (queue sort): a number per pending job, higher first, with its factors.
+
+    ``compute`` is called when a job is queued, ``compute_many`` for the whole queue at every
+    recalculation (``calc_period``); the breakdown is what ``sprio`` prints. The queue keeps
+    jobs by (priority, submit sequence). ``order`` is called once per pass with that queue and
+    returns the order the pass visits it in: the queue itself for most plugins; a plugin may
+    return a lazy iterator that reads ``ctx.state`` between jobs (Volcano's DRF re-sorts
+    accounts after each start). Every job must come at most once.
+    """
+
+    def compute(
+        self, job: Job, ctx: PassContext, now: Instant
+    ) -> tuple[float, Mapping[str, float]]: ...
+
+    def compute_many(
+        self, jobs: Sequence[Job], ctx: PassContext, now: Instant
+    ) -> list[tuple[float, Mapping[str, float]]]: ...
+
+    def order(self, jobs: Sequence[Job], ctx: PassContext) -> Iterable[Job]: ...
+
+
+class PreFilterPlugin(Protocol):
+    """``admit/*`` (pre-filter): may this job take resources now? (quotas, QOS limits).
+
+    Called for each job the pass looks at, before any placement. SUCCESS lets it go on; WAIT
+    (with the reason ``squeue`` shows) skips it this pass. Pure: changes nothing.
+    """
+
+    def pre_filter(self, job: Job, ctx: PassContext) -> Status: ...
+
+
+class FilterPlugin(Protocol):
+    """``filter/*`` (filter): the nodes that could hold one node's share of ``shape`` in
+    ``cap``. The masks of all filter plugins are combined with AND. Pure."""
+
+    def filter(self, state: Occupancy, cap: Capacity, shape: Shape) -> BoolArray: ...
+
+
+class ScorePlugin(Protocol):
+    """``select/*`` (score): choose ``nodes`` of the filtered nodes (``mask``) for the gang,
+    spanning at most ``max_leaves`` leaf switches if given, or None if they cannot hold it.
+
+    The choice is the scoring (topology, packing, spreading), done for the whole gang at once
+    as Slurm's select plugins do. Pure: reads ``state`` (static facts) and ``cap``.
+    """
+
+    def place(
+        self,
+        state: Occupancy,
+        cap: Capacity,
+        shape: Shape,
+        mask: BoolArray,
+        nodes: int,
+        max_leaves: int | None,
+    ) -> list[int] | None: ...
+
+
+class PermitPlugin(Protocol):
+    """``permit/*`` (permit): a gang placed member by member waits here for all its members.
+
+    Only profiles that place one member (pod) at a time have one; a whole-gang placement has
+    every member at once, so nothing partial ever starts. ``begin`` is called at the start of
+    each pass (time out waiting gangs with ``ctx.unreserve``), ``permit`` after a job's members
+    were reserved this pass: SUCCESS starts it with all of them, WAIT keeps them reserved and
+    the job waits with that status. ``end`` is called after the last job of the pass.
+    """
+
+    def begin(self, ctx: GangContext) -> None: ...
+
+    def permit(self, job: Job, members: int, ctx: GangContext) -> Status: ...
+
+    def end(self, ctx: GangContext) -> None: ...
+
+
+class PostFilterPlugin(Protocol):
+    """``preempt/*`` (post-filter): for a job that fits nowhere, the running jobs to preempt.
+
+    Called only for blocked jobs, at most once each per pass. Returns whole gangs whose freed
+    resources form a placement the job can use (checked with ``ctx.place`` on a copy of the
+    free capacity), or None. Must not change anything: the engine signals the victims and
+    the job waits for them.
+    """
+
+    def victims(self, job: Job, ctx: PassContext) -> list[Job] | None: ...
+
+
+class ReservationStep(Protocol):
+    """One pass of a reservation plugin: what blocked jobs get, where later jobs may start.
+
+    The recipe calls, for each job in order: ``exhausted`` (True ends the pass; the jobs not
+    looked at get ``rest``, or keep their status if it is None); ``known`` (a status if a job
+    of the same shape already failed this pass, to skip it); after pre-filter, ``view`` (the
+    capacity the job may start in without delaying a reservation; None is all that is free),
+    then ``started`` if it did. A job that did not start: ``blocked`` gives its status (and,
+    with ``stop_at_blocked``, ends the pass); ``search`` says whether to ask the post-filter
+    for victims; ``preempting`` if victims were found, else ``settle`` gives the final status
+    (a reservation, or a memo for ``known``). ``finish`` once at the end: expected starts.
+    """
+
+    rest: Status | None
+    stop_at_blocked: bool
+
+    def exhausted(self, job: Job) -> bool: ...
+    def known(self, job: Job) -> Status | None: ...
+    def view(self, job: Job) -> Capacity | None: ...
+    def started(self, job: Job, alloc: Allocation) -> None: ...
+    def blocked(self, job: Job) -> Status: ...
+    def search(self, job: Job) -> bool: ...
+    def preempting(self, job: Job) -> None: ...
+    def settle(self, job: Job, status: Status) -> Status: ...
+    def finish(self) -> None: ...
+
+
+class ReservationPlugin(Protocol):
+    """``sched/*`` (reservation and backfill): Slurm's SchedulerType.
+
+    ``begin`` is called once per pass, after the snapshot, and returns that pass's step.
+    ``could_preempt`` tells, for a job, whether its QOS or partition tier lets it preempt;
+    None when no pending job can (the step may then end a pass on a full cluster early).
+    """
+
+    def begin(
+        self, ctx: PassContext, *, could_preempt: Callable[[Job], bool] | None
+    ) -> ReservationStep: ...
