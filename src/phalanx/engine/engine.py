@@ -50,7 +50,7 @@ from phalanx.engine.scheduling.limits import ClusterLimits
 from phalanx.engine.scheduling.members import Holds
 from phalanx.engine.scheduling.points import Points
 from phalanx.engine.scheduling.preemption import Preemption
-from phalanx.engine.scheduling.probe import earliest_fit
+from phalanx.engine.scheduling.probe import earliest_fit, never_fits
 from phalanx.engine.scheduling.statuses import Statuses
 from phalanx.sched.capacity import Allocation
 from phalanx.sched.job import Job
@@ -108,7 +108,19 @@ class Engine:
         self.preemption = Preemption(
             cluster, self.points.post_filter, self._ending, self.state, self.decisions, self.emit
         )
-        self.view = PassView(self, self.points, self.statuses, self.holds, self.preemption)
+        self.view = PassView(
+            cluster,
+            self.state,
+            self.usage,
+            lambda: self._now,
+            self.running_jobs,
+            self.wake_at,
+            lambda: self.nonwhole_pending,
+            self.points,
+            self.statuses,
+            self.holds,
+            self.preemption,
+        )
         self.recipe = Recipe(
             self.points,
             self.view,
@@ -259,21 +271,7 @@ class Engine:
         self._make_eligible_or_wait(job)
 
     def _never_fits(self, job: Job) -> str | None:
-        part = self.cluster.partitions.get(job.partition)
-        if part is None:
-            return "InvalidPartition"
-        shape = job.shape
-        if shape.nodes_min > len(part.nodes) and not self.cluster.enforce_part_limits:
-            return None  # Slurm queues it without EnforcePartLimits: see ``_blocker``
-        state = self.state
-        mask = state.static_mask(shape)
-        fits = mask & (state.node_gpus >= shape.gpus) & (state.node_cpus >= shape.cpus)
-        fits &= state.node_mem >= shape.mem_mb
-        if shape.milli:
-            fits &= state.node_gpus >= 1
-        if int(fits.sum()) < shape.nodes_min:
-            return "Requested node configuration is not available"
-        return None
+        return never_fits(self.cluster, self.state, job)
 
     def _blocker(self, job: Job) -> str | None:
         """Why ``job`` may not be scheduled at all yet, or None: a hold, a begin time, a

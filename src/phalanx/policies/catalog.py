@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from phalanx.domain.time import DAY, HOUR, MINUTE
 from phalanx.errors import ConfigError
 from phalanx.policies.backfill import BackfillScheduler, FifoScheduler, GreedyScheduler
@@ -40,6 +42,26 @@ REGISTRY.register("preempt/las", LasPreempt)
 REGISTRY.register("sched/builtin", FifoScheduler)
 REGISTRY.register("sched/backfill", BackfillScheduler)
 REGISTRY.register("sched/greedy", GreedyScheduler)
+
+if TYPE_CHECKING:  # every built-in plugin satisfies its point's Protocol (mypy checks it)
+    from phalanx.sched import points
+
+    _queue_sort: list[type[points.QueueSortPlugin]] = [
+        BasicPriority,
+        MultifactorPriority,
+        LasPriority,
+        DrfOrder,
+    ]
+    _pre_filter: list[type[points.PreFilterPlugin]] = [QuotaAdmission]
+    _filter: list[type[points.FilterPlugin]] = [FitFilter]
+    _score: list[type[points.ScorePlugin]] = [TopologySelect, SpreadSelect, BinpackSelect]
+    _permit: list[type[points.PermitPlugin]] = [PodGroupPermit]
+    _post_filter: list[type[points.PostFilterPlugin]] = [CheckpointPreempt, LasPreempt]
+    _reservation: list[type[points.ReservationPlugin]] = [
+        BackfillScheduler,
+        FifoScheduler,
+        GreedyScheduler,
+    ]
 
 # Baselines that skip what does not fit say Resources for every such job (no "Priority"
 # queue position in Kubernetes, Volcano or Tiresias).

@@ -6,8 +6,7 @@ reservation step, the post-filter) must get the same answer: filter, then score.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Iterable, Sequence
 
 from phalanx.domain.cluster import Cluster
 from phalanx.domain.time import Instant
@@ -21,9 +20,6 @@ from phalanx.sched.occupancy import BoolArray, Occupancy
 from phalanx.sched.shape import Shape
 from phalanx.sched.usage import Usage
 
-if TYPE_CHECKING:
-    from phalanx.engine.engine import Engine
-
 __all__ = ["PassView"]
 
 
@@ -32,16 +28,25 @@ class PassView:
 
     def __init__(
         self,
-        engine: Engine,
+        cluster: Cluster,
+        state: Occupancy,
+        usage: Usage,
+        clock: Callable[[], Instant],
+        running: dict[int, Job],
+        wake_at: Callable[[Instant], None],
+        nonwhole_pending: Callable[[], int],
         points: Points,
         statuses: Statuses,
         holds: Holds,
         preemption: Preemption,
     ) -> None:
-        self._engine = engine
-        self.cluster: Cluster = engine.cluster
-        self.state: Occupancy = engine.state
-        self.usage: Usage = engine.usage
+        self.cluster = cluster
+        self.state = state
+        self.usage = usage
+        self._clock = clock
+        self._running = running
+        self.wake_at = wake_at
+        self._nonwhole_pending = nonwhole_pending
         self._statuses = statuses
         self._holds = holds
         self._preemption = preemption
@@ -51,10 +56,10 @@ class PassView:
 
     @property
     def now(self) -> Instant:
-        return self._engine.now
+        return self._clock()
 
     def running(self) -> Iterable[Job]:
-        return list(self._engine.running_jobs.values())
+        return list(self._running.values())
 
     def _mask(self, cap: Capacity, shape: Shape) -> BoolArray:
         filters = self._filters
@@ -66,7 +71,7 @@ class PassView:
     def place(self, job: Job, cap: Capacity | None = None) -> Allocation | None:
         shape = job.shape
         max_leaves = shape.switches
-        now = self._engine.now
+        now = self._clock()
         if max_leaves is not None and now - job.submit >= job.spec.switches_wait:
             max_leaves = None  # waited long enough: relax, as Slurm does after max-time
         state = self.state
@@ -99,11 +104,8 @@ class PassView:
     def expect(self, job: Job, start: Instant | None) -> None:
         self._statuses.expect(job, start)
 
-    def wake_at(self, at: Instant) -> None:
-        self._engine.wake_at(at)
-
     def more_than_whole_gpus_pending(self) -> bool:
-        return self._engine.nonwhole_pending > 0
+        return self._nonwhole_pending() > 0
 
     # -- GangContext ------------------------------------------------------------------------
     def waiting(self) -> Sequence[Job]:

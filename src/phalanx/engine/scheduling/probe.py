@@ -1,14 +1,17 @@
-"""Slurm's will-run test (``sbatch --test-only``): when and where a request could start."""
+"""Tests on a request that change nothing: could it ever run, and when and where could it
+start (Slurm's will-run test, ``sbatch --test-only``)."""
 
 from __future__ import annotations
 
+from phalanx.domain.cluster import Cluster
 from phalanx.domain.time import Instant
 from phalanx.sched.capacity import Allocation
 from phalanx.sched.context import PassContext
+from phalanx.sched.job import Job
 from phalanx.sched.occupancy import Occupancy
 from phalanx.sched.shape import Shape
 
-__all__ = ["earliest_fit"]
+__all__ = ["earliest_fit", "never_fits"]
 
 
 def earliest_fit(
@@ -27,4 +30,22 @@ def earliest_fit(
             alloc = ctx.place_shape(shape, nodes, cap)
             if alloc is not None:
                 return max(now, run.end), alloc
+    return None
+
+
+def never_fits(cluster: Cluster, state: Occupancy, job: Job) -> str | None:
+    """Why ``job`` could never run here (Slurm refuses such a submission), or None."""
+    part = cluster.partitions.get(job.partition)
+    if part is None:
+        return "InvalidPartition"
+    shape = job.shape
+    if shape.nodes_min > len(part.nodes) and not cluster.enforce_part_limits:
+        return None  # Slurm queues it without EnforcePartLimits: see ``Engine._blocker``
+    mask = state.static_mask(shape)
+    fits = mask & (state.node_gpus >= shape.gpus) & (state.node_cpus >= shape.cpus)
+    fits &= state.node_mem >= shape.mem_mb
+    if shape.milli:
+        fits &= state.node_gpus >= 1
+    if int(fits.sum()) < shape.nodes_min:
+        return "Requested node configuration is not available"
     return None
