@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import dataclasses
 import textwrap
-from collections.abc import Mapping
 from pathlib import Path
 
 import pytest
@@ -91,7 +90,7 @@ def test_a_bad_entry_point_is_a_configuration_error_naming_it(
 ) -> None:
     fake_distribution(tmp_path, "[phalanx.plugins]\nnoslash = fakeplugins:X\n", "X = 1\n")
     monkeypatch.syspath_prepend(str(tmp_path))
-    with pytest.raises(ConfigError, match="'noslash'.*fakeplugins"):
+    with pytest.raises(ConfigError, match=r"'noslash'.*fakeplugins"):
         Registry().create("select/anything", {})
 
 

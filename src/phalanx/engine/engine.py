@@ -112,7 +112,6 @@ class Engine:
             cluster,
             self.state,
             self.usage,
-            lambda: self._now,
             self.running_jobs,
             self.wake_at,
             lambda: self.nonwhole_pending,
@@ -195,7 +194,7 @@ class Engine:
     # ------------------------------------------------------------------ events
     def handle(self, event: Event) -> list[Command]:
         """Apply one event; return the commands it causes, in the order to carry them out."""
-        self._now = event.at
+        self._now = self.view.now = event.at
         out: list[Command] = []
         self._out = out
         match event:
@@ -226,7 +225,7 @@ class Engine:
     def submit(self, spec: JobSpec, at: Instant) -> list[int]:
         """Submit and return the new job ids (one per array task). Same as ``Submit``."""
         first = self._next_id
-        self._now = at
+        self._now = self.view.now = at
         self._out = []
         self._on_submit(spec)
         return list(range(first, self._next_id))

@@ -58,6 +58,11 @@ class BackfillScheduler:
         self.all_resources = reason == Reason.RESOURCES
         rest = str(params.get("rest", Reason.PRIORITY))
         self.rest = None if rest == "none" else Status.wait(rest, self.plugin)
+        # Made once: a pass gives one of these to every blocked job.
+        self.resources = Status.wait(Reason.RESOURCES, self.plugin)
+        self.priority = (
+            self.resources if self.all_resources else Status.wait(Reason.PRIORITY, self.plugin)
+        )
 
     def begin(
         self, ctx: PassContext, *, could_preempt: Callable[[Job], bool] | None
@@ -135,9 +140,10 @@ class BackfillStep:
             self.timeline.consume(alloc, self.now + job.time_limit)
 
     def blocked(self, job: Job) -> Status:
-        first = not self.blocked_any or self.conf.all_resources
+        if self.blocked_any:
+            return self.conf.priority
         self.blocked_any = True
-        return Status.wait(Reason.RESOURCES if first else Reason.PRIORITY, self.conf.plugin)
+        return self.conf.resources
 
     def search(self, job: Job) -> bool:
         if self.could_preempt(job) or self.searched < self.conf.victim_depth:
@@ -158,8 +164,7 @@ class BackfillStep:
         ):
             self.unreserved.append(job)
             return status
-        if not self.conf.all_resources:
-            status = Status.wait(Reason.PRIORITY, self.conf.plugin)
+        status = self.conf.priority
         self.failed[job.key] = (job.time_limit if self.depth else 0, status)
         return status
 

@@ -129,18 +129,28 @@ class PostFilterPlugin(Protocol):
 class ReservationStep(Protocol):
     """One pass of a reservation plugin: what blocked jobs get, where later jobs may start.
 
-    The recipe calls, for each job in order: ``exhausted`` (True ends the pass; the jobs not
-    looked at get ``rest``, or keep their status if it is None); ``known`` (a status if a job
-    of the same shape already failed this pass, to skip it); after pre-filter, ``view`` (the
-    capacity the job may start in without delaying a reservation; None is all that is free),
-    then ``started`` if it did. A job that did not start: ``blocked`` gives its status (and,
-    with ``stop_at_blocked``, ends the pass); ``search`` says whether to ask the post-filter
-    for victims; ``preempting`` if victims were found, else ``settle`` gives the final status
-    (a reservation, or a memo for ``known``). ``finish`` once at the end: expected starts.
+    The recipe calls, for each job in order:
+
+    - ``exhausted``, only while no whole GPU is free: True ends the pass; the jobs not looked
+      at get ``rest`` (or keep their status if it is None);
+    - ``known``, only for a job whose shape key is in ``failed``: a status if the job fails
+      as that one did (it is then skipped with it);
+    - after pre-filter, ``view``: the capacity the job may start in without delaying a
+      reservation (None: all that is free), then ``started`` if it did;
+    - for a job that did not start, ``blocked`` gives its status (and, with
+      ``stop_at_blocked``, ends the pass); ``search`` says whether to ask the post-filter
+      for victims; ``preempting`` if victims were found, else ``settle`` gives the final
+      status (a reservation, or a memo for ``known``).
+
+    ``finish`` once at the end: the expected starts of the jobs it reserved for.
     """
 
     rest: Status | None
     stop_at_blocked: bool
+
+    @property
+    def failed(self) -> Mapping[object, object]:
+        """Shape keys (``Job.key``) of jobs that failed this pass."""
 
     def exhausted(self, job: Job) -> bool: ...
     def known(self, job: Job) -> Status | None: ...

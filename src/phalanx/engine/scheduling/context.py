@@ -31,7 +31,6 @@ class PassView:
         cluster: Cluster,
         state: Occupancy,
         usage: Usage,
-        clock: Callable[[], Instant],
         running: dict[int, Job],
         wake_at: Callable[[Instant], None],
         nonwhole_pending: Callable[[], int],
@@ -43,7 +42,8 @@ class PassView:
         self.cluster = cluster
         self.state = state
         self.usage = usage
-        self._clock = clock
+        self.now: Instant = 0
+        """The ``at`` of the event being handled (the engine keeps it current)."""
         self._running = running
         self.wake_at = wake_at
         self._nonwhole_pending = nonwhole_pending
@@ -54,9 +54,9 @@ class PassView:
         self._score = points.score
         self.scratch: dict[object, object] = {}
 
-    @property
-    def now(self) -> Instant:
-        return self._clock()
+    def begin(self) -> None:
+        """Step 1 of a pass: an empty scratch cache for the plugins."""
+        self.scratch.clear()
 
     def running(self) -> Iterable[Job]:
         return list(self._running.values())
@@ -71,7 +71,7 @@ class PassView:
     def place(self, job: Job, cap: Capacity | None = None) -> Allocation | None:
         shape = job.shape
         max_leaves = shape.switches
-        now = self._clock()
+        now = self.now
         if max_leaves is not None and now - job.submit >= job.spec.switches_wait:
             max_leaves = None  # waited long enough: relax, as Slurm does after max-time
         state = self.state

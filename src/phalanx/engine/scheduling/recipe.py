@@ -72,7 +72,7 @@ class Recipe:
         view, statuses, points = self.view, self.statuses, self.points
         statuses.passes += 1
         # 1. Snapshot.
-        view.scratch.clear()
+        view.begin()
         state = view.state
         preemption = self.preemption
         could = preemption.could_preempt if preemption.preemptors > 0 else None
@@ -91,11 +91,12 @@ class Recipe:
         # a placement is tried.
         most_free = int(state.cap.gpus.max()) if state.n else 0
         full: set[Shape] = set()
+        failed = {} if pods else step.failed  # pod by pod, ``full`` is the memo
         for index, job in enumerate(order):
-            if step.exhausted(job):
+            if state.free_gpus == 0 and step.exhausted(job):
                 self._rest(step.rest, order, pending, index)
                 break
-            known = None if pods else step.known(job)
+            known = step.known(job) if job.key in failed else None
             if known is not None:
                 if job.reason is not known.reason:
                     wait(job, known)
