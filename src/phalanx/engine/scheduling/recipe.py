@@ -77,7 +77,7 @@ class Recipe:
         preemption = self.preemption
         could = preemption.could_preempt if preemption.preemptors > 0 else None
         step = points.reservation.begin(view, could_preempt=could)
-        permit = points.permit
+        permit, post_filter = points.permit, points.post_filter
         if permit is not None:
             permit.begin(view)
         # 2. Queue sort.
@@ -119,14 +119,14 @@ class Recipe:
                     start(job, alloc)
                     step.started(job, alloc)
                     continue
-            # 4. Blocked.
+            # 4-5. Blocked: the reservation step names the status; the post-filter looks for
+            # victims first (preemption), else the step reserves or remembers the failure.
             status = step.blocked(job)
             if step.stop_at_blocked:
                 wait(job, status)
                 self._rest(step.rest, order, pending, index + 1)
                 break
-            # 5. Post-filter.
-            if step.search(job):
+            if post_filter is not None and step.search(job):
                 victims = preemption.victims(job, view)
                 if victims:
                     preemption.preempt(victims, job, view.now)
