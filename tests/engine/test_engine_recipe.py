@@ -13,7 +13,7 @@ from phalanx.policies import catalog
 from phalanx.policies.filter_fit import FitFilter
 from phalanx.policies.priority_simple import BasicPriority
 from phalanx.policies.select_topology import TopologySelect
-from phalanx.sched.capacity import Capacity
+from phalanx.sched.capacity import Allocation, Capacity
 from phalanx.sched.context import PassContext
 from phalanx.sched.job import Job
 from phalanx.sched.occupancy import BoolArray, Occupancy
@@ -150,3 +150,43 @@ def test_volcano_order_is_lazy_drf_between_accounts() -> None:
     started = {j for j in a + b if d.state(j) is JobState.RUNNING}
     # 8 GPUs, 2 each: a, b, a, b by share (FIFO would start a, a, a, b).
     assert started == {a[0], a[1], b[0], b[1]}
+
+
+class Reserve:
+    def __init__(self, params: Mapping[str, object]) -> None:
+        self.name = str(params["name"])
+        self.refuse = params.get("refuse")
+
+    def reserve(self, job: Job, alloc: Allocation, ctx: PassContext) -> Status:
+        calls.append(("reserve", self.name, job.id))
+        if job.id == self.refuse:
+            return Status.wait(Reason.RESOURCES, f"reserve/{self.name}")
+        return OK
+
+    def unreserve(self, job: Job, ctx: PassContext) -> None:
+        calls.append(("unreserve", self.name, job.id))
+
+
+def test_a_refused_reservation_is_undone_in_reverse_and_the_job_waits(
+    logging_profile: catalog.Profile,
+) -> None:
+    catalog.REGISTRY.register("reserve/a", Reserve)
+    catalog.REGISTRY.register("reserve/b", Reserve)
+    profile = dataclasses.replace(
+        logging_profile,
+        reserve=("reserve/a", "reserve/b"),
+        params={"reserve/a": {"name": "a"}, "reserve/b": {"name": "b", "refuse": 2}},
+    )
+    d = EngineDriver(small_cluster(nodes=1, gpus=8, per_leaf=1), profile)
+    one, two = (d.submit(make_job(gpus=1))[0] for _ in range(2))
+    d.settle()
+    assert [c for c in calls if c[0] in ("reserve", "unreserve")] == [
+        ("reserve", "a", one),
+        ("reserve", "b", one),
+        ("reserve", "a", two),
+        ("reserve", "b", two),
+        ("unreserve", "a", two),
+    ]
+    assert d.state(one) is JobState.RUNNING and d.state(two) is JobState.PENDING
+    assert d.job(two).reason_plugin == "reserve/b"
+    assert d.engine.state.free_gpus == 7  # the refused placement was never taken

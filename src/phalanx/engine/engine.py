@@ -451,7 +451,7 @@ class Engine:
         self.decisions.add(self._now, "cancel", job.id, by)
         if job.state is JobState.PENDING:
             if job.holds:
-                self.holds.unreserve(job)
+                self.view.unreserve(job)
             self._dequeue(job)
             self._waiting.pop(job.id, None)
             job.state = JobState.CANCELLED
@@ -491,7 +491,7 @@ class Engine:
             job.spec = dataclasses.replace(job.spec, hold=event.hold)
             if event.hold:
                 if job.holds:
-                    self.holds.unreserve(job)
+                    self.view.unreserve(job)
                 self._dequeue(job)
                 job.reason = Reason.HELD_ADMIN if event.admin else Reason.HELD_USER
                 self._waiting[job.id] = job
@@ -548,7 +548,7 @@ class Engine:
                 self._out.append(Kill(jid, job.run))
         for job in list(self._queue):
             if job.holds and any(node in a.nodes for a in job.holds):
-                self.holds.unreserve(job)
+                self.view.unreserve(job)
 
     # ------------------------------------------------------------------ queries
     @property

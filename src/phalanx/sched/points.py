@@ -4,14 +4,14 @@ The engine's recipe (``phalanx.engine.scheduling.recipe``) calls them in this or
 Kubernetes scheduling framework does (``framework/interface.go``) and as Kueue's
 ``schedule()`` steps go:
 
-1. queue sort (``priority/*``)          5. permit (``permit/*``)
-2. pre-filter (``admit/*``)             6. post-filter, preemption (``preempt/*``)
-3. filter (``filter/*``)                7. reservation and backfill (``sched/*``)
-4. score (``select/*``)
+1. queue sort (``priority/*``)          5. reserve (``reserve/*``)
+2. pre-filter (``admit/*``)             6. permit (``permit/*``)
+3. filter (``filter/*``)                7. post-filter, preemption (``preempt/*``)
+4. score (``select/*``)                 8. reservation and backfill (``sched/*``)
 
-Reserve is the engine's: it takes a placement into the pass's snapshot before permit, and
-gives it back (unreserve) when permit times out. A profile names the plugins at each point
-(``phalanx.sched.profile``). Expected outcomes are ``Status`` values, never exceptions.
+The engine itself takes a placement into the pass's snapshot (a start, or a pod held while its
+gang waits); reserve plugins are told before it does. A profile names the plugins at each
+point (``phalanx.sched.profile``). Expected outcomes are ``Status`` values, never exceptions.
 """
 
 from __future__ import annotations
@@ -35,6 +35,7 @@ __all__ = [
     "QueueSortPlugin",
     "ReservationPlugin",
     "ReservationStep",
+    "ReservePlugin",
     "ScorePlugin",
 ]
 
@@ -95,6 +96,22 @@ class ScorePlugin(Protocol):
         nodes: int,
         max_leaves: int | None,
     ) -> list[int] | None: ...
+
+
+class ReservePlugin(Protocol):
+    """``reserve/*`` (reserve): claim what a placement needs besides nodes, before permit.
+
+    ``reserve`` is called once a placement was found for a job (for the whole gang, or for one
+    pod with ``members="pods"``), before the engine takes it. SUCCESS lets it go on. WAIT
+    refuses it: ``unreserve`` is then called on the reserve plugins that had succeeded for it,
+    in reverse order, and the job waits with that status. ``unreserve`` is also called when a
+    pod-by-pod gang gives back its held members (permit timeout, cancel, a node lost). It
+    must be idempotent: a job may be unreserved more often than it was reserved.
+    """
+
+    def reserve(self, job: Job, alloc: Allocation, ctx: PassContext) -> Status: ...
+
+    def unreserve(self, job: Job, ctx: PassContext) -> None: ...
 
 
 class PermitPlugin(Protocol):

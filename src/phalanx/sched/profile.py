@@ -28,6 +28,8 @@ class Profile:
     """``admit/*``: quotas and limits beyond the cluster's own (QOS, partitions, arrays)."""
     filter: tuple[str, ...] = ("filter/fit",)
     """``filter/*``: the nodes that can hold one node's share of a job."""
+    reserve: tuple[str, ...] = ()
+    """``reserve/*``: told of each placement before it is taken; may refuse it."""
     permit: str | None = None
     """``permit/*``: with ``members="pods"``, when a partly placed gang may start."""
     post_filter: str | None = None
@@ -48,6 +50,6 @@ class Profile:
 
     def plugin_ids(self) -> list[str]:
         """Every plugin the profile names, point by point."""
-        ids = [self.queue_sort, *self.pre_filter, *self.filter, self.score]
+        ids = [self.queue_sort, *self.pre_filter, *self.filter, self.score, *self.reserve]
         ids += [p for p in (self.permit, self.post_filter) if p is not None]
         return [*ids, self.reservation]

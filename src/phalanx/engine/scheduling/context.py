@@ -52,6 +52,7 @@ class PassView:
         self._preemption = preemption
         self._filters = points.filter
         self._score = points.score
+        self._reserve = points.reserve
         self.scratch: dict[object, object] = {}
 
     def begin(self) -> None:
@@ -113,6 +114,8 @@ class PassView:
 
     def unreserve(self, job: Job) -> None:
         self._holds.unreserve(job)
+        for plugin in self._reserve:
+            plugin.unreserve(job, self)
 
     def note_deadlock(self, jobs: Sequence[Job]) -> None:
         self._holds.note_deadlock(list(jobs))

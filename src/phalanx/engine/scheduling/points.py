@@ -12,6 +12,7 @@ from phalanx.sched.points import (
     PreFilterPlugin,
     QueueSortPlugin,
     ReservationPlugin,
+    ReservePlugin,
     ScorePlugin,
 )
 from phalanx.sched.profile import Profile
@@ -31,6 +32,7 @@ class Points:
         self.pre_filter: tuple[PreFilterPlugin, ...] = tuple(map(make, profile.pre_filter))
         self.filter: tuple[FilterPlugin, ...] = tuple(map(make, profile.filter))
         self.score: ScorePlugin = make(profile.score)
+        self.reserve: tuple[ReservePlugin, ...] = tuple(map(make, profile.reserve))
         self.permit: PermitPlugin | None = make(profile.permit) if profile.permit else None
         self.post_filter: PostFilterPlugin | None = (
             make(profile.post_filter) if profile.post_filter else None

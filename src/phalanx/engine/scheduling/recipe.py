@@ -68,6 +68,18 @@ class Recipe:
                 return status
         return OK
 
+    def reserve(self, job: Job, alloc: Allocation) -> Status:
+        """Step 3d: the reserve plugins, in order; on a refusal, those that had reserved are
+        told to unreserve, in reverse order."""
+        plugins = self.points.reserve
+        for i, plugin in enumerate(plugins):
+            status = plugin.reserve(job, alloc, self.view)
+            if not status.ok:
+                for done in reversed(plugins[:i]):
+                    done.unreserve(job, self.view)
+                return status
+        return OK
+
     def run(self) -> None:
         view, statuses, points = self.view, self.statuses, self.points
         statuses.passes += 1
@@ -77,7 +89,7 @@ class Recipe:
         preemption = self.preemption
         could = preemption.could_preempt if preemption.preemptors > 0 else None
         step = points.reservation.begin(view, could_preempt=could)
-        permit, post_filter = points.permit, points.post_filter
+        reserve, permit, post_filter = points.reserve, points.permit, points.post_filter
         if permit is not None:
             permit.begin(view)
         # 2. Queue sort.
@@ -109,15 +121,19 @@ class Recipe:
             if pods:
                 self._members(job, full, step)
                 continue
-            # 3b-e. Filter and score the whole gang, reserve it (start takes it), permit
-            # (every member is placed at once), start.
+            # 3b-e. Filter and score the whole gang, reserve, permit (every member is placed
+            # at once, so nothing waits there), start.
             if job.shape.nodes_min * job.shape.gpus <= state.free_gpus and (
                 job.shape.gpus <= most_free
             ):
                 alloc = view.place(job, step.view(job))
                 if alloc is not None:
-                    start(job, alloc)
-                    step.started(job, alloc)
+                    status = self.reserve(job, alloc) if reserve else OK
+                    if status.ok:
+                        start(job, alloc)
+                        step.started(job, alloc)
+                    else:
+                        wait(job, status)
                     continue
             # 4-5. Blocked: the reservation step names the status; the post-filter looks for
             # victims first (preemption), else the step reserves or remembers the failure.
@@ -168,6 +184,13 @@ class Recipe:
             if alloc is None:
                 full.add(shape)
                 break
+            if self.points.reserve:
+                refused = self.reserve(job, alloc)
+                if not refused.ok:
+                    if not job.holds:
+                        self.statuses.wait(job, refused)
+                        return
+                    break
             if total == 1:
                 self._start(job, alloc)
                 return
