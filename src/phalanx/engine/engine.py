@@ -103,8 +103,8 @@ class Engine:
         self._wakes: set[Instant] = set()
         self.running_jobs: dict[int, Job] = {}
         """Jobs in state RUNNING (not COMPLETING), for plugins that look at them."""
-        self.statuses = Statuses(self.jobs, self._waiting.__contains__)
-        self.holds = Holds(self.state, self.decisions, lambda: self._now)
+        self.statuses = Statuses(self.jobs, self._waiting)
+        self.holds = Holds(self.state, self.decisions, self._clock)
         self.preemption = Preemption(
             cluster, self.points.post_filter, self._ending, self.state, self.decisions, self.emit
         )
@@ -114,22 +114,15 @@ class Engine:
             self.usage,
             self.running_jobs,
             self.wake_at,
-            lambda: self.nonwhole_pending,
+            self._nonwhole,
             self.points,
             self.statuses,
             self.holds,
             self.preemption,
         )
-        self.recipe = Recipe(
-            self.points,
-            self.view,
-            self.statuses,
-            self.holds,
-            self.preemption,
-            ClusterLimits(cluster, self.state, self._array_running),
-            self.pending,
-            self.start,
-        )
+        limits = ClusterLimits(cluster, self.state, self._array_running)
+        self.recipe = Recipe(self.points, self.view, self.statuses, self.holds, self.preemption)
+        self.recipe.connect(limits, self.pending, self.start)
 
     @property
     def now(self) -> Instant:
@@ -144,6 +137,13 @@ class Engine:
     def deadlocks(self) -> int:
         """Deadlocks among partially reserved gangs counted so far (pod-by-pod profiles)."""
         return self.holds.deadlocks
+
+    # Bound methods, not lambdas, for the pass's helpers: a deep copy of the engine keeps them.
+    def _clock(self) -> Instant:
+        return self._now
+
+    def _nonwhole(self) -> int:
+        return self.nonwhole_pending
 
     def emit(self, command: Command) -> None:
         """Add a command to those the event being handled returns."""

@@ -42,19 +42,24 @@ class Recipe:
         statuses: Statuses,
         holds: Holds,
         preemption: Preemption,
-        limits: ClusterLimits,
-        pending: Callable[[], list[Job]],
-        start: Callable[[Job, Allocation], None],
     ) -> None:
         self.points = points
         self.view = view
         self.statuses = statuses
         self.holds = holds
         self.preemption = preemption
+        self._pods: dict[tuple[object, int], Shape] = {}
+
+    def connect(
+        self,
+        limits: ClusterLimits,
+        pending: Callable[[], list[Job]],
+        start: Callable[[Job, Allocation], None],
+    ) -> None:
+        """The engine's side: its limits, its eligible queue and how it starts a job."""
         self.limits = limits
         self._pending = pending
         self._start = start
-        self._pods: dict[tuple[object, int], Shape] = {}
 
     def pre_filter(self, job: Job) -> Status:
         """Step 3a: the cluster's limits, then the profile's pre-filter plugins."""

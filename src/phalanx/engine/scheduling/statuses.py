@@ -3,7 +3,7 @@ start, cheaply (a full cluster must not cost a walk over a long queue)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 
 from phalanx.domain.state import JobState, Reason
 from phalanx.domain.time import Instant
@@ -14,9 +14,10 @@ __all__ = ["Statuses"]
 
 
 class Statuses:
-    def __init__(self, jobs: dict[int, Job], is_waiting: Callable[[int], bool]) -> None:
+    def __init__(self, jobs: dict[int, Job], waiting: dict[int, Job]) -> None:
         self._jobs = jobs
-        self._is_waiting = is_waiting
+        self._waiting = waiting
+        """Pending jobs that are not eligible (held, dependencies): not in any pass."""
         self.passes = 0
         self.not_priority: set[int] = set()
         """Queued jobs whose reason is not Priority (what ``wait_rest`` may have to change)."""
@@ -52,7 +53,7 @@ class Statuses:
             if job.seen == self.passes:
                 continue
             self.not_priority.discard(job_id)
-            if job.state is JobState.PENDING and not self._is_waiting(job_id):
+            if job.state is JobState.PENDING and job_id not in self._waiting:
                 job.reason = reason
                 job.reason_plugin = plugin
                 job.expected_start = None
