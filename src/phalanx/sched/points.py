@@ -119,9 +119,10 @@ class PermitPlugin(Protocol):
 
     Only profiles that place one member (pod) at a time have one; a whole-gang placement has
     every member at once, so nothing partial ever starts. ``begin`` is called at the start of
-    each pass (time out waiting gangs with ``ctx.unreserve``), ``permit`` after a job's members
-    were reserved this pass: SUCCESS starts it with all of them, WAIT keeps them reserved and
-    the job waits with that status. ``end`` is called after the last job of the pass.
+    each pass (time out waiting gangs with ``ctx.unreserve``); ``permit`` for each job of the
+    pass that holds members once no more of its ``members`` can be placed: SUCCESS starts it
+    if it holds all of them (never with fewer), WAIT keeps them reserved and the job waits
+    with that status. ``end`` is called after the last job of the pass.
     """
 
     def begin(self, ctx: GangContext) -> None: ...
