@@ -35,6 +35,9 @@ __all__ = ["Recipe"]
 
 
 class Recipe:
+    """Runs one pass over the engine's eligible queue (``run``), calling the profile's
+    plugins at their points. Owns nothing between passes but a cache of pod shapes."""
+
     def __init__(
         self,
         points: Points,
@@ -208,7 +211,9 @@ class Recipe:
                 self.holds.unreserve(job)
                 self._start(job, merge(parts))
                 return
-            self.statuses.wait(job, status if not status.ok else Status.wait(Reason.GANG_WAIT, ""))
+            self.statuses.wait(
+                job, status if not status.ok else Status.wait(Reason.GANG_WAIT, "permit")
+            )
             return
         status = step.blocked(job)
         if job.reason is not status.reason:
