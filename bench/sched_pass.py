@@ -3,7 +3,7 @@
 Setup (not timed), deterministic for ``--seed``:
 
 1. A running load: jobs of the mix below, each started at a seeded time before ``now`` at which
-   it is still running at ``now``, placed by the engine itself (``Engine.place`` then
+   it is still running at ``now``, placed by the engine itself (``Engine.view.place`` then
    ``Engine.start``; a job that does not fit is withdrawn), until ``--load`` of the GPUs is
    allocated.
 2. ``--pending`` jobs of the same mix, submitted in the last ``--history`` before ``now``.
