@@ -27,10 +27,13 @@ from phalanx.domain.time import SECOND, Duration, Instant
 from phalanx.engine import Cancel, Engine, NodeDown, NodeUp, Requeue, Signal, Update
 from phalanx.errors import Conflict, NotAllowed, NotFound, PhalanxError, SpecError
 from phalanx.live.clock import Clock, WallClock
-from phalanx.live.fleet import DEAD_AFTER, Fleet, RunKey, Step, StepError
+from phalanx.live.epochs import EpochStore, MemoryEpochs
+from phalanx.live.fencing import admit, check
+from phalanx.live.fleet import DEAD_AFTER, Agent, Fleet, RunKey, Step, StepError
 from phalanx.live.journal import Journal
 from phalanx.live.ledger import Ledger
 from phalanx.live.loop import ControlLoop
+from phalanx.protocol.agent import AgentCommand, AgentHello, AgentReports
 from phalanx.sched.job import Job
 from phalanx.sched.profile import Profile
 
@@ -63,6 +66,7 @@ class Controller:
         epilog_ms: Duration = 0,
         dead_after: Duration = DEAD_AFTER,
         run_as_submitter: bool | None = None,
+        epochs: EpochStore | None = None,
     ) -> None:
         self.cluster = cluster
         self.clock = clock or WallClock()
@@ -77,6 +81,10 @@ class Controller:
             run_as_submitter=run_as_submitter,
         )
         self.loop.attach(self.fleet)
+        self._epochs: EpochStore = epochs if epochs is not None else MemoryEpochs()
+        for node, (epoch, boot_id) in self._epochs.load().items():
+            if node in self.fleet.agents:
+                self.fleet.holder(node, epoch, boot_id)
         self.stats = PassStats()
         self.ledger = Ledger()
         self.started = self.clock.now()
@@ -420,46 +428,68 @@ class Controller:
         return out
 
     # ------------------------------------------------------------------ agents
-    def register(self, hello: Mapping[str, Any]) -> list[RunKey]:
-        node = str(hello["node"])
-        if node not in self.fleet.agents:
-            raise NotFound(f"node {node!r} is not in the cluster definition")
+    def register(self, hello: AgentHello) -> tuple[int, list[RunKey]]:
+        """Admit an agent incarnation (``phalanx.live.fencing``): return its epoch and the
+        runs whose end is now journaled. ``Fenced`` if it may not hold the node."""
+        agent = self._agent(hello.node)
         now = self.clock.now()
-        acked = self.fleet.register(
-            node,
-            str(hello["boot_id"]),
-            str(hello.get("address") or "127.0.0.1"),
-            hello.get("runs", ()),
-            now,
+        epoch = admit(
+            agent, hello.boot_id, hello.epoch, holder_alive=self._holder_alive(agent, now)
         )
-        self.fleet.agents[node].facts = {k: hello[k] for k in _FACTS if hello.get(k) is not None}
-        if node in self._down:
-            self._down.discard(node)
-            index = self.cluster.node_index(node)
+        if (epoch, hello.boot_id) != (agent.epoch, agent.boot_id):
+            # Durable before anyone hears of it: no controller hands this epoch out again.
+            self._epochs.save(hello.node, epoch, hello.boot_id)
+            if agent.epoch:
+                log.warning(
+                    "agent %s: boot %s (epoch %d) fences boot %s (epoch %d)",
+                    hello.node,
+                    hello.boot_id,
+                    epoch,
+                    agent.boot_id,
+                    agent.epoch,
+                )
+            agent.wake.set()  # a poll of the fenced incarnation answers now (refused)
+        acked = self.fleet.register(
+            hello.node, hello.boot_id, hello.address, hello.runs, now, epoch=epoch
+        )
+        agent.facts = {k: getattr(hello, k) for k in _FACTS if getattr(hello, k) is not None}
+        if hello.node in self._down:
+            self._down.discard(hello.node)
+            index = self.cluster.node_index(hello.node)
             assert index is not None
             self.loop.accept([NodeUp(now, index)])
-        log.info("agent %s registered (boot %s)", node, hello["boot_id"])
+        log.info("agent %s registered (boot %s, epoch %d)", hello.node, hello.boot_id, epoch)
         self._accepted()
-        return acked
+        return epoch, acked
 
-    def reports(self, node: str, runs: Sequence[Mapping[str, Any]]) -> list[RunKey]:
-        if node not in self.fleet.agents:
-            raise NotFound(f"node {node!r} is not in the cluster definition")
-        acked = self.fleet.reports(node, runs, self.clock.now())
+    def reports(self, node: str, body: AgentReports) -> list[RunKey]:
+        """Ends of runs from the node's holder; with an inventory, the runs it should have
+        and has not are lost (they end as on a node failure)."""
+        agent = self._agent(node)
+        check(agent, body.boot_id, body.epoch)
+        now = self.clock.now()
+        acked = self.fleet.reports(node, body.reports, now)
+        if body.inventory:
+            has = [(r.job_id, r.run) for r in body.reports]
+            self.fleet.inventory(node, has, body.after, now)
         self._accepted()
         return acked
 
     async def commands(
-        self, node: str, after: int, wait: float, health: Mapping[str, Any] | None = None
-    ) -> list[dict[str, Any]]:
-        """The node's commands after ``after``, waiting up to ``wait`` s for some; ``health``
-        (``cpu_load``, ``free_mem_mb``) is how the agent found its machine as it asked."""
-        agent = self.fleet.agents.get(node)
-        if agent is None:
-            raise NotFound(f"node {node!r} is not in the cluster definition")
-        if not agent.registered:
-            # A controller that restarted: the agent must say what it runs first.
-            raise Conflict(f"agent {node} is not registered with this controller")
+        self,
+        node: str,
+        boot_id: str,
+        epoch: int,
+        after: int,
+        wait: float,
+        health: Mapping[str, Any] | None = None,
+    ) -> list[AgentCommand]:
+        """The node's commands after ``after`` for its holder (``boot_id`` at ``epoch``),
+        waiting up to ``wait`` s for some; ``health`` (``cpu_load``, ``free_mem_mb``) is how
+        the agent found its machine as it asked. ``Fenced`` for anyone else, also when the
+        holder changes during the wait."""
+        agent = self._agent(node)
+        check(agent, boot_id, epoch)
         if health:
             agent.facts.update((k, v) for k, v in health.items() if v is not None)
         out = self.fleet.take(node, after, self.clock.now())
@@ -473,7 +503,23 @@ class Controller:
                 await asyncio.wait_for(agent.wake.wait(), wait)
         finally:
             agent.polling -= 1
+        check(agent, boot_id, epoch)
         return self.fleet.take(node, after, self.clock.now())
+
+    def _agent(self, node: str) -> Agent:
+        agent = self.fleet.agents.get(node)
+        if agent is None:
+            raise NotFound(f"node {node!r} is not in the cluster definition")
+        return agent
+
+    def _holder_alive(self, agent: Agent, now: Instant) -> bool:
+        """Whether the incarnation holding the node may still be acting for it: polling
+        now, or heard from within a third of the liveness limit; one this controller has
+        not heard from yet (it restarted) gets that long from the start to come back."""
+        lease = self._dead_after // 3
+        if agent.registered:
+            return agent.polling > 0 or now - agent.seen < lease
+        return agent.node not in self._down and now - self.started < lease
 
     def _check_agents(self) -> None:
         now = self.clock.now()
