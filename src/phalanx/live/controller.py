@@ -103,7 +103,8 @@ class Controller:
         try:
             self.recovered = self.loop.replay(self.clock.now())
         finally:
-            self.fleet.finish_replay()
+            running = self.engine.jobs.values()
+            self.fleet.finish_replay((j.id, j.run) for j in running if j.state is JobState.RUNNING)
         for job in self.engine.jobs.values():
             if job.array_job_id is not None:
                 self._array_members.setdefault(job.array_job_id, []).append(job.id)

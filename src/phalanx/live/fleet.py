@@ -320,8 +320,15 @@ class Fleet:
         """Nodes whose agent has not been heard from for ``dead_after``."""
         return [a.node for a in self.agents.values() if a.registered and now - a.seen > dead_after]
 
-    def finish_replay(self) -> None:
+    def finish_replay(self, running: Iterable[RunKey] | None = None) -> None:
+        """The replay is over; ``running``: the runs the engine has running after it. The
+        others ended (or failed to start) before the crash, their end journaled: they are
+        forgotten here, never sent again, never counted lost."""
         self.replaying = False
+        if running is not None:
+            keep = set(running)
+            for key in [k for k in self.runs if k not in keep]:
+                del self.runs[key]
 
     # ------------------------------------------------------------------ internals
     def _send(self, node: str, command: AgentCommand) -> None:
