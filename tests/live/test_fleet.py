@@ -242,3 +242,16 @@ def test_a_lost_node_ends_its_part_of_every_run() -> None:
     fleet.node_lost("n001", 9)
     assert reports.events == [TasksExited(9, 7, 1, 0, 9)]
     assert not fleet.agents["n001"].registered
+
+
+def test_runs_that_ended_before_the_crash_are_forgotten_after_the_replay() -> None:
+    reports = Recorder()
+    fleet = Fleet(CLUSTER, reports, reports, run_as_submitter=False)
+    fleet.replaying = True
+    fleet.launch(_launch(1, nodes=(0,)), 0)  # ended before the crash (journaled)
+    fleet.launch(_launch(2, nodes=(0,)), 0)  # still running
+    fleet.finish_replay(running=[(2, 1)])
+    fleet.register("n001", "b1", "127.0.0.1", [], 10)
+    assert [(c.kind, c.job_id) for c in fleet.take("n001", 0, 11)] == [("launch", 2)]
+    fleet.inventory("n001", [(2, 1)], 99, 12)
+    assert reports.events == []  # nothing lost: job 1 is not this fleet's any more
