@@ -255,3 +255,16 @@ def test_runs_that_ended_before_the_crash_are_forgotten_after_the_replay() -> No
     assert [(c.kind, c.job_id) for c in fleet.take("n001", 0, 11)] == [("launch", 2)]
     fleet.inventory("n001", [(2, 1)], 99, 12)
     assert reports.events == []  # nothing lost: job 1 is not this fleet's any more
+
+
+def test_a_launch_resent_after_a_reregistration_counts_by_its_new_seq() -> None:
+    fleet, reports = _fleet()
+    fleet.launch(_launch(1, nodes=(0,)), 0)
+    [lost_in_flight] = fleet.take("n001", 0, 1)  # the answer never reached the agent
+    fleet.register("n001", "boot-n001", "127.0.0.1", [], 2)  # the same incarnation, again
+    fleet.launch(_launch(2, nodes=(0,)), 3)
+    resent, other = fleet.take("n001", 0, 4)
+    assert (resent.job_id, other.job_id) == (1, 2) and resent.seq > lost_in_flight.seq
+    # Carried out up to before the resent launch: job 1 is not missing yet.
+    fleet.inventory("n001", [], lost_in_flight.seq, 5)
+    assert reports.events == []

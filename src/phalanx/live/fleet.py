@@ -206,8 +206,9 @@ class Fleet:
         took = dict(agent.delivered) if agent.registered else None
         if replaced or agent.started is None:
             agent.started = now
-        if replaced:
-            agent.delivered = {}
+        # The agent numbers the commands it carries out afresh from each registration: what
+        # it took before counts by what it lists now, not by the seqs it took it under.
+        agent.delivered = {}
         agent.boot_id, agent.epoch, agent.address, agent.seen = boot_id, epoch, address, now
         agent.registered = True
         agent.outbox.clear()
