@@ -23,13 +23,13 @@ from phalanx.domain.caller import Caller
 from phalanx.domain.cluster import Cluster
 from phalanx.domain.jobspec import JobSpec
 from phalanx.domain.state import JobState, Reason
-from phalanx.domain.time import SECOND, Duration, Instant
-from phalanx.engine import Cancel, Engine, NodeDown, NodeUp, Requeue, Signal, Update
-from phalanx.errors import Conflict, NotAllowed, NotFound, PhalanxError, SpecError
+from phalanx.domain.time import Duration, Instant
+from phalanx.engine import Cancel, Engine, Requeue, Signal, Update
+from phalanx.errors import Conflict, NotAllowed, NotFound, SpecError
+from phalanx.live.agentdesk import AgentDesk
 from phalanx.live.clock import Clock, WallClock
 from phalanx.live.epochs import EpochStore, MemoryEpochs
-from phalanx.live.fencing import admit, check
-from phalanx.live.fleet import DEAD_AFTER, Agent, Fleet, RunKey, Step, StepError
+from phalanx.live.fleet import DEAD_AFTER, Fleet, RunKey, Step, StepError
 from phalanx.live.journal import Journal
 from phalanx.live.ledger import Ledger
 from phalanx.live.loop import ControlLoop
@@ -38,9 +38,6 @@ from phalanx.sched.job import Job
 from phalanx.sched.profile import Profile
 
 __all__ = ["Controller", "PassStats"]
-
-_FACTS = ("arch", "os", "boot_time", "cpu_load", "free_mem_mb")
-"""What an agent's hello tells of its machine, kept for ``scontrol show node``."""
 
 log = logging.getLogger("phalanx.controller")
 
@@ -81,17 +78,20 @@ class Controller:
             run_as_submitter=run_as_submitter,
         )
         self.loop.attach(self.fleet)
-        self._epochs: EpochStore = epochs if epochs is not None else MemoryEpochs()
-        for node, (epoch, boot_id) in self._epochs.load().items():
-            if node in self.fleet.agents:
-                self.fleet.holder(node, epoch, boot_id)
         self.stats = PassStats()
         self.ledger = Ledger()
         self.started = self.clock.now()
         self.recovered = 0
-        self._dead_after = dead_after
-        self._down: set[str] = set()
         self._kick = asyncio.Event()
+        self.agents = AgentDesk(
+            self.fleet,
+            self.loop,
+            self.clock,
+            epochs if epochs is not None else MemoryEpochs(),
+            dead_after=dead_after,
+            started=self.started,
+            accepted=self._accepted,
+        )
         self._stop = False
         self._ends: deque[tuple[Instant, Job]] = deque()
         self._array_members: dict[int, list[int]] = {}
@@ -120,7 +120,7 @@ class Controller:
             mono = time.monotonic()
             if mono - last_check >= 1.0:
                 last_check = mono
-                self._check_agents()
+                self.agents.check_liveness()
             due = self.loop.next_due()
             wait = 1.0
             if due is not None:
@@ -148,8 +148,7 @@ class Controller:
     def stop(self) -> None:
         self._stop = True
         self._kick.set()
-        for agent in self.fleet.agents.values():
-            agent.wake.set()  # long polls answer now (empty), so the server can stop
+        self.agents.end_polls()  # so that the server can stop
 
     def _accepted(self) -> None:
         self._kick.set()
@@ -430,51 +429,10 @@ class Controller:
 
     # ------------------------------------------------------------------ agents
     def register(self, hello: AgentHello) -> tuple[int, list[RunKey]]:
-        """Admit an agent incarnation (``phalanx.live.fencing``): return its epoch and the
-        runs whose end is now journaled. ``Fenced`` if it may not hold the node."""
-        agent = self._agent(hello.node)
-        now = self.clock.now()
-        epoch = admit(
-            agent, hello.boot_id, hello.epoch, holder_alive=self._holder_alive(agent, now)
-        )
-        if (epoch, hello.boot_id) != (agent.epoch, agent.boot_id):
-            # Durable before anyone hears of it: no controller hands this epoch out again.
-            self._epochs.save(hello.node, epoch, hello.boot_id)
-            if agent.epoch:
-                log.warning(
-                    "agent %s: boot %s (epoch %d) fences boot %s (epoch %d)",
-                    hello.node,
-                    hello.boot_id,
-                    epoch,
-                    agent.boot_id,
-                    agent.epoch,
-                )
-            agent.wake.set()  # a poll of the fenced incarnation answers now (refused)
-        acked = self.fleet.register(
-            hello.node, hello.boot_id, hello.address, hello.runs, now, epoch=epoch
-        )
-        agent.facts = {k: getattr(hello, k) for k in _FACTS if getattr(hello, k) is not None}
-        if hello.node in self._down:
-            self._down.discard(hello.node)
-            index = self.cluster.node_index(hello.node)
-            assert index is not None
-            self.loop.accept([NodeUp(now, index)])
-        log.info("agent %s registered (boot %s, epoch %d)", hello.node, hello.boot_id, epoch)
-        self._accepted()
-        return epoch, acked
+        return self.agents.register(hello)
 
     def reports(self, node: str, body: AgentReports) -> list[RunKey]:
-        """Ends of runs from the node's holder; with an inventory, the runs it should have
-        and has not are lost (they end as on a node failure)."""
-        agent = self._agent(node)
-        check(agent, body.boot_id, body.epoch)
-        now = self.clock.now()
-        acked = self.fleet.reports(node, body.reports, now)
-        if body.inventory:
-            has = [(r.job_id, r.run) for r in body.reports]
-            self.fleet.inventory(node, has, body.after, now)
-        self._accepted()
-        return acked
+        return self.agents.reports(node, body)
 
     async def commands(
         self,
@@ -485,90 +443,18 @@ class Controller:
         wait: float,
         health: Mapping[str, Any] | None = None,
     ) -> list[AgentCommand]:
-        """The node's commands after ``after`` for its holder (``boot_id`` at ``epoch``),
-        waiting up to ``wait`` s for some; ``health`` (``cpu_load``, ``free_mem_mb``) is how
-        the agent found its machine as it asked. ``Fenced`` for anyone else, also when the
-        holder changes during the wait."""
-        agent = self._agent(node)
-        check(agent, boot_id, epoch)
-        if health:
-            agent.facts.update((k, v) for k, v in health.items() if v is not None)
-        out = self.fleet.take(node, after, self.clock.now())
-        if out or wait <= 0:
-            return out
-        # An agent waiting here is alive; it comes back well within the liveness limit.
-        wait = min(wait, self._dead_after / 3000)
-        agent.polling += 1
-        try:
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(agent.wake.wait(), wait)
-        finally:
-            agent.polling -= 1
-        check(agent, boot_id, epoch)
-        return self.fleet.take(node, after, self.clock.now())
+        return await self.agents.commands(node, boot_id, epoch, after, wait, health)
 
-    def _agent(self, node: str) -> Agent:
-        agent = self.fleet.agents.get(node)
-        if agent is None:
-            raise NotFound(f"node {node!r} is not in the cluster definition")
-        return agent
-
-    def _holder_alive(self, agent: Agent, now: Instant) -> bool:
-        """Whether the incarnation holding the node may still be acting for it: polling
-        now, or heard from within a third of the liveness limit; one this controller has
-        not heard from yet (it restarted) gets that long from the start to come back."""
-        lease = self._dead_after // 3
-        if agent.registered:
-            return agent.polling > 0 or now - agent.seen < lease
-        return agent.node not in self._down and now - self.started < lease
-
-    def _check_agents(self) -> None:
-        now = self.clock.now()
-        if now - self.started < self._dead_after:
-            return  # a restarted controller gives agents time to come back
-        dead = [
-            a.node
-            for a in self.fleet.agents.values()
-            if a.node not in self._down
-            and not a.polling
-            and now - max(a.seen, self.started) > self._dead_after
-        ]
-        if not dead:
-            return
-        events = []
-        for node in dead:
-            index = self.cluster.node_index(node)
-            assert index is not None
-            events.append(NodeDown(now, index, "Not responding"))
-            self._down.add(node)
-            log.warning("node %s: no agent for %d s, marked down", node, self._dead_after // SECOND)
-        try:
-            stamped = self.loop.accept(events)
-            # The ends of their runs come after the engine knows the node failed (at the
-            # same instant an end would sort first and read as an ordinary kill).
-            after = max(e.at for e in stamped) + 1
-            for node in dead:
-                self.fleet.node_lost(node, after)
-        except PhalanxError:
-            self._down.difference_update(dead)  # try again at the next check
-        self._accepted()
-
-    # ------------------------------------------------------------------ figures
     def node_down(self, name: str) -> bool:
-        return name in self._down
+        return self.agents.node_down(name)
 
     def agent_registered(self, name: str) -> bool:
-        agent = self.fleet.agents.get(name)
-        return agent is not None and agent.registered
+        return self.agents.registered(name)
 
     def node_facts(self, name: str) -> dict[str, Any]:
-        """What the node's agent told of its machine, and where and when it registered
-        (``NodeInfo`` fields; none without a registered agent)."""
-        agent = self.fleet.agents.get(name)
-        if agent is None or not agent.registered:
-            return {}
-        return {**agent.facts, "address": agent.address, "agent_start": agent.started}
+        return self.agents.node_facts(name)
 
+    # ------------------------------------------------------------------ figures
     def node_mem_alloc(self) -> list[int]:
         """Per node: memory (MB) held by jobs now."""
         state = self.engine.state
