@@ -530,7 +530,14 @@ def test_agent_protocol_as_root(api: Api) -> None:
 
 @pytest.mark.parametrize(
     "change",
-    [{"boot_id": ""}, {"boot_id": "has space"}, {"node": ""}, {"epoch": -1}, {"cpus": -2}],
+    [
+        {"boot_id": ""},
+        {"boot_id": "has space"},
+        {"node": ""},
+        {"epoch": -1},
+        {"epoch": 2**63},
+        {"cpus": -2},
+    ],
 )
 def test_a_malformed_registration_is_refused(api: Api, change: dict[str, object]) -> None:
     hello = {"node": "gpu001", "boot_id": "b1", "cpus": 64, "memory_mb": 1024, "gpus": 8}

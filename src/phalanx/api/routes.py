@@ -67,7 +67,7 @@ from phalanx.errors import (
     PhalanxError,
     StateStoreError,
 )
-from phalanx.protocol.agent import BOOT_ID_PATTERN, NODE_PATTERN
+from phalanx.protocol.agent import BOOT_ID_PATTERN, EPOCH_MAX, NODE_PATTERN
 
 __all__ = ["Access", "create_app"]
 
@@ -442,7 +442,7 @@ def create_app(service: Service, access: Access | None = None) -> FastAPI:
         node: Annotated[str, Path(pattern=NODE_PATTERN)],
         who: Admin,
         boot_id: Annotated[str, Query(pattern=BOOT_ID_PATTERN)],
-        epoch: Annotated[int, Query(ge=1)],
+        epoch: Annotated[int, Query(ge=1, le=EPOCH_MAX)],
         after: Annotated[int, Query(ge=0)] = 0,
         wait: Annotated[float, Query(ge=0, le=60)] = HEARTBEAT_S,
         cpu_load: Annotated[float | None, Query(ge=0)] = None,

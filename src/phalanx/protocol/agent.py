@@ -22,6 +22,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 __all__ = [
     "BOOT_ID_PATTERN",
+    "EPOCH_MAX",
     "NODE_PATTERN",
     "AgentCommand",
     "AgentCommands",
@@ -40,6 +41,9 @@ NODE_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$"
 """A node name as Slurm allows it in a hostlist (no spaces, commas or brackets)."""
 BOOT_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$"
 """An agent incarnation's id: non-empty, printable, short (the agent uses 32 hex digits)."""
+
+EPOCH_MAX = 2**62
+"""Epochs stay far below SQLite's integer limit, whatever a caller claims to have held."""
 
 RefusalReason = Literal["fenced", "held", "unregistered"]
 
@@ -80,7 +84,10 @@ class AgentHello(_Wire):
     address: str = Field(default="127.0.0.1", min_length=1, max_length=255)
     boot_id: str = Field(pattern=BOOT_ID_PATTERN)
     epoch: int = Field(
-        default=0, ge=0, description="the epoch this incarnation held (0: a new incarnation)"
+        default=0,
+        ge=0,
+        le=EPOCH_MAX,
+        description="the epoch this incarnation held (0: a new incarnation)",
     )
     cpus: int = Field(ge=0)
     memory_mb: int = Field(ge=0)
@@ -148,7 +155,7 @@ class AgentReports(_Wire):
     believes are there that the agent has not got."""
 
     boot_id: str = Field(pattern=BOOT_ID_PATTERN)
-    epoch: int = Field(default=0, ge=0)
+    epoch: int = Field(default=0, ge=0, le=EPOCH_MAX)
     reports: list[RunReport]
     inventory: bool = False
     after: int = Field(default=0, ge=0)
