@@ -48,6 +48,8 @@ import signal
 import socket
 import sys
 
+from phalanx.slurm import SERVED
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -62,7 +64,7 @@ MAX_COMMANDS = 1_000
 MAX_WORKERS = 16
 """Workers per user at most; more commands at once wait for one to be free."""
 MAGIC = b"PHX1"
-COMMANDS = ("sbatch", "scancel", "squeue", "sacct", "sinfo", "scontrol", "sprio", "sshare")
+COMMANDS = SERVED
 """The commands the server runs (and the native shim forwards)."""
 # What the commands import lazily, on some paths only: imported here once so no child pays.
 _LAZY = (
@@ -706,10 +708,10 @@ def _flush() -> bool:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """``python -m phalanx.slurm.forkserver SOCKET [--parent-fd FD]``."""
+    """``python -m phalanx.commandserver SOCKET [--parent-fd FD]``."""
     args = list(sys.argv[1:] if argv is None else argv)
     if not args or len(args) not in (1, 3) or (len(args) == 3 and args[1] != "--parent-fd"):
-        print("usage: python -m phalanx.slurm.forkserver SOCKET [--parent-fd FD]", file=sys.stderr)
+        print("usage: python -m phalanx.commandserver SOCKET [--parent-fd FD]", file=sys.stderr)
         return 2
     serve(args[0], int(args[2]) if len(args) == 3 else None)
     return 0
