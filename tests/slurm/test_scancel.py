@@ -8,7 +8,7 @@ import re
 import pytest
 from slurm_shell import Shell, reference
 
-from phalanx.slurm.options import CommandLineError
+from phalanx.slurm.commandline import CommandLineError
 from phalanx.slurm.scancel import parse_job_ids
 
 

@@ -72,7 +72,6 @@ _LAZY = (
     "collections",
     "datetime",
     "fcntl",
-    "getopt",
     "grp",
     "http",
     "http.client",

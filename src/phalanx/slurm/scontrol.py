@@ -9,7 +9,6 @@ Exit status: 0, or 1 when any request failed (Slurm's messages, on stderr).
 
 from __future__ import annotations
 
-import getopt
 import os
 import sys
 from collections.abc import Callable
@@ -17,7 +16,13 @@ from typing import Any
 
 from phalanx.client.wirecall import ApiError, ControllerUnreachable, Json, WireCaller
 from phalanx.errors import PhalanxError
-from phalanx.slurm import UNREACHABLE
+from phalanx.slurm import UNREACHABLE, cluster_name
+from phalanx.slurm.commandline import (
+    CommandLineError,
+    clusters_reached,
+    parse_args,
+    unreachable_clusters,
+)
 from phalanx.slurm.format import (
     MIN_JOB_AGE_MS,
     compress,
@@ -29,6 +34,7 @@ from phalanx.slurm.format import (
     user_ids,
 )
 from phalanx.slurm.format import ranges as task_ranges
+from phalanx.slurm.querytables import SCONTROL
 
 __all__ = ["job_record", "main", "node_record", "partition_record"]
 
@@ -481,7 +487,7 @@ def show_config() -> list[str]:
     url = os.environ.get("PHALANX_URL", "")
     port = url.rsplit(":", 1)[-1].rstrip("/") if url.count(":") == 2 else "(null)"
     values = {
-        "ClusterName": os.environ.get("PHALANX_CLUSTER", "phalanx"),
+        "ClusterName": cluster_name(),
         "DefMemPerNode": "UNLIMITED",
         "JobCompType": "jobcomp/none",
         "KillWait": "30 sec",
@@ -703,26 +709,24 @@ def _load_name(args: list[str]) -> str:
 def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
     try:
-        pairs, rest = getopt.gnu_getopt(
-            args, "adhM:oQvV", ["all", "details", "help", "oneliner", "quiet", "usage", "version"]
-        )
-    except getopt.GetoptError as exc:
-        opt = f"-{exc.opt}" if len(exc.opt) == 1 else f"--{exc.opt}"
-        print(f"scontrol: unrecognized option '{opt}'", file=sys.stderr)
-        print('Try "scontrol --help" for more information', file=sys.stderr)
-        return 1
-    flags = {key for key, _ in pairs}
-    if flags & {"-h", "--help", "--usage"}:
+        found, rest = parse_args(args, SCONTROL)
+        clusters = found.get("clusters")
+        if clusters is not None and not clusters_reached(clusters):
+            raise unreachable_clusters("scontrol", clusters)
+    except CommandLineError as exc:
+        print(exc, file=sys.stderr)
+        return exc.status
+    if "help" in found or "usage" in found:
         print("Usage: scontrol [<OPTION>] [<COMMAND>]")
         return 0
-    if flags & {"-V", "--version"}:
+    if "version" in found:
         print(f"slurm {VERSION}")
         return 0
     if not rest:
         print("scontrol: error: no command given (interactive mode is not supported)")
         return 1
-    one_liner = bool(flags & {"-o", "--oneliner"})
-    details = bool(flags & {"-d", "--details"})
+    one_liner = "oneliner" in found
+    details = "details" in found
     command = _word(rest[0], COMMANDS)
     handlers: dict[str, Callable[[], int]] = {
         "show": lambda: _show(rest[1:], one_liner, details),

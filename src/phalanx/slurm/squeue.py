@@ -19,7 +19,14 @@ from operator import itemgetter
 from typing import Any
 
 from phalanx.client.wirecall import ApiError, ControllerUnreachable, QueryValue, WireCaller
-from phalanx.slurm.commandline import Usage, read_options
+from phalanx.slurm import jobids
+from phalanx.slurm.commandline import (
+    CommandLineError,
+    Usage,
+    clusters_reached,
+    parse_args,
+    unreachable_clusters,
+)
 from phalanx.slurm.format import (
     LONG_STATE,
     MIN_JOB_AGE_MS,
@@ -36,6 +43,7 @@ from phalanx.slurm.format import (
     render,
     template,
 )
+from phalanx.slurm.querytables import SQUEUE
 
 __all__ = ["DEFAULT_FORMAT", "main"]
 
@@ -142,36 +150,6 @@ STATE_ORDER = {
     )
 }
 
-SHORT = "A:ahi:j:lM:n:o:O:p:q:rS:t:u:vVw:"
-LONG = [
-    "account=",
-    "all",
-    "array",
-    "format=",
-    "Format=",
-    "help",
-    "hide",
-    "iterate=",
-    "jobs=",
-    "json",
-    "long",
-    "me",
-    "name=",
-    "noconvert",
-    "noheader",
-    "nodelist=",
-    "partition=",
-    "qos=",
-    "sort=",
-    "start",
-    "states=",
-    "user=",
-    "usage",
-    "verbose",
-    "version",
-    "yaml",
-]
-
 
 class _Options:
     def __init__(self) -> None:
@@ -187,7 +165,13 @@ class _Options:
         self.accounts: set[str] | None = None
         self.qos: set[str] | None = None
         self.names: set[str] | None = None
-        self.jobs: list[tuple[int, int | None]] | None = None
+        self.nodes: set[str] | None = None
+        self.jobs: list[jobids.JobId] | None = None
+        self.sort: list[tuple[str, bool]] = []
+        """``-S``: (``-o`` letter, descending), the first key first."""
+        self.iterate: float | None = None
+        self.nothing = False
+        """A filter nothing on Phalanx passes (``-L``, ``-R``): no job is listed."""
         self.document: str | None = None  # "json" or "yaml"
 
 
@@ -195,47 +179,84 @@ def _split(value: str) -> set[str]:
     return {v for v in value.split(",") if v}
 
 
+def _sort(value: str) -> list[tuple[str, bool]]:
+    keys = []
+    for item in (i.strip() for i in value.split(",")):
+        descending = item.startswith("-")
+        letter = item.lstrip("+-")
+        if len(letter) != 1 or letter not in HEADERS:
+            raise Usage(f"squeue: error: Invalid sort specification: {item}")
+        keys.append((letter, descending))
+    return keys
+
+
+def _iterate(opts: _Options, value: str) -> None:
+    try:
+        seconds = float(value)
+    except ValueError:
+        seconds = 0.0
+    if seconds <= 0:
+        raise Usage(f"squeue: error: Error: --iterate={value} must be positive")
+    opts.iterate = seconds
+
+
+def _clusters(_: _Options, value: str) -> None:
+    if not clusters_reached(value):
+        raise unreachable_clusters("squeue", value)
+
+
+def _jobs(opts: _Options, value: str) -> None:
+    if value:  # a bare -j lists every job, as without it
+        opts.jobs = jobids.parse(value, "squeue")
+
+
+def _help(_: _Options, __: str) -> None:
+    raise Usage(_HELP)
+
+
+def _version(_: _Options, __: str) -> None:
+    raise Usage("slurm 22.05.8 (phalanx)")
+
+
+_HANDLERS: dict[str, Callable[[_Options, str], None]] = {
+    "noheader": lambda o, _: setattr(o, "header", False),
+    "array": lambda o, _: setattr(o, "array", True),
+    "long": lambda o, _: setattr(o, "long", True),
+    "start": lambda o, _: setattr(o, "start", True),
+    "format": lambda o, v: setattr(o, "format", v),
+    "Format": lambda o, v: setattr(o, "long_format", v),
+    "states": lambda o, v: setattr(o, "states", _states(v)),
+    "user": lambda o, v: setattr(o, "users", _split(v)),
+    "me": lambda o, _: setattr(o, "users", {_me()}),
+    "partitions": lambda o, v: setattr(o, "partitions", _split(v)),
+    "accounts": lambda o, v: setattr(o, "accounts", _split(v)),
+    "qos": lambda o, v: setattr(o, "qos", _split(v)),
+    "name": lambda o, v: setattr(o, "names", _split(v)),
+    "nodelist": lambda o, v: setattr(o, "nodes", set(expand(v))),
+    "licenses": lambda o, _: setattr(o, "nothing", True),
+    "reservation": lambda o, _: setattr(o, "nothing", True),
+    "jobs": _jobs,
+    "sort": lambda o, v: setattr(o, "sort", _sort(v)),
+    "iterate": _iterate,
+    "clusters": _clusters,
+    "json": lambda o, _: setattr(o, "document", "json"),
+    "yaml": lambda o, _: setattr(o, "document", "yaml"),
+    "help": _help,
+    "usage": _help,
+    "version": _version,
+}
+"""What each implemented option of ``querytables.SQUEUE`` does to the options."""
+
+
 def _parse(argv: list[str]) -> _Options:
-    pairs, rest = read_options("squeue", argv, SHORT, LONG)
+    found, rest = parse_args(argv, SQUEUE)
     if rest:
         raise Usage(f"squeue: error: Unrecognized option: {rest[0]}")
     opts = _Options()
-    for key, value in pairs:
-        if key in ("-h", "--noheader"):
-            opts.header = False
-        elif key in ("-r", "--array"):
-            opts.array = True
-        elif key in ("-l", "--long"):
-            opts.long = True
-        elif key == "--start":
-            opts.start = True
-        elif key in ("-o", "--format"):
-            opts.format = value
-        elif key in ("-O", "--Format"):
-            opts.long_format = value
-        elif key in ("-t", "--states"):
-            opts.states = _states(value)
-        elif key in ("-u", "--user"):
-            opts.users = _split(value)
-        elif key == "--me":
-            opts.users = {_me()}
-        elif key in ("-p", "--partition"):
-            opts.partitions = _split(value)
-        elif key in ("-A", "--account"):
-            opts.accounts = _split(value)
-        elif key in ("-q", "--qos"):
-            opts.qos = _split(value)
-        elif key in ("-n", "--name"):
-            opts.names = _split(value)
-        elif key in ("-j", "--jobs"):
-            opts.jobs = _job_ids(value)
-        elif key in ("--json", "--yaml"):
-            opts.document = key[2:]
-        elif key in ("--help", "--usage"):
-            raise Usage(_HELP)
-        elif key in ("-V", "--version"):
-            raise Usage("slurm 22.05.8 (phalanx)")
-        # Accepted and ignored: -a/--all, --hide, -v, -i, -M, -S, -w, --noconvert.
+    for name, value in found.pairs:
+        handler = _HANDLERS.get(name)
+        if handler is not None:
+            handler(opts, value)
     return opts
 
 
@@ -270,16 +291,6 @@ def _states(value: str) -> set[str]:
             out.add(name)
         else:
             raise Usage(f"squeue: error: Invalid job state specified: {item}")
-    return out
-
-
-def _job_ids(value: str) -> list[tuple[int, int | None]]:
-    out: list[tuple[int, int | None]] = []
-    for item in _split(value):
-        base, _, task = item.partition("_")
-        if not base.isdigit() or (task and not task.isdigit()):
-            raise Usage(f"squeue: error: Invalid job id: {item}")
-        out.append((int(base), int(task) if task else None))
     return out
 
 
@@ -327,8 +338,8 @@ def wire_fields(opts: _Options, specs: list[Spec]) -> list[str]:
     """The ``JobInfo`` fields squeue reads to print ``specs`` with ``opts``: only these
     travel (``GET /v1/jobs/table``), which makes a long listing several times cheaper."""
     out = set(_ALWAYS)
-    for spec in specs:
-        out.update(_NEEDS.get(spec.key, ()))
+    for key in [spec.key for spec in specs] + [key for key, _ in opts.sort]:
+        out.update(_NEEDS.get(key, ()))
     if opts.document is not None:
         from phalanx.slurm.openapi import FIELDS
 
@@ -339,6 +350,7 @@ def wire_fields(opts: _Options, specs: list[Spec]) -> list[str]:
         (opts.users is not None, "user"),
         (opts.accounts is not None, "account"),
         (opts.qos is not None, "qos"),
+        (opts.nodes is not None, "nodelist"),
     ):
         if wanted:
             out.add(field)
@@ -383,19 +395,6 @@ def _recent(job: Job, now: int) -> bool:
     return end is not None and now - end <= MIN_JOB_AGE_MS
 
 
-def _wanted_id(job: Job, wanted: list[tuple[int, int | None]]) -> bool:
-    for base, task in wanted:
-        if task is None and base in (job["job_id"], job.get("array_job_id")):
-            return True
-        if (
-            task is not None
-            and job.get("array_job_id") == base
-            and job.get("array_task_id") == task
-        ):
-            return True
-    return False
-
-
 def select(jobs: list[Job], opts: _Options, now: int) -> list[Job]:
     """The jobs squeue shows, before arrays collapse."""
     states = opts.states if opts.states is not None else ACTIVE
@@ -406,9 +405,14 @@ def select(jobs: list[Job], opts: _Options, now: int) -> list[Job]:
         for job in jobs
         if job["state"] in states and (job["state"] not in FINAL or _recent(job, now))
     ]
+    if opts.nothing:
+        return []
     if opts.jobs is not None:
         wanted = opts.jobs
-        out = [job for job in out if _wanted_id(job, wanted)]
+        out = [job for job in out if jobids.matches(job, wanted)]
+    nodes = opts.nodes
+    if nodes is not None:
+        out = [j for j in out if nodes.intersection(expand(j.get("nodelist") or ""))]
     for field, allowed in (
         ("user", opts.users),
         ("partition", opts.partitions),
@@ -496,6 +500,27 @@ def order(jobs: list[Job], start: bool) -> list[Job]:
         )
 
     return sorted(jobs, key=key)
+
+
+def resort(jobs: list[Job], keys: list[tuple[str, bool]], now: int) -> list[Job]:
+    """``-S``: by each key's value (numbers as numbers), the first key first; ties keep the
+    default order."""
+    values = cells(now)
+
+    def by(letter: str) -> Callable[[Job], tuple[int, float, str]]:
+        def key(job: Job) -> tuple[int, float, str]:
+            value = values[letter](job)
+            if isinstance(value, int | float):
+                return (0, float(value), "")
+            text = str(value)
+            return (0, float(text), "") if text.isdigit() else (1, 0.0, text)
+
+        return key
+
+    out = list(jobs)
+    for letter, descending in reversed(keys):
+        out.sort(key=by(letter), reverse=descending)
+    return out
 
 
 # ------------------------------------------------------------------------------ fields
@@ -693,9 +718,23 @@ def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
     try:
         opts = _parse(args)
-    except Usage as exc:
+    except CommandLineError as exc:
         print(exc, file=sys.stderr)
         return exc.status
+    if opts.iterate is None:
+        return _once(opts)
+    # -i: the listing again every N seconds, each under the time, until interrupted.
+    try:
+        while True:
+            print(time.strftime("%a %b %d %H:%M:%S %Y"), flush=True)
+            _once(opts)
+            sys.stdout.flush()
+            time.sleep(opts.iterate)
+    except KeyboardInterrupt:
+        return 0
+
+
+def _once(opts: _Options) -> int:
     errors: list[str] = []
     prefix, specs = _specs(opts, errors)
     for line in errors:
@@ -714,7 +753,7 @@ def main(argv: list[str] | None = None) -> int:
     if not _known(jobs, opts, now):
         return 1
     lines: list[str] = []
-    if opts.long:
+    if opts.long and opts.iterate is None:
         lines.append(time.strftime("%a %b %d %H:%M:%S %Y"))
     if opts.header:
         lines.append(render(prefix, specs, [HEADERS[s.key] for s in specs]))
@@ -729,7 +768,7 @@ def _known(jobs: list[Job], opts: _Options, now: int) -> bool:
     wanted = opts.jobs
     if wanted is None or len(wanted) != 1:
         return True
-    if any(_wanted_id(j, wanted) and _recent(j, now) for j in jobs):
+    if any(jobids.matches(j, wanted) and _recent(j, now) for j in jobs):
         return True
     print("slurm_load_jobs error: Invalid job id specified", file=sys.stderr)
     return False
@@ -759,6 +798,8 @@ def listing(jobs: list[Job], opts: _Options, prefix: str, specs: list[Spec], now
     if not opts.array:
         shown = collapse(shown)
     shown = order(shown, opts.start)
+    if opts.sort:
+        shown = resort(shown, opts.sort, now)
     # Column by column, then line by line: every loop over the jobs runs in C.
     fill = template(prefix, specs, WHOLE).__mod__
     values = cells(now)
