@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from phalanx.server.localcluster import LocalCluster
 from phalanx.commandserver import SOCKET_NAME
+from phalanx.server.localcluster import LocalCluster
 from phalanx.slurm.shims import PYTHON_DIR, write_shims
 
 ROOT_ONLY = pytest.mark.skipif(os.geteuid() != 0, reason="changes user: needs root")

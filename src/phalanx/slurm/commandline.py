@@ -64,10 +64,12 @@ class CommandLineError(PhalanxError):
 
 class Usage(CommandLineError):
     """What a query command prints instead of running, on stderr: its help or version (exit
-    status 0) or why it cannot run (1)."""
+    status 0) or why it cannot run (1), unless ``status`` says otherwise."""
 
-    def __init__(self, text: str) -> None:
-        super().__init__(text.split("\n"), 0 if text.startswith(("Usage", "slurm ")) else 1)
+    def __init__(self, text: str, status: int | None = None) -> None:
+        if status is None:
+            status = 0 if text.startswith(("Usage", "slurm ")) else 1
+        super().__init__(text.split("\n"), status)
 
 
 class Option:

@@ -171,7 +171,7 @@ def _parsable(opts: _Options, trailing: bool) -> None:
 def _help_fields(_: _Options, __: str) -> None:
     names = list(FIELDS)
     rows = [names[i : i + 4] for i in range(0, len(names), 4)]
-    raise Usage("\n".join("".join(f"{n:<20}" for n in row).rstrip() for row in rows))
+    raise Usage("\n".join("".join(f"{n:<20}" for n in row).rstrip() for row in rows), 0)
 
 
 def _usage(_: _Options, __: str) -> None:

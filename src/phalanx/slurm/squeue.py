@@ -15,7 +15,6 @@ import os
 import sys
 import time
 from collections.abc import Callable
-from operator import itemgetter
 from typing import Any
 
 from phalanx.client.wirecall import ApiError, ControllerUnreachable, QueryValue, WireCaller
@@ -32,10 +31,7 @@ from phalanx.slurm.format import (
     MIN_JOB_AGE_MS,
     SHORT_STATE,
     Spec,
-    clock,
     expand,
-    instant,
-    memory,
     now_ms,
     parse_long,
     parse_percent,
@@ -44,17 +40,15 @@ from phalanx.slurm.format import (
     template,
 )
 from phalanx.slurm.querytables import SQUEUE
+from phalanx.slurm.squeuefields import FINAL, UNLIMITED_MS, cells, planned, value
 
-__all__ = ["DEFAULT_FORMAT", "main"]
+__all__ = ["DEFAULT_FORMAT", "FINAL", "UNLIMITED_MS", "cells", "main", "value"]
 
 Job = dict[str, Any]
 
 DEFAULT_FORMAT = "%.18i %.9P %.8j %.8u %.2t %.10M %.6D %R"
 LONG_FORMAT = "%.18i %.9P %.8j %.8u %.8T %.10M %.9l %.6D %R"
 START_FORMAT = "%.18i %.9P %.8j %.8u %.2t %.19S %.6D %20Y %R"
-UNLIMITED_MS = 365 * 86400 * 1000
-"""What the controller stores for a job without a limit; a pending one prints UNLIMITED."""
-
 HEADERS = {
     "A": "JOBID",
     "a": "ACCOUNT",
@@ -125,9 +119,6 @@ LONG_FIELDS = {
 
 # Node lists and times are printed whole even when wider than their field, as Slurm does.
 WHOLE = frozenset("NRLlMY")
-FINAL = frozenset(
-    {"COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "PREEMPTED", "NODE_FAIL", "OUT_OF_MEMORY"}
-)
 ACTIVE = frozenset({"PENDING", "RUNNING", "SUSPENDED", "COMPLETING", "REQUEUED"})
 # Slurm's job_states order, by which "-t" sorts (pending first).
 STATE_ORDER = {
@@ -253,10 +244,10 @@ def _parse(argv: list[str]) -> _Options:
     if rest:
         raise Usage(f"squeue: error: Unrecognized option: {rest[0]}")
     opts = _Options()
-    for name, value in found.pairs:
+    for name, text in found.pairs:
         handler = _HANDLERS.get(name)
         if handler is not None:
-            handler(opts, value)
+            handler(opts, text)
     return opts
 
 
@@ -473,8 +464,8 @@ def order(jobs: list[Job], start: bool) -> list[Job]:
         return sorted(
             jobs,
             key=lambda j: (
-                _planned(j) is None,
-                _planned(j) or 0,
+                planned(j) is None,
+                planned(j) or 0,
                 j.get("array_job_id") or j["job_id"],
             ),
         )
@@ -521,177 +512,6 @@ def resort(jobs: list[Job], keys: list[tuple[str, bool]], now: int) -> list[Job]
     for letter, descending in reversed(keys):
         out.sort(key=by(letter), reverse=descending)
     return out
-
-
-# ------------------------------------------------------------------------------ fields
-def _time_used(job: Job, now: int) -> int:
-    start = job.get("start")
-    if job["state"] == "PENDING" or start is None:
-        return 0
-    end = int(job.get("end") or now)
-    return max(0, (end - int(start)) // 1000)
-
-
-def _elapsed(job: Job, now: int) -> str:
-    if job["state"] == "PENDING":
-        return "0:00"  # clock(0): most jobs of a long listing wait
-    return clock(_time_used(job, now))
-
-
-def _limit(job: Job) -> str:
-    limit = int(job["time_limit_ms"])
-    if limit >= UNLIMITED_MS and job["state"] == "PENDING":
-        return "UNLIMITED"
-    return clock(limit // 1000)
-
-
-def _time_left(job: Job, now: int) -> str:
-    if int(job["time_limit_ms"]) >= UNLIMITED_MS and job["state"] == "PENDING":
-        return "UNLIMITED"
-    return clock(int(job["time_limit_ms"]) // 1000 - _time_used(job, now))
-
-
-def _nodes(job: Job) -> int:
-    nodelist = job.get("nodelist") or ""
-    if nodelist and job["state"] != "PENDING":
-        return len(expand(nodelist))
-    return int(job["nodes_requested"])
-
-
-def _min_cpus(job: Job) -> int:
-    return max(1, int(job["cpus"]) // max(1, _nodes(job)))
-
-
-def _reason(job: Job) -> str:
-    state = job["state"]
-    if state == "FAILED":
-        if job.get("signal"):
-            return f"RaisedSignal:{job['signal']}"
-        return "NonZeroExitCode"
-    if state == "TIMEOUT":
-        return "TimeLimit"
-    return str(job["reason"])
-
-
-def _reason_list(job: Job) -> str:
-    state = job["state"]
-    if state == "PENDING":
-        return f"({job['reason']})"
-    if state in ("FAILED", "TIMEOUT"):
-        return f"({_reason(job)})"
-    return str(job.get("nodelist") or "")
-
-
-def _nodelist(job: Job) -> str:
-    return "" if job["state"] == "PENDING" else str(job.get("nodelist") or "")
-
-
-def _job_id(job: Job) -> str:
-    tasks = job.get("array_task_str")
-    base = job.get("array_job_id")
-    if tasks is not None:
-        return f"{base}_[{tasks}]"
-    if base is not None and job.get("array_task_id") is not None:
-        return f"{base}_{job['array_task_id']}"
-    return str(job["job_id"])
-
-
-def _raw_id(job: Job) -> str:
-    # A pending array task has no job id of its own in Slurm: it is the array's record.
-    if job.get("array_task_str") is not None or (
-        job["state"] == "PENDING" and job.get("array_job_id") is not None
-    ):
-        return str(job["array_job_id"])
-    return str(job["job_id"])
-
-
-def _task_id(job: Job) -> str:
-    if job.get("array_task_str") is not None:
-        return str(job["array_task_str"])
-    task = job.get("array_task_id")
-    return "N/A" if task is None else str(task)
-
-
-def _short_state(job: Job) -> str:
-    state = job["state"]
-    return SHORT_STATE.get(state) or str(state)[:2]
-
-
-def _memory(job: Job) -> str:
-    mem = job.get("mem_mb")
-    return memory(int(mem)) if mem else "0"
-
-
-def _tres_per_node(job: Job) -> str:
-    """The GPUs asked for per node (what the job holds may be more: ``--exclusive``)."""
-    per = int(job.get("gpus_per_task") or 0) * int(job.get("ntasks_per_node") or 1)
-    if per <= 0:
-        return "N/A"
-    model = job.get("gpu_model")
-    return f"gres:gpu:{model}:{per}" if model else f"gres:gpu:{per}"
-
-
-def _planned(job: Job) -> int | None:
-    """When a pending job is expected to start: as planned, else its begin time."""
-    return job.get("expected_start") or job.get("begin")
-
-
-def _start(job: Job) -> str:
-    if job["state"] == "PENDING":
-        return instant(_planned(job))
-    return instant(job.get("start"))
-
-
-def _end(job: Job) -> str:
-    state = job["state"]
-    if state in FINAL:
-        return instant(job.get("end"))
-    start = job.get("start")
-    if start is None or state == "PENDING":
-        return "N/A"
-    return instant(start + int(job["time_limit_ms"]))
-
-
-def cells(now: int) -> dict[str, Callable[[Job], object]]:
-    """Each ``-o`` letter's value of a job at ``now``; what squeue prints is ``str()`` of it.
-    Built once per listing, so the loop over the jobs makes one call per field."""
-    return {
-        "i": _job_id,
-        "A": _raw_id,
-        "F": lambda job: job.get("array_job_id") or job["job_id"],
-        "K": _task_id,
-        "a": itemgetter("account"),
-        "P": itemgetter("partition"),
-        "j": itemgetter("name"),
-        "u": itemgetter("user"),
-        "t": _short_state,
-        "T": itemgetter("state"),
-        "M": lambda job: _elapsed(job, now),
-        "l": _limit,
-        "L": lambda job: _time_left(job, now),
-        "D": _nodes,
-        "C": itemgetter("cpus"),
-        "c": _min_cpus,
-        "m": _memory,
-        "b": _tres_per_node,
-        "R": _reason_list,
-        "r": _reason,
-        "N": _nodelist,
-        "S": _start,
-        "V": lambda job: instant(job.get("submit")),
-        "e": _end,
-        "Q": lambda job: round(float(job["priority"])),
-        "q": itemgetter("qos"),
-        "Y": lambda job: job.get("sched_nodes") or "(null)",
-        "Z": lambda job: job.get("workdir") or "",
-        "o": lambda job: " ".join(job.get("command") or ()) or "(null)",
-        "k": lambda job: job.get("comment") or "(null)",
-    }
-
-
-def value(code: str, job: Job, now: int) -> str:
-    """The text of field ``code`` (an ``-o`` letter) for ``job``."""
-    return str(cells(now)[code](job))
 
 
 # ------------------------------------------------------------------------------ main

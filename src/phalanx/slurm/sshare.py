@@ -183,7 +183,7 @@ def _clusters(_: dict[str, Any], value: str) -> None:
 
 
 def _help_fields(_: dict[str, Any], __: str) -> None:
-    raise Usage(" ".join(name for name, _, _ in FIELDS))
+    raise Usage(" ".join(name for name, _, _ in FIELDS), 0)
 
 
 def _usage(_: dict[str, Any], __: str) -> None:
