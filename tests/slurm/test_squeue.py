@@ -542,3 +542,21 @@ def test_squeue_as_a_process_lists_1000_pending_jobs(scene: Scene, tmp_path: Pat
     argv = [sys.executable, "-m", "phalanx.slurm.squeue"]
     done = subprocess.run(argv, env=env, capture_output=True, text=True, check=True)
     assert len(done.stdout.splitlines()) > 1000
+
+
+def test_iterate_lists_again_under_the_time_until_interrupted(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    listed: list[float | None] = []
+    monkeypatch.setattr(squeue, "_once", lambda opts: listed.append(opts.iterate) or 0)
+
+    def sleep(seconds: float) -> None:
+        assert seconds == 5.0
+        if len(listed) == 2:
+            raise KeyboardInterrupt
+
+    monkeypatch.setattr(squeue.time, "sleep", sleep)
+    assert squeue.main(["-i", "5"]) == 0
+    assert listed == [5.0, 5.0]
+    assert len(capsys.readouterr().out.splitlines()) == 2  # the time, before each listing
+    assert squeue.main(["--iterate=0"]) == 1

@@ -24,8 +24,8 @@ def parse(value: str, prog: str) -> list[JobId]:
     for item in (v.strip() for v in value.split(",")):
         if not item:
             continue
-        base, _, task = item.split(".", 1)[0].partition("_")
-        if not base.isdigit() or (task and not task.isdigit()):
+        base, under, task = item.split(".", 1)[0].partition("_")
+        if not base.isdigit() or (under and not task.isdigit()):
             raise Usage(f"{prog}: error: Invalid job id: {item}")
         out.append((int(base), int(task) if task else None))
     return out
