@@ -104,6 +104,9 @@ _HANDLERS: dict[str, Callable[[_Options, str], None]] = {
 
 def _parse(argv: list[str]) -> _Options:
     found, rest = parse_args(argv, SPRIO)
+    if rest and "jobs" in found:
+        # -j takes its list only attached (-j5); as Slurm, a bare -j takes the first word.
+        found.set("jobs", rest.pop(0))
     if rest:
         raise Usage(f"sprio: error: Unrecognized option: {rest[0]}")
     opts = _Options()
