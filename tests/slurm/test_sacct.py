@@ -156,6 +156,25 @@ def test_clusters_all_or_naming_this_one_and_other_no_ops_change_nothing(scene: 
         ["--whole-hetjob=yes"],
     ):
         assert _sacct(scene, base + extra) == (plain, "", 0), extra
+    # What a workflow manager's SLURM executor asks for its jobs' states.
+    out, err, rc = _sacct(
+        scene,
+        [
+            "-X",
+            "--parsable2",
+            "--clusters",
+            "all",
+            "--noheader",
+            "--format=JobIdRaw,State",
+            "--starttime",
+            "now-2days",
+            "--endtime",
+            "now",
+            "--name",
+            "sleeper",
+        ],
+    )
+    assert (out, err, rc) == (f"{scene[1]['running']}|RUNNING\n", "", 0)
     # Slurm asks its database for another cluster's jobs: none of them are here.
     assert _sacct(scene, [*base, "-M", "elsewhere"]) == ("", "", 0)
 

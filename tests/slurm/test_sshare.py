@@ -142,3 +142,14 @@ def test_format_clusters_and_no_ops(cluster: LocalCluster) -> None:
     assert (err, rc) == ('sshare: error: Invalid field requested: "Nope"\n', 1)
     _, err, rc = _sshare(cluster, ["-M", "elsewhere"])
     assert rc == 1 and err.startswith("sshare: error: 'elsewhere' can't be reached now")
+
+
+def test_a_workflow_managers_default_account_query(cluster: LocalCluster) -> None:
+    """What a workflow manager's SLURM executor asks to find the caller's account."""
+    out, err, rc = _sshare(cluster, ["-U", "--format", "Account%256", "--noheader"])
+    everything, _, _ = _sshare(cluster, ["-a", "-P", "-n"])
+    mine = {row.split("|")[0].strip() for row in everything.splitlines() if row.split("|")[1]}
+    assert (err, rc) == ("", 0)
+    assert all(len(line) == 257 for line in out.splitlines())
+    assert "research" in mine
+    assert {line.strip() for line in out.splitlines()} == mine
