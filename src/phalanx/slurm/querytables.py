@@ -32,6 +32,7 @@ _HIDDEN = "Phalanx has no hidden partitions: every one is shown"
 _VERBOSE = "no debug output"
 _NOCONVERT = "sizes print as they do without it"
 _NONE = "Phalanx has none: nothing matches"
+_BARE_J = "a bare `-j` takes the next word as its list, as Slurm's does"
 
 
 def _common(verbose: str = _G, note: str = _VERBOSE, help_short: str = "") -> tuple[Option, ...]:
@@ -64,8 +65,8 @@ SQUEUE = OptionTable(
         Option("Format", "O", _V),
         Option("format", "o", _V),
         Option("hide", "", _N, _G, _HIDDEN),
-        Option("iterate", "i", _V),
-        Option("jobs", "j", _O),
+        Option("iterate", "i", _V, _I, "the time, then the listing, every N seconds"),
+        Option("jobs", "j", _O, _I, _BARE_J),
         Option("json", "", _N),
         Option("licenses", "L", _V, _I, "Phalanx jobs use no licenses: nothing matches"),
         Option("long", "l", _N),
@@ -78,7 +79,7 @@ SQUEUE = OptionTable(
         Option("priority", "P", _N, _G, "a job is in one partition: it is listed once"),
         Option("qos", "q", _V),
         Option("reservation", "R", _V, _I, "Phalanx has no reservations: nothing matches"),
-        Option("sort", "S", _V),
+        Option("sort", "S", _V, _I, "keys are -o letters, `-` before one for descending"),
         Option("start", "", _N),
         Option("states", "t", _V),
         Option("steps", "s", _O, _R, "steps are not listed by squeue here: use sacct"),
@@ -178,7 +179,7 @@ SPRIO = OptionTable(
         *_federated(),
         Option("clusters", "M", _V, _I, _CLUSTERS, ("cluster",)),
         Option("format", "o", _V),
-        Option("jobs", "j", _O),
+        Option("jobs", "j", _O, _I, _BARE_J),
         Option("long", "l", _N),
         Option("noheader", "h", _N),
         Option("norm", "n", _N, _R, "the configured weights are not published"),
