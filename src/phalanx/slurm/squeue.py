@@ -40,83 +40,32 @@ from phalanx.slurm.format import (
     template,
 )
 from phalanx.slurm.querytables import SQUEUE
-from phalanx.slurm.squeuefields import FINAL, UNLIMITED_MS, cells, planned, value
+from phalanx.slurm.squeuefields import (
+    FINAL,
+    HEADERS,
+    LONG_FIELDS,
+    UNLIMITED_MS,
+    cells,
+    planned,
+    value,
+)
 
-__all__ = ["DEFAULT_FORMAT", "FINAL", "UNLIMITED_MS", "cells", "main", "value"]
+__all__ = [
+    "DEFAULT_FORMAT",
+    "FINAL",
+    "HEADERS",
+    "LONG_FIELDS",
+    "UNLIMITED_MS",
+    "cells",
+    "main",
+    "value",
+]
 
 Job = dict[str, Any]
 
 DEFAULT_FORMAT = "%.18i %.9P %.8j %.8u %.2t %.10M %.6D %R"
 LONG_FORMAT = "%.18i %.9P %.8j %.8u %.8T %.10M %.9l %.6D %R"
 START_FORMAT = "%.18i %.9P %.8j %.8u %.2t %.19S %.6D %20Y %R"
-HEADERS = {
-    "A": "JOBID",
-    "a": "ACCOUNT",
-    "b": "TRES_PER_NODE",
-    "C": "CPUS",
-    "c": "MIN_CPUS",
-    "D": "NODES",
-    "e": "END_TIME",
-    "F": "ARRAY_JOB_ID",
-    "i": "JOBID",
-    "j": "NAME",
-    "K": "ARRAY_TASK_ID",
-    "k": "COMMENT",
-    "L": "TIME_LEFT",
-    "l": "TIME_LIMIT",
-    "M": "TIME",
-    "m": "MIN_MEMORY",
-    "N": "NODELIST",
-    "o": "COMMAND",
-    "P": "PARTITION",
-    "Q": "PRIORITY",
-    "q": "QOS",
-    "R": "NODELIST(REASON)",
-    "r": "REASON",
-    "S": "START_TIME",
-    "T": "STATE",
-    "t": "ST",
-    "u": "USER",
-    "V": "SUBMIT_TIME",
-    "Y": "SCHEDNODES",
-    "Z": "WORK_DIR",
-}
-
-LONG_FIELDS = {
-    "Account": "a",
-    "ArrayJobID": "F",
-    "ArrayTaskID": "K",
-    "Command": "o",
-    "Comment": "k",
-    "EndTime": "e",
-    "JobArrayID": "i",
-    "JobID": "A",
-    "MinCpus": "c",
-    "MinMemory": "m",
-    "Name": "j",
-    "NodeList": "N",
-    "NumCPUs": "C",
-    "NumNodes": "D",
-    "Partition": "P",
-    "Priority": "Q",
-    "PriorityLong": "Q",
-    "QOS": "q",
-    "Reason": "r",
-    "ReasonList": "R",
-    "SchedNodes": "Y",
-    "StartTime": "S",
-    "State": "T",
-    "StateCompact": "t",
-    "SubmitTime": "V",
-    "TimeLeft": "L",
-    "TimeLimit": "l",
-    "TimeUsed": "M",
-    "tres-per-node": "b",
-    "UserName": "u",
-    "WorkDir": "Z",
-}
-"""``-O`` names -> the ``-o`` letter that prints the same value."""
-
 # Node lists and times are printed whole even when wider than their field, as Slurm does.
 WHOLE = frozenset("NRLlMY")
 ACTIVE = frozenset({"PENDING", "RUNNING", "SUSPENDED", "COMPLETING", "REQUEUED"})

@@ -1,5 +1,6 @@
 """What each ``squeue -o`` letter prints for a job (a ``JobInfo`` record as squeue fetches
-it), at a moment: times, states, reasons, node counts, TRES, ids of array tasks."""
+it), at a moment: times, states, reasons, node counts, TRES, ids of array tasks; each
+letter's header, and the ``-O`` names."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from typing import Any
 
 from phalanx.slurm.format import SHORT_STATE, clock, expand, instant, memory
 
-__all__ = ["FINAL", "UNLIMITED_MS", "cells", "planned", "value"]
+__all__ = ["FINAL", "HEADERS", "LONG_FIELDS", "UNLIMITED_MS", "cells", "planned", "value"]
 
 Job = dict[str, Any]
 
@@ -19,6 +20,74 @@ FINAL = frozenset(
     {"COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "PREEMPTED", "NODE_FAIL", "OUT_OF_MEMORY"}
 )
 """The states a job ends in."""
+
+HEADERS = {
+    "A": "JOBID",
+    "a": "ACCOUNT",
+    "b": "TRES_PER_NODE",
+    "C": "CPUS",
+    "c": "MIN_CPUS",
+    "D": "NODES",
+    "e": "END_TIME",
+    "F": "ARRAY_JOB_ID",
+    "i": "JOBID",
+    "j": "NAME",
+    "K": "ARRAY_TASK_ID",
+    "k": "COMMENT",
+    "L": "TIME_LEFT",
+    "l": "TIME_LIMIT",
+    "M": "TIME",
+    "m": "MIN_MEMORY",
+    "N": "NODELIST",
+    "o": "COMMAND",
+    "P": "PARTITION",
+    "Q": "PRIORITY",
+    "q": "QOS",
+    "R": "NODELIST(REASON)",
+    "r": "REASON",
+    "S": "START_TIME",
+    "T": "STATE",
+    "t": "ST",
+    "u": "USER",
+    "V": "SUBMIT_TIME",
+    "Y": "SCHEDNODES",
+    "Z": "WORK_DIR",
+}
+
+LONG_FIELDS = {
+    "Account": "a",
+    "ArrayJobID": "F",
+    "ArrayTaskID": "K",
+    "Command": "o",
+    "Comment": "k",
+    "EndTime": "e",
+    "JobArrayID": "i",
+    "JobID": "A",
+    "MinCpus": "c",
+    "MinMemory": "m",
+    "Name": "j",
+    "NodeList": "N",
+    "NumCPUs": "C",
+    "NumNodes": "D",
+    "Partition": "P",
+    "Priority": "Q",
+    "PriorityLong": "Q",
+    "QOS": "q",
+    "Reason": "r",
+    "ReasonList": "R",
+    "SchedNodes": "Y",
+    "StartTime": "S",
+    "State": "T",
+    "StateCompact": "t",
+    "SubmitTime": "V",
+    "TimeLeft": "L",
+    "TimeLimit": "l",
+    "TimeUsed": "M",
+    "tres-per-node": "b",
+    "UserName": "u",
+    "WorkDir": "Z",
+}
+"""``-O`` names -> the ``-o`` letter that prints the same value."""
 
 
 def _time_used(job: Job, now: int) -> int:
