@@ -103,6 +103,26 @@ def test_every_option_parses(table: OptionTable, option: Option, argv: list[str]
     assert [name for name, _ in found.pairs] == [option.name]
 
 
+SLURM = [
+    line.split()
+    for line in (Path(__file__).parent / "slurm_22_05_options.txt").read_text().splitlines()
+    if not line.startswith("#")
+]
+"""Slurm 22.05.8's own option tables, as its sources have them: command, name, takes, letter."""
+TABLES = {table.prog: table for table in optiondoc.TABLES}
+
+
+@pytest.mark.parametrize("prog", sorted(TABLES))
+def test_a_table_has_every_option_slurm_has_and_no_other(prog: str) -> None:
+    table = TABLES[prog]
+    theirs = {name: (kind, letter) for cmd, name, kind, letter in SLURM if cmd == prog}
+    assert set(theirs) == set(table.names)
+    for name, (kind, letter) in theirs.items():
+        option = table.options[table.long_name(name, f"--{name}")]
+        assert option.kind == kind, name
+        assert letter == "-" or letter in table.shorts, name
+
+
 def test_every_table_is_sorted_out_and_every_no_op_says_why() -> None:
     for table in optiondoc.TABLES:
         assert {"help", "usage", "version"} <= set(table.options), table.prog
