@@ -17,6 +17,10 @@ midnight) and without ``-s``, only jobs that became eligible, as Slurm: not one 
 on a dependency or a begin time, an array's tasks held back by its limit, nor such a job
 cancelled before it started. Without ``-a``, ``-u`` or ``-j``, only the caller's jobs (all
 jobs for root). ``-l`` prints Slurm's long list of fields (``acctfields.LONG_FIELDS``).
+Filters on what a job has (``-A``, ``-r``, ``-q``, ``-N``, ``-C``, ``-g``, ``--name``,
+``--reason``, ``-i``/``-I`` counts, ``-k``/``-K`` time limits) all apply; ``-M`` naming only
+other clusters lists nothing (Slurm asks its database for their jobs), ``-M all`` is no filter.
+Every option is in ``querytables.SACCT``.
 Exit status: 0, or 1 for a bad option or field, or no controller. An unknown job prints the
 header alone, rc 0, as Slurm does.
 """
