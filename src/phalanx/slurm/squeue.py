@@ -5,8 +5,11 @@ rows, which keeps a listing of 10,000 jobs cheap to answer and decode. Jobs that
 only when asked for by state (``-t all``, ``-t CD``) and only for ``MIN_JOB_AGE_MS`` after
 they end, as Slurm forgets them. Pending tasks of an array collapse into one ``123_[5-9%2]``
 line unless ``-r``. ``--json``/``--yaml`` print the jobs it would list as Slurm's openapi
-v0.0.38 ``jobs`` document (``phalanx.slurm.openapi``), by job id. Exit status: 0, or 1 for
-bad options, an unknown single ``-j`` id, or no controller.
+v0.0.38 ``jobs`` document (``phalanx.slurm.openapi``), by job id. ``-S`` re-sorts by ``-o``
+letters; ``-w`` keeps jobs on those nodes; ``-i N`` lists again every N seconds; ``-L`` and
+``-R`` match nothing (no licenses, no reservations). Every option is in
+``querytables.SQUEUE``. Exit status: 0, or 1 for bad options, an unknown single ``-j`` id, an
+unreachable ``-M`` cluster, or no controller.
 """
 
 from __future__ import annotations
