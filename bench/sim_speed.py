@@ -120,7 +120,8 @@ def _replay(
         rates: list[float] = []
         print(f"policy {name}   (load average {os.getloadavg()[0]:.2f})")
         print(
-            f"  {'run':>3}  {'jobs':>8}  {'wall s':>8}  {'cpu s':>8}  {'jobs/s':>9}  {'passes':>8}"
+            f"  {'run':>3}  {'jobs':>8}  {'wall s':>8}  {'cpu s':>8}  {'jobs/s':>9}  "
+            f"{'jobs/cpu-s':>10}  {'passes':>8}"
         )
         for i in range(repeat):
             sim = Simulator(cluster, profile(name), workload, keep_segments=False)
@@ -130,9 +131,10 @@ def _replay(
             jobs = len(record.jobs)
             rate = jobs / wall if wall > 0 else float("inf")
             rates.append(rate)
+            per_cpu = jobs / cpu if cpu > 0 else float("inf")
             print(
                 f"  {i + 1:>3}  {jobs:>8,}  {wall:>8.2f}  {cpu:>8.2f}  {rate:>9,.0f}  "
-                f"{record.passes:>8,}"
+                f"{per_cpu:>10,.0f}  {record.passes:>8,}"
             )
         median = statistics.median(rates)
         verdicts.append((section, name, median))
