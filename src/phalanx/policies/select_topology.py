@@ -9,7 +9,6 @@ fewest, filling its fullest leaves first (fewest switches); else the whole tree 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import cast
 
 import numpy as np
 
@@ -49,25 +48,6 @@ class TopologySelect:
         self.topology = bool(params.get("topology", True))
 
     def place(
-        self,
-        state: Occupancy,
-        cap: Capacity,
-        shape: Shape,
-        nodes: int,
-        max_leaves: int | None,
-    ) -> list[int] | None:
-        if cap is not state.cap:
-            return self._place(state, cap, shape, nodes, max_leaves)
-        # On the live capacity the answer holds until the occupancy changes: passes that
-        # only arrivals set off ask the same questions again (the memo empties on a change).
-        memo = state.memo()
-        key = ("select/topology", shape, nodes, max_leaves)
-        hit = memo.get(key, memo)
-        if hit is memo:
-            hit = memo[key] = self._place(state, cap, shape, nodes, max_leaves)
-        return None if hit is None else list(cast("list[int]", hit))
-
-    def _place(
         self,
         state: Occupancy,
         cap: Capacity,
