@@ -118,7 +118,10 @@ POLICIES: dict[str, Profile] = {
         select="select/topology",
         preempt="preempt/checkpoint",
         params={
-            # Up to 8 blocked jobs a pass may look for cheap victims (below).
+            # Up to 8 blocked jobs a pass may look for cheap victims (below). No Slurm bounds
+            # (bf_max_job_test, bf_interval): every pass backfills over the whole queue, since
+            # a short job deep in a long queue is what favouring short jobs is for, and the
+            # pass already stops early on a full cluster and skips shapes that failed.
             "sched/backfill": {"depth": 1, "victim_search_depth": 8},
             # Checkpoint-aware least-attained-service preemption, only where it costs next to
             # nothing: a job with under 1 GPU-hour of service may preempt one with over 10 that
