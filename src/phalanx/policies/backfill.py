@@ -11,6 +11,15 @@
   BestEffortFIFO, Volcano's allocate, Tiresias). With ``reason: "Resources"`` every blocked
   job waits for Resources (not the first for Resources and the rest for Priority, Slurm's
   way); ``rest`` is the reason of the jobs a pass ended before (``"none"``: they keep theirs).
+
+``sched/backfill`` takes Slurm's bounds on its passes (SchedulerParameters, each off unless
+set): ``max_job_test`` (bf_max_job_test: a pass looks at no more jobs than this; the rest keep
+the reason and expected start they had), ``window_ms`` (bf_window: no reservation further
+ahead), ``resolution_ms`` (bf_resolution: running jobs' ends rounded up to this step on the
+timeline) and ``interval_ms`` (bf_interval: a backfill pass at most this often; the passes in
+between are Slurm's main scheduler, over ``queue_depth`` jobs (default_queue_depth, 100),
+which starts jobs in order until the first that does not fit, and ask for a pass when the
+next backfill is due).
 """
 
 from __future__ import annotations
@@ -20,6 +29,7 @@ from functools import partial
 
 from phalanx.domain.state import Reason
 from phalanx.domain.time import Instant
+from phalanx.errors import ConfigError
 from phalanx.sched.capacity import Allocation, Capacity
 from phalanx.sched.context import PassContext
 from phalanx.sched.job import Job
@@ -37,6 +47,15 @@ def _int(params: Mapping[str, object], key: str, default: int) -> int:
         return _ALL
     if not isinstance(value, int) or isinstance(value, bool):
         raise TypeError(f"{key} must be an integer")
+    return value
+
+
+def _positive(params: Mapping[str, object], key: str) -> int | None:
+    value = params.get(key)
+    if value is None:
+        return None
+    if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
+        raise ConfigError(f"sched/backfill: {key} must be a positive integer, not {value!r}")
     return value
 
 
@@ -64,9 +83,23 @@ class BackfillScheduler:
             self.resources if self.all_resources else Status.wait(Reason.PRIORITY, self.plugin)
         )
 
+        self.max_job_test = _positive(params, "max_job_test")
+        self.resolution = _positive(params, "resolution_ms") or 0
+        self.interval = _positive(params, "interval_ms")
+        self.queue_depth = _positive(params, "queue_depth") or 100
+        """Slurm's default_queue_depth: jobs a pass between backfill passes looks at."""
+        self._next_backfill: Instant | None = None
+        """With ``interval``: when the next backfill pass is due (the passes before it are
+        main-scheduler passes)."""
+
     def begin(
         self, ctx: PassContext, *, could_preempt: Callable[[Job], bool] | None
-    ) -> BackfillStep:
+    ) -> BackfillStep | MainStep:
+        if self.interval is not None:
+            due = self._next_backfill
+            if due is not None and ctx.now < due:
+                return MainStep(self, ctx, could_preempt, due)
+            self._next_backfill = ctx.now + self.interval
         return BackfillStep(self, ctx, could_preempt)
 
 
@@ -87,9 +120,11 @@ class BackfillStep:
         self.ctx = ctx
         self.now = now = ctx.now
         self.state = ctx.state
-        self.timeline = Timeline(ctx.state, now)
+        self.timeline = Timeline(ctx.state, now, conf.resolution)
         self.rest = conf.rest
+        self.rest_new_only = False
         self.stop_at_blocked = conf.stop_at_blocked
+        self.max_jobs = conf.max_job_test
         self.depth = conf.depth if conf.reserve else 0
         self.horizon: Instant | None = now + conf.window if conf.window is not None else None
         self.only_whole = not ctx.more_than_whole_gpus_pending()
@@ -157,7 +192,7 @@ class BackfillStep:
         if self.reserved + len(self.unreserved) < self.depth:
             self.unreserved.append(job)
 
-    def settle(self, job: Job, status: Status) -> Status:
+    def settle(self, job: Job, status: Status | None) -> Status | None:
         if (
             self.reserved + len(self.unreserved) < self.depth
             and self.now - job.submit >= self.conf.min_age_reserve
@@ -205,6 +240,59 @@ class BackfillStep:
                 job.id, job.shape, job.time_limit, partial(ctx.place, job), self.horizon
             )
             ctx.expect(job, res.start if res is not None else None)
+
+
+class MainStep:
+    """Slurm's main scheduler between backfill passes, over its first ``queue_depth`` jobs
+    (default_queue_depth): jobs in order start where they fit, or preempt where they may;
+    after the first that does not start, the others wait for Priority (a job that already
+    had a reason keeps it, and its expected start). A blocked job asks for a pass when the
+    backfill is due. No reservations, no memo."""
+
+    def __init__(
+        self,
+        conf: BackfillScheduler,
+        ctx: PassContext,
+        could_preempt: Callable[[Job], bool] | None,
+        backfill_at: Instant,
+    ) -> None:
+        self.ctx = ctx
+        self.conf = conf
+        self.backfill_at = backfill_at
+        self.could_preempt = could_preempt or _never
+        self.rest: Status | None = conf.priority
+        self.rest_new_only = True
+        self.stop_at_blocked = True
+        self.max_jobs: int | None = conf.queue_depth
+        self.failed: dict[object, object] = {}
+
+    def exhausted(self, job: Job) -> bool:
+        return False
+
+    def known(self, job: Job) -> Status | None:
+        return None
+
+    def view(self, job: Job) -> Capacity | None:
+        return None
+
+    def started(self, job: Job, alloc: Allocation) -> None:
+        pass
+
+    def blocked(self, job: Job) -> Status | None:
+        self.ctx.wake_at(self.backfill_at)
+        return None if job.reason is Reason.RESOURCES else self.conf.resources
+
+    def search(self, job: Job) -> bool:
+        return self.could_preempt(job)
+
+    def preempting(self, job: Job) -> None:
+        pass
+
+    def settle(self, job: Job, status: Status | None) -> Status | None:
+        return status
+
+    def finish(self) -> None:
+        pass
 
 
 class FifoScheduler(BackfillScheduler):

@@ -9,14 +9,19 @@ at queue sort and ``sched/greedy`` (no reservations, every blocked job searches)
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import bisect
+import itertools
+from collections.abc import Iterable, Mapping
+from operator import itemgetter
 
-from phalanx.domain.time import MINUTE
+from phalanx.domain.time import MINUTE, Instant
 from phalanx.policies.priority_simple import LasPriority, las_queue
 from phalanx.sched.context import PassContext
 from phalanx.sched.job import Job
 
 __all__ = ["LasPreempt"]
+
+_first_two = itemgetter(0, 1)
 
 
 class LasPreempt:
@@ -34,14 +39,30 @@ class LasPreempt:
         later in the pass are in the first queue and just started, never victims)."""
         found = ctx.scratch.get(self.plugin)
         if found is None:
-            now = ctx.now
-            found = sorted(
-                ((self.las.queue(r, now), r.seq, r) for r in ctx.running()),
-                key=lambda t: (-t[0], -t[1]),
-            )
-            ctx.scratch[self.plugin] = found
+            found = ctx.scratch[self.plugin] = self._by_queue(ctx.running(), ctx.now)
         assert isinstance(found, list)
         return found
+
+    def _by_queue(self, running: Iterable[Job], now: Instant) -> list[tuple[int, int, Job]]:
+        """Running jobs as ``(queue, seq, job)``, lowest-priority queue first, then newest.
+
+        ``LasPriority.queue`` of a running job inlined (a running job is never promoted): a
+        deep queue blocks in nearly every pass, and every pass needs this order afresh."""
+        thresholds = self.las.thresholds
+        ordered = all(a <= b for a, b in itertools.pairwise(thresholds))
+        last = len(thresholds)
+        keyed: list[tuple[int, int, Job]] = []
+        for r in running:
+            attained = r.attained_gpu_ms
+            if r.start is not None and r.alloc is not None:
+                attained += int(r.alloc.gpus * (now - r.start))
+            if ordered:
+                q = bisect.bisect_right(thresholds, attained)
+            else:
+                q = next((i for i, t in enumerate(thresholds) if attained < t), last)
+            keyed.append((-q, -r.seq, r))
+        keyed.sort(key=_first_two)  # seq is unique: jobs themselves are never compared
+        return [(-nq, -ns, r) for nq, ns, r in keyed]
 
     def victims(self, job: Job, ctx: PassContext) -> list[Job] | None:
         # Starvation promotion only reorders the queue; preemption goes by attained service.

@@ -155,16 +155,20 @@ class ReservationStep(Protocol):
       as that one did (it is then skipped with it);
     - after pre-filter, ``view``: the capacity the job may start in without delaying a
       reservation (None: all that is free), then ``started`` if it did;
-    - for a job that did not start, ``blocked`` gives its status (and, with
-      ``stop_at_blocked``, ends the pass); ``search`` says whether to ask the post-filter
-      for victims; ``preempting`` if victims were found, else ``settle`` gives the final
-      status (a reservation, or a memo for ``known``).
+    - for a job that did not start, ``blocked`` gives its status (None: it keeps the one it
+      has); ``search`` says whether to ask the post-filter for victims, ``preempting`` if
+      some were found; with ``stop_at_blocked`` the pass then ends, else ``settle`` gives the
+      final status (a reservation, or a memo for ``known``; None keeps the job's).
 
     ``finish`` once at the end: the expected starts of the jobs it reserved for.
     """
 
     rest: Status | None
+    rest_new_only: bool
+    """``rest`` goes only to jobs that carry no reason yet; the others keep theirs."""
     stop_at_blocked: bool
+    max_jobs: int | None
+    """At most this many jobs are looked at; the others keep what they had (None: all)."""
 
     @property
     def failed(self) -> Mapping[object, object]:
@@ -174,10 +178,10 @@ class ReservationStep(Protocol):
     def known(self, job: Job) -> Status | None: ...
     def view(self, job: Job) -> Capacity | None: ...
     def started(self, job: Job, alloc: Allocation) -> None: ...
-    def blocked(self, job: Job) -> Status: ...
+    def blocked(self, job: Job) -> Status | None: ...
     def search(self, job: Job) -> bool: ...
     def preempting(self, job: Job) -> None: ...
-    def settle(self, job: Job, status: Status) -> Status: ...
+    def settle(self, job: Job, status: Status | None) -> Status | None: ...
     def finish(self) -> None: ...
 
 

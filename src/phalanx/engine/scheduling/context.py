@@ -77,10 +77,9 @@ class PassView:
             max_leaves = None  # waited long enough: relax, as Slurm does after max-time
         state = self.state
         cap = state.cap if cap is None else cap
-        mask = self._mask(cap, shape)
         nodes = shape.nodes_max
         while nodes >= shape.nodes_min:
-            chosen = self._score.place(state, cap, shape, mask, nodes, max_leaves)
+            chosen = self._choose(cap, shape, nodes, max_leaves)
             if chosen is not None:
                 return state.allocation(cap, shape, chosen)
             nodes = shape.nodes_min if nodes > shape.nodes_min else nodes - 1
@@ -93,8 +92,14 @@ class PassView:
     ) -> Allocation | None:
         state = self.state
         cap = state.cap if cap is None else cap
-        chosen = self._score.place(state, cap, shape, self._mask(cap, shape), nodes, None)
+        chosen = self._choose(cap, shape, nodes, None)
         return None if chosen is None else state.allocation(cap, shape, chosen)
+
+    def _choose(
+        self, cap: Capacity, shape: Shape, nodes: int, max_leaves: int | None
+    ) -> list[int] | None:
+        """Filter, then score."""
+        return self._score.place(self.state, cap, shape, self._mask(cap, shape), nodes, max_leaves)
 
     def is_preempting(self, job: Job) -> bool:
         return self._preemption.is_preempting(job)

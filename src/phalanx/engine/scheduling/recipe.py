@@ -15,9 +15,10 @@ Plugin lists are resolved once (``Points``); a point with no plugin costs no cal
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import itertools
+from collections.abc import Callable, Iterator
 
-from phalanx.domain.state import JobState, Reason
+from phalanx.domain.state import Reason
 from phalanx.engine.scheduling.context import PassView
 from phalanx.engine.scheduling.limits import ClusterLimits
 from phalanx.engine.scheduling.members import Holds
@@ -112,9 +113,13 @@ class Recipe:
         most_free = int(state.cap.gpus.max()) if state.n else 0
         full: set[Shape] = set()
         failed = {} if pods else step.failed  # pod by pod, ``full`` is the memo
-        for index, job in enumerate(order):
+        max_jobs = step.max_jobs if step.max_jobs is not None else -1
+        jobs = iter(order)
+        for index, job in enumerate(jobs):
+            if index == max_jobs:
+                break  # a bound on the jobs a pass looks at: the rest keep what they had
             if state.free_gpus == 0 and step.exhausted(job):
-                self._rest(step.rest, order, pending, index)
+                self._rest(step, itertools.chain((job,), jobs), max_jobs - index)
                 break
             known = step.known(job) if job.key in failed else None
             if known is not None:
@@ -145,35 +150,47 @@ class Recipe:
                     continue
             # 4-5. Blocked: the reservation step names the status; the post-filter looks for
             # victims first (preemption), else the step reserves or remembers the failure.
-            status = step.blocked(job)
-            if step.stop_at_blocked:
-                wait(job, status)
-                self._rest(step.rest, order, pending, index + 1)
-                break
+            blocked = step.blocked(job)
             if post_filter is not None and step.search(job):
                 victims = preemption.victims(job, view)
                 if victims:
                     preemption.preempt(victims, job, view.now)
                     wait(job, Status.wait(Reason.RESOURCES, points.post_filter_id))
                     step.preempting(job)
+                    if step.stop_at_blocked:
+                        self._rest(step, jobs, max_jobs - index - 1)
+                        break
                     continue
-            wait(job, step.settle(job, status))
+            if step.stop_at_blocked:
+                if blocked is not None:
+                    wait(job, blocked)
+                self._rest(step, jobs, max_jobs - index - 1)
+                break
+            settled = step.settle(job, blocked)
+            if settled is not None:
+                wait(job, settled)
         # 6. Statuses and expected starts of the blocked jobs the step reserved for.
         step.finish()
         if permit is not None:
             permit.end(view)
 
-    def _rest(
-        self, status: Status | None, order: object, pending: Sequence[Job], index: int
-    ) -> None:
+    def _rest(self, step: ReservationStep, jobs: Iterator[Job], bound: int) -> None:
+        """The jobs a pass ended before (at most ``bound`` if it is not negative) get the
+        step's ``rest`` status (only those with none yet, with ``rest_new_only``)."""
+        status = step.rest
         if status is None:
             return
-        if order is pending:
-            self.statuses.wait_rest(pending, index, status)
-        else:  # a lazy order: the rest are the jobs it has not given yet
-            seen = self.statuses.passes
-            rest = [j for j in pending if j.seen != seen and j.state is JobState.PENDING]
-            self.statuses.wait_rest(rest, 0, status)
+        if bound >= 0:
+            jobs = itertools.islice(jobs, bound)
+        if step.rest_new_only:
+            for job in jobs:
+                if job.reason is Reason.NONE:
+                    self.statuses.wait(job, status)
+        elif status.reason is Reason.PRIORITY:
+            self.statuses.wait_rest_priority(status)  # all not looked at, bound or not
+        else:
+            for job in jobs:
+                self.statuses.wait(job, status)
 
     def _members(self, job: Job, full: set[Shape], step: ReservationStep) -> None:
         """Steps 3b-e pod by pod: each pod filtered, scored and reserved (held) on its own.
@@ -215,6 +232,6 @@ class Recipe:
                 job, status if not status.ok else Status.wait(Reason.GANG_WAIT, "permit")
             )
             return
-        status = step.blocked(job)
-        if job.reason is not status.reason:
-            self.statuses.wait(job, status)
+        blocked = step.blocked(job)
+        if blocked is not None and job.reason is not blocked.reason:
+            self.statuses.wait(job, blocked)

@@ -3,8 +3,6 @@ start, cheaply (a full cluster must not cost a walk over a long queue)."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 from phalanx.domain.state import JobState, Reason
 from phalanx.domain.time import Instant
 from phalanx.sched.job import Job
@@ -20,7 +18,7 @@ class Statuses:
         """Pending jobs that are not eligible (held, dependencies): not in any pass."""
         self.passes = 0
         self.not_priority: set[int] = set()
-        """Queued jobs whose reason is not Priority (what ``wait_rest`` may have to change)."""
+        """Queued jobs whose reason is not Priority (what ``wait_rest_priority`` may change)."""
 
     def wait(self, job: Job, status: Status, expected_start: Instant | None = None) -> None:
         """Record why the job did not start this pass."""
@@ -37,17 +35,12 @@ class Statuses:
         """A blocked job's expected start; its reason stays."""
         self.wait(job, Status.wait(job.reason, job.reason_plugin), start)
 
-    def wait_rest(self, jobs: Sequence[Job], start: int, status: Status) -> None:
-        """``wait`` for ``jobs[start:]``: a pass that stops early still gives every job a
-        reason (cheaply: jobs that already carry it are not touched)."""
+    def wait_rest_priority(self, status: Status) -> None:
+        """``wait`` with ``status`` (reason Priority) for every eligible pending job not
+        looked at in this pass, cheaply: a full cluster, where everyone below waits for
+        Priority, touches only the queued jobs that carry another reason, not the whole tail
+        of a long queue."""
         reason, plugin = status.reason, status.plugin
-        if reason is not Reason.PRIORITY:
-            for i in range(start, len(jobs)):
-                self.wait(jobs[i], status)
-            return
-        # The common case (a full cluster: everyone below waits for Priority) touches only the
-        # queued jobs that carry another reason and were not looked at in this pass, not the
-        # whole tail of a long queue.
         for job_id in list(self.not_priority):
             job = self._jobs[job_id]
             if job.seen == self.passes:
