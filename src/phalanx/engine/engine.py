@@ -290,7 +290,7 @@ class Engine:
     def preempt(self, victims: Sequence[Job], for_job: Job) -> None:
         self._claims.setdefault(for_job.id, set()).update(v.id for v in victims)
         for v in victims:
-            mode, grace = preempt_mode(self.cluster, v)
+            mode, grace = preempt_mode(self.cluster, v, self.profile.suspend_grace)
             self._ending.preempting[v.id] = (mode, for_job.id)
             # The timeline must see the victim's resources coming back at the kill, so that a
             # reservation for ``for_job`` can hold them against lower jobs.

@@ -48,8 +48,9 @@ class Ledger:
         self._entries: deque[tuple[Instant, str, float]] = deque()
         self._start: dict[int, tuple[Instant, float]] = {}
         self._evict_from: dict[int, Instant] = {}
-        self._exited: dict[int, tuple[Instant, float, float]] = {}
-        """job -> (exit instant, GPUs, compute GPU-ms of the run) until its end or requeue."""
+        self._exited: dict[int, tuple[Instant, float, float, bool]] = {}
+        """job -> (exit instant, GPUs, compute GPU-ms of the run, whether it exited on its own
+        after a preemption signal with its checkpoint saved) until its end or requeue."""
         self._holds: dict[int, list[tuple[Instant, float]]] = {}
 
     def consume(self, decisions: Iterable[Decision], jobs: Mapping[int, Job]) -> None:
@@ -81,13 +82,20 @@ class Ledger:
                 evict_from = self._evict_from.pop(job_id, None)
                 evict = gpus * (at - evict_from) if evict_from is not None else 0.0
                 self._book(at, "evict", evict)
-                self._exited[job_id] = (at, gpus, gpus * (at - start) - evict)
+                # A job that checkpoints on SIGTERM and exited by itself (not killed: no
+                # signal) within its grace saved its work up to the signal.
+                saved = (
+                    evict_from is not None
+                    and jobs[job_id].spec.checkpoint_on_signal
+                    and detail[2] == 0
+                )
+                self._exited[job_id] = (at, gpus, gpus * (at - start) - evict, saved)
             elif kind in ("end", "requeue"):
                 done = self._exited.pop(job_id, None)
                 if done is None:
                     continue
-                exit_at, gpus, compute = done
-                if kind == "requeue":
+                exit_at, gpus, compute, saved = done
+                if kind == "requeue" and not saved:
                     interval = jobs[job_id].spec.checkpoint_interval
                     lost = compute % (gpus * interval) if interval and gpus else compute
                     self._book(at, "lost", lost)

@@ -99,7 +99,13 @@ POLICIES: dict[str, Profile] = {
         priority="priority/las",
         select="select/topology",
         pass_on_recalc=True,
-        description="Tiresias: discretised 2D-LAS with preemption.",
+        # Tiresias suspends a preempted job with a checkpoint taken at preemption: a victim that
+        # checkpoints on SIGTERM gets a minute to save before the kill (docs/baselines.md).
+        suspend_grace=1 * MINUTE,
+        description=(
+            "Tiresias: discretised 2D-LAS (3 queues by GPU-time, PromoteKnob), preemption that "
+            "suspends victims with a checkpoint."
+        ),
     ),
     "phalanx": Profile(
         name="phalanx",

@@ -2,9 +2,11 @@
 
 Each pass, pending jobs in queue order start where they fit (consolidated placement by the
 profile's select plugin). A pending job that does not fit preempts running jobs of strictly
-lower-priority queues (highest queue index first, then the newest), as few as it needs; the
-victims requeue and lose the work since their last checkpoint. A job that started less than
-``min_run_ms`` ago is not a victim (the lease of the paper's scheduling interval).
+lower-priority queues (highest queue index first, then the newest), as few as it needs. The
+victims are signalled and requeued: one that checkpoints on the signal is suspended with its
+work saved (the profile's ``suspend_grace``, as Tiresias suspends a job with a checkpoint);
+another loses the work since its last checkpoint. A job that started less than ``min_run_ms``
+ago is not a victim (the lease of the paper's scheduling interval).
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ from collections.abc import Mapping
 
 from phalanx.domain.state import Reason
 from phalanx.domain.time import MINUTE
-from phalanx.policies.priority_simple import LasPriority, las_queue
+from phalanx.policies.priority_simple import LasPriority
 from phalanx.sched.job import Job
 from phalanx.sched.protocols import PassContext
 from phalanx.sched.status import Status
@@ -47,8 +49,8 @@ class TiresiasScheduler:
                 if alloc is not None:
                     ctx.start(job, alloc)
                     continue
-            # Starvation promotion only reorders the queue; preemption goes by attained service.
-            q = las_queue(job.attained_at(now), self.las.thresholds)
+            # The job's queue with its promotion (release: a promoted job preempts as a Q0 job).
+            q = self.las.queue(job, now)
             if running_q is None:
                 running_q = sorted(
                     ((self.las.queue(r, now), r.seq, r) for r in ctx.running()),

@@ -27,6 +27,11 @@ class Profile:
     priorities that do not change while a job waits."""
     pass_on_recalc: bool = False
     """Run a pass after every recalculation even if the order did not change."""
+    suspend_grace: Duration = 0
+    """Grace between the preemption signal and the kill for a victim that checkpoints on the
+    signal (``JobSpec.checkpoint_on_signal``), when its partition and QOS give less: time to
+    save, so that a preemption suspends the job instead of losing its work (Tiresias). 0: the
+    partition's or QOS's grace alone."""
     description: str = ""
 
     def plugin_params(self, plugin: str) -> Mapping[str, object]:

@@ -1,24 +1,41 @@
 """The simulated executor: runs jobs in virtual time and books where their GPU time went.
 
 It is the simulator's side of the engine's commands: a ``Launch`` becomes a ``TasksExited``
-after the launch latency plus the work the job has left; a ``Kill`` ends the run at once,
-keeping the work up to the last checkpoint; a ``Cleanup`` becomes ``CleanupDone`` after the
-epilog time. Every GPU-millisecond a job holds is booked to one term of the efficiency model
-(``phalanx.sim.records.JobRecord``).
+after the launch latency (plus the restore of a checkpoint, for a job that resumes) and the work
+the job has left; a ``Kill`` ends the run at once, keeping the work up to the last checkpoint; a
+``Signal`` (SIGTERM) makes a job that checkpoints on the signal save its work and exit
+``checkpoint_save_ms`` later, as a live job that catches SIGTERM does; a ``Cleanup`` becomes
+``CleanupDone`` after the epilog time. Every GPU-millisecond a job holds is booked to one term of
+the efficiency model (``phalanx.sim.records.JobRecord``).
 """
 
 from __future__ import annotations
 
-from phalanx.domain.time import Instant
+from phalanx.domain.jobspec import SIGNALS
+from phalanx.domain.time import SECOND, Duration, Instant
 from phalanx.engine.decisions import Decision
 from phalanx.engine.events import CleanupDone, TasksExited
 from phalanx.sim.records import JobRecord, Segment
 
-__all__ = ["RunState", "SimulatedExecutor"]
+__all__ = ["CHECKPOINT_RESTORE_MS", "CHECKPOINT_SAVE_MS", "RunState", "SimulatedExecutor"]
+
+CHECKPOINT_SAVE_MS: Duration = 15 * SECOND
+"""Time a job takes to save a checkpoint when signalled (Tiresias, NSDI'19, counts a
+preemption as a save and a restore of tens of seconds together)."""
+CHECKPOINT_RESTORE_MS: Duration = 15 * SECOND
+"""Time a job that resumes from a checkpoint takes to load it before it does work again."""
 
 
 class RunState:
-    __slots__ = ("alloc_nodes", "gpus", "launched", "run", "running_from", "stopped")
+    __slots__ = (
+        "alloc_nodes",
+        "gpus",
+        "launched",
+        "run",
+        "running_from",
+        "saving_from",
+        "stopped",
+    )
 
     def __init__(self, run: int, gpus: float, nodes: tuple[int, ...], at: Instant, lat: int):
         self.run = run
@@ -26,6 +43,8 @@ class RunState:
         self.alloc_nodes = nodes
         self.launched = at
         self.running_from = at + lat
+        self.saving_from: Instant | None = None
+        """When the job began saving a checkpoint on a signal (it exits once saved)."""
         self.stopped = False
 
 
@@ -39,13 +58,19 @@ class SimulatedExecutor:
         launch_latency_ms: int,
         cleanup_ms: int,
         keep_segments: bool = True,
+        checkpoint_save_ms: Duration = CHECKPOINT_SAVE_MS,
+        checkpoint_restore_ms: Duration = CHECKPOINT_RESTORE_MS,
     ) -> None:
         self.records = records
         self.remaining = remaining
         """Work (ms) each job still has to do; shrinks at each checkpoint kept."""
         self.checkpoints = checkpoints
+        self.savers: set[int] = set()
+        """Jobs that checkpoint on SIGTERM (``JobSpec.checkpoint_on_signal``)."""
         self.latency = launch_latency_ms
         self.cleanup = cleanup_ms
+        self.save_ms = checkpoint_save_ms
+        self.restore_ms = checkpoint_restore_ms
         self.keep_segments = keep_segments
         self.runs: dict[int, RunState] = {}
         self.preempted_at: dict[int, Instant] = {}
@@ -72,9 +97,11 @@ class SimulatedExecutor:
     def launch(
         self, at: Instant, job_id: int, run: int, gpus: float, nodes: tuple[int, ...]
     ) -> TasksExited:
-        state = RunState(run, gpus, nodes, at, self.latency)
-        self.runs[job_id] = state
         rec = self.records[job_id]
+        resumes = self.remaining[job_id] < rec.runtime_ms
+        # Loading the checkpoint holds the GPUs like the launch does (booked with it).
+        state = RunState(run, gpus, nodes, at, self.latency + (self.restore_ms if resumes else 0))
+        self.runs[job_id] = state
         if rec.first_start is None:
             rec.first_start = at
         self._alloc(at, gpus)
@@ -86,10 +113,50 @@ class SimulatedExecutor:
         if state is None or state.run != run or state.stopped:
             return False
         state.stopped = True
+        self.preempted_at.pop(job_id, None)  # it finished within its grace: nothing evicted
         rec = self.records[job_id]
         rec.launch_gpu_ms += int(state.gpus * (state.running_from - state.launched))
         rec.compute_gpu_ms += int(state.gpus * (at - state.running_from))
         self.remaining[job_id] = 0
+        return True
+
+    def signal(self, at: Instant, job_id: int, run: int, signum: int) -> TasksExited | None:
+        """SIGTERM to a job that checkpoints on it: it saves its work up to now and exits when
+        the save is done (the returned exit, to hand to ``saved`` then). Other jobs and signals
+        change nothing (a job that does not catch SIGTERM is killed at the end of its grace)."""
+        state = self.runs.get(job_id)
+        if (
+            signum != SIGNALS["TERM"]
+            or job_id not in self.savers
+            or state is None
+            or state.run != run
+            or state.stopped
+            or state.saving_from is not None
+        ):
+            return None
+        state.saving_from = at
+        return TasksExited(at + self.save_ms, job_id, run, 0, 0)
+
+    def saved(self, at: Instant, job_id: int, run: int) -> bool:
+        """The exit of a job whose checkpoint on a signal is saved: True if the run is still
+        current (not ended or killed before the save was done). The work up to the signal is
+        kept; the save is booked as eviction when a preemption asked for it."""
+        state = self.runs.get(job_id)
+        if state is None or state.run != run or state.stopped or state.saving_from is None:
+            return False
+        state.stopped = True
+        rec = self.records[job_id]
+        g = state.gpus
+        work_end = max(state.saving_from, state.launched)
+        rec.launch_gpu_ms += int(g * (min(state.running_from, work_end) - state.launched))
+        progress = min(max(0, work_end - state.running_from), self.remaining[job_id])
+        rec.compute_gpu_ms += int(g * progress)
+        self.remaining[job_id] -= progress
+        self.final_kill.discard(job_id)
+        if self.preempted_at.pop(job_id, None) is not None:
+            rec.evict_gpu_ms += int(g * (at - work_end))
+        else:
+            rec.compute_gpu_ms += int(g * (at - work_end))
         return True
 
     def kill(self, at: Instant, job_id: int, run: int) -> TasksExited | None:

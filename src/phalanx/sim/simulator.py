@@ -22,6 +22,7 @@ from phalanx.engine import (
     Launch,
     NodeDown,
     NodeUp,
+    Signal,
     Submit,
     TasksExited,
     TimerFired,
@@ -30,7 +31,7 @@ from phalanx.engine import (
 from phalanx.engine.commands import PASS, Command
 from phalanx.engine.ordering import ARRIVAL, END, PASS_ORDER, TIMER
 from phalanx.sched.profile import Profile
-from phalanx.sim.executor import SimulatedExecutor
+from phalanx.sim.executor import CHECKPOINT_RESTORE_MS, CHECKPOINT_SAVE_MS, SimulatedExecutor
 from phalanx.sim.faults import FaultModel
 from phalanx.sim.records import JobRecord, RunRecord
 from phalanx.sim.workload import TraceJob
@@ -50,6 +51,8 @@ class Simulator:
         faults: FaultModel | None = None,
         mfu: float = 0.4,
         keep_segments: bool = True,
+        checkpoint_save_ms: int = CHECKPOINT_SAVE_MS,
+        checkpoint_restore_ms: int = CHECKPOINT_RESTORE_MS,
     ) -> None:
         self.cluster = cluster
         self.profile = profile
@@ -69,6 +72,8 @@ class Simulator:
             launch_latency_ms=launch_latency_ms,
             cleanup_ms=cleanup_ms,
             keep_segments=keep_segments,
+            checkpoint_save_ms=checkpoint_save_ms,
+            checkpoint_restore_ms=checkpoint_restore_ms,
         )
         self._heap: list[tuple[int, int, int, object]] = []
         self._seq = 0
@@ -113,6 +118,10 @@ class Simulator:
                 commands = engine.handle(item)
             elif isinstance(item, _Killed):
                 commands = engine.handle(item.event)
+            elif isinstance(item, _Saved):
+                if not executor.saved(at, item.event.job_id, item.event.run):
+                    continue
+                commands = engine.handle(item.event)
             else:
                 assert isinstance(item, CleanupDone | TimerFired | NodeDown | NodeUp)
                 if isinstance(item, CleanupDone):
@@ -155,6 +164,8 @@ class Simulator:
         )
         self._remaining[job_id] = tj.runtime
         self._checkpoints[job_id] = spec.checkpoint_interval
+        if spec.checkpoint_on_signal:
+            self.executor.savers.add(job_id)
 
     def _carry_out(self, at: int, commands: list[Command]) -> None:
         executor = self.executor
@@ -172,7 +183,20 @@ class Simulator:
             elif isinstance(cmd, Cleanup):
                 done = executor.cleanup_started(at, cmd.job_id, cmd.run)
                 self._push(done.at, END, done)
-            # Signal and Persist need nothing in simulation: simulated jobs ignore signals.
+            elif isinstance(cmd, Signal):
+                saved = executor.signal(at, cmd.job_id, cmd.run, cmd.signal)
+                if saved is not None:
+                    self._push(saved.at, END, _Saved(saved))
+            # Persist needs nothing in simulation.
+
+
+class _Saved:
+    """The exit of a job that saved a checkpoint on a signal, booked when it happens."""
+
+    __slots__ = ("event",)
+
+    def __init__(self, event: TasksExited) -> None:
+        self.event = event
 
 
 class _Killed:
