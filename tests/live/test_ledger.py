@@ -14,9 +14,19 @@ from phalanx.sched.job import Job
 from phalanx.testing import EngineDriver, make_job, small_cluster
 
 
-def _job(job_id: int, gpus: int, checkpoint_interval: int | None = None) -> Job:
+def _job(
+    job_id: int,
+    gpus: int,
+    checkpoint_interval: int | None = None,
+    *,
+    checkpoint_on_signal: bool = False,
+) -> Job:
     """A running job holding ``gpus`` GPUs on node 0."""
-    spec = make_job(gpus=gpus, checkpoint_interval=checkpoint_interval)
+    spec = make_job(
+        gpus=gpus,
+        checkpoint_interval=checkpoint_interval,
+        checkpoint_on_signal=checkpoint_on_signal,
+    )
     job = Job(job_id, job_id, spec, 0, "gpu", 0, HOUR)
     job.alloc = Allocation((0,), (tuple(range(gpus)),), 0, 1, 0)
     job.state = JobState.RUNNING
@@ -88,6 +98,36 @@ def test_a_preempted_run_books_eviction_and_loses_work_since_its_checkpoint() ->
     assert share.cleanup == 0
     assert share.theta_overhead == pytest.approx(800 / 2_000)
     assert share.eta_sched == pytest.approx(1_000 / 2_000)
+
+
+def test_a_job_that_saved_on_the_signal_and_exited_by_itself_loses_nothing() -> None:
+    # It checkpoints on SIGTERM: preempted at 600 ms, saved and exited at 700 ms (no kill).
+    jobs = {1: _job(1, 2, checkpoint_interval=250, checkpoint_on_signal=True)}
+    ledger = Ledger()
+    ledger.consume(
+        [
+            (0, "start", 1, (1, (0,))),
+            (600, "preempt", 1, (1, 2, "REQUEUE")),
+            (700, "exit", 1, (1, 0, 0)),
+            (700, "requeue", 1, (1,)),
+        ],
+        jobs,
+    )
+    share = _share(ledger, 700)
+    assert share.lost == 0
+    assert share.compute == 2 * 600 and share.evict == 2 * 100
+    killed = {1: _job(1, 2, checkpoint_interval=250, checkpoint_on_signal=True)}
+    ledger = Ledger()
+    ledger.consume(
+        [
+            (0, "start", 1, (1, (0,))),
+            (600, "preempt", 1, (1, 2, "REQUEUE")),
+            (700, "exit", 1, (1, 0, 9)),  # killed before its save was done
+            (700, "requeue", 1, (1,)),
+        ],
+        killed,
+    )
+    assert _share(ledger, 700).lost == 2 * 100
 
 
 def test_a_requeue_without_checkpoints_loses_the_whole_run() -> None:
