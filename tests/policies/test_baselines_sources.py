@@ -168,9 +168,11 @@ def test_volcano_gang_never_starts_a_partial_job() -> None:
 
 
 def test_volcano_drf_serves_the_queue_with_the_lowest_dominant_share_first() -> None:
-    """Volcano v1.10 drf plugin: jobs (and, with hierarchy off, queues) are ordered by
-    dominant resource share, the lowest first. Account ``a`` already holds 4 of 8 GPUs; of
-    the pending 4-GPU jobs, ``b``'s is served before ``a``'s older one."""
+    """Volcano v1.10 drf plugin ("the job with the lowest dominant resource share is
+    scheduled first") and proportion plugin (queues ordered by their share of what they
+    deserve; equal weights here): the queue with the lowest dominant share is served first.
+    Account ``a`` already holds 4 of 8 GPUs; of the pending 4-GPU jobs, ``b``'s is served
+    before ``a``'s older one."""
     cluster = small_cluster(nodes=1, gpus=8, per_leaf=1, accounts={"a": 1, "b": 1})
     d = EngineDriver(cluster, "volcano")
     [a1] = d.submit(make_job(gpus=4, account="a"), runtime=HOUR)
