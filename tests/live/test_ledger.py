@@ -128,6 +128,18 @@ def test_a_job_that_saved_on_the_signal_and_exited_by_itself_loses_nothing() -> 
         killed,
     )
     assert _share(ledger, 700).lost == 2 * 100
+    asked = {1: _job(1, 2, checkpoint_interval=250)}  # a suspension asked it to save
+    ledger = Ledger()
+    ledger.consume(
+        [
+            (0, "start", 1, (1, (0,))),
+            (600, "preempt", 1, (1, 2, "REQUEUE", True)),
+            (700, "exit", 1, (1, 0, 0)),
+            (700, "requeue", 1, (1,)),
+        ],
+        asked,
+    )
+    assert _share(ledger, 700).lost == 0
 
 
 def test_a_requeue_without_checkpoints_loses_the_whole_run() -> None:

@@ -214,8 +214,11 @@ def test_tiresias_demotes_a_job_once_its_gpu_time_passes_the_threshold() -> None
     d.settle()
     assert d.decisions("preempt") == [] and d.state(new) is JobState.PENDING
     d.advance(threshold + 5 * MINUTE)  # demoted to Q1; the next recalculation looks again
-    assert [e[2] for e in d.decisions("preempt")] == [old]
-    assert d.state(new) is JobState.RUNNING
+    [preempt] = d.decisions("preempt")
+    assert preempt[2] == old
+    grace = POLICIES["tiresias"].suspend_grace  # time to save before the kill
+    d.advance(preempt[0] + grace)
+    assert d.state(new) is JobState.RUNNING and d.state(old) is JobState.PENDING
 
 
 def test_tiresias_promotes_a_starved_job_and_counts_its_service_from_zero() -> None:
@@ -230,24 +233,21 @@ def test_tiresias_promotes_a_starved_job_and_counts_its_service_from_zero() -> N
     d.settle()
     d.advance(HOUR)  # 8 GPU-hours: Q2
     [new] = d.submit(make_job(gpus=8, time_limit=100 * HOUR))
-    d.settle()
+    d.advance(HOUR + MINUTE)  # preempted at 1 h, killed after its 1-minute grace
     assert d.state(old) is JobState.PENDING and d.state(new) is JobState.RUNNING
-    assert d.job(old).factors["queue"] == 2
-    d.advance(3 * HOUR - 10 * MINUTE)  # waited under knob x 1 h ran
+    ran = HOUR + MINUTE
+    assert d.job(old).factors["queue"] == 2 and d.job(old).attained_gpu_ms == 8 * ran
+    d.advance(3 * ran - 5 * MINUTE)  # waited 2 h - 5 min < knob x ran
     assert d.state(old) is JobState.PENDING
-    d.advance(3 * HOUR + 10 * MINUTE)  # waited 2 h = knob x ran: promoted, preempts ``new``
+    d.advance(3 * ran + 10 * MINUTE)  # waited knob x ran: promoted, preempts ``new``
     assert d.state(old) is JobState.RUNNING and d.state(new) is JobState.PENDING
-    assert d.job(old).factors["service_base_gpu_ms"] == 8 * HOUR
+    assert d.job(old).factors["service_base_gpu_ms"] == 8 * ran
 
 
 def _suspend_run(profile: Profile) -> dict[int, JobRecord]:
     """One 8-GPU node: a 10-hour job, preempted at 2 h by a 1-hour job of a higher queue."""
-    spec = JobSpec(
-        gpus_per_task=8,
-        time_limit=20 * HOUR,
-        checkpoint_interval=30 * MINUTE,
-        checkpoint_on_signal=True,
-    )
+    # The job does not declare that it checkpoints on SIGTERM: Tiresias' suspension asks it to.
+    spec = JobSpec(gpus_per_task=8, time_limit=20 * HOUR, checkpoint_interval=30 * MINUTE)
     work = [TraceJob(0, spec, 10 * HOUR, "long"), TraceJob(2 * HOUR + MINUTE, spec, HOUR, "new")]
     sim = Simulator(regular_cluster(1, 8, 1), profile, work, cleanup_ms=0)
     sim.run()

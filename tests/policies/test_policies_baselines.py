@@ -6,6 +6,7 @@ import dataclasses
 
 from phalanx.domain.state import JobState, Reason
 from phalanx.domain.time import HOUR, MINUTE
+from phalanx.engine.commands import Signal
 from phalanx.policies.catalog import POLICIES
 from phalanx.testing import EngineDriver, make_job, small_cluster
 
@@ -105,9 +106,11 @@ def test_tiresias_preempts_a_job_of_a_lower_priority_queue() -> None:
     [new] = d.submit(make_job(gpus=8, time_limit=HOUR))
     d.settle()
     assert [e[2] for e in d.decisions("preempt")] == [old]
+    assert [s.job_id for s in d.sent(Signal)] == [old]  # suspended: asked to checkpoint now
+    d.advance(2 * HOUR + MINUTE)  # the kill after the suspend grace
     assert d.state(new) is JobState.RUNNING
     assert d.state(old) is JobState.PENDING and d.job(old).restarts == 1
-    assert d.job(old).attained_gpu_ms == 16 * HOUR
+    assert d.job(old).attained_gpu_ms == 8 * (2 * HOUR + MINUTE)
 
 
 def test_tiresias_does_not_preempt_within_the_same_queue() -> None:

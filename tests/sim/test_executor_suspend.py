@@ -76,6 +76,19 @@ def test_a_job_that_does_not_checkpoint_on_signal_ignores_it() -> None:
     assert saver.signal(HOUR, 1, 2, TERM) is None  # a stale run
 
 
+def test_a_suspension_asks_any_job_to_checkpoint_at_the_signal() -> None:
+    ex = _executor(saver=False)
+    ex.launch(0, 1, 1, 8.0, (0,))
+    ex.observe([(HOUR, "preempt", 1, (1, 2, "requeue", True))])
+    exit_ = ex.signal(HOUR, 1, 1, TERM)
+    assert exit_ is not None and ex.saved(exit_.at, 1, 1)
+    assert ex.records[1].lost_gpu_ms == 0 and ex.suspending == set()
+    plain = _executor(saver=False)
+    plain.launch(0, 1, 1, 8.0, (0,))
+    plain.observe([(HOUR, "preempt", 1, (1, 2, "requeue", False))])
+    assert plain.signal(HOUR, 1, 1, TERM) is None
+
+
 def test_a_job_that_ends_during_its_save_ends_normally() -> None:
     ex = _executor()
     ex.remaining[1] = 10 * MINUTE

@@ -65,8 +65,8 @@ def preempt_mode(
     cluster: Cluster, victim: Job, suspend_grace: Duration = 0
 ) -> tuple[PreemptMode, Duration]:
     """How ``victim`` is preempted and its grace time: its partition's mode if set, else its
-    QOS's. A victim that checkpoints on the signal gets at least ``suspend_grace`` (the
-    profile's), so that it is requeued with its work saved up to the signal."""
+    QOS's. A policy that suspends its victims (the profile's ``suspend_grace``, Tiresias)
+    gives every victim at least that long to save a checkpoint before the kill."""
     qos = cluster.qos_for(victim.spec.qos)
     part = cluster.partitions.get(victim.partition)
     mode: PreemptMode
@@ -76,6 +76,4 @@ def preempt_mode(
         mode, grace = qos.preempt_mode, qos.grace_time
     else:
         mode, grace = PreemptMode.REQUEUE, 0
-    if victim.spec.checkpoint_on_signal and suspend_grace > grace:
-        grace = suspend_grace
-    return mode, grace
+    return mode, max(grace, suspend_grace)

@@ -295,7 +295,8 @@ class Engine:
             # The timeline must see the victim's resources coming back at the kill, so that a
             # reservation for ``for_job`` can hold them against lower jobs.
             self.state.expect_end(v.id, self._now + grace)
-            self.decisions.add(self._now, "preempt", v.id, v.run, for_job.id, mode.value)
+            suspend = self.profile.suspend_grace > 0  # the victim is asked to checkpoint now
+            self.decisions.add(self._now, "preempt", v.id, v.run, for_job.id, mode.value, suspend)
             if grace > 0:
                 self._out.append(Signal(v.id, v.run, SIGNALS["TERM"]))
                 self._out.append(WakeAt(self._now + grace, ("kill", v.id, v.run)))

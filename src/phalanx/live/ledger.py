@@ -48,6 +48,8 @@ class Ledger:
         self._entries: deque[tuple[Instant, str, float]] = deque()
         self._start: dict[int, tuple[Instant, float]] = {}
         self._evict_from: dict[int, Instant] = {}
+        self._suspended: set[int] = set()
+        """Preempted with a suspension: asked to checkpoint at the signal (Tiresias)."""
         self._exited: dict[int, tuple[Instant, float, float, bool]] = {}
         """job -> (exit instant, GPUs, compute GPU-ms of the run, whether it exited on its own
         after a preemption signal with its checkpoint saved) until its end or requeue."""
@@ -74,6 +76,8 @@ class Ledger:
                     self._book(at, "gang_wait", held * (at - since))
             elif kind == "preempt":
                 self._evict_from[job_id] = at
+                if len(detail) > 3 and detail[3]:
+                    self._suspended.add(job_id)
             elif kind == "exit":
                 begun = self._start.pop(job_id, None)
                 if begun is None:
@@ -82,11 +86,14 @@ class Ledger:
                 evict_from = self._evict_from.pop(job_id, None)
                 evict = gpus * (at - evict_from) if evict_from is not None else 0.0
                 self._book(at, "evict", evict)
-                # A job that checkpoints on SIGTERM and exited by itself (not killed: no
-                # signal) within its grace saved its work up to the signal.
+                # A job that checkpoints on SIGTERM (by its spec, or asked to by a suspension)
+                # and exited by itself (not killed: no signal) within its grace saved its work
+                # up to the signal.
+                asked = job_id in self._suspended
+                self._suspended.discard(job_id)
                 saved = (
                     evict_from is not None
-                    and jobs[job_id].spec.checkpoint_on_signal
+                    and (asked or jobs[job_id].spec.checkpoint_on_signal)
                     and detail[2] == 0
                 )
                 self._exited[job_id] = (at, gpus, gpus * (at - start) - evict, saved)

@@ -99,8 +99,9 @@ POLICIES: dict[str, Profile] = {
         priority="priority/las",
         select="select/topology",
         pass_on_recalc=True,
-        # Tiresias suspends a preempted job with a checkpoint taken at preemption: a victim that
-        # checkpoints on SIGTERM gets a minute to save before the kill (docs/baselines.md).
+        # Tiresias suspends a preempted job with a checkpoint taken at preemption: every victim
+        # is asked to save at the signal and gets a minute for it before the kill
+        # (docs/baselines.md).
         suspend_grace=1 * MINUTE,
         description=(
             "Tiresias: discretised 2D-LAS (3 queues by GPU-time, PromoteKnob), preemption that "

@@ -3,9 +3,9 @@
 Each pass, pending jobs in queue order start where they fit (consolidated placement by the
 profile's select plugin). A pending job that does not fit preempts running jobs of strictly
 lower-priority queues (highest queue index first, then the newest), as few as it needs. The
-victims are signalled and requeued: one that checkpoints on the signal is suspended with its
-work saved (the profile's ``suspend_grace``, as Tiresias suspends a job with a checkpoint);
-another loses the work since its last checkpoint. A job that started less than ``min_run_ms``
+victims are suspended: signalled to checkpoint now, given the profile's ``suspend_grace`` to
+save, and requeued with their work up to the signal (as Tiresias suspends a job with a
+checkpoint taken at preemption). A job that started less than ``min_run_ms``
 ago is not a victim (the lease of the paper's scheduling interval).
 """
 

@@ -28,10 +28,10 @@ class Profile:
     pass_on_recalc: bool = False
     """Run a pass after every recalculation even if the order did not change."""
     suspend_grace: Duration = 0
-    """Grace between the preemption signal and the kill for a victim that checkpoints on the
-    signal (``JobSpec.checkpoint_on_signal``), when its partition and QOS give less: time to
-    save, so that a preemption suspends the job instead of losing its work (Tiresias). 0: the
-    partition's or QOS's grace alone."""
+    """Tiresias' suspension: a preemption asks the victim to checkpoint now (SIGTERM; the
+    ``preempt`` decision says so) and gives it at least this long to save before the kill, so
+    it is requeued with its work up to the signal. 0: no suspension; victims get their
+    partition's or QOS's grace and keep what their own checkpoints saved."""
     description: str = ""
 
     def plugin_params(self, plugin: str) -> Mapping[str, object]:

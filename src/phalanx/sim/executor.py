@@ -3,8 +3,9 @@
 It is the simulator's side of the engine's commands: a ``Launch`` becomes a ``TasksExited``
 after the launch latency (plus the restore of a checkpoint, for a job that resumes) and the work
 the job has left; a ``Kill`` ends the run at once, keeping the work up to the last checkpoint; a
-``Signal`` (SIGTERM) makes a job that checkpoints on the signal save its work and exit
-``checkpoint_save_ms`` later, as a live job that catches SIGTERM does; a ``Cleanup`` becomes
+``Signal`` (SIGTERM) makes a job that checkpoints on the signal (its spec says so, or the
+preemption asked for a suspension) save its work and exit ``checkpoint_save_ms`` later, as a
+live job that catches SIGTERM does; a ``Cleanup`` becomes
 ``CleanupDone`` after the epilog time. Every GPU-millisecond a job holds is booked to one term of
 the efficiency model (``phalanx.sim.records.JobRecord``).
 """
@@ -67,6 +68,8 @@ class SimulatedExecutor:
         self.checkpoints = checkpoints
         self.savers: set[int] = set()
         """Jobs that checkpoint on SIGTERM (``JobSpec.checkpoint_on_signal``)."""
+        self.suspending: set[int] = set()
+        """Jobs whose preemption asked them to checkpoint now (a suspension, Tiresias)."""
         self.latency = launch_latency_ms
         self.cleanup = cleanup_ms
         self.save_ms = checkpoint_save_ms
@@ -114,6 +117,7 @@ class SimulatedExecutor:
             return False
         state.stopped = True
         self.preempted_at.pop(job_id, None)  # it finished within its grace: nothing evicted
+        self.suspending.discard(job_id)
         rec = self.records[job_id]
         rec.launch_gpu_ms += int(state.gpus * (state.running_from - state.launched))
         rec.compute_gpu_ms += int(state.gpus * (at - state.running_from))
@@ -121,13 +125,14 @@ class SimulatedExecutor:
         return True
 
     def signal(self, at: Instant, job_id: int, run: int, signum: int) -> TasksExited | None:
-        """SIGTERM to a job that checkpoints on it: it saves its work up to now and exits when
-        the save is done (the returned exit, to hand to ``saved`` then). Other jobs and signals
-        change nothing (a job that does not catch SIGTERM is killed at the end of its grace)."""
+        """SIGTERM to a job that checkpoints on it, or that a suspension asked to: it saves its
+        work up to now and exits when the save is done (the returned exit, to hand to ``saved``
+        then). Other jobs and signals change nothing (a job that does not catch SIGTERM is
+        killed at the end of its grace)."""
         state = self.runs.get(job_id)
         if (
             signum != SIGNALS["TERM"]
-            or job_id not in self.savers
+            or (job_id not in self.savers and job_id not in self.suspending)
             or state is None
             or state.run != run
             or state.stopped
@@ -145,6 +150,7 @@ class SimulatedExecutor:
         if state is None or state.run != run or state.stopped or state.saving_from is None:
             return False
         state.stopped = True
+        self.suspending.discard(job_id)
         rec = self.records[job_id]
         g = state.gpus
         work_end = max(state.saving_from, state.launched)
@@ -164,6 +170,7 @@ class SimulatedExecutor:
         if state is None or state.run != run or state.stopped:
             return None
         state.stopped = True
+        self.suspending.discard(job_id)
         rec = self.records[job_id]
         g = state.gpus
         signalled = self.preempted_at.pop(job_id, None)
@@ -207,6 +214,8 @@ class SimulatedExecutor:
         for at, kind, job_id, detail in decisions:
             if kind == "preempt":
                 self.preempted_at[job_id] = at
+                if len(detail) > 3 and detail[3]:
+                    self.suspending.add(job_id)
                 self.records[job_id].preemptions += 1
             elif kind in ("timeout", "cancel"):
                 self.final_kill.add(job_id)

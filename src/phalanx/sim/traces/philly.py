@@ -9,9 +9,7 @@ Columns ``timestamp,duration,num_gpus,gpu_time,cluster``; rows are not sorted by
 - CPUs: one per GPU (at least one), memory 0: small enough never to bind on an 8-GPU node with
   64 CPUs, because the trace says nothing about them and GPUs must be the contended resource.
 - checkpoint interval: Philly has no checkpoint column; every job is modelled as checkpointing
-  every 30 minutes (``CHECKPOINT_INTERVAL``), the same for every policy, and on SIGTERM
-  (``checkpoint_on_signal``: what a policy that gives victims a grace to save, as Tiresias
-  does, can use; with no grace the kill comes first).
+  every 30 minutes (``CHECKPOINT_INTERVAL``), the same for every policy.
 - time limit: ``estimates.estimate_limit`` (Philly has no limits), indexed by data row.
 """
 
@@ -120,6 +118,5 @@ def _job(row: _Row, index: int, submit: Instant, seed: int) -> TraceJob:
         mem_per_node_mb=0,
         time_limit=estimate_limit(row.runtime, seed, index),
         checkpoint_interval=CHECKPOINT_INTERVAL,
-        checkpoint_on_signal=True,
     )
     return TraceJob(submit=submit, spec=spec, runtime=row.runtime, trace_id=name, line=row.line)
