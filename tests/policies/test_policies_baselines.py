@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 
 from phalanx.domain.state import JobState, Reason
-from phalanx.domain.time import HOUR, MINUTE
+from phalanx.domain.time import HOUR, MINUTE, SECOND
 from phalanx.engine.commands import Signal
 from phalanx.policies.catalog import POLICIES
 from phalanx.testing import EngineDriver, make_job, small_cluster
@@ -135,3 +135,20 @@ def test_volcano_serves_the_account_with_the_lowest_share_first() -> None:
     d.settle()
     assert d.state(a1) is JobState.RUNNING and d.state(b1) is JobState.RUNNING
     assert d.state(a2) is JobState.PENDING and d.state(a3) is JobState.PENDING
+
+
+def test_tiresias_waits_for_a_victim_still_saving_rather_than_preempting_another() -> None:
+    d = EngineDriver(small_cluster(nodes=2, gpus=8, per_leaf=2), "tiresias")
+    [a] = d.submit(make_job(gpus=8, time_limit=100 * HOUR))
+    [b] = d.submit(make_job(gpus=8, time_limit=100 * HOUR))
+    d.settle()
+    d.advance(2 * HOUR)  # both in the last queue
+    [new] = d.submit(make_job(gpus=8, time_limit=HOUR))
+    d.settle()
+    [first] = d.decisions("preempt")
+    d.advance(2 * HOUR + 10 * SECOND)
+    d.run_pass()  # another pass within the victim's grace
+    assert d.decisions("preempt") == [first]
+    d.advance(2 * HOUR + MINUTE)
+    assert d.state(new) is JobState.RUNNING
+    assert sorted(d.state(j) is JobState.RUNNING for j in (a, b)) == [False, True]

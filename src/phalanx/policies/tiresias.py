@@ -70,7 +70,17 @@ class TiresiasScheduler:
     def _victims(
         self, job: Job, q: int, running_q: list[tuple[int, int, Job]], ctx: PassContext
     ) -> list[Job] | None:
+        """Running jobs of lower queues whose GPUs let ``job`` start, as few as needed; ``[]``
+        when the victims already on their way out are enough; None when no set is."""
         cap = ctx.state.cap.copy()
+        # Victims still saving their checkpoint give their GPUs back soon: a job that fits with
+        # those waits for them rather than preempting more (several passes run within a grace).
+        coming = [r.alloc for _, _, r in running_q if r.alloc and ctx.is_preempting(r)]
+        if coming:
+            for alloc in coming:
+                cap.give(alloc)
+            if ctx.place(job, cap) is not None:
+                return []
         chosen: list[Job] = []
         for rq, _, r in running_q:
             if rq <= q or len(chosen) >= self.max_victims:
