@@ -5,9 +5,9 @@ after the launch latency (plus the restore of a checkpoint, for a job that resum
 the job has left; a ``Kill`` ends the run at once, keeping the work up to the last checkpoint; a
 ``Signal`` (SIGTERM) makes a job that checkpoints on the signal (its spec says so, or the
 preemption asked for a suspension) save its work and exit ``checkpoint_save_ms`` later, as a
-live job that catches SIGTERM does; a ``Cleanup`` becomes
-``CleanupDone`` after the epilog time. Every GPU-millisecond a job holds is booked to one term of
-the efficiency model (``phalanx.sim.records.JobRecord``).
+live job that catches SIGTERM does; a ``Cleanup`` becomes ``CleanupDone`` after the epilog
+time. Every GPU-millisecond a job holds is booked to one term of the efficiency model
+(``phalanx.sim.records.JobRecord``).
 """
 
 from __future__ import annotations
