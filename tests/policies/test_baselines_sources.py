@@ -92,7 +92,7 @@ def test_k8s_least_allocated_places_a_pod_on_the_emptiest_node() -> None:
 
 def test_k8s_places_the_pods_of_two_gangs_independently_and_they_deadlock() -> None:
     """kube-scheduler schedules one pod at a time, with no notion of the job the pod belongs
-    to (scheduling framework, "scheduling cycle ... for a single Pod"); distributed training
+    to (scheduling framework: each scheduling cycle is for a single pod); distributed training
     on it can deadlock when two jobs each hold part of the cluster (kubeflow/training-operator
     #165, the reason for coscheduling). 3 nodes of 4 GPUs, a 2-GPU pod running: gang A
     (3 pods of 4 GPUs) gets two nodes, gang B (3 pods of 2 GPUs) the GPUs left: neither can
@@ -113,9 +113,9 @@ def test_k8s_places_the_pods_of_two_gangs_independently_and_they_deadlock() -> N
 
 
 def test_kueue_best_effort_fifo_admits_a_later_workload_that_fits_past_a_blocked_head() -> None:
-    """Kueue v0.10 ClusterQueue queueingStrategy BestEffortFIFO (the default): "older
-    workloads that can't be admitted will not block newer workloads that fit in the available
-    quota". With borrowing off, queue ``a`` (nominal 8 GPUs) runs 4; its 8-GPU head does not
+    """Kueue v0.10 ClusterQueue queueingStrategy BestEffortFIFO (the default): older
+    workloads that cannot be admitted do not block newer workloads that fit in the available
+    quota (StrictFIFO: they do). With borrowing off, queue ``a`` (nominal 8 GPUs) runs 4; its 8-GPU head does not
     fit the quota left and waits for quota, and the 4-GPU workload behind it is admitted."""
     profile = dataclasses.replace(POLICIES["kueue"], params={"admit/quota": {"borrowing": False}})
     cluster = small_cluster(nodes=2, gpus=8, per_leaf=2, quotas={"a": 8, "b": 8})
@@ -131,8 +131,8 @@ def test_kueue_best_effort_fifo_admits_a_later_workload_that_fits_past_a_blocked
 
 
 def test_kueue_borrows_unused_quota_of_the_cohort() -> None:
-    """Kueue v0.10 cohorts: "ClusterQueues in the same cohort can borrow unused quota from
-    each other" (borrowingLimit unset: no limit). Queue ``a`` (nominal 8) gets 16 GPUs while
+    """Kueue v0.10 cohorts: ClusterQueues of one cohort borrow each other's unused quota
+    (borrowingLimit unset: no limit). Queue ``a`` (nominal 8) gets 16 GPUs while
     ``b`` uses nothing; once ``b`` submits, it is admitted within its nominal quota as ``a``'s
     borrowed workloads end."""
     cluster = small_cluster(nodes=2, gpus=8, per_leaf=2, quotas={"a": 8, "b": 8})
@@ -168,8 +168,8 @@ def test_volcano_gang_never_starts_a_partial_job() -> None:
 
 
 def test_volcano_drf_serves_the_queue_with_the_lowest_dominant_share_first() -> None:
-    """Volcano v1.10 drf plugin ("the job with the lowest dominant resource share is
-    scheduled first") and proportion plugin (queues ordered by their share of what they
+    """Volcano v1.10 drf plugin (the lowest dominant resource share is scheduled
+    first) and proportion plugin (queues ordered by their share of what they
     deserve; equal weights here): the queue with the lowest dominant share is served first.
     Account ``a`` already holds 4 of 8 GPUs; of the pending 4-GPU jobs, ``b``'s is served
     before ``a``'s older one."""
@@ -185,8 +185,8 @@ def test_volcano_drf_serves_the_queue_with_the_lowest_dominant_share_first() -> 
 
 
 def test_volcano_binpack_fills_the_fullest_node_first() -> None:
-    """Volcano v1.10 binpack plugin: "score nodes by resource usage ... place pods on the
-    nodes with the most allocated resources first" to keep whole nodes free. A 1-GPU job goes
+    """Volcano v1.10 binpack plugin: nodes score higher the more of them is allocated, so
+    pods fill busy nodes first and whole nodes stay free. A 1-GPU job goes
     to the node that has 2 GPUs left, not to an empty one."""
     d = EngineDriver(small_cluster(nodes=3, gpus=8, per_leaf=3), "volcano")
     [a] = d.submit(make_job(gpus=6, time_limit=10 * HOUR))
