@@ -76,8 +76,8 @@ def test_slurm_backfill_starts_a_job_that_ends_before_the_reservation_and_not_a_
 
 def test_k8s_least_allocated_places_a_pod_on_the_emptiest_node() -> None:
     """kube-scheduler v1.32 default profile, NodeResourcesFit with scoringStrategy
-    LeastAllocated: "favors nodes with fewer allocated resources". A 1-GPU pod goes to the
-    node with the most free GPUs, not the fullest one that fits."""
+    LeastAllocated, which scores highest the nodes with the least allocated. A 1-GPU pod goes
+    to the node with the most free GPUs, not the fullest one that fits."""
     d = EngineDriver(small_cluster(nodes=3, gpus=8, per_leaf=3), "k8s-default")
     [a] = d.submit(make_job(gpus=6, time_limit=10 * HOUR))
     [b] = d.submit(make_job(gpus=2, time_limit=10 * HOUR))
@@ -115,8 +115,9 @@ def test_k8s_places_the_pods_of_two_gangs_independently_and_they_deadlock() -> N
 def test_kueue_best_effort_fifo_admits_a_later_workload_that_fits_past_a_blocked_head() -> None:
     """Kueue v0.10 ClusterQueue queueingStrategy BestEffortFIFO (the default): older
     workloads that cannot be admitted do not block newer workloads that fit in the available
-    quota (StrictFIFO: they do). With borrowing off, queue ``a`` (nominal 8 GPUs) runs 4; its 8-GPU head does not
-    fit the quota left and waits for quota, and the 4-GPU workload behind it is admitted."""
+    quota (StrictFIFO: they do). With borrowing off, queue ``a`` (nominal 8 GPUs) runs 4; its
+    8-GPU head does not fit the quota left and waits for quota, and the 4-GPU workload behind
+    it is admitted."""
     profile = dataclasses.replace(POLICIES["kueue"], params={"admit/quota": {"borrowing": False}})
     cluster = small_cluster(nodes=2, gpus=8, per_leaf=2, quotas={"a": 8, "b": 8})
     d = EngineDriver(cluster, profile)
@@ -152,7 +153,7 @@ def test_kueue_borrows_unused_quota_of_the_cohort() -> None:
 
 def test_volcano_gang_never_starts_a_partial_job() -> None:
     """Volcano v1.10 gang plugin: a job is dispatched only when minAvailable tasks can be
-    allocated together ("all or nothing"); unlike kube-scheduler no pod of it holds a node
+    allocated together (all or nothing); unlike kube-scheduler no pod of it holds a node
     meanwhile. A 3-node gang on a cluster with 2 free nodes gets nothing; a 1-node job
     behind it starts (allocate skips the gang, no reservation)."""
     d = EngineDriver(small_cluster(nodes=3, gpus=8, per_leaf=3), "volcano")
