@@ -152,3 +152,19 @@ def test_tiresias_waits_for_a_victim_still_saving_rather_than_preempting_another
     d.advance(2 * HOUR + MINUTE)
     assert d.state(new) is JobState.RUNNING
     assert sorted(d.state(j) is JobState.RUNNING for j in (a, b)) == [False, True]
+
+
+def test_tiresias_preempts_by_the_queues_of_the_priority_plugin() -> None:
+    # Thresholds set on priority/las alone also decide whom sched/tiresias may preempt.
+    base = POLICIES["tiresias"]
+    params = {"priority/las": {"thresholds_gpu_ms": [100 * HOUR]}}
+    d = EngineDriver(
+        small_cluster(nodes=1, gpus=8, per_leaf=1), dataclasses.replace(base, params=params)
+    )
+    [old] = d.submit(make_job(gpus=8, time_limit=100 * HOUR))
+    d.settle()
+    d.advance(2 * HOUR)  # 16 GPU-hours: still the first of two queues
+    [new] = d.submit(make_job(gpus=8, time_limit=HOUR))
+    d.advance(3 * HOUR)
+    assert d.decisions("preempt") == [] and d.state(new) is JobState.PENDING
+    assert d.state(old) is JobState.RUNNING

@@ -27,13 +27,19 @@ class TiresiasScheduler:
     plugin = "sched/tiresias"
 
     def __init__(self, params: Mapping[str, object]) -> None:
+        self._params = params
         self.las = LasPriority(params)
+        self._las_from_priority = False
         max_victims = params.get("max_victims", 16)
         self.max_victims = int(max_victims) if isinstance(max_victims, int) else 16
         min_run = params.get("min_run_ms", 5 * MINUTE)
         self.min_run = int(min_run) if isinstance(min_run, int) else 5 * MINUTE
 
     def schedule(self, ctx: PassContext) -> None:
+        if not self._las_from_priority:
+            # The queues are the priority plugin's: its thresholds, unless set here as well.
+            self.las = LasPriority({**ctx.params("priority/las"), **self._params})
+            self._las_from_priority = True
         now = ctx.now
         state = ctx.state
         failed: dict[object, Status] = {}
