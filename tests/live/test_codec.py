@@ -48,6 +48,7 @@ FULL = JobSpec(
     exclusive=True,
     requeue=False,
     checkpoint_interval=10 * MINUTE,
+    checkpoint_on_signal=True,
     signal=10,
     signal_lead=90 * SECOND,
     dependencies=(
