@@ -5,22 +5,27 @@ profile's select plugin). A pending job that does not fit preempts running jobs 
 lower-priority queues (highest queue index first, then the newest), as few as it needs. The
 victims are suspended: signalled to checkpoint now, given the profile's ``suspend_grace`` to
 save, and requeued with their work up to the signal (as Tiresias suspends a job with a
-checkpoint taken at preemption). A job that started less than ``min_run_ms``
-ago is not a victim (the lease of the paper's scheduling interval).
+checkpoint taken at preemption). A job that started less than ``min_run_ms`` ago is not a
+victim (the lease of the paper's scheduling interval).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import bisect
+import itertools
+from collections.abc import Iterable, Mapping
+from operator import itemgetter
 
 from phalanx.domain.state import Reason
-from phalanx.domain.time import MINUTE
+from phalanx.domain.time import MINUTE, Instant
 from phalanx.policies.priority_simple import LasPriority
 from phalanx.sched.job import Job
 from phalanx.sched.protocols import PassContext
 from phalanx.sched.status import Status
 
 __all__ = ["TiresiasScheduler"]
+
+_first_two = itemgetter(0, 1)
 
 
 class TiresiasScheduler:
@@ -58,10 +63,7 @@ class TiresiasScheduler:
             # The job's queue with its promotion (release: a promoted job preempts as a Q0 job).
             q = self.las.queue(job, now)
             if running_q is None:
-                running_q = sorted(
-                    ((self.las.queue(r, now), r.seq, r) for r in ctx.running()),
-                    key=lambda t: (-t[0], -t[1]),
-                )
+                running_q = self._by_queue(ctx.running(), now)
             victims = self._victims(job, q, running_q, ctx)
             if victims:
                 ctx.preempt(victims, job)
@@ -72,6 +74,28 @@ class TiresiasScheduler:
             status = Status.wait(Reason.RESOURCES, self.plugin)
             failed[job.key] = status
             ctx.wait(job, status)
+
+    def _by_queue(self, running: Iterable[Job], now: Instant) -> list[tuple[int, int, Job]]:
+        """Running jobs as ``(queue, seq, job)``, lowest-priority queue first, then newest.
+
+        ``LasPriority.queue`` of a running job inlined (its LAS service: attained since its
+        last promotion, which ``service_base_gpu_ms`` in its factors records): a deep queue
+        blocks in nearly every pass, and every pass needs this order afresh."""
+        thresholds = self.las.thresholds
+        ordered = all(a <= b for a, b in itertools.pairwise(thresholds))
+        last = len(thresholds)
+        keyed: list[tuple[int, int, Job]] = []
+        for r in running:
+            attained = r.attained_gpu_ms - int(r.factors.get("service_base_gpu_ms", 0.0))
+            if r.start is not None and r.alloc is not None:
+                attained += int(r.alloc.gpus * (now - r.start))
+            if ordered:
+                q = bisect.bisect_right(thresholds, attained)
+            else:
+                q = next((i for i, t in enumerate(thresholds) if attained < t), last)
+            keyed.append((-q, -r.seq, r))
+        keyed.sort(key=_first_two)  # seq is unique: jobs themselves are never compared
+        return [(-nq, -ns, r) for nq, ns, r in keyed]
 
     def _victims(
         self, job: Job, q: int, running_q: list[tuple[int, int, Job]], ctx: PassContext
