@@ -54,17 +54,17 @@ def test_slurm_backfill_starts_a_job_that_ends_before_the_reservation_and_not_a_
     priority jobs if doing so does not delay the expected start time of any higher priority
     job"; the top job gets a reservation at its expected start (bf_max_job_test, EASY with the
     reference configuration's one reservation). Of two 2-GPU jobs behind a blocked 8-GPU job
-    that can start in 1 h, the 30-minute one starts now; the 2-hour one would delay it and
-    waits."""
+    that can start in 1 h, the 30-minute one starts at the next backfill pass (bf_interval,
+    30 s by default, after the one at 0); the 2-hour one would delay it and waits."""
     d = EngineDriver(small_cluster(nodes=1, gpus=8, per_leaf=1), "slurm")
     d.submit(make_job(gpus=6, time_limit=HOUR), runtime=HOUR)
     d.settle()
     [top] = d.submit(make_job(gpus=8, time_limit=HOUR), runtime=HOUR)
     [long] = d.submit(make_job(gpus=2, time_limit=2 * HOUR), runtime=2 * HOUR)
     [short] = d.submit(make_job(gpus=2, time_limit=30 * MINUTE), runtime=30 * MINUTE)
-    d.settle()
+    d.advance(30 * SECOND)
     assert d.job(top).expected_start == HOUR
-    assert d.state(short) is JobState.RUNNING
+    assert d.state(short) is JobState.RUNNING and d.job(short).start == 30 * SECOND
     assert d.state(long) is JobState.PENDING
     d.advance(HOUR)
     assert d.state(top) is JobState.RUNNING and d.job(top).start == HOUR
