@@ -7,6 +7,7 @@ import pytest
 from phalanx.domain.state import JobState, Reason
 from phalanx.domain.time import HOUR, MINUTE
 from phalanx.engine.commands import Launch
+from phalanx.engine.decisions import Started
 from phalanx.testing import EngineDriver, make_job, small_cluster
 
 
@@ -34,7 +35,7 @@ def test_fifo_blocks_everything_behind_the_first_blocked_job() -> None:
 
 def test_backfill_starts_a_short_small_job_that_ends_before_the_reservation() -> None:
     d, _, head, small = blocked_head("slurm", 30 * MINUTE)
-    assert d.decisions("start", small)[0][0] == 0
+    assert d.decisions(Started, small)[0].at == 0
     assert d.state(small) is JobState.RUNNING
     assert d.state(head) is JobState.PENDING
     assert d.job(head).expected_start == HOUR  # EASY: the head's reservation is known
