@@ -73,9 +73,9 @@ class Simulator:
             cleanup_ms=cleanup_ms,
             keep_segments=keep_segments,
         )
-        runs = SimulatedRuns(self.executor)
-        self.driver = Driver(self.engine, VirtualClock(), observer=runs)
-        runs.deliver = self.driver.deliver
+        self.driver = Driver(self.engine, VirtualClock())
+        runs = SimulatedRuns(self.executor, self.driver.deliver)
+        self.driver.observer = runs
         self.driver.attach(runs)
 
     def run(self, progress: Callable[[int, int], None] | None = None) -> RunRecord:
@@ -145,9 +145,9 @@ class SimulatedRuns:
 
     __slots__ = ("deliver", "executor")
 
-    def __init__(self, executor: SimulatedExecutor) -> None:
+    def __init__(self, executor: SimulatedExecutor, deliver: Callable[[Event], None]) -> None:
         self.executor = executor
-        self.deliver: Callable[[Event], None] = _unbound
+        self.deliver = deliver
 
     def launch(self, cmd: Launch, at: Instant) -> None:
         alloc = cmd.alloc
@@ -176,7 +176,3 @@ class SimulatedRuns:
             executor.cleanup_done(event.at, event.job_id)
         if decisions:
             executor.observe(decisions)
-
-
-def _unbound(event: Event) -> None:
-    raise RuntimeError("SimulatedRuns.deliver is not bound to a driver")
