@@ -637,9 +637,7 @@ class Engine:
         job = self.jobs.get(event.job_id)
         if job is None or job.state.is_final:
             return
-        self.decisions.add(
-            Updated(self._now, job.id, event.hold, event.time_limit, event.priority)
-        )
+        self.decisions.add(Updated(self._now, job.id, event.hold, event.time_limit, event.priority))
         if event.time_limit is not None and event.time_limit > 0:
             job.time_limit = event.time_limit
             self.state.bounds.pop(job.id, None)

@@ -13,12 +13,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from phalanx.agent.tasks import RunKey, TaskRunner
-from phalanx.api.wire import AgentCommand
 from phalanx.config.clusterspec import regular_cluster
 from phalanx.domain.jobspec import JobSpec
 from phalanx.engine import Engine
 from phalanx.live.controller import Controller
 from phalanx.policies.catalog import POLICIES
+from phalanx.protocol.agent import AgentCommand, AgentHello, AgentReports
 from phalanx.runtime import MemoryJournal
 
 __all__ = ["LiveStack", "LocalAgents", "live_stack"]
@@ -27,16 +27,28 @@ __all__ = ["LiveStack", "LocalAgents", "live_stack"]
 class LocalAgents:
     """Every node's agent, played in this process by one ``TaskRunner`` (emulated nodes are
     all this machine, and a runner reaps every child of the process): what the fleet sends
-    to the nodes of one run is started as one run, and its end is reported for each node."""
+    to the nodes of one run is started as one run, and its end is reported for each node.
+    Each node's agent registers once, as a new incarnation, and keeps its epoch."""
+
+    BOOT_ID = "local"
 
     def __init__(self, controller: Controller) -> None:
         self._controller = controller
         self.runner = TaskRunner()
-        self._after = {name: 0 for name in controller.fleet.agents}
+        self._after = {node.name: 0 for node in controller.cluster.nodes}
+        self._epoch: dict[str, int] = {}
         self._nodes: dict[RunKey, list[str]] = {}
         """The nodes each run was launched on, until its end is acknowledged."""
-        for name in self._after:
-            controller.register({"node": name, "boot_id": "local", "runs": []})
+        for node in controller.cluster.nodes:
+            hello = AgentHello(
+                node=node.name,
+                boot_id=self.BOOT_ID,
+                cpus=node.cpus,
+                memory_mb=node.memory_mb,
+                gpus=node.gpus,
+                gpu_model=node.gpu_model,
+            )
+            self._epoch[node.name], _ = controller.register(hello)
 
     def step(self) -> None:
         """Take every node's commands and carry them out, then report what ended."""
@@ -45,14 +57,15 @@ class LocalAgents:
         launches: dict[RunKey, AgentCommand] = {}
         others: dict[tuple[str, RunKey, int], AgentCommand] = {}
         for node, after in self._after.items():
-            for raw in controller.fleet.take(node, after, now):
-                cmd = AgentCommand.model_validate(raw)
+            for cmd in controller.fleet.take(node, after, now):
                 self._after[node] = max(self._after[node], cmd.seq)
                 key = (cmd.job_id, cmd.run)
                 if cmd.kind == "launch":
                     self._nodes.setdefault(key, []).append(node)
                     if key in launches:
-                        launches[key].tasks.extend(cmd.tasks)
+                        # A copy: the fleet keeps its own until the node acknowledges it.
+                        tasks = launches[key].tasks + cmd.tasks
+                        launches[key] = launches[key].model_copy(update={"tasks": tasks})
                     else:
                         launches[key] = cmd
                 else:
@@ -68,10 +81,10 @@ class LocalAgents:
         self.runner.reap()
         for report in self.runner.unacked():
             key = (report.job_id, report.run)
-            body = report.model_dump()
             acked: set[RunKey] = set()
             for node in self._nodes.get(key, []):
-                acked.update(tuple(k) for k in controller.reports(node, [body]))  # type: ignore[misc]
+                body = AgentReports(boot_id=self.BOOT_ID, epoch=self._epoch[node], reports=[report])
+                acked.update(controller.reports(node, body))
             if key in acked:
                 self.runner.acknowledge([report])
                 self._nodes.pop(key, None)
