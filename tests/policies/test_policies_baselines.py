@@ -6,6 +6,7 @@ import dataclasses
 
 from phalanx.domain.state import JobState, Reason
 from phalanx.domain.time import HOUR, MINUTE
+from phalanx.engine.decisions import Deadlocked, Preempted, Unheld
 from phalanx.policies.catalog import POLICIES
 from phalanx.testing import EngineDriver, make_job, small_cluster
 
@@ -31,8 +32,8 @@ def test_k8s_holds_partial_pods_and_counts_the_deadlock_once() -> None:
     assert d.job(a).reason == Reason.GANG_WAIT and d.job(b).reason == Reason.GANG_WAIT
     assert d.engine.state.free_gpus == 0
     assert d.engine.deadlocks == 1
-    [entry] = d.decisions("deadlock")
-    assert entry[3][0] == (a, b)
+    [entry] = d.decisions(Deadlocked)
+    assert entry.jobs == (a, b)
     d.advance(5 * MINUTE)  # more passes while stuck do not count the same deadlock again
     d.run_pass()
     assert d.engine.deadlocks == 1
@@ -41,9 +42,9 @@ def test_k8s_holds_partial_pods_and_counts_the_deadlock_once() -> None:
 def test_k8s_releases_holds_after_the_timeout() -> None:
     d, _, a, b = k8s_deadlock()
     d.advance(10 * MINUTE)
-    unheld = {e[2] for e in d.decisions("unhold")}
+    unheld = {e.job_id for e in d.decisions(Unheld)}
     assert unheld == {a, b}
-    assert all(e[0] == 10 * MINUTE for e in d.decisions("unhold"))
+    assert all(e.at == 10 * MINUTE for e in d.decisions(Unheld))
 
 
 def test_k8s_gang_runs_once_its_last_pod_is_placed() -> None:
@@ -104,7 +105,7 @@ def test_tiresias_preempts_a_job_of_a_lower_priority_queue() -> None:
     d.advance(2 * HOUR)  # 16 GPU-hours attained: queue 2
     [new] = d.submit(make_job(gpus=8, time_limit=HOUR))
     d.settle()
-    assert [e[2] for e in d.decisions("preempt")] == [old]
+    assert [e.job_id for e in d.decisions(Preempted)] == [old]
     assert d.state(new) is JobState.RUNNING
     assert d.state(old) is JobState.PENDING and d.job(old).restarts == 1
     assert d.job(old).attained_gpu_ms == 16 * HOUR
@@ -117,7 +118,7 @@ def test_tiresias_does_not_preempt_within_the_same_queue() -> None:
     d.advance(5 * MINUTE)  # 40 GPU-minutes: still queue 0
     [new] = d.submit(make_job(gpus=8))
     d.settle()
-    assert d.decisions("preempt") == []
+    assert d.decisions(Preempted) == []
     assert d.state(old) is JobState.RUNNING and d.state(new) is JobState.PENDING
 
 
