@@ -24,7 +24,7 @@ from phalanx.engine import (
     TasksExited,
     TimerFired,
 )
-from phalanx.engine.commands import PASS
+from phalanx.engine.timers import PASS
 from phalanx.live.codec import decode, encode, spec_from_dict, spec_to_dict
 
 FULL = JobSpec(

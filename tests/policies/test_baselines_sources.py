@@ -12,6 +12,7 @@ from phalanx.config.clusterspec import regular_cluster
 from phalanx.domain.jobspec import JobSpec
 from phalanx.domain.state import JobState, Reason
 from phalanx.domain.time import HOUR, MINUTE, SECOND
+from phalanx.engine.decisions import Held, Preempted
 from phalanx.policies.catalog import POLICIES
 from phalanx.policies.priority_simple import DEFAULT_THRESHOLDS
 from phalanx.sched.profile import Profile
@@ -164,7 +165,7 @@ def test_volcano_gang_never_starts_a_partial_job() -> None:
     d.settle()
     assert d.state(busy) is JobState.RUNNING
     assert d.state(gang) is JobState.PENDING
-    assert d.job(gang).holds == [] and d.decisions("hold") == []
+    assert d.job(gang).holds == [] and d.decisions(Held) == []
     assert d.state(single) is JobState.RUNNING
 
 
@@ -213,12 +214,12 @@ def test_tiresias_demotes_a_job_once_its_gpu_time_passes_the_threshold() -> None
     d.advance(threshold - SECOND)
     [new] = d.submit(make_job(gpus=1, time_limit=HOUR))
     d.settle()
-    assert d.decisions("preempt") == [] and d.state(new) is JobState.PENDING
+    assert d.decisions(Preempted) == [] and d.state(new) is JobState.PENDING
     d.advance(threshold + 5 * MINUTE)  # demoted to Q1; the next recalculation looks again
-    [preempt] = d.decisions("preempt")
-    assert preempt[2] == old
+    [preempt] = d.decisions(Preempted)
+    assert preempt.job_id == old
     grace = POLICIES["tiresias"].suspend_grace  # time to save before the kill
-    d.advance(preempt[0] + grace)
+    d.advance(preempt.at + grace)
     assert d.state(new) is JobState.RUNNING and d.state(old) is JobState.PENDING
 
 

@@ -7,6 +7,7 @@ import dataclasses
 from phalanx.domain.state import JobState, Reason
 from phalanx.domain.time import HOUR, MINUTE, SECOND
 from phalanx.engine.commands import Signal
+from phalanx.engine.decisions import Deadlocked, Preempted, Unheld
 from phalanx.policies.catalog import POLICIES
 from phalanx.testing import EngineDriver, make_job, small_cluster
 
@@ -32,8 +33,8 @@ def test_k8s_holds_partial_pods_and_counts_the_deadlock_once() -> None:
     assert d.job(a).reason == Reason.GANG_WAIT and d.job(b).reason == Reason.GANG_WAIT
     assert d.engine.state.free_gpus == 0
     assert d.engine.deadlocks == 1
-    [entry] = d.decisions("deadlock")
-    assert entry[3][0] == (a, b)
+    [entry] = d.decisions(Deadlocked)
+    assert entry.jobs == (a, b)
     d.advance(5 * MINUTE)  # more passes while stuck do not count the same deadlock again
     d.run_pass()
     assert d.engine.deadlocks == 1
@@ -42,9 +43,9 @@ def test_k8s_holds_partial_pods_and_counts_the_deadlock_once() -> None:
 def test_k8s_releases_holds_after_the_timeout() -> None:
     d, _, a, b = k8s_deadlock()
     d.advance(10 * MINUTE)
-    unheld = {e[2] for e in d.decisions("unhold")}
+    unheld = {e.job_id for e in d.decisions(Unheld)}
     assert unheld == {a, b}
-    assert all(e[0] == 10 * MINUTE for e in d.decisions("unhold"))
+    assert all(e.at == 10 * MINUTE for e in d.decisions(Unheld))
 
 
 def test_k8s_gang_runs_once_its_last_pod_is_placed() -> None:
@@ -105,7 +106,7 @@ def test_tiresias_preempts_a_job_of_a_lower_priority_queue() -> None:
     d.advance(2 * HOUR)  # 16 GPU-hours attained: queue 2
     [new] = d.submit(make_job(gpus=8, time_limit=HOUR))
     d.settle()
-    assert [e[2] for e in d.decisions("preempt")] == [old]
+    assert [e.job_id for e in d.decisions(Preempted)] == [old]
     assert [s.job_id for s in d.sent(Signal)] == [old]  # suspended: asked to checkpoint now
     d.advance(2 * HOUR + MINUTE)  # the kill after the suspend grace
     assert d.state(new) is JobState.RUNNING
@@ -120,7 +121,7 @@ def test_tiresias_does_not_preempt_within_the_same_queue() -> None:
     d.advance(5 * MINUTE)  # 40 GPU-minutes: still queue 0
     [new] = d.submit(make_job(gpus=8))
     d.settle()
-    assert d.decisions("preempt") == []
+    assert d.decisions(Preempted) == []
     assert d.state(old) is JobState.RUNNING and d.state(new) is JobState.PENDING
 
 
@@ -145,10 +146,10 @@ def test_tiresias_waits_for_a_victim_still_saving_rather_than_preempting_another
     d.advance(2 * HOUR)  # both in the last queue
     [new] = d.submit(make_job(gpus=8, time_limit=HOUR))
     d.settle()
-    [first] = d.decisions("preempt")
+    [first] = d.decisions(Preempted)
     d.advance(2 * HOUR + 10 * SECOND)
     d.run_pass()  # another pass within the victim's grace
-    assert d.decisions("preempt") == [first]
+    assert d.decisions(Preempted) == [first]
     d.advance(2 * HOUR + MINUTE)
     assert d.state(new) is JobState.RUNNING
     assert sorted(d.state(j) is JobState.RUNNING for j in (a, b)) == [False, True]
@@ -166,5 +167,5 @@ def test_tiresias_preempts_by_the_queues_of_the_priority_plugin() -> None:
     d.advance(2 * HOUR)  # 16 GPU-hours: still the first of two queues
     [new] = d.submit(make_job(gpus=8, time_limit=HOUR))
     d.advance(3 * HOUR)
-    assert d.decisions("preempt") == [] and d.state(new) is JobState.PENDING
+    assert d.decisions(Preempted) == [] and d.state(new) is JobState.PENDING
     assert d.state(old) is JobState.RUNNING

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from phalanx.domain.cluster import PreemptMode
 from phalanx.domain.jobspec import SIGNALS
 from phalanx.domain.time import HOUR, MINUTE, SECOND
+from phalanx.engine.decisions import Preempted
 from phalanx.sim.executor import SimulatedExecutor
 from phalanx.sim.records import JobRecord
 
@@ -29,7 +31,7 @@ def _executor(saver: bool = True) -> SimulatedExecutor:
 
 
 def _preempt(ex: SimulatedExecutor, at: int) -> None:
-    ex.observe([(at, "preempt", 1, (1, 2, "requeue"))])
+    ex.observe([Preempted(at, 1, 1, 2, PreemptMode.REQUEUE)])
 
 
 def test_a_saver_keeps_its_work_up_to_the_signal_and_restores_at_relaunch() -> None:
@@ -79,13 +81,13 @@ def test_a_job_that_does_not_checkpoint_on_signal_ignores_it() -> None:
 def test_a_suspension_asks_any_job_to_checkpoint_at_the_signal() -> None:
     ex = _executor(saver=False)
     ex.launch(0, 1, 1, 8.0, (0,))
-    ex.observe([(HOUR, "preempt", 1, (1, 2, "requeue", True))])
+    ex.observe([Preempted(HOUR, 1, 1, 2, PreemptMode.REQUEUE, True)])
     exit_ = ex.signal(HOUR, 1, 1, TERM)
     assert exit_ is not None and ex.saved(exit_.at, 1, 1)
     assert ex.records[1].lost_gpu_ms == 0 and ex.suspending == set()
     plain = _executor(saver=False)
     plain.launch(0, 1, 1, 8.0, (0,))
-    plain.observe([(HOUR, "preempt", 1, (1, 2, "requeue", False))])
+    plain.observe([Preempted(HOUR, 1, 1, 2, PreemptMode.REQUEUE, False)])
     assert plain.signal(HOUR, 1, 1, TERM) is None
 
 

@@ -12,9 +12,23 @@ time. Every GPU-millisecond a job holds is booked to one term of the efficiency 
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
+from typing import Any
+
 from phalanx.domain.jobspec import SIGNALS
 from phalanx.domain.time import SECOND, Duration, Instant
-from phalanx.engine.decisions import Decision
+from phalanx.engine.decisions import (
+    Cancelled,
+    Decision,
+    Ended,
+    Held,
+    NodeFailure,
+    Preempted,
+    Rejected,
+    Requeued,
+    TimedOut,
+    Unheld,
+)
 from phalanx.engine.events import CleanupDone, TasksExited
 from phalanx.sim.records import JobRecord, Segment
 
@@ -86,6 +100,18 @@ class SimulatedExecutor:
         self.timeline: list[tuple[Instant, float]] = [(0, 0.0)]
         self.segments: list[Segment] = []
         self.finished = 0
+        self._on: dict[type, Callable[[Any], None]] = {
+            Preempted: self._preempted,
+            TimedOut: self._final_kill,
+            Cancelled: self._final_kill,
+            NodeFailure: self._node_failure,
+            Requeued: self._requeued,
+            Ended: self._ended,
+            Rejected: self._rejected,
+            Held: self._held,
+            Unheld: self._unheld,
+        }
+        """What each kind of decision books (the others book nothing here)."""
 
     # -- allocation timeline --------------------------------------------------------------
     def _alloc(self, at: Instant, delta: float) -> None:
@@ -147,7 +173,13 @@ class SimulatedExecutor:
         current (not ended or killed before the save was done). The work up to the signal is
         kept; the save is booked as eviction when a preemption asked for it."""
         state = self.runs.get(job_id)
-        if state is None or state.run != run or state.stopped or state.saving_from is None:
+        if (
+            state is None
+            or state.run != run
+            or state.stopped
+            or state.saving_from is None
+            or at != state.saving_from + self.save_ms  # another exit of the run, not the save's
+        ):
             return False
         state.stopped = True
         self.suspending.discard(job_id)
@@ -210,41 +242,49 @@ class SimulatedExecutor:
         del self.runs[job_id]
 
     # -- what the engine decided ----------------------------------------------------------
-    def observe(self, decisions: list[Decision]) -> None:
-        for at, kind, job_id, detail in decisions:
-            if kind == "preempt":
-                self.preempted_at[job_id] = at
-                if len(detail) > 3 and detail[3]:
-                    self.suspending.add(job_id)
-                self.records[job_id].preemptions += 1
-            elif kind in ("timeout", "cancel"):
-                self.final_kill.add(job_id)
-            elif kind == "node_fail":
-                self.records[job_id].node_failures += 1
-            elif kind == "requeue":
-                self.records[job_id].restarts += 1
-            elif kind == "end":
-                rec = self.records[job_id]
-                rec.state = str(detail[1])
-                rec.end = at
-                self.finished += 1
-            elif kind == "reject":
-                rec = self.records[job_id]
-                rec.rejected = str(detail[0])
-                rec.state = "REJECTED"
-                rec.end = at
-                self.finished += 1
-            elif kind == "hold":
-                nodes, gpus = detail
-                assert isinstance(nodes, tuple) and isinstance(gpus, float)
-                self.holds.setdefault((job_id, nodes), []).append(at)
-                self._alloc(at, gpus)
-                rec = self.records[job_id]
-                if rec.first_start is None:
-                    rec.first_start = at
-            elif kind == "unhold":
-                nodes, gpus = detail
-                assert isinstance(nodes, tuple) and isinstance(gpus, float)
-                since = self.holds[(job_id, nodes)].pop()
-                self.records[job_id].gang_wait_gpu_ms += int(gpus * (at - since))
-                self._alloc(at, -gpus)
+    def observe(self, decisions: Sequence[Decision]) -> None:
+        on = self._on
+        for d in decisions:
+            book = on.get(type(d))
+            if book is not None:
+                book(d)
+
+    def _preempted(self, d: Preempted) -> None:
+        self.preempted_at[d.job_id] = d.at
+        if d.suspend:
+            self.suspending.add(d.job_id)
+        self.records[d.job_id].preemptions += 1
+
+    def _final_kill(self, d: TimedOut | Cancelled) -> None:
+        self.final_kill.add(d.job_id)
+
+    def _node_failure(self, d: NodeFailure) -> None:
+        self.records[d.job_id].node_failures += 1
+
+    def _requeued(self, d: Requeued) -> None:
+        self.records[d.job_id].restarts += 1
+
+    def _ended(self, d: Ended) -> None:
+        rec = self.records[d.job_id]
+        rec.state = d.state.value
+        rec.end = d.at
+        self.finished += 1
+
+    def _rejected(self, d: Rejected) -> None:
+        rec = self.records[d.job_id]
+        rec.rejected = d.problem
+        rec.state = "REJECTED"
+        rec.end = d.at
+        self.finished += 1
+
+    def _held(self, d: Held) -> None:
+        self.holds.setdefault((d.job_id, d.nodes), []).append(d.at)
+        self._alloc(d.at, d.gpus)
+        rec = self.records[d.job_id]
+        if rec.first_start is None:
+            rec.first_start = d.at
+
+    def _unheld(self, d: Unheld) -> None:
+        since = self.holds[(d.job_id, d.nodes)].pop()
+        self.records[d.job_id].gang_wait_gpu_ms += int(d.gpus * (d.at - since))
+        self._alloc(d.at, -d.gpus)
