@@ -9,6 +9,7 @@ import pytest
 from phalanx.domain.state import JobState, Reason
 from phalanx.domain.time import HOUR, MINUTE, SECOND
 from phalanx.engine.commands import Launch
+from phalanx.engine.decisions import Started
 from phalanx.errors import ConfigError
 from phalanx.policies.backfill import BackfillScheduler
 from phalanx.policies.catalog import profile
@@ -44,7 +45,7 @@ def test_backfill_starts_a_short_small_job_that_ends_before_the_reservation() ->
     # small job comes bf_interval (30 s) after the previous one, at 0.
     assert d.state(small) is JobState.PENDING
     d.advance(30 * SECOND)
-    assert d.decisions("start", small)[0][0] == 30 * SECOND
+    assert d.decisions(Started, small)[0].at == 30 * SECOND
     assert d.state(small) is JobState.RUNNING
     assert d.state(head) is JobState.PENDING
     assert d.job(head).expected_start == HOUR  # EASY: the head's reservation is known
@@ -170,7 +171,7 @@ def test_between_backfill_passes_only_the_top_of_the_queue_may_start() -> None:
     d.advance(MINUTE - 1)
     assert d.state(small) is JobState.PENDING
     d.advance(MINUTE)  # the backfill pass it asked for
-    assert d.decisions("start", small)[0][0] == MINUTE
+    assert d.decisions(Started, small)[0].at == MINUTE
 
 
 @pytest.mark.parametrize("key", ["max_job_test", "resolution_ms", "interval_ms", "queue_depth"])

@@ -15,7 +15,7 @@ from phalanx.policies.priority_simple import BasicPriority, LasPriority
 from phalanx.policies.quota import QuotaAdmission
 from phalanx.policies.select_simple import BinpackSelect, SpreadSelect
 from phalanx.policies.select_topology import TopologySelect
-from phalanx.policies.tiresias import LasPreempt
+from phalanx.policies.tiresias import LasPreempt, TiresiasStep
 from phalanx.policies.volcano import DrfOrder
 from phalanx.sched.profile import Profile
 from phalanx.sched.registry import Registry
@@ -42,6 +42,7 @@ REGISTRY.register("preempt/las", LasPreempt)
 REGISTRY.register("sched/builtin", FifoScheduler)
 REGISTRY.register("sched/backfill", BackfillScheduler)
 REGISTRY.register("sched/greedy", GreedyScheduler)
+REGISTRY.register("sched/tiresias", TiresiasStep)
 
 if TYPE_CHECKING:  # every built-in plugin satisfies its point's Protocol (mypy checks it)
     from phalanx.sched import points
@@ -61,6 +62,7 @@ if TYPE_CHECKING:  # every built-in plugin satisfies its point's Protocol (mypy 
         BackfillScheduler,
         FifoScheduler,
         GreedyScheduler,
+        TiresiasStep,
     ]
 
 # Baselines that skip what does not fit say Resources for every such job (no "Priority"
@@ -146,10 +148,16 @@ POLICIES: dict[str, Profile] = {
         queue_sort="priority/las",
         score="select/topology",
         post_filter="preempt/las",
-        reservation="sched/greedy",
-        params={"sched/greedy": {**_SKIP, "victim_search_depth": "all"}},
+        reservation="sched/tiresias",
         pass_on_recalc=True,
-        description="Tiresias: discretised 2D-LAS with preemption.",
+        # Tiresias suspends a preempted job with a checkpoint taken at preemption: every victim
+        # is asked to save at the signal and gets a minute for it before the kill
+        # (docs/baselines.md).
+        suspend_grace=1 * MINUTE,
+        description=(
+            "Tiresias: discretised 2D-LAS (3 queues by GPU-time, PromoteKnob), preemption that "
+            "suspends victims with a checkpoint."
+        ),
     ),
     "phalanx": Profile(
         name="phalanx",

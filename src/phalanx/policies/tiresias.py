@@ -1,10 +1,14 @@
 """``preempt/las``: Tiresias' preemption (2D-LAS, NSDI'19) as a post-filter.
 
 A pending job that fits nowhere preempts running jobs of strictly lower-priority LAS queues
-(highest queue index first, then the newest), as few as it needs; the victims requeue and lose
-the work since their last checkpoint. A job that started less than ``min_run_ms`` ago is not a
-victim (the lease of the paper's scheduling interval). Tiresias' profile puts ``priority/las``
-at queue sort and ``sched/greedy`` (no reservations, every blocked job searches) after it.
+(highest queue index first, then the newest), as few as it needs; a job whose earlier victims
+are still saving and would let it fit waits for them. The victims are suspended: signalled to
+checkpoint now, given the profile's ``suspend_grace`` to save, and requeued with their work up
+to the signal. A job that started less than ``min_run_ms`` ago is not a victim (the lease of
+the paper's scheduling interval). The queues are ``priority/las``'s with these parameters
+(the same defaults; a profile that sets thresholds sets them for both). Tiresias' profile puts
+``priority/las`` at queue sort and ``sched/greedy`` (no reservations, every blocked job
+searches) at the reservation step.
 """
 
 from __future__ import annotations
@@ -15,11 +19,12 @@ from collections.abc import Iterable, Mapping
 from operator import itemgetter
 
 from phalanx.domain.time import MINUTE, Instant
-from phalanx.policies.priority_simple import LasPriority, las_queue
+from phalanx.policies.backfill import GreedyScheduler
+from phalanx.policies.priority_simple import LasPriority
 from phalanx.sched.context import PassContext
 from phalanx.sched.job import Job
 
-__all__ = ["LasPreempt"]
+__all__ = ["LasPreempt", "TiresiasStep"]
 
 _first_two = itemgetter(0, 1)
 
@@ -28,7 +33,9 @@ class LasPreempt:
     plugin = "preempt/las"
 
     def __init__(self, params: Mapping[str, object]) -> None:
+        self._params = params
         self.las = LasPriority(params)
+        self._las_from_priority = False
         max_victims = params.get("max_victims", 16)
         self.max_victims = int(max_victims) if isinstance(max_victims, int) else 16
         min_run = params.get("min_run_ms", 5 * MINUTE)
@@ -46,14 +53,15 @@ class LasPreempt:
     def _by_queue(self, running: Iterable[Job], now: Instant) -> list[tuple[int, int, Job]]:
         """Running jobs as ``(queue, seq, job)``, lowest-priority queue first, then newest.
 
-        ``LasPriority.queue`` of a running job inlined (a running job is never promoted): a
-        deep queue blocks in nearly every pass, and every pass needs this order afresh."""
+        ``LasPriority.queue`` of a running job inlined (its LAS service: attained since its
+        last promotion, which ``service_base_gpu_ms`` in its factors records): a deep queue
+        blocks in nearly every pass, and every pass needs this order afresh."""
         thresholds = self.las.thresholds
         ordered = all(a <= b for a, b in itertools.pairwise(thresholds))
         last = len(thresholds)
         keyed: list[tuple[int, int, Job]] = []
         for r in running:
-            attained = r.attained_gpu_ms
+            attained = r.attained_gpu_ms - int(r.factors.get("service_base_gpu_ms", 0.0))
             if r.start is not None and r.alloc is not None:
                 attained += int(r.alloc.gpus * (now - r.start))
             if ordered:
@@ -65,11 +73,26 @@ class LasPreempt:
         return [(-nq, -ns, r) for nq, ns, r in keyed]
 
     def victims(self, job: Job, ctx: PassContext) -> list[Job] | None:
-        # Starvation promotion only reorders the queue; preemption goes by attained service.
-        q = las_queue(job.attained_at(ctx.now), self.las.thresholds)
+        """Running jobs of lower queues whose GPUs let ``job`` start, as few as needed; ``[]``
+        when the victims already on their way out are enough; None when no set is."""
+        if not self._las_from_priority:
+            # The queues are the priority plugin's: its thresholds, unless set here as well.
+            self.las = LasPriority({**ctx.params("priority/las"), **self._params})
+            self._las_from_priority = True
+        # The job's queue with its promotion (release: a promoted job preempts as a Q0 job).
+        q = self.las.queue(job, ctx.now)
+        running_q = self._running(ctx)
         cap = ctx.state.cap.copy()
+        # Victims still saving their checkpoint give their GPUs back soon: a job that fits with
+        # those waits for them rather than preempting more (several passes run within a grace).
+        coming = [r.alloc for _, _, r in running_q if r.alloc and ctx.is_preempting(r)]
+        if coming:
+            for alloc in coming:
+                cap.give(alloc)
+            if ctx.place(job, cap) is not None:
+                return []
         chosen: list[Job] = []
-        for rq, _, r in self._running(ctx):
+        for rq, _, r in running_q:
             if rq <= q or len(chosen) >= self.max_victims:
                 break
             if ctx.is_preempting(r) or r.alloc is None:
@@ -79,5 +102,17 @@ class LasPreempt:
             cap.give(r.alloc)
             chosen.append(r)
             if ctx.place(job, cap) is not None:
+                # They leave this pass's list: later jobs do not count them as coming.
+                ctx.scratch[self.plugin] = [t for t in running_q if t[2] not in chosen]
                 return chosen
         return None
+
+
+class TiresiasStep(GreedyScheduler):
+    """``sched/tiresias``: the reservation step of Tiresias' profile: nothing reserved, every
+    blocked job waits for Resources after asking the post-filter for victims."""
+
+    plugin = "sched/tiresias"
+
+    def __init__(self, params: Mapping[str, object]) -> None:
+        super().__init__({**params, "reason": "Resources", "victim_search_depth": "all"})

@@ -7,7 +7,7 @@ itself. Plugins keep no state between passes except through the occupancy and jo
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Protocol
 
 from phalanx.domain.cluster import Cluster
@@ -38,6 +38,10 @@ class PassContext(Protocol):
     @property
     def scratch(self) -> dict[object, object]:
         """A cache for plugins, emptied at the start of every pass."""
+
+    def params(self, plugin: str) -> Mapping[str, object]:
+        """The profile's parameters for ``plugin`` (empty if none): a plugin that shares
+        another's settings (preemption by the queue sort's queues) reads them here."""
 
     def running(self) -> Iterable[Job]:
         """Jobs holding resources and running, in no particular order."""

@@ -33,7 +33,6 @@ class PassView:
         usage: Usage,
         running: dict[int, Job],
         wake_at: Callable[[Instant], None],
-        nonwhole_pending: Callable[[], int],
         points: Points,
         statuses: Statuses,
         holds: Holds,
@@ -46,13 +45,13 @@ class PassView:
         """The ``at`` of the event being handled (the engine keeps it current)."""
         self._running = running
         self.wake_at = wake_at
-        self._nonwhole_pending = nonwhole_pending
         self._statuses = statuses
         self._holds = holds
         self._preemption = preemption
         self._filters = points.filter
         self._score = points.score
         self._reserve = points.reserve
+        self.params = points.params
         self.scratch: dict[object, object] = {}
 
     def begin(self) -> None:
@@ -111,7 +110,7 @@ class PassView:
         self._statuses.expect(job, start)
 
     def more_than_whole_gpus_pending(self) -> bool:
-        return self._nonwhole_pending() > 0
+        return self._statuses.nonwhole > 0
 
     # -- GangContext ------------------------------------------------------------------------
     def waiting(self) -> Sequence[Job]:

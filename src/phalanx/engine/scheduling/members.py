@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from phalanx.domain.time import Instant
-from phalanx.engine.decisions import DecisionLog
+from phalanx.engine.decisions import Deadlocked, DecisionLog, Held, Unheld
 from phalanx.sched.capacity import Allocation
 from phalanx.sched.job import Job
 from phalanx.sched.occupancy import Occupancy
@@ -40,7 +40,7 @@ class Holds:
             if job.first_start is None:
                 job.first_start = now
         job.holds.append(alloc)
-        self._decisions.add(now, "hold", job.id, alloc.nodes, alloc.gpus)
+        self._decisions.add(Held(now, job.id, alloc.nodes, alloc.gpus))
 
     def unreserve(self, job: Job) -> None:
         """Give back every member ``job`` holds (idempotent)."""
@@ -48,7 +48,7 @@ class Holds:
         for alloc in job.holds:
             state.give(alloc)
             state.account_gpus[job.account] -= alloc.gpus
-            self._decisions.add(now, "unhold", job.id, alloc.nodes, alloc.gpus)
+            self._decisions.add(Unheld(now, job.id, alloc.nodes, alloc.gpus))
         state.version += 1
         job.holds = []
         job.hold_since = None
@@ -59,4 +59,4 @@ class Holds:
 
     def note_deadlock(self, jobs: list[Job]) -> None:
         self.deadlocks += 1
-        self._decisions.add(self._now(), "deadlock", jobs[0].id, tuple(j.id for j in jobs))
+        self._decisions.add(Deadlocked(self._now(), jobs[0].id, tuple(j.id for j in jobs)))

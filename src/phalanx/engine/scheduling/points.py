@@ -39,4 +39,5 @@ class Points:
         )
         self.reservation: ReservationPlugin = make(profile.reservation)
         self.post_filter_id = profile.post_filter or ""
+        self.params = profile.plugin_params
         self.pods = profile.members == "pods"

@@ -13,10 +13,11 @@ from collections.abc import Callable, Sequence
 
 from phalanx.domain.cluster import Cluster, PreemptMode
 from phalanx.domain.jobspec import SIGNALS
-from phalanx.domain.time import Instant
+from phalanx.domain.time import Duration, Instant
 from phalanx.engine.commands import Command, Kill, Signal, WakeAt
-from phalanx.engine.decisions import DecisionLog
+from phalanx.engine.decisions import DecisionLog, Preempted
 from phalanx.engine.endings import Endings, preempt_mode
+from phalanx.engine.timers import KillTimer
 from phalanx.sched.context import PassContext
 from phalanx.sched.job import Job
 from phalanx.sched.occupancy import Occupancy
@@ -34,6 +35,8 @@ class Preemption:
         state: Occupancy,
         decisions: DecisionLog,
         emit: Callable[[Command], None],
+        *,
+        suspend_grace: Duration = 0,
     ) -> None:
         self.plugin = plugin
         self._cluster = cluster
@@ -41,6 +44,8 @@ class Preemption:
         self._state = state
         self._decisions = decisions
         self._emit = emit
+        self._suspend_grace = suspend_grace
+        """With a grace, victims are asked to checkpoint at the signal (suspension)."""
         self.claims: dict[int, set[int]] = {}
         """Jobs that preempted others, with their victims: they start first."""
         self._can: dict[tuple[str, int], bool] = {}
@@ -80,15 +85,16 @@ class Preemption:
         """Signal, then requeue or cancel, each victim as its QOS or partition says."""
         self.claims.setdefault(for_job.id, set()).update(v.id for v in victims)
         for v in victims:
-            mode, grace = preempt_mode(self._cluster, v)
+            mode, grace = preempt_mode(self._cluster, v, self._suspend_grace)
             self._endings.preempting[v.id] = (mode, for_job.id)
             # The timeline must see the victim's resources coming back at the kill, so that a
             # reservation for ``for_job`` can hold them against lower jobs.
             self._state.expect_end(v.id, now + grace)
-            self._decisions.add(now, "preempt", v.id, v.run, for_job.id, mode.value)
+            suspend = self._suspend_grace > 0  # the victim is asked to checkpoint now
+            self._decisions.add(Preempted(now, v.id, v.run, for_job.id, mode, suspend))
             if grace > 0:
                 self._emit(Signal(v.id, v.run, SIGNALS["TERM"]))
-                self._emit(WakeAt(now + grace, ("kill", v.id, v.run)))
+                self._emit(WakeAt(now + grace, KillTimer(v.id, v.run)))
             else:
                 self._emit(Kill(v.id, v.run))
 

@@ -17,6 +17,8 @@ class Statuses:
         self._waiting = waiting
         """Pending jobs that are not eligible (held, dependencies): not in any pass."""
         self.passes = 0
+        self.nonwhole = 0
+        """Queued jobs that need no whole GPU (CPU-only or a GPU share)."""
         self.not_priority: set[int] = set()
         """Queued jobs whose reason is not Priority (what ``wait_rest_priority`` may change)."""
 
