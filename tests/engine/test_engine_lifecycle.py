@@ -236,6 +236,20 @@ def test_launch_failure_forgets_the_allocation_and_retries() -> None:
     assert len(d.sent(Launch, j)) == 2
 
 
+def test_a_run_cancelled_before_its_launch_failed_ends_cancelled_not_requeued() -> None:
+    d = EngineDriver(small_cluster(nodes=1, gpus=8, per_leaf=1), "fifo")
+    [j] = d.submit(make_job(gpus=8))
+    d.settle()
+    d.engine.handle(Cancel(d.now, j, "alice"))  # SIGTERM sent; the launch is still on its way
+    d.fail_launch(j)
+    assert d.decisions(LaunchLost, j)
+    assert d.state(j) is JobState.CANCELLED and d.job(j).run == 1
+    assert len(d.sent(Launch, j)) == 1  # never launched again
+    [k] = d.submit(make_job(gpus=8))
+    d.settle()
+    assert d.state(k) is JobState.RUNNING  # the node is free for the next job
+
+
 def test_partition_limits_default_and_max_time() -> None:
     cluster = small_cluster(nodes=1, gpus=8, per_leaf=1, default_time=HOUR, max_time=2 * HOUR)
     d = EngineDriver(cluster, "slurm")

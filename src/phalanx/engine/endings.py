@@ -26,6 +26,15 @@ class Endings:
         self.cancelled: dict[int, str] = {}
         """Cancelled while running: by whom."""
 
+    def forget(self, jid: int) -> str | None:
+        """Clear every mark of a run that never started (its launch failed); return who had
+        cancelled it, if anyone did: that cancel still stands."""
+        self.requeue_asked.discard(jid)
+        self.preempting.pop(jid, None)
+        self.failing.discard(jid)
+        self.timeouts.discard(jid)
+        return self.cancelled.pop(jid, None)
+
     def final_state(self, job: Job) -> JobState:
         """The state ``job``'s run ends in; its marks are cleared. A requeue asked for wins
         over a cancel, which wins over a preemption, a node failure, then the time limit;

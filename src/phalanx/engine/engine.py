@@ -459,20 +459,24 @@ class Engine:
             return
         self.decisions.add(Cancelled(self._now, job.id, by))
         if job.state is JobState.PENDING:
-            if job.holds:
-                self.view.unreserve(job)
-            self._dequeue(job)
-            self._waiting.pop(job.id, None)
-            transition(job, JobState.CANCELLED)
-            job.end = self._now
-            self.decisions.add(Ended(self._now, job.id, job.run, JobState.CANCELLED))
-            self._recheck_waiting()
-            self._request_pass()
+            self._cancel_now(job)
         elif job.state is JobState.RUNNING and job.id not in self._ending.cancelled:
             # As Slurm: SIGTERM now (a job may save its work), SIGKILL after KillWait.
             self._ending.cancelled[job.id] = by
             self._out.append(Signal(job.id, job.run, SIGNALS["TERM"]))
             self._out.append(WakeAt(self._now + KILL_WAIT, KillTimer(job.id, job.run)))
+
+    def _cancel_now(self, job: Job) -> None:
+        """End a job that has no running tasks (pending, or its launch failed) CANCELLED."""
+        if job.holds:
+            self.view.unreserve(job)
+        self._dequeue(job)
+        self._waiting.pop(job.id, None)
+        transition(job, JobState.CANCELLED)
+        job.end = self._now
+        self.decisions.add(Ended(self._now, job.id, job.run, JobState.CANCELLED))
+        self._recheck_waiting()
+        self._request_pass()
 
     def _on_update(self, event: Update) -> None:
         job = self.jobs.get(event.job_id)
@@ -531,12 +535,15 @@ class Engine:
         self.running_jobs.pop(job.id, None)
         if job.array_job_id is not None:
             self._array_running[job.array_job_id] -= 1
-        # As Slurm: a run that could not start is requeued (it never began: no restart).
-        transition(job, JobState.REQUEUED)
-        transition(job, JobState.PENDING)
         job.start = None
         job.alloc = None
         self.decisions.add(LaunchLost(self._now, job.id, run, reason))
+        if self._ending.forget(job.id) is not None:
+            self._cancel_now(job)  # cancelled while its launch was on the way: no requeue
+            return
+        # As Slurm: a run that could not start is requeued (it never began: no restart).
+        transition(job, JobState.REQUEUED)
+        transition(job, JobState.PENDING)
         self._make_eligible_or_wait(job)
 
     def _on_node_down(self, node: int) -> None:
