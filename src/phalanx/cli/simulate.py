@@ -32,7 +32,7 @@ from phalanx.sim.faults import FaultModel
 from phalanx.sim.generator import generate
 from phalanx.sim.metrics import PolicyMetrics, per_account, summarize, to_json_dict
 from phalanx.sim.records import RunRecord
-from phalanx.sim.report import markdown_table, render_table, write_json
+from phalanx.sim.report import markdown_table, render_size_table, render_table, write_json
 from phalanx.sim.simulator import Simulator
 from phalanx.sim.traces import FORMATS, guess_format, openb_cluster, read_trace
 from phalanx.sim.traces.options import TraceOptions, select
@@ -314,13 +314,13 @@ def _title(workload: Workload, cluster: ClusterChoice, load: float) -> str:
 def _print_results(results: dict[str, PolicyMetrics], title: str) -> None:
     """The table on stdout, never squeezed: a console narrower than the table is widened
     (a terminal then wraps lines) rather than letting rich cut every cell to an ellipsis."""
-    table = render_table(results, title=title)
-    console = Console()
-    unbounded = console.options.update(max_width=10_000)
-    needed = Measurement.get(console, unbounded, table).maximum
-    if console.width < needed:
-        console = Console(width=needed)
-    console.print(table)
+    for table in (render_table(results, title=title), render_size_table(results)):
+        console = Console()
+        unbounded = console.options.update(max_width=10_000)
+        needed = Measurement.get(console, unbounded, table).maximum
+        if console.width < needed:
+            console = Console(width=needed)
+        console.print(table)
 
 
 def _rejected_examples(record: RunRecord, workload: Sequence[TraceJob]) -> list[str]:

@@ -32,6 +32,7 @@ from phalanx.engine.ordering import ARRIVAL, END, PASS_ORDER, TIMER
 from phalanx.sched.profile import Profile
 from phalanx.sim.executor import SimulatedExecutor
 from phalanx.sim.faults import FaultModel
+from phalanx.sim.leaves import fewest_leaves_table, leaf_of_nodes
 from phalanx.sim.records import JobRecord, RunRecord
 from phalanx.sim.workload import TraceJob
 
@@ -69,6 +70,10 @@ class Simulator:
             launch_latency_ms=launch_latency_ms,
             cleanup_ms=cleanup_ms,
             keep_segments=keep_segments,
+            total_gpus=float(cluster.total_gpus),
+            node_gpus=tuple(node.gpus for node in cluster.nodes),
+            leaf_of=leaf_of_nodes(cluster),
+            fewest_leaves=fewest_leaves_table(cluster),
         )
         self._heap: list[tuple[int, int, int, object]] = []
         self._seq = 0
@@ -137,6 +142,7 @@ class Simulator:
             jobs=list(self.records.values()),
             alloc_timeline=executor.timeline,
             segments=executor.segments,
+            idle_pending_timeline=executor.idle_pending,
             deadlocks=engine.deadlocks,
             sim_wall_s=time.perf_counter() - wall0,
             mfu=self.mfu,
@@ -154,6 +160,8 @@ class Simulator:
             runtime_ms=tj.runtime,
         )
         self._remaining[job_id] = tj.runtime
+        if spec.hold or spec.dependencies or spec.begin is not None:
+            self.executor.not_eligible.add(job_id)
         self._checkpoints[job_id] = spec.checkpoint_interval
 
     def _carry_out(self, at: int, commands: list[Command]) -> None:
