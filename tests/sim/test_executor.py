@@ -51,3 +51,15 @@ def test_idle_gpus_wanted_by_a_pending_gang_are_counted() -> None:
     integral = alloc_integral(run.idle_pending_timeline, 0, second.first_start)
     assert integral == 24 * (second.first_start - MINUTE)
     assert run.idle_pending_timeline[-1][1] == 0.0
+
+
+def test_a_requeued_job_waits_again_until_its_next_launch() -> None:
+    records = {1: JobRecord(1, "a", "u", 8.0, 0, HOUR)}
+    ex = _executor(records)
+    ex.observe([(0, "submit", 1, (1,))])
+    ex.launch(5, 1, 1, 8.0, (0,))
+    ex.observe([(100, "requeue", 1, (1,))])
+    assert ex.pending == {1: 8.0}
+    ex.launch(160, 1, 2, 8.0, (1,))
+    assert records[1].requeue_wait_ms == 60 and records[1].restarts == 1
+    assert ex.pending == {}

@@ -266,3 +266,10 @@ def test_idle_while_pending_integrates_its_timeline_over_the_span() -> None:
 def test_multinode_extra_leaves_counts_jobs_spread_beyond_the_fewest_leaves() -> None:
     jobs = [job(extra_leaves=1), job(extra_leaves=2), job(extra_leaves=0), job()]
     assert summarize(run_of(jobs)).multinode_extra_leaves == 2
+
+
+def test_wait_by_size_counts_the_waits_after_requeues_too() -> None:
+    j = job(gpus=16.0, first_start=10 * SECOND, requeue_wait_ms=30 * SECOND, restarts=1)
+    m = summarize(run_of([j]))
+    assert m.wait_by_size["9-64"].mean_s == pytest.approx(40.0)
+    assert m.wait_mean_s == pytest.approx(10.0)  # the queue wait is to the first start only

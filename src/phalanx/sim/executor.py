@@ -82,6 +82,7 @@ class SimulatedExecutor:
         self.pending_gpus = 0.0
         self.not_eligible: set[int] = set()
         """Jobs submitted with a hold, dependency or begin time: not counted as pending."""
+        self.requeued_at: dict[int, Instant] = {}
         self.down_gpus = 0.0
         self.idle_pending: list[tuple[Instant, float]] = [(0, 0.0)]
 
@@ -139,6 +140,9 @@ class SimulatedExecutor:
         if rec.first_start is None:
             rec.first_start = at
         self._judge_placement(rec, nodes)
+        requeued = self.requeued_at.pop(job_id, None)
+        if requeued is not None:
+            rec.requeue_wait_ms += at - requeued
         asked = self.pending.pop(job_id, None)
         if asked is not None:
             self.pending_gpus -= asked
@@ -217,6 +221,7 @@ class SimulatedExecutor:
                 self.records[job_id].node_failures += 1
             elif kind == "requeue":
                 self.records[job_id].restarts += 1
+                self.requeued_at[job_id] = at
                 self._pend(at, job_id, self.records[job_id].gpus)
             elif kind == "end":
                 self._unpend(at, job_id)

@@ -16,9 +16,11 @@ those jobs (all GPU x milliseconds):
   p95, p99 (linear percentiles). Queue wait = first_start - submit per started job: mean, p95.
   Bounded slowdown = max(1, JCT / max(runtime, tau)), tau = 10 s: mean.
 - ``makespan_s = (last end - first submit) / 1000``.
-- ``wait_by_size``: queue wait per size class of the job's GPUs (``SIZE_CLASSES``: "1" holds
+- ``wait_by_size``: time pending per size class of the job's GPUs (``SIZE_CLASSES``: "1" holds
   fractional jobs too, "2-4" jobs of more than 1 and up to 4 GPUs, and so on; jobs asking no GPU
-  are in none): jobs started, mean, p95 and max in seconds.
+  are in none): jobs started, mean, p95 and max in seconds. A job's time pending is its queue
+  wait plus ``requeue_wait_ms``, the waits after its requeues: a preempted gang waiting again is
+  waiting, and a policy that preempts must not look better for it.
 - ``idle_while_pending``: the integral of ``run.idle_pending_timeline`` (min(idle GPUs, GPUs
   asked by pending jobs)) over [first submit, last end] divided by ``total_gpus`` x that span:
   the share of capacity left idle while it could have served waiting work.
@@ -150,10 +152,11 @@ class _Columns:
                 j.restarts,
                 j.gpus,
                 j.extra_leaves,
+                j.requeue_wait_ms,
             )
             for j in jobs
         ]
-        table = np.array(rows, dtype=np.float64).reshape(len(rows), 15)
+        table = np.array(rows, dtype=np.float64).reshape(len(rows), 16)
         (
             self.submit,
             self.first_start,
@@ -170,7 +173,8 @@ class _Columns:
             self.restarts,
             self.gpus,
             self.extra_leaves,
-        ) = (np.ascontiguousarray(table[:, i]) for i in range(15))
+            self.requeue_wait,
+        ) = (np.ascontiguousarray(table[:, i]) for i in range(16))
         self.accounts = np.array([j.account for j in jobs], dtype=object)
 
 
@@ -199,7 +203,7 @@ def summarize(run: RunRecord, bounded_slowdown_tau_s: float = 10.0) -> PolicyMet
 
 
 def wait_by_size(gpus: FloatArray, waits_ms: FloatArray) -> dict[str, SizeWait]:
-    """Queue waits (ms) of started jobs grouped by their GPUs into ``SIZE_CLASSES``."""
+    """Waits (ms) of started jobs grouped by their GPUs into ``SIZE_CLASSES``."""
     # right=True puts a job on a class's upper edge in that class: 4 GPUs is "2-4".
     cls = np.digitize(gpus, _SIZE_EDGES, right=True)
     out: dict[str, SizeWait] = {}
@@ -338,7 +342,7 @@ def _summarize(
         passes=run.passes,
         idle_while_pending=idle_pending,
         multinode_extra_leaves=int((c.extra_leaves > 0).sum()),
-        wait_by_size=wait_by_size(c.gpus[started], wait),
+        wait_by_size=wait_by_size(c.gpus[started], wait + c.requeue_wait[started]),
     )
 
 

@@ -45,6 +45,8 @@ class JobRecord:
     restarts: int = 0
     rejected: str | None = None
     """Why the job could never run on this cluster, if so."""
+    requeue_wait_ms: int = 0
+    """Time pending again after requeues (preemption, node failure), until the next launch."""
     extra_leaves: int = 0
     """Over its placements, the most leaf switches spanned beyond the fewest that could hold
     that many nodes on this cluster (0 for a one-node job, or a gang packed as tightly as the
