@@ -106,6 +106,11 @@ class Engine:
         """Jobs that preempted others, with their victims: they start first."""
         self._can_preempt: dict[tuple[str, int], bool] = {}
         self._preemptors = 0
+        gang_wait = profile.plugin_params(profile.select).get("gang_switches_wait_ms", 0)
+        self._gang_wait = int(gang_wait) if isinstance(gang_wait, int | float) else 0
+        """The profile's default ``--switches=fewest@wait`` for multi-node jobs that ask for
+        no switch count: wait up to this long for the fewest leaves that hold them."""
+        self._fewest_leaves = cluster.fewest_leaves() if self._gang_wait else ()
         self._admission_rules = bool(
             self.plugins.admit
             or any(q.max_gpus_per_account is not None for q in cluster.qos.values())
@@ -135,7 +140,14 @@ class Engine:
     def place(self, job: Job, cap: Capacity | None = None) -> Allocation | None:
         shape = job.shape
         max_leaves = shape.switches
-        if max_leaves is not None and self._now - job.submit >= job.spec.switches_wait:
+        switches_wait = job.spec.switches_wait
+        if (
+            max_leaves is None
+            and self._gang_wait
+            and 1 < shape.nodes_min < len(self._fewest_leaves)
+        ):
+            max_leaves, switches_wait = self._fewest_leaves[shape.nodes_min], self._gang_wait
+        if max_leaves is not None and self._now - job.submit >= switches_wait:
             max_leaves = None  # waited long enough: relax, as Slurm does after max-time
         cap = self.state.cap if cap is None else cap
         nodes = shape.nodes_max
@@ -145,7 +157,7 @@ class Engine:
                 return self.state.allocation(cap, shape, chosen)
             nodes = shape.nodes_min if nodes > shape.nodes_min else nodes - 1
         if max_leaves is not None:
-            self.wake_at(job.submit + job.spec.switches_wait)  # when the limit relaxes
+            self.wake_at(job.submit + switches_wait)  # when the limit relaxes
         return None
 
     def place_shape(

@@ -71,6 +71,12 @@ class CheckpointPreempt:
         """A job already requeued this often is no longer a cheap victim: long jobs must end."""
         self.lease = _ms(params, "lease_ms", 5 * MINUTE)
         """A job that started this recently is not a cheap victim (no thrashing)."""
+        ratio = params.get("max_victim_gpu_ratio")
+        self.max_ratio = float(ratio) if isinstance(ratio, int | float) else None
+        """Cheap victims may hold at most this many GPUs per GPU of the job that preempts them
+        (None: no bound). What a victim frees beyond what the job uses stands idle while the
+        victim, requeued, waits for room of its own shape: a 1-GPU job that displaces an 8-GPU
+        run leaves 7 GPUs idle and a whole-node job pending."""
 
     def _cheap_candidates(self, job: Job, ctx: PassContext) -> list[Job]:
         """Cheap victims for jobs of this QOS and tier; the same for every such job until the
@@ -155,4 +161,13 @@ class CheckpointPreempt:
                 cap.give(r.alloc)
             else:
                 chosen.remove(r)
+        if self.max_ratio is not None and not can and not self._worth_it(job, chosen):
+            return None
         return chosen
+
+    def _worth_it(self, job: Job, victims: list[Job]) -> bool:
+        """Whether cheap victims free no more than ``max_victim_gpu_ratio`` GPUs per GPU the job
+        asks (checked only for opportunistic preemption; QOS and tiers preempt regardless)."""
+        assert self.max_ratio is not None
+        freed = sum(v.alloc.gpus for v in victims if v.alloc is not None)
+        return freed <= self.max_ratio * job.shape.gpu_equivalent(job.shape.nodes_min)

@@ -20,13 +20,5 @@ def leaf_of_nodes(cluster: Cluster) -> tuple[int, ...]:
 
 def fewest_leaves_table(cluster: Cluster) -> tuple[int, ...]:
     """``t[n]`` = the fewest leaf switches whose nodes number at least ``n``, for every ``n``
-    from 0 to the cluster's node count (``t[0] = 0``)."""
-    sizes: dict[int, int] = {}
-    for node in cluster.nodes:
-        sizes[node.leaf] = sizes.get(node.leaf, 0) + 1
-    table = [0]
-    held = 0
-    for count, size in enumerate(sorted(sizes.values(), reverse=True), start=1):
-        held += size
-        table.extend([count] * (held - len(table) + 1))
-    return tuple(table)
+    from 0 to the cluster's node count (``t[0] = 0``): ``Cluster.fewest_leaves``."""
+    return cluster.fewest_leaves()
