@@ -71,6 +71,10 @@ class CheckpointPreempt:
         """A job already requeued this often is no longer a cheap victim: long jobs must end."""
         self.lease = _ms(params, "lease_ms", 5 * MINUTE)
         """A job that started this recently is not a cheap victim (no thrashing)."""
+        limit = params.get("job_max_limit_ms")
+        self.job_max_limit = int(limit) if isinstance(limit, int | float) else None
+        """Only a job whose time limit is at most this may displace cheap victims (None: any).
+        Displacing a run for a job as long as itself only moves the wait onto the victim."""
         ratio = params.get("max_victim_gpu_ratio")
         self.max_ratio = float(ratio) if isinstance(ratio, int | float) else None
         """Cheap victims may hold at most this many GPUs per GPU of the job that preempts them
@@ -126,7 +130,11 @@ class CheckpointPreempt:
         can = self._can.get(key)
         if can is None:
             can = self._can[key] = could_preempt_any(job, cluster)
-        cheap = self.opportunistic and job.attained_at(now) < self.job_attained
+        cheap = (
+            self.opportunistic
+            and job.attained_at(now) < self.job_attained
+            and (self.job_max_limit is None or job.time_limit <= self.job_max_limit)
+        )
         if not can and not cheap:
             return None
         if can:

@@ -4,7 +4,9 @@ priority = w_age*age + w_fs*fairshare + w_size*jobsize + w_part*partition + w_qo
 
 - age: time pending / ``max_age`` (default 7 days), capped at 1. With ``age_size_exponent`` a
   (Phalanx's own, default 0: Slurm's), a job of g GPUs reaches the cap after ``max_age / g^a``:
-  the bigger the gang, the sooner it outranks newcomers.
+  the bigger the gang, the sooner it outranks newcomers. With ``requeued_full_age`` (also
+  Phalanx's own), a job requeued after it ran (preempted, or its node failed) counts as fully
+  aged: it already waited its turn once.
 - fairshare: from the account tree (``FairShareTree``), classic or Fair Tree.
 - jobsize: nodes / cluster nodes, or ``1 - that`` with ``favor_small``.
 - partition: the partition's ``priority_job_factor`` / the largest in the cluster.
@@ -44,6 +46,7 @@ class MultifactorPriority:
         """Phalanx's own factor: favours short time limits (1 - limit/max_limit)."""
         self.max_age = int(_num(params, "max_age_ms", 7 * DAY))
         self.age_exp = _num(params, "age_size_exponent", 0.0)
+        self.requeued_full_age = bool(params.get("requeued_full_age", False))
         self.max_limit = int(_num(params, "short_horizon_ms", 7 * DAY))
         self.favor_small = bool(params.get("favor_small", False))
         self.algorithm = str(params.get("fairshare", "fair_tree"))
@@ -106,7 +109,8 @@ class MultifactorPriority:
         if static is None:
             static = self._statics[job.seq] = self._static(job, ctx)
         age = now - job.submit
-        max_age = static[5]
+        # Not cached: a job requeued after its factors were cached has restarts now.
+        max_age = 0.0 if self.requeued_full_age and job.restarts else static[5]
         w_age = self.w_age * (1.0 if age >= max_age else (age / max_age if age > 0 else 0.0))
         fs = self._fs.get(job.account) if self._tree_version == ctx.usage.updated else None
         if fs is None:
@@ -132,6 +136,7 @@ class MultifactorPriority:
         self._statics = statics
         fs_of: dict[str, float] = {}
         w_age_max, w_fs = self.w_age, self.w_fs
+        full_if_requeued = self.requeued_full_age
         out: list[tuple[float, Mapping[str, float]]] = []
         append = out.append
         for job in jobs:
@@ -143,7 +148,7 @@ class MultifactorPriority:
             if fs is None:
                 fs = fs_of[account] = w_fs * self._fairshare(job, ctx) if w_fs else 0.0
             age = now - job.submit
-            max_age = static[5]
+            max_age = 0.0 if full_if_requeued and job.restarts else static[5]
             w_age = w_age_max * (1.0 if age >= max_age else (age / max_age if age > 0 else 0.0))
             nice = -job.spec.nice
             append((w_age + fs + static[4] + nice, _Factors(w_age, fs, static, nice)))
