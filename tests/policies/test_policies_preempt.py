@@ -153,9 +153,11 @@ def _displace(prof: Profile, newcomer_gpus: int) -> tuple[EngineDriver, int, int
 
 
 def test_a_new_job_displaces_a_long_run_right_after_its_checkpoint() -> None:
-    d, long, new = _displace(named_profile("phalanx"), 1)
+    d, long, new = _displace(named_profile("phalanx"), 8)
     assert [e[2] for e in d.decisions("preempt")] == [long]
     assert d.state(new) is JobState.RUNNING
+    d, long, new = _displace(named_profile("phalanx"), 1)  # phalanx: victims no bigger
+    assert not d.decisions("preempt")
 
 
 def test_a_victim_much_bigger_than_the_newcomer_is_not_displaced() -> None:
@@ -164,4 +166,12 @@ def test_a_victim_much_bigger_than_the_newcomer_is_not_displaced() -> None:
     assert not d.decisions("preempt")
     assert d.state(long) is JobState.RUNNING and d.state(new) is JobState.PENDING
     d, long, new = _displace(_phalanx_with(max_victim_gpu_ratio=2), 4)
+    assert [e[2] for e in d.decisions("preempt")] == [long]
+
+
+def test_only_a_short_job_displaces_a_run_with_job_max_limit() -> None:
+    # The newcomers ask for an hour; a bound of 30 minutes stops them, one of 2 hours does not.
+    d, long, new = _displace(_phalanx_with(job_max_limit_ms=30 * MINUTE), 8)
+    assert not d.decisions("preempt") and d.state(new) is JobState.PENDING
+    d, long, new = _displace(_phalanx_with(job_max_limit_ms=2 * HOUR), 8)
     assert [e[2] for e in d.decisions("preempt")] == [long]

@@ -3,8 +3,9 @@
 priority = w_age*age + w_fs*fairshare + w_size*jobsize + w_part*partition + w_qos*qos - nice
 
 - age: time pending / ``max_age`` (default 7 days), capped at 1. With ``age_size_exponent`` a
-  (Phalanx's own, default 0: Slurm's), a job of g GPUs reaches the cap after ``max_age / g^a``:
-  the bigger the gang, the sooner it outranks newcomers. With ``requeued_full_age`` (also
+  (Phalanx's own, default 0: Slurm's), the age weight of a job of g GPUs is ``w_age x g^a``: a
+  gang that has waited as long as a 1-GPU job outranks it by its size, since each hour it waits
+  holds back g GPU-hours of work. With ``requeued_full_age`` (also
   Phalanx's own), a job requeued after it ran (preempted, or its node failed) counts as fully
   aged: it already waited its turn once.
 - fairshare: from the account tree (``FairShareTree``), classic or Fair Tree.
@@ -79,7 +80,7 @@ class MultifactorPriority:
         self, job: Job, ctx: PassContext
     ) -> tuple[float, float, float, float, float, float]:
         """Factors that never change while a job waits: size, partition, QOS, short; their
-        sum; the job's own ``max_age``."""
+        sum; the job's own age weight."""
         cluster = ctx.cluster
         if self._max_part is None:
             self._max_part = max(
@@ -97,10 +98,10 @@ class MultifactorPriority:
         qos_f = (qos.priority / max_qos) if qos is not None and max_qos > 0 else 0.0
         short = max(0.0, 1.0 - job.time_limit / self.max_limit) if self.w_short else 0.0
         parts = (self.w_size * size, self.w_part * part_f, self.w_qos * qos_f, self.w_short * short)
-        max_age = float(self.max_age)
+        age_weight = self.w_age
         if self.age_exp:
-            max_age /= max(1.0, job.gpus) ** self.age_exp
-        return (*parts, sum(parts), max_age)
+            age_weight *= max(1.0, job.gpus) ** self.age_exp
+        return (*parts, sum(parts), age_weight)
 
     def compute(
         self, job: Job, ctx: PassContext, now: Instant
@@ -110,8 +111,8 @@ class MultifactorPriority:
             static = self._statics[job.seq] = self._static(job, ctx)
         age = now - job.submit
         # Not cached: a job requeued after its factors were cached has restarts now.
-        max_age = 0.0 if self.requeued_full_age and job.restarts else static[5]
-        w_age = self.w_age * (1.0 if age >= max_age else (age / max_age if age > 0 else 0.0))
+        max_age = 0 if self.requeued_full_age and job.restarts else self.max_age
+        w_age = static[5] * (1.0 if age >= max_age else (age / max_age if age > 0 else 0.0))
         fs = self._fs.get(job.account) if self._tree_version == ctx.usage.updated else None
         if fs is None:
             fs = self._fairshare(job, ctx)
@@ -135,7 +136,7 @@ class MultifactorPriority:
                 statics[job.seq] = kept
         self._statics = statics
         fs_of: dict[str, float] = {}
-        w_age_max, w_fs = self.w_age, self.w_fs
+        w_fs = self.w_fs
         full_if_requeued = self.requeued_full_age
         out: list[tuple[float, Mapping[str, float]]] = []
         append = out.append
@@ -148,8 +149,8 @@ class MultifactorPriority:
             if fs is None:
                 fs = fs_of[account] = w_fs * self._fairshare(job, ctx) if w_fs else 0.0
             age = now - job.submit
-            max_age = 0.0 if full_if_requeued and job.restarts else static[5]
-            w_age = w_age_max * (1.0 if age >= max_age else (age / max_age if age > 0 else 0.0))
+            max_age = 0 if full_if_requeued and job.restarts else self.max_age
+            w_age = static[5] * (1.0 if age >= max_age else (age / max_age if age > 0 else 0.0))
             nice = -job.spec.nice
             append((w_age + fs + static[4] + nice, _Factors(w_age, fs, static, nice)))
         return out
