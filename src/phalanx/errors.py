@@ -8,6 +8,7 @@
     +-- NotFound                 a job, node or partition that does not exist
     +-- NotAllowed               a request by someone who may not make it
     +-- Conflict                 a request the object's state does not allow now
+    |   +-- Fenced               an agent incarnation that does not (or no longer) hold its node
     +-- StateStoreError          the durable state cannot take more: nothing was changed
 
 Expected scheduling outcomes ("does not fit", "waiting for priority") are never exceptions:
@@ -19,6 +20,7 @@ from __future__ import annotations
 __all__ = [
     "ConfigError",
     "Conflict",
+    "Fenced",
     "InputError",
     "NotAllowed",
     "NotFound",
@@ -88,3 +90,14 @@ class StateStoreError(PhalanxError):
 
 class Conflict(PhalanxError):
     """Not possible in the object's present state (a step of a job that is not running)."""
+
+
+class Fenced(Conflict):
+    """An agent's call refused: ``reason`` is ``fenced`` (a newer incarnation holds the node
+    under ``epoch``: stop), ``held`` (a live agent holds it: this newcomer is not wanted) or
+    ``unregistered`` (this controller does not know the agent: register again)."""
+
+    def __init__(self, message: str, *, reason: str, epoch: int) -> None:
+        super().__init__(message)
+        self.reason = reason
+        self.epoch = epoch

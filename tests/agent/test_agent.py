@@ -15,12 +15,14 @@ import sys
 import uuid
 from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 import uvicorn
 from fastapi import FastAPI, HTTPException, Request
+from fastapi.responses import JSONResponse
 
-from phalanx.agent import EXIT_REFUSED, Agent, describe
+from phalanx.agent import EXIT_FENCED, EXIT_REFUSED, Agent, describe
 from phalanx.agent.__main__ import parse_args
 from phalanx.api.wire import (
     AgentCommand,
@@ -28,6 +30,7 @@ from phalanx.api.wire import (
     AgentHello,
     AgentReports,
     AgentWelcome,
+    Refusal,
     RunReport,
     TaskSpec,
 )
@@ -46,11 +49,19 @@ class FakeController:
         self.reports: list[RunReport] = []
         self.commands: list[AgentCommand] = []
         self.authorizations: set[str | None] = set()
+        self.epoch = 1
+        self.refuse: Refusal | None = None
+        """Set: every call is answered 409 with it."""
+        self.inventories: list[AgentReports] = []
 
     def queue(self, kind: str, job_id: int, **fields: object) -> None:
         seq = len(self.commands) + 1
-        spec = {"seq": seq, "kind": kind, "job_id": job_id, "run": 0, **fields}
+        spec = {"seq": seq, "epoch": self.epoch, "kind": kind, "job_id": job_id, "run": 0}
+        spec.update(fields)
         self.commands.append(AgentCommand.model_validate(spec))
+
+    def told(self) -> set[tuple[int, int]]:
+        return {(r.job_id, r.run) for r in self.reports}
 
     def restart(self) -> None:
         """A new controller: new id, its own command numbering, nothing queued."""
@@ -65,28 +76,49 @@ class FakeController:
             self.authorizations.add(request.headers.get("authorization"))
             return await call_next(request)  # type: ignore[misc]
 
-        @app.post("/v1/agents/register")
-        async def register(hello: AgentHello) -> AgentWelcome:
+        def refused() -> JSONResponse | None:
+            if self.refuse is None:
+                return None
+            return JSONResponse(self.refuse.model_dump(), status_code=409)
+
+        @app.post("/v1/agents/register", response_model=None)
+        async def register(hello: AgentHello) -> AgentWelcome | JSONResponse:
             if hello.node not in self.nodes:
                 raise HTTPException(404, f"unknown node {hello.node}")
+            if (no := refused()) is not None:
+                return no
             self.hellos.append(hello)
             return AgentWelcome(
-                controller_id=self.controller_id, node=hello.node, heartbeat_s=self.heartbeat_s
+                controller_id=self.controller_id,
+                node=hello.node,
+                epoch=self.epoch,
+                heartbeat_s=self.heartbeat_s,
             )
 
-        @app.get("/v1/agents/{node}/commands")
-        async def commands(node: str, after: int, wait: float, boot_id: str) -> AgentCommands:
+        @app.get("/v1/agents/{node}/commands", response_model=None)
+        async def commands(
+            node: str, after: int, wait: float, boot_id: str, epoch: int
+        ) -> AgentCommands | JSONResponse:
             deadline = asyncio.get_running_loop().time() + wait
             while True:
+                if (no := refused()) is not None:
+                    return no
                 pending = [c for c in self.commands if c.seq > after]
                 if pending or asyncio.get_running_loop().time() >= deadline:
-                    return AgentCommands(controller_id=self.controller_id, commands=pending)
+                    return AgentCommands(
+                        controller_id=self.controller_id, epoch=epoch, commands=pending
+                    )
                 await asyncio.sleep(0.01)
 
-        @app.post("/v1/agents/{node}/reports")
-        async def reports(node: str, body: AgentReports) -> dict[str, list[list[int]]]:
-            self.reports.extend(body.reports)
-            return {"acked": [[r.job_id, r.run] for r in body.reports]}
+        @app.post("/v1/agents/{node}/reports", response_model=None)
+        async def reports(node: str, body: AgentReports) -> dict[str, Any] | JSONResponse:
+            if (no := refused()) is not None:
+                return no
+            if body.inventory:
+                self.inventories.append(body)
+            ended = [r for r in body.reports if r.state != "running"]
+            self.reports.extend(r for r in ended if (r.job_id, r.run) not in self.told())
+            return {"acked": [[r.job_id, r.run] for r in ended]}
 
         return app
 
@@ -161,11 +193,12 @@ def test_the_agent_registers_runs_reports_and_follows_a_restart(tmp_path: Path) 
             await until(lambda: not agent.runner.unacked())
 
             fake.restart()
+            # The fake records a hello before its answer reaches the agent: wait for both.
             await until(lambda: len(fake.hellos) == 2)
+            await until(lambda: agent.controller_id == fake.controller_id)
             again = fake.hellos[1]
             assert again.boot_id == hello.boot_id
-            assert again.runs == []
-            assert agent.controller_id == fake.controller_id
+            assert again.runs == [] and again.epoch == 1  # the epoch it held
 
             agent.stop()
             assert await running == 0
@@ -293,3 +326,72 @@ def test_a_second_wake_up_of_a_finished_future_is_not_an_error(
         errors[0].exc_text or str(errors[0].exc_info)
     )
     assert any("second wake-up" in r.getMessage() for r in caplog.records)
+
+
+def test_a_fenced_agent_kills_its_tasks_at_once_and_exits(tmp_path: Path) -> None:
+    async def scenario() -> None:
+        fake = FakeController()
+        sock = tmp_path / "c.sock"
+        async with serving(fake, sock):
+            agent, running = start_agent(sock)
+            await until(lambda: fake.hellos)
+            fake.queue("launch", 9, tasks=[shell_task(tmp_path, "sleep 30", 0)])
+            await until(lambda: agent.runner.running_count() == 1)
+            fake.refuse = Refusal(error="a newer agent holds n1", reason="fenced", epoch=2)
+            assert await asyncio.wait_for(running, 10) == EXIT_FENCED
+            assert agent.runner.unreaped() == 0 and agent.runner.running_count() == 0
+            assert fake.reports == []  # a fenced incarnation tells nothing more
+
+    asyncio.run(scenario())
+
+
+def test_a_second_agent_for_a_held_node_exits_with_status_2(tmp_path: Path) -> None:
+    async def scenario() -> None:
+        fake = FakeController()
+        fake.refuse = Refusal(error="a live agent holds n1", reason="held", epoch=1)
+        sock = tmp_path / "c.sock"
+        async with serving(fake, sock):
+            agent, running = start_agent(sock)
+            assert await asyncio.wait_for(running, 10) == EXIT_REFUSED
+            assert agent.epoch == 0
+
+    asyncio.run(scenario())
+
+
+def test_commands_for_another_epoch_are_ignored(tmp_path: Path) -> None:
+    async def scenario() -> None:
+        fake = FakeController()
+        sock = tmp_path / "c.sock"
+        marker = tmp_path / "ran"
+        async with serving(fake, sock):
+            agent, running = start_agent(sock)
+            await until(lambda: fake.hellos)
+            stale = [shell_task(tmp_path, f"touch {marker}", 0)]
+            fake.queue("launch", 10, tasks=stale, epoch=fake.epoch + 1)
+            fake.queue("launch", 11, tasks=[shell_task(tmp_path, "exit 0", 0)])
+            await until(lambda: fake.reports)
+            assert [r.job_id for r in fake.reports] == [11]
+            assert not marker.exists()
+            agent.stop()
+            assert await running == 0
+
+    asyncio.run(scenario())
+
+
+def test_the_inventory_tells_every_run_and_the_last_command_carried_out(tmp_path: Path) -> None:
+    async def scenario() -> None:
+        fake = FakeController(heartbeat_s=0.3)
+        sock = tmp_path / "c.sock"
+        async with serving(fake, sock):
+            agent, running = start_agent(sock)
+            await until(lambda: fake.hellos)
+            fake.queue("launch", 12, tasks=[shell_task(tmp_path, "sleep 30", 0)])
+            await until(lambda: agent.runner.running_count() == 1)
+            await until(lambda: any(i.reports for i in fake.inventories))
+            last = [i for i in fake.inventories if i.reports][-1]
+            assert [(r.job_id, r.state) for r in last.reports] == [(12, "running")]
+            assert (last.after, last.epoch, last.boot_id) == (1, 1, agent.boot_id)
+            agent.stop()
+            assert await running == 0
+
+    asyncio.run(scenario())

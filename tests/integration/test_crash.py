@@ -1,5 +1,6 @@
-"""kill -9 of the controller while jobs run and submissions arrive: after a restart every
-acknowledged job exists, none ran twice, and tasks that were running were not killed."""
+"""kill -9 of the controller while jobs run and submissions arrive: after a restart with
+``phalanx up`` every acknowledged job exists, none ran twice (each job's process started
+exactly once, by the start log), and tasks that were running were not killed."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from live_env import env
 
 from phalanx.client.wirecall import ControllerUnreachable
 from phalanx.server.localcluster import LocalCluster, cluster_yaml
+from phalanx.server.statedir import StateDir
 
 
 def _alive(pid: int) -> bool:
@@ -78,8 +80,13 @@ def test_kill_9_of_the_controller_loses_nothing_and_runs_nothing_twice(
             time.sleep(2.5)  # ends_meanwhile ends while nobody listens
             for job_id in long_ids:
                 assert _alive(pids[job_id]), "a running task died with the controller"
-            cluster.start_controller()
+            # As a user would: `phalanx up` again. It keeps the agents still running (no
+            # second agent for a node) and they register with the new controller.
+            agents_before = StateDir(cluster.state_dir).live_agents()
+            printed = cluster.up()
+            assert "kept    2 agent(s)" in printed
             cluster.wait_agents()
+            assert StateDir(cluster.state_dir).live_agents() == agents_before
             time.sleep(1.0)
         finally:
             stop.set()
@@ -94,7 +101,8 @@ def test_kill_9_of_the_controller_loses_nothing_and_runs_nothing_twice(
         states = {j["job_id"]: j for j in jobs}
         assert states[ends_meanwhile]["state"] == "FAILED"
         assert states[ends_meanwhile]["exit_code"] == 7
-        assert all(states[i]["state"] == "COMPLETED" for i in acknowledged)
+        others = {i: states[i]["state"] for i in acknowledged if states[i]["state"] != "COMPLETED"}
+        assert not others, others
         for job_id in long_ids:  # still the same processes, all along
             assert _alive(pids[job_id])
             cluster.call("DELETE", f"/v1/jobs/{job_id}")

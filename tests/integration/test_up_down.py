@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -47,3 +48,59 @@ def test_demo_then_the_client_commands_then_down(tmp_path: Path) -> None:
     assert down.returncode == 0 and "stopped" in down.stdout
     assert not (state / "controller.pid").exists()
     assert _run(["jobs"], state).returncode == 1  # nobody answers now
+
+
+def _job_state(state: Path, job_id: int) -> str:
+    from phalanx.client.address import ControllerAddress
+    from phalanx.client.wirecall import WireCaller
+
+    caller = WireCaller(ControllerAddress(socket_path=str(state / "controller.sock")), timeout=10)
+    return str(caller.call_ok("GET", f"/v1/jobs/{job_id}")["state"])
+
+
+def test_up_after_a_killed_controller_runs_each_job_once_and_down_stops_every_agent(
+    tmp_path: Path,
+) -> None:
+    from phalanx.server.localcluster import cluster_yaml
+    from phalanx.server.statedir import StateDir
+
+    state = tmp_path / "state"
+    config = tmp_path / "cluster.yaml"
+    config.write_text(cluster_yaml(2, 8))
+    ran = tmp_path / "ran.txt"
+    up = ["up", "--detach", "--port", "0", "--config", str(config), "--agents", "all"]
+    try:
+        first = _run(up, state)
+        assert first.returncode == 0, first.stderr
+        agents = StateDir(state).live_agents()
+        assert sorted(agents) == ["node1", "node2"] and all(len(p) == 1 for p in agents.values())
+        controller = int((state / "controller.pid").read_text())
+        os.kill(controller, signal.SIGKILL)
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline and Path(f"/proc/{controller}").exists():
+            time.sleep(0.05)
+        second = _run(up, state)
+        assert second.returncode == 0, second.stderr
+        assert "kept    2 agent(s)" in second.stdout
+        assert StateDir(state).live_agents() == agents  # the same agents, no second pair
+        ids = []
+        for _ in range(3):
+            script = f"echo ran $SLURM_JOB_ID >> {ran}"
+            sub = _run(["submit", "-D", str(tmp_path), "--", "bash", "-c", script], state)
+            assert sub.returncode == 0, sub.stderr
+            ids.append(int(sub.stdout.strip()))
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            states = [_job_state(state, i) for i in ids]
+            if all(s == "COMPLETED" for s in states):
+                break
+            time.sleep(0.2)
+        assert states == ["COMPLETED"] * 3
+        time.sleep(0.5)  # a second run, were there one, would have written by now
+        lines = ran.read_text().splitlines()
+        assert sorted(lines) == sorted(f"ran {i}" for i in ids), lines
+    finally:
+        down = _run(["down"], state)
+    assert down.returncode == 0, down.stderr
+    assert StateDir(state).live_agents() == {}
+    assert not (state / "controller.pid").exists()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -18,6 +19,7 @@ from phalanx.live.controller import Controller
 from phalanx.live.fleet import step_run
 from phalanx.live.journal import SqliteJournal
 from phalanx.policies.catalog import profile
+from phalanx.protocol.agent import AgentHello, AgentReports, RunReport, Usage
 
 ALICE = Caller(1000, "alice")
 BOB = Caller(1001, "bob")
@@ -35,8 +37,21 @@ def _controller(path: Path, clock: FakeClock, **kw: object) -> Controller:
     )  # type: ignore[arg-type]
     c.recover()
     for node in ("n001", "n002"):
-        c.register({"node": node, "boot_id": f"b-{node}", "runs": []})
+        c.register(hello(node))
     return c
+
+
+def hello(node: str, boot_id: str = "", **kw: Any) -> AgentHello:
+    """A registration of ``node``'s agent (boot id ``b-NODE`` unless given)."""
+    return AgentHello(
+        node=node, boot_id=boot_id or f"b-{node}", cpus=64, memory_mb=1024, gpus=8, **kw
+    )
+
+
+def told(c: Controller, node: str, *reports: RunReport, **kw: Any) -> AgentReports:
+    """Reports from ``node``'s registered agent."""
+    agent = c.fleet.agents[node]
+    return AgentReports(boot_id=agent.boot_id, epoch=agent.epoch, reports=list(reports), **kw)
 
 
 def _spec(user: str = "alice", **kw: object) -> JobSpec:
@@ -53,7 +68,10 @@ def _end(c: Controller, job_id: int, code: int = 0) -> None:
     assert job.alloc is not None
     for i in job.alloc.nodes:
         node = c.cluster.nodes[i].name
-        c.reports(node, [{"job_id": job_id, "run": job.run, "state": "exited", "exit_code": code}])
+        c.reports(
+            node,
+            told(c, node, RunReport(job_id=job_id, run=job.run, state="exited", exit_code=code)),
+        )
 
 
 def test_the_epilog_is_time_in_completing_and_counts_against_eta(tmp_path: Path) -> None:
@@ -99,8 +117,8 @@ def test_a_restarted_controller_knows_every_job_as_it_was(tmp_path: Path) -> Non
 def _exited(c: Controller, node: str, job_id: int, run: int, *used: int) -> None:
     """The agent of ``node`` reports the run ended, having used ``user_ms, system_ms,
     max_rss_kb``."""
-    usage = dict(zip(("user_ms", "system_ms", "max_rss_kb"), used, strict=True))
-    c.reports(node, [{"job_id": job_id, "run": run, "state": "exited", "usage": usage}])
+    usage = Usage(**dict(zip(("user_ms", "system_ms", "max_rss_kb"), used, strict=True)))
+    c.reports(node, told(c, node, RunReport(job_id=job_id, run=run, state="exited", usage=usage)))
 
 
 def test_measured_usage_is_kept_with_the_end_and_survives_a_restart(tmp_path: Path) -> None:

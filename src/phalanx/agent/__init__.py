@@ -5,9 +5,9 @@ its machine, long-polls commands (launch, signal, kill), runs tasks as real proc
 reports how their runs ended. Start it with ``python -m phalanx.agent``.
 """
 
-from phalanx.agent.agent import EXIT_REFUSED, Agent
+from phalanx.agent.agent import EXIT_FENCED, EXIT_REFUSED, Agent
 from phalanx.agent.cgroup import Cgroups
 from phalanx.agent.machine import Machine, describe
 from phalanx.agent.tasks import TaskRunner
 
-__all__ = ["EXIT_REFUSED", "Agent", "Cgroups", "Machine", "TaskRunner", "describe"]
+__all__ = ["EXIT_FENCED", "EXIT_REFUSED", "Agent", "Cgroups", "Machine", "TaskRunner", "describe"]

@@ -3,12 +3,18 @@
 The loop, as a recipe:
 
 1. Register (``POST /v1/agents/register``) with this machine and every run known here;
-   retry while the controller is unreachable, give up (exit status 2) if it refuses.
-2. Long-poll commands (``GET /v1/agents/{node}/commands``) and execute them in seq order;
-   re-register when the controller restarted (another controller_id) or forgot this agent.
+   retry while the controller is unreachable, give up (exit status 2) if it refuses, also
+   when another live agent holds the node. The answer gives this incarnation its epoch.
+2. Long-poll commands (``GET /v1/agents/{node}/commands``, with the boot id and epoch) and
+   execute them in seq order, only those for this epoch; re-register when the controller
+   restarted (another controller_id) or forgot this agent.
 3. Reap children on SIGCHLD (and every second, in case a signal was coalesced away).
-4. Report ended runs in batches (``POST /v1/agents/{node}/reports``) until acknowledged.
+4. Report ended runs in batches (``POST /v1/agents/{node}/reports``) until acknowledged,
+   and now and then the whole inventory (what runs here), so that the controller ends what
+   it believes runs here and does not.
 5. On SIGTERM or SIGINT: stop the tasks (TERM, then KILL after 3 s), report, exit 0.
+6. Fenced (409, reason ``fenced``: a newer incarnation holds the node): kill the tasks at
+   once, report nothing, exit 3 (``phalanx.protocol.agent`` has the protocol).
 """
 
 from __future__ import annotations
@@ -26,22 +32,26 @@ import pydantic
 from phalanx.agent.cgroup import Cgroups
 from phalanx.agent.machine import Machine, health, host
 from phalanx.agent.tasks import TaskRunner
-from phalanx.api.wire import (
+from phalanx.protocol.agent import (
     AgentCommand,
     AgentCommands,
     AgentHello,
     AgentReports,
     AgentWelcome,
+    Refusal,
     ReportsAck,
     RunReport,
 )
 
-__all__ = ["EXIT_REFUSED", "Agent"]
+__all__ = ["EXIT_FENCED", "EXIT_REFUSED", "Agent"]
 
 log = logging.getLogger(__name__)
 
 EXIT_REFUSED = 2
-"""Exit status when the controller refuses the registration (a misconfiguration)."""
+"""Exit status when the controller refuses the registration (a misconfiguration, or another
+live agent holds the node)."""
+EXIT_FENCED = 3
+"""Exit status when a newer incarnation took the node: this one's tasks were killed."""
 
 _REGISTER_BACKOFF_CAP_S = 2.0
 _REPORT_BACKOFF_CAP_S = 1.0
@@ -51,13 +61,19 @@ _STOP_GRACE_S = 3.0
 _FINAL_REPORT_TIMEOUT_S = 2.0
 _COMMANDS_PER_TURN = 32
 _POLL_SLACK_S = 10.0
+"""A long poll may take this much longer than the wait it asked for before it is given up."""
 _REPOST_S = 1.0
 """How often ends the controller has not acknowledged yet are posted again."""
-"""A long poll may take this much longer than the wait it asked for before it is given up."""
+_INVENTORY_PER_HEARTBEAT = 3
+"""Inventories sent per heartbeat: the controller reconciles within a heartbeat."""
 
 
 class _Refused(Exception):
     """The controller answered a registration with 4xx."""
+
+
+class _Fenced(Exception):
+    """A newer incarnation of this node's agent holds the node."""
 
 
 class Agent:
@@ -91,6 +107,8 @@ class Agent:
         self._generation = 0
         """Counts registrations, so that two loops seeing one restart register once."""
         self._controller_id = ""
+        self._epoch = 0
+        """This incarnation's epoch (0 until the first registration)."""
         self._heartbeat_s = 30.0
         self._after = 0
         self._http: httpx.AsyncClient | None = None
@@ -98,6 +116,10 @@ class Agent:
     @property
     def controller_id(self) -> str:
         return self._controller_id
+
+    @property
+    def epoch(self) -> int:
+        return self._epoch
 
     @property
     def runner(self) -> TaskRunner:
@@ -118,6 +140,7 @@ class Agent:
                 loop.add_signal_handler(sig, self.stop)
                 handled.append(sig)
         status = 0
+        fenced = False
         try:
             async with self._client() as self._http:
                 work = asyncio.create_task(self._serve())
@@ -127,12 +150,14 @@ class Agent:
                 work.cancel()
                 await asyncio.gather(work, stopping, return_exceptions=True)
                 if not work.cancelled() and work.exception() is not None:
-                    if isinstance(work.exception(), _Refused):
+                    if isinstance(work.exception(), _Fenced):
+                        status, fenced = EXIT_FENCED, True
+                    elif isinstance(work.exception(), _Refused):
                         status = EXIT_REFUSED
                     else:
                         log.error("the agent failed", exc_info=work.exception())
                         status = 1
-                await self._shutdown()
+                await self._shutdown(fenced=fenced)
         finally:
             for sig in handled:
                 loop.remove_signal_handler(sig)
@@ -146,6 +171,9 @@ class Agent:
                 group.create_task(self._poll_commands())
                 group.create_task(self._send_reports())
                 group.create_task(self._reap_now_and_then())
+                group.create_task(self._send_inventory())
+        except* _Fenced:
+            raise _Fenced() from None
         except* _Refused:
             raise _Refused() from None
 
@@ -160,6 +188,7 @@ class Agent:
                 node=m.name,
                 address=self._address,
                 boot_id=self.boot_id,
+                epoch=self._epoch,
                 cpus=m.cpus,
                 memory_mb=m.memory_mb,
                 gpus=m.gpus,
@@ -179,6 +208,8 @@ class Agent:
                     welcome = AgentWelcome.model_validate_json(resp.content)
                     self._welcomed(welcome)
                     return
+                if resp.status_code == 409 and _refusal(resp) == "fenced":
+                    raise _Fenced()
                 if 400 <= resp.status_code < 500:
                     log.error(
                         "the controller refuses node %s (%d): %s",
@@ -203,14 +234,16 @@ class Agent:
         if welcome.node != self.machine.name:
             log.warning("registered as %s, answered for %s", self.machine.name, welcome.node)
         self._controller_id = welcome.controller_id
+        self._epoch = welcome.epoch
         self._heartbeat_s = welcome.heartbeat_s
         self._after = 0  # the new session numbers its commands afresh
         self._generation += 1
         log.info(
-            "registered node %s with controller %s (boot %s)",
+            "registered node %s with controller %s (boot %s, epoch %d)",
             self.machine.name,
             welcome.controller_id,
             self.boot_id,
+            welcome.epoch,
         )
 
     async def _reregister(self, seen_generation: int) -> None:
@@ -229,6 +262,7 @@ class Agent:
                 "after": self._after,
                 "wait": wait,
                 "boot_id": self.boot_id,
+                "epoch": self._epoch,
             }
             # Each poll (a heartbeat) tells how loaded the machine is: scontrol show node.
             load, free = health()
@@ -241,6 +275,8 @@ class Agent:
                     path, params=params, timeout=wait + _POLL_SLACK_S
                 )
                 if resp.status_code in (404, 409):
+                    if _refusal(resp) == "fenced":
+                        raise _Fenced()
                     await self._reregister(generation)
                     backoff = _FIRST_BACKOFF_S
                     continue
@@ -265,6 +301,13 @@ class Agent:
         for done, cmd in enumerate(sorted(commands, key=lambda c: c.seq), start=1):
             if cmd.seq <= self._after:
                 continue  # already done: an answer that crossed our acknowledgement
+            if cmd.epoch != self._epoch:
+                # Meant for another incarnation of this node's agent: never acted on here.
+                log.warning(
+                    "ignored a %s for epoch %d (mine: %d)", cmd.kind, cmd.epoch, self._epoch
+                )
+                self._after = cmd.seq
+                continue
             if cmd.kind == "launch":
                 self._runner.launch(cmd)
             elif cmd.kind == "signal":
@@ -298,13 +341,17 @@ class Agent:
         path = f"/v1/agents/{self.machine.name}/reports"
         while batch := self._runner.unacked():
             generation = self._generation
-            body = AgentReports(boot_id=self.boot_id, reports=batch).model_dump(mode="json")
+            body = AgentReports(boot_id=self.boot_id, epoch=self._epoch, reports=batch).model_dump(
+                mode="json"
+            )
             try:
                 resp = await self._http_client.post(path, json=body)
                 if resp.status_code == 200:
                     self._acknowledge(batch, ReportsAck.model_validate_json(resp.content).acked)
                     return
                 if resp.status_code in (404, 409):
+                    if _refusal(resp) == "fenced":
+                        raise _Fenced()
                     await self._reregister(generation)
                     continue
                 log.warning("reporting failed (%d): %s", resp.status_code, resp.text)
@@ -312,6 +359,36 @@ class Agent:
                 log.warning("reporting failed: %s", exc)
             await asyncio.sleep(backoff)
             backoff = min(backoff * 2, _REPORT_BACKOFF_CAP_S)
+
+    async def _send_inventory(self) -> None:
+        """Now and then, tell every run this node has, as of the last command carried out:
+        the controller ends those it believes run here and do not (lost with an agent)."""
+        path = f"/v1/agents/{self.machine.name}/reports"
+        while True:
+            await asyncio.sleep(self._heartbeat_s / _INVENTORY_PER_HEARTBEAT)
+            # Under the registration lock: an inventory must not count commands of one
+            # registration against the numbering of another.
+            async with self._register_lock:
+                sent = self._runner.hello_runs()
+                body = AgentReports(
+                    boot_id=self.boot_id,
+                    epoch=self._epoch,
+                    reports=sent,
+                    inventory=True,
+                    after=self._after,
+                ).model_dump(mode="json")
+                try:
+                    resp = await self._http_client.post(path, json=body)
+                except httpx.HTTPError as exc:
+                    log.warning("the inventory was not sent: %s", exc)
+                    continue
+            if resp.status_code == 200:
+                ended = [r for r in sent if r.state != "running"]
+                self._acknowledge(ended, ReportsAck.model_validate_json(resp.content).acked)
+            elif resp.status_code == 409 and _refusal(resp) == "fenced":
+                raise _Fenced()
+            # Anything else (unregistered, a controller restarting): the other loops
+            # re-register; the next inventory follows that.
 
     async def _reap_now_and_then(self) -> None:
         # SIGCHLDs arriving together are delivered as one; reap() takes all, but a signal
@@ -325,9 +402,21 @@ class Agent:
             self._ended.set()
 
     # ------------------------------------------------------------------ the end
-    async def _shutdown(self) -> None:
-        """Stop every task (TERM, then KILL after a grace), then report once, briefly."""
+    async def _shutdown(self, *, fenced: bool = False) -> None:
+        """Stop every task (TERM, then KILL after a grace), then report once, briefly.
+        Fenced: KILL at once and report nothing (another incarnation holds the node)."""
         runner = self._runner
+        if fenced:
+            log.error(
+                "node %s is held by a newer agent: epoch %d is fenced; killing %d runs",
+                self.machine.name,
+                self._epoch,
+                runner.running_count(),
+            )
+            runner.signal_all(signals.SIGKILL)
+            await self._wait_tasks(_STOP_GRACE_S)
+            self._collect()
+            return
         if runner.running_count():
             log.info("stopping %d runs", runner.running_count())
             runner.signal_all(signals.SIGTERM)
@@ -339,7 +428,9 @@ class Agent:
         final = runner.unacked()
         if not final or not self._controller_id:
             return
-        body = AgentReports(boot_id=self.boot_id, reports=final).model_dump(mode="json")
+        body = AgentReports(boot_id=self.boot_id, epoch=self._epoch, reports=final).model_dump(
+            mode="json"
+        )
         try:
             resp = await self._http_client.post(
                 f"/v1/agents/{self.machine.name}/reports",
@@ -378,6 +469,14 @@ class Agent:
         if self._http is None:
             raise RuntimeError("the agent is not running")
         return self._http
+
+
+def _refusal(resp: httpx.Response) -> str | None:
+    """The reason of a 409 from the controller (``Refusal``), None if it gives none."""
+    try:
+        return Refusal.model_validate_json(resp.content).reason
+    except pydantic.ValidationError:
+        return None
 
 
 def _exception_handler(loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:

@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from typing import IO
 
 from phalanx.agent.cgroup import Cgroups
-from phalanx.api.wire import AgentCommand, RunReport, TaskSpec, Usage
+from phalanx.protocol.agent import AgentCommand, RunReport, TaskSpec, Usage
 
 __all__ = ["FINISHED_MEMORY", "RunKey", "TaskRunner"]
 

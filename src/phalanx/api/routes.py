@@ -12,7 +12,7 @@ import pwd
 from collections.abc import Mapping
 from typing import Annotated, Any
 
-from fastapi import Depends, FastAPI, Query, Request
+from fastapi import Depends, FastAPI, Path, Query, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response
 
@@ -44,6 +44,7 @@ from phalanx.api.wire import (
     NodeInfo,
     PartitionInfo,
     PriorityInfo,
+    Refusal,
     ReportsAck,
     ShareInfo,
     SignalRequest,
@@ -59,12 +60,14 @@ from phalanx.domain.time import parse_duration
 from phalanx.engine.engine import DEFAULT_TIME_LIMIT
 from phalanx.errors import (
     Conflict,
+    Fenced,
     InputError,
     NotAllowed,
     NotFound,
     PhalanxError,
     StateStoreError,
 )
+from phalanx.protocol.agent import BOOT_ID_PATTERN, EPOCH_MAX, NODE_PATTERN
 
 __all__ = ["Access", "create_app"]
 
@@ -73,6 +76,11 @@ _ENCODE = json.JSONEncoder(
     ensure_ascii=False, allow_nan=False, separators=(",", ":"), check_circular=False
 ).encode
 _ERRORS: dict[int | str, dict[str, Any]] = {code: {"model": ErrorBody} for code in (403, 404, 422)}
+_AGENT_ERRORS: dict[int | str, dict[str, Any]] = {
+    **_ERRORS,
+    409: {"model": Refusal, "description": "an agent incarnation that does not hold the node"},
+    507: {"model": ErrorBody, "description": "the state database cannot take the new epoch"},
+}
 
 
 class Access:
@@ -170,6 +178,9 @@ def create_app(service: Service, access: Access | None = None) -> FastAPI:
 
     @app.exception_handler(Conflict)
     async def _conflict(request: Request, exc: Conflict) -> JSONResponse:
+        if isinstance(exc, Fenced):  # an agent's call: the reason tells it what to do
+            body = Refusal(error=str(exc), reason=exc.reason, epoch=exc.epoch)  # type: ignore[arg-type]
+            return JSONResponse(body.model_dump(), status_code=409)
         return _error(409, str(exc))
 
     @app.exception_handler(NotAllowed)
@@ -415,33 +426,38 @@ def create_app(service: Service, access: Access | None = None) -> FastAPI:
         return Response(metrics.render(), media_type="text/plain; version=0.0.4")
 
     # ------------------------------------------------------------------ agents
-    @app.post("/v1/agents/register", response_model=AgentWelcome, responses=_ERRORS)
-    async def register(hello: AgentHello, who: Admin) -> dict[str, Any]:
-        acked = service.register(hello.model_dump())
-        return {
-            "controller_id": service.id,
-            "node": hello.node,
-            "heartbeat_s": HEARTBEAT_S,
-            "acked": [list(k) for k in acked],
-        }
+    @app.post("/v1/agents/register", response_model=AgentWelcome, responses=_AGENT_ERRORS)
+    async def register(hello: AgentHello, who: Admin) -> AgentWelcome:
+        epoch, acked = service.register(hello)
+        return AgentWelcome(
+            controller_id=service.id,
+            node=hello.node,
+            epoch=epoch,
+            heartbeat_s=HEARTBEAT_S,
+            acked=[list(k) for k in acked],
+        )
 
-    @app.get("/v1/agents/{node}/commands", response_model=AgentCommands, responses=_ERRORS)
+    @app.get("/v1/agents/{node}/commands", response_model=AgentCommands, responses=_AGENT_ERRORS)
     async def commands(
-        node: str,
+        node: Annotated[str, Path(pattern=NODE_PATTERN)],
         who: Admin,
-        after: int = 0,
+        boot_id: Annotated[str, Query(pattern=BOOT_ID_PATTERN)],
+        epoch: Annotated[int, Query(ge=1, le=EPOCH_MAX)],
+        after: Annotated[int, Query(ge=0)] = 0,
         wait: Annotated[float, Query(ge=0, le=60)] = HEARTBEAT_S,
         cpu_load: Annotated[float | None, Query(ge=0)] = None,
         free_mem_mb: Annotated[int | None, Query(ge=0)] = None,
-    ) -> dict[str, Any]:
+    ) -> AgentCommands:
         health = {"cpu_load": cpu_load, "free_mem_mb": free_mem_mb}
-        commands = await service.commands(node, after, wait, health)
-        return {"controller_id": service.id, "commands": commands}
+        out = await service.commands(node, boot_id, epoch, after, wait, health)
+        return AgentCommands(controller_id=service.id, epoch=epoch, commands=out)
 
-    @app.post("/v1/agents/{node}/reports", response_model=ReportsAck, responses=_ERRORS)
-    async def reports(node: str, body: AgentReports, who: Admin) -> dict[str, Any]:
-        acked = service.reports(node, [r.model_dump() for r in body.reports])
-        return {"acked": [list(k) for k in acked]}
+    @app.post("/v1/agents/{node}/reports", response_model=ReportsAck, responses=_AGENT_ERRORS)
+    async def reports(
+        node: Annotated[str, Path(pattern=NODE_PATTERN)], body: AgentReports, who: Admin
+    ) -> ReportsAck:
+        acked = service.reports(node, body)
+        return ReportsAck(acked=[list(k) for k in acked])
 
     return app
 

@@ -11,6 +11,7 @@ from phalanx.domain.jobspec import JobSpec
 from phalanx.domain.jobstep import StepRecord
 from phalanx.domain.rusage import RunUsage
 from phalanx.domain.time import Instant
+from phalanx.protocol.agent import AgentCommand, AgentHello, AgentReports
 from phalanx.sched.job import Job
 
 __all__ = ["Figures", "Service"]
@@ -139,13 +140,26 @@ class Service(Protocol):
         ids: Iterable[int | tuple[int, int]] | None = None,
     ) -> list[Job]: ...
 
-    def register(self, hello: Mapping[str, Any]) -> list[tuple[int, int]]: ...
+    def register(self, hello: AgentHello) -> tuple[int, list[tuple[int, int]]]:
+        """Admit an agent incarnation: its epoch, and the runs whose end is journaled
+        (``Fenced`` if it may not hold the node)."""
+        ...
 
-    def reports(self, node: str, runs: Sequence[Mapping[str, Any]]) -> list[tuple[int, int]]: ...
+    def reports(self, node: str, body: AgentReports) -> list[tuple[int, int]]:
+        """Ended runs (and an inventory) from the node's holder; ``Fenced`` from others."""
+        ...
 
     async def commands(
-        self, node: str, after: int, wait: float, health: Mapping[str, Any] | None = None
-    ) -> list[dict[str, Any]]: ...
+        self,
+        node: str,
+        boot_id: str,
+        epoch: int,
+        after: int,
+        wait: float,
+        health: Mapping[str, Any] | None = None,
+    ) -> list[AgentCommand]:
+        """The holder's commands after ``after``; ``Fenced`` for anyone else."""
+        ...
 
     def node_down(self, name: str) -> bool: ...
 

@@ -1,4 +1,5 @@
-"""What travels over HTTP: pydantic models for the REST API and the agent protocol.
+"""What travels over HTTP: pydantic models for the REST API (the agent protocol's are in
+``phalanx.protocol.agent``, shared with the agent, and named here too).
 
 Requests are validated here, at the wire; the domain never sees pydantic. Durations are
 Slurm strings in requests (``"1:00:00"``, ``"30"`` minutes) and integer milliseconds in
@@ -10,6 +11,20 @@ from __future__ import annotations
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
+
+# The agent protocol lives where the agent may import it too; named here for API users.
+from phalanx.protocol.agent import (
+    AgentCommand,
+    AgentCommands,
+    AgentHello,
+    AgentReports,
+    AgentWelcome,
+    Refusal,
+    ReportsAck,
+    RunReport,
+    TaskSpec,
+    Usage,
+)
 
 __all__ = [
     "AcctRecord",
@@ -30,6 +45,7 @@ __all__ = [
     "NodeInfo",
     "PartitionInfo",
     "PriorityInfo",
+    "Refusal",
     "ReportsAck",
     "RunReport",
     "ShareInfo",
@@ -46,15 +62,6 @@ __all__ = [
 
 class _Wire(BaseModel):
     model_config = ConfigDict(extra="forbid")
-
-
-class Usage(_Wire):
-    """What processes used, as the kernel counts it when they end: CPU time in user and in
-    kernel mode (summed over tasks), and the largest resident set size of one task."""
-
-    user_ms: int = Field(ge=0)
-    system_ms: int = Field(ge=0)
-    max_rss_kb: int = Field(ge=0, description="KiB")
 
 
 class JobRequest(_Wire):
@@ -327,84 +334,3 @@ class AcctRecord(_Wire):
 class ErrorBody(_Wire):
     error: str
     field: str | None = None
-
-
-# ---------------------------------------------------------------------------- agents
-class RunReport(_Wire):
-    """What an agent knows of one run of a job on its node."""
-
-    job_id: int
-    run: int
-    state: Literal["running", "exited", "failed"]
-    exit_code: int = 0
-    signal: int = 0
-    reason: str = ""
-    at: int = Field(0, description="when it ended, ms since the epoch (0: now)")
-    usage: Usage | None = Field(
-        default=None,
-        description="what its tasks on this node used (an ended run; None: not measured)",
-    )
-
-
-class AgentHello(_Wire):
-    node: str
-    address: str = "127.0.0.1"
-    boot_id: str
-    cpus: int
-    memory_mb: int
-    gpus: int
-    gpu_model: str | None = None
-    runs: list[RunReport] = Field(default_factory=list)
-    arch: str | None = None
-    os: str | None = None
-    boot_time: int | None = Field(default=None, description="ms since the epoch")
-    cpu_load: float | None = None
-    free_mem_mb: int | None = None
-
-
-class AgentWelcome(_Wire):
-    controller_id: str
-    node: str
-    heartbeat_s: float
-    acked: list[list[int]] = Field(
-        default_factory=list, description="[job_id, run] of ended runs now journaled: forget them"
-    )
-
-
-class ReportsAck(_Wire):
-    acked: list[list[int]] = Field(
-        description="[job_id, run] of ended runs now journaled; keep the others and send again"
-    )
-
-
-class TaskSpec(_Wire):
-    argv: list[str]
-    cwd: str
-    env: dict[str, str]
-    stdout: str
-    stderr: str | None = Field(None, description="None: with stdout")
-    open_mode: Literal["truncate", "append"] = "append"
-    uid: int | None = None
-    gid: int | None = None
-    rank: int
-
-
-class AgentCommand(_Wire):
-    seq: int
-    kind: Literal["launch", "signal", "kill"]
-    job_id: int
-    run: int
-    signal: int = 0
-    tasks: list[TaskSpec] = Field(default_factory=list)
-    cpus: int = 0
-    memory_mb: int = 0
-
-
-class AgentCommands(_Wire):
-    controller_id: str
-    commands: list[AgentCommand]
-
-
-class AgentReports(_Wire):
-    boot_id: str
-    reports: list[RunReport]

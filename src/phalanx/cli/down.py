@@ -1,4 +1,5 @@
-"""``phalanx down``: stop what ``phalanx up --detach`` started (agents, then the controller)."""
+"""``phalanx down``: stop what ``phalanx up --detach`` started: every agent of the state
+directory (however many ``phalanx up`` runs started them), then the controller."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ import sys
 import time
 from pathlib import Path
 
-__all__ = ["add_arguments", "run"]
+__all__ = ["add_arguments", "run", "stop_pids"]
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -19,7 +20,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def _stop(pids: list[int], timeout: float = 15.0) -> list[int]:
+def stop_pids(pids: list[int], timeout: float = 15.0) -> list[int]:
+    """SIGTERM, then SIGKILL what still runs after ``timeout``; return those killed."""
     from phalanx.server.statedir import alive
 
     for pid in pids:
@@ -39,15 +41,16 @@ def run(args: argparse.Namespace) -> int:
     from phalanx.server.statedir import StateDir, alive, default_state_dir, read_pids
 
     state = StateDir((args.state_dir or default_state_dir()).expanduser())
-    agents = [p for p in read_pids(state.agents_pid) if alive(p)]
+    agents = sorted(p for pids in state.live_agents().values() for p in pids)
     controller = [p for p in read_pids(state.pid) if alive(p)]
     if not agents and not controller:
         print(f"phalanx down: nothing runs from {state.root}", file=sys.stderr)
         return 0
-    _stop(agents)
-    _stop(controller)
-    for path in (state.agents_pid, state.pid):
-        with contextlib.suppress(FileNotFoundError):
-            path.unlink()
+    stop_pids(agents)
+    stop_pids(controller)
+    with contextlib.suppress(OSError):
+        for path in [state.agents_pid, state.pid, *state.agents_dir.glob("*.pid")]:
+            with contextlib.suppress(FileNotFoundError):
+                path.unlink()
     print(f"Phalanx stopped ({len(agents)} agent(s) and the controller).")
     return 0

@@ -4,11 +4,17 @@ The controller and each agent are separate processes that talk HTTP, as on a rea
 In the foreground, Ctrl-C stops them all; ``--detach`` leaves them running in the
 background until ``phalanx down``. With a cluster definition whose node names are not this
 machine's, every node is emulated here by its own agent (a multi-node cluster on one box).
+
+A node never gets a second agent: agents of this state directory still running (after a
+controller was killed, say) are found (``StateDir.live_agents``) and kept; they register
+with the new controller and keep their tasks. Should two run for a node anyway, the
+controller keeps the live one and refuses the other (``phalanx.live.fencing``).
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import signal
 import socket
@@ -135,9 +141,14 @@ def run(args: argparse.Namespace) -> int:
             start_new_session=args.detach,
         )
     procs = [controller]
+    kept: list[int] = []
     try:
         _wait_ready(state.root, controller, log)
+        live = state.live_agents()
         for name in nodes:
+            if live.get(name):
+                kept.extend(live[name])  # it registers with this controller by itself
+                continue
             node = cluster.nodes[cluster.node_index(name) or 0]
             argv = [
                 sys.executable,
@@ -157,17 +168,18 @@ def run(args: argparse.Namespace) -> int:
                 str(node.memory_mb),
             ]
             with open(state.logs / f"agent-{name}.log", "ab") as out:
-                procs.append(
-                    subprocess.Popen(
-                        argv,
-                        stdin=subprocess.DEVNULL,
-                        stdout=out,
-                        stderr=subprocess.STDOUT,
-                        env=env,
-                        start_new_session=args.detach,
-                    )
+                agent = subprocess.Popen(
+                    argv,
+                    stdin=subprocess.DEVNULL,
+                    stdout=out,
+                    stderr=subprocess.STDOUT,
+                    env=env,
+                    start_new_session=args.detach,
                 )
-        state.agents_pid.write_text("".join(f"{p.pid}\n" for p in procs[1:]))
+            procs.append(agent)
+            state.agent_pid(name).write_text(f"{agent.pid}\n")
+        with contextlib.suppress(FileNotFoundError):
+            state.agents_pid.unlink()  # the per-node files say it all now
     except BaseException:
         _stop(procs[::-1])
         raise
@@ -177,6 +189,8 @@ def run(args: argparse.Namespace) -> int:
         f"Phalanx is up: {len(cluster.nodes)} node(s), {gpus} GPU(s), "
         f"{len(nodes)} agent(s) on this machine."
     )
+    if kept:
+        print(f"  kept    {len(kept)} agent(s) still running from before (pid {_pids(kept)})")
     print(f"  state   {state.root}")
     print(f"  API     unix:{state.socket}  http://{args.host}:{port}/v1 (token in {state.token})")
     print(f"  logs    {state.logs}")
@@ -186,10 +200,14 @@ def run(args: argparse.Namespace) -> int:
         return 0
     print("  stop    Ctrl-C")
     sys.stdout.flush()
-    return _foreground(procs)
+    return _foreground(procs, kept)
 
 
-def _foreground(procs: list[subprocess.Popen[bytes]]) -> int:
+def _pids(pids: list[int]) -> str:
+    return ", ".join(str(p) for p in pids)
+
+
+def _foreground(procs: list[subprocess.Popen[bytes]], kept: list[int]) -> int:
     stopping = False
 
     def _on_signal(signum: int, frame: object) -> None:
@@ -200,6 +218,9 @@ def _foreground(procs: list[subprocess.Popen[bytes]]) -> int:
     signal.signal(signal.SIGINT, _on_signal)
     while not stopping and all(p.poll() is None for p in procs):
         time.sleep(0.2)
+    from phalanx.cli.down import stop_pids
+
+    stop_pids(kept)  # agents kept from before are this cluster's too
     _stop(procs[::-1])
     return 0 if stopping else 1
 

@@ -23,21 +23,21 @@ from phalanx.domain.caller import Caller
 from phalanx.domain.cluster import Cluster
 from phalanx.domain.jobspec import JobSpec
 from phalanx.domain.state import JobState, Reason
-from phalanx.domain.time import SECOND, Duration, Instant
-from phalanx.engine import Cancel, Engine, NodeDown, NodeUp, Requeue, Signal, Update
-from phalanx.errors import Conflict, NotAllowed, NotFound, PhalanxError, SpecError
+from phalanx.domain.time import Duration, Instant
+from phalanx.engine import Cancel, Engine, Requeue, Signal, Update
+from phalanx.errors import Conflict, NotAllowed, NotFound, SpecError
+from phalanx.live.agentdesk import AgentDesk
 from phalanx.live.clock import Clock, WallClock
+from phalanx.live.epochs import EpochStore, MemoryEpochs
 from phalanx.live.fleet import DEAD_AFTER, Fleet, RunKey, Step, StepError
 from phalanx.live.journal import Journal
 from phalanx.live.ledger import Ledger
 from phalanx.live.loop import ControlLoop
+from phalanx.protocol.agent import AgentCommand, AgentHello, AgentReports
 from phalanx.sched.job import Job
 from phalanx.sched.profile import Profile
 
 __all__ = ["Controller", "PassStats"]
-
-_FACTS = ("arch", "os", "boot_time", "cpu_load", "free_mem_mb")
-"""What an agent's hello tells of its machine, kept for ``scontrol show node``."""
 
 log = logging.getLogger("phalanx.controller")
 
@@ -63,6 +63,7 @@ class Controller:
         epilog_ms: Duration = 0,
         dead_after: Duration = DEAD_AFTER,
         run_as_submitter: bool | None = None,
+        epochs: EpochStore | None = None,
     ) -> None:
         self.cluster = cluster
         self.clock = clock or WallClock()
@@ -81,9 +82,16 @@ class Controller:
         self.ledger = Ledger()
         self.started = self.clock.now()
         self.recovered = 0
-        self._dead_after = dead_after
-        self._down: set[str] = set()
         self._kick = asyncio.Event()
+        self.agents = AgentDesk(
+            self.fleet,
+            self.loop,
+            self.clock,
+            epochs if epochs is not None else MemoryEpochs(),
+            dead_after=dead_after,
+            started=self.started,
+            accepted=self._accepted,
+        )
         self._stop = False
         self._ends: deque[tuple[Instant, Job]] = deque()
         self._array_members: dict[int, list[int]] = {}
@@ -95,7 +103,8 @@ class Controller:
         try:
             self.recovered = self.loop.replay(self.clock.now())
         finally:
-            self.fleet.finish_replay()
+            running = self.engine.jobs.values()
+            self.fleet.finish_replay((j.id, j.run) for j in running if j.state is JobState.RUNNING)
         for job in self.engine.jobs.values():
             if job.array_job_id is not None:
                 self._array_members.setdefault(job.array_job_id, []).append(job.id)
@@ -111,7 +120,7 @@ class Controller:
             mono = time.monotonic()
             if mono - last_check >= 1.0:
                 last_check = mono
-                self._check_agents()
+                self.agents.check_liveness()
             due = self.loop.next_due()
             wait = 1.0
             if due is not None:
@@ -139,8 +148,7 @@ class Controller:
     def stop(self) -> None:
         self._stop = True
         self._kick.set()
-        for agent in self.fleet.agents.values():
-            agent.wake.set()  # long polls answer now (empty), so the server can stop
+        self.agents.end_polls()  # so that the server can stop
 
     def _accepted(self) -> None:
         self._kick.set()
@@ -420,108 +428,33 @@ class Controller:
         return out
 
     # ------------------------------------------------------------------ agents
-    def register(self, hello: Mapping[str, Any]) -> list[RunKey]:
-        node = str(hello["node"])
-        if node not in self.fleet.agents:
-            raise NotFound(f"node {node!r} is not in the cluster definition")
-        now = self.clock.now()
-        acked = self.fleet.register(
-            node,
-            str(hello["boot_id"]),
-            str(hello.get("address") or "127.0.0.1"),
-            hello.get("runs", ()),
-            now,
-        )
-        self.fleet.agents[node].facts = {k: hello[k] for k in _FACTS if hello.get(k) is not None}
-        if node in self._down:
-            self._down.discard(node)
-            index = self.cluster.node_index(node)
-            assert index is not None
-            self.loop.accept([NodeUp(now, index)])
-        log.info("agent %s registered (boot %s)", node, hello["boot_id"])
-        self._accepted()
-        return acked
+    def register(self, hello: AgentHello) -> tuple[int, list[RunKey]]:
+        return self.agents.register(hello)
 
-    def reports(self, node: str, runs: Sequence[Mapping[str, Any]]) -> list[RunKey]:
-        if node not in self.fleet.agents:
-            raise NotFound(f"node {node!r} is not in the cluster definition")
-        acked = self.fleet.reports(node, runs, self.clock.now())
-        self._accepted()
-        return acked
+    def reports(self, node: str, body: AgentReports) -> list[RunKey]:
+        return self.agents.reports(node, body)
 
     async def commands(
-        self, node: str, after: int, wait: float, health: Mapping[str, Any] | None = None
-    ) -> list[dict[str, Any]]:
-        """The node's commands after ``after``, waiting up to ``wait`` s for some; ``health``
-        (``cpu_load``, ``free_mem_mb``) is how the agent found its machine as it asked."""
-        agent = self.fleet.agents.get(node)
-        if agent is None:
-            raise NotFound(f"node {node!r} is not in the cluster definition")
-        if not agent.registered:
-            # A controller that restarted: the agent must say what it runs first.
-            raise Conflict(f"agent {node} is not registered with this controller")
-        if health:
-            agent.facts.update((k, v) for k, v in health.items() if v is not None)
-        out = self.fleet.take(node, after, self.clock.now())
-        if out or wait <= 0:
-            return out
-        # An agent waiting here is alive; it comes back well within the liveness limit.
-        wait = min(wait, self._dead_after / 3000)
-        agent.polling += 1
-        try:
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(agent.wake.wait(), wait)
-        finally:
-            agent.polling -= 1
-        return self.fleet.take(node, after, self.clock.now())
+        self,
+        node: str,
+        boot_id: str,
+        epoch: int,
+        after: int,
+        wait: float,
+        health: Mapping[str, Any] | None = None,
+    ) -> list[AgentCommand]:
+        return await self.agents.commands(node, boot_id, epoch, after, wait, health)
 
-    def _check_agents(self) -> None:
-        now = self.clock.now()
-        if now - self.started < self._dead_after:
-            return  # a restarted controller gives agents time to come back
-        dead = [
-            a.node
-            for a in self.fleet.agents.values()
-            if a.node not in self._down
-            and not a.polling
-            and now - max(a.seen, self.started) > self._dead_after
-        ]
-        if not dead:
-            return
-        events = []
-        for node in dead:
-            index = self.cluster.node_index(node)
-            assert index is not None
-            events.append(NodeDown(now, index, "Not responding"))
-            self._down.add(node)
-            log.warning("node %s: no agent for %d s, marked down", node, self._dead_after // SECOND)
-        try:
-            stamped = self.loop.accept(events)
-            # The ends of their runs come after the engine knows the node failed (at the
-            # same instant an end would sort first and read as an ordinary kill).
-            after = max(e.at for e in stamped) + 1
-            for node in dead:
-                self.fleet.node_lost(node, after)
-        except PhalanxError:
-            self._down.difference_update(dead)  # try again at the next check
-        self._accepted()
-
-    # ------------------------------------------------------------------ figures
     def node_down(self, name: str) -> bool:
-        return name in self._down
+        return self.agents.node_down(name)
 
     def agent_registered(self, name: str) -> bool:
-        agent = self.fleet.agents.get(name)
-        return agent is not None and agent.registered
+        return self.agents.registered(name)
 
     def node_facts(self, name: str) -> dict[str, Any]:
-        """What the node's agent told of its machine, and where and when it registered
-        (``NodeInfo`` fields; none without a registered agent)."""
-        agent = self.fleet.agents.get(name)
-        if agent is None or not agent.registered:
-            return {}
-        return {**agent.facts, "address": agent.address, "agent_start": agent.started}
+        return self.agents.node_facts(name)
 
+    # ------------------------------------------------------------------ figures
     def node_mem_alloc(self) -> list[int]:
         """Per node: memory (MB) held by jobs now."""
         state = self.engine.state

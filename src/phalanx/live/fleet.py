@@ -1,11 +1,17 @@
 """The executor of the live controller: node agents, reached through per-node outboxes.
 
-A launch becomes one command per node of the allocation, with every task's argv, working
-directory, environment and output files worked out here, so agents stay simple. Agents
+A launch becomes one command per node of the allocation (``phalanx.live.launches``). Agents
 long-poll their outbox and report runs that ended; a run of a multi-node job has ended when
 every node has reported it. Reports are acknowledged per run, and only once the run's end is
 in the journal, so an agent keeps what it knows until then (and tells it again after a
 controller restart).
+
+One incarnation of a node's agent at a time holds the node, under an epoch (the controller
+hands it out, see ``phalanx.protocol.agent``); every command in the outbox carries it, and
+the outbox is cleared when another incarnation takes the node. A run that the node's
+incarnation has not got, though it took the launch (or may have, for all a restarted
+controller knows), is *lost*: it ends as on a node failure (requeued, or killed), and is
+never sent again, so nothing runs twice.
 
 After a restart the journal's replay repeats launches, signals and kills already carried out:
 the fleet holds them back (``replaying``) and, when each agent registers, sends only what
@@ -16,8 +22,8 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import logging
 import os
-import pwd
 from collections import deque
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
@@ -25,7 +31,7 @@ from typing import Any
 
 from phalanx.domain.cluster import Cluster
 from phalanx.domain.hostlist import compress
-from phalanx.domain.jobstep import StepRecord, step_name
+from phalanx.domain.jobstep import step_name
 from phalanx.domain.rusage import RunUsage, combined
 from phalanx.domain.time import SECOND, Duration, Instant
 from phalanx.engine import (
@@ -35,65 +41,60 @@ from phalanx.engine import (
     Kill,
     Launch,
     LaunchFailed,
+    Requeue,
     Signal,
     TasksExited,
 )
-from phalanx.live.taskenv import (
-    TaskPlace,
-    expand_pattern,
-    step_environment,
-    task_environment,
-    task_places,
-)
+from phalanx.live.launches import DEFAULT_PATH, launch_commands, master_port
+from phalanx.live.steps import STEP_JOBS_KEPT, STEP_RUNS, Step, StepError, step_run
+from phalanx.live.taskenv import TaskPlace, step_environment
+from phalanx.protocol.agent import AgentCommand, RunReport
 from phalanx.sched.capacity import Allocation
 
-__all__ = ["STEP_RUNS", "Agent", "Fleet", "Step", "StepError", "master_port", "step_run"]
+__all__ = [
+    "DEAD_AFTER",
+    "DEFAULT_PATH",
+    "STEP_RUNS",
+    "Agent",
+    "Fleet",
+    "RunKey",
+    "Step",
+    "StepError",
+    "master_port",
+    "step_run",
+]
+
+log = logging.getLogger("phalanx.controller")
 
 RunKey = tuple[int, int]
-STEP_RUNS = 1_000_000
-"""Agents know runs by (job, run); a step's processes use run STEP_RUNS x (step + 1) + run,
-so that agents need not know what a step is."""
 
-
-STEP_JOBS_KEPT = 1000
-"""Ended jobs whose steps stay readable (an srun reads its step's end after the job's)."""
-
-
-def step_run(run: int, step: int) -> int:
-    return STEP_RUNS * (step + 1) + run
-
-
-class StepError(Exception):
-    """A step that cannot be started in this allocation: ``str()`` says why."""
-
-
-DEFAULT_PATH = "/usr/local/bin:/usr/bin:/bin"
-
-
-def master_port(job_id: int) -> int:
-    """Where rank 0 of torch.distributed listens: Lightning's SLURMEnvironment rule
-    (15000 + the job id's last four digits), so every node derives the same port."""
-    return 15000 + job_id % 10000
+_KILLED = RunReport(job_id=0, run=0, state="exited", signal=9)
+"""What a run lost with its node's agent ends as (its job and run do not matter)."""
 
 
 @dataclass
 class Agent:
-    """What the controller knows of a node's agent."""
+    """What the controller knows of a node's agent: the incarnation that holds the node."""
 
     node: str
     boot_id: str = ""
+    """The holding incarnation's ("" before any registered, ever)."""
+    epoch: int = 0
+    """The holding incarnation's epoch (0 before any registered, ever)."""
     address: str = "127.0.0.1"
     seen: Instant = 0
     registered: bool = False
+    """The holder has registered with this controller (and is not lost since)."""
     seq: int = 0
-    outbox: list[dict[str, Any]] = field(default_factory=list)
+    outbox: list[AgentCommand] = field(default_factory=list)
     wake: asyncio.Event = field(default_factory=asyncio.Event)
     polling: int = 0
     """Long polls of this agent waiting now."""
-    delivered: set[RunKey] = field(default_factory=set)
-    """Runs whose launch this boot of the agent has taken."""
+    delivered: dict[RunKey, int] = field(default_factory=dict)
+    """Runs (and steps) going on whose launch this incarnation has taken -> the launch's seq
+    (0: it said it had the run when it registered)."""
     started: Instant | None = None
-    """When this boot of the agent first registered."""
+    """When this incarnation first registered."""
     facts: dict[str, Any] = field(default_factory=dict)
     """What it said of its machine (``arch``, ``os``, ``boot_time``, ``cpu_load``,
     ``free_mem_mb``), the load and free memory as of its last poll."""
@@ -102,8 +103,8 @@ class Agent:
 @dataclass
 class _Run:
     launch: Launch
-    nodes: dict[str, dict[str, Any]]
-    """node name -> its launch command (without seq)."""
+    nodes: dict[str, AgentCommand]
+    """node name -> its launch command (without seq and epoch)."""
     waiting: set[str]
     exit_code: int = 0
     signal: int = 0
@@ -113,69 +114,6 @@ class _Run:
     """What its tasks used, over the nodes that reported so far."""
     steps_usage: RunUsage | None = None
     """What its ended steps used, together."""
-
-
-@dataclass
-class Step:
-    """A step (``srun`` in an allocation): tasks over some of the job's nodes."""
-
-    job_id: int
-    run: int
-    step: int
-    tasks: int
-    nodes: dict[str, dict[str, Any]]
-    waiting: set[str]
-    exit_code: int = 0
-    signal: int = 0
-    failure: str = ""
-    killed: bool = False
-    usage: RunUsage | None = None
-    name: str = ""
-    """The base name of the program it runs (Slurm's step name)."""
-    nodelist: str = ""
-    cpus: int = 0
-    """Over all its nodes."""
-    gpus: float = 0.0
-    """Over all its nodes."""
-    mem_mb: int = 0
-    """Per node."""
-    start: Instant = 0
-    end: Instant | None = None
-    done: asyncio.Event = field(default_factory=asyncio.Event)
-
-    @property
-    def state(self) -> str:
-        if self.waiting:
-            return "RUNNING"
-        if self.failure:
-            return "FAILED"
-        if self.killed:
-            return "CANCELLED"
-        return "COMPLETED" if self.exit_code == 0 and self.signal == 0 else "FAILED"
-
-    def record(self, run_ended: Instant | None = None) -> StepRecord:
-        """The step as accounting shows it; with ``run_ended``, as the run's end leaves it:
-        a step still running then is CANCELLED at that instant (its job kills it)."""
-        state, end = self.state, self.end
-        if self.waiting and run_ended is not None:
-            state, end = "CANCELLED", run_ended
-        return StepRecord(
-            self.job_id,
-            self.step,
-            self.name,
-            self.nodelist,
-            self.tasks,
-            self.cpus,
-            self.gpus,
-            self.mem_mb,
-            self.start,
-            end,
-            state,
-            self.exit_code,
-            self.signal,
-            self.failure,
-            None if self.waiting else self.usage,
-        )
 
 
 class Fleet:
@@ -224,9 +162,7 @@ class Fleet:
         if run is None or self.replaying:
             return  # a replayed signal was sent before the crash, or is past its use
         for node in run.waiting:
-            self._send(
-                node, {"kind": "signal", "job_id": cmd.job_id, "run": cmd.run, "signal": cmd.signal}
-            )
+            self._send(node, _signal_command((cmd.job_id, cmd.run), cmd.signal))
 
     def kill(self, cmd: Kill, at: Instant) -> None:
         run = self.runs.get((cmd.job_id, cmd.run))
@@ -244,75 +180,100 @@ class Fleet:
         self._deliver(CleanupDone(at + self._epilog, cmd.job_id, cmd.run))
 
     # ------------------------------------------------------------------ agents
-    def register(
-        self, node: str, boot_id: str, address: str, runs: Iterable[Mapping[str, Any]], now: Instant
-    ) -> list[RunKey]:
-        """An agent (re)connects and says what it runs and what ended unacknowledged.
-        Return the runs whose end is now journaled (acknowledged)."""
+    def holder(self, node: str, epoch: int, boot_id: str) -> None:
+        """The holder of ``node`` as the epoch store knows it (a controller starting)."""
         agent = self.agents[node]
-        listed = {(int(r["job_id"]), int(r["run"])): r for r in runs}
-        restarted = agent.registered and agent.boot_id != boot_id
-        if agent.boot_id != boot_id or agent.started is None:
+        agent.epoch, agent.boot_id = epoch, boot_id
+
+    def register(
+        self,
+        node: str,
+        boot_id: str,
+        address: str,
+        runs: Iterable[RunReport],
+        now: Instant,
+        epoch: int = 1,
+    ) -> list[RunKey]:
+        """An agent incarnation (admitted under ``epoch``) connects and says what it runs
+        and what ended unacknowledged. Return the runs whose end is now journaled
+        (acknowledged). Another incarnation than the holder's takes the node: the outbox,
+        for the old one, is dropped, and the runs the old one had (or may have had, when
+        this controller never saw it) are lost, never sent again."""
+        agent = self.agents[node]
+        listed = {(r.job_id, r.run): r for r in runs}
+        replaced = agent.boot_id != "" and agent.boot_id != boot_id
+        # What the old incarnation took is known only if it registered with this controller.
+        took = dict(agent.delivered) if agent.registered else None
+        if replaced or agent.started is None:
             agent.started = now
-        agent.boot_id, agent.address, agent.seen = boot_id, address, now
+        # The agent numbers the commands it carries out afresh from each registration: what
+        # it took before counts by what it lists now, not by the seqs it took it under.
+        agent.delivered = {}
+        agent.boot_id, agent.epoch, agent.address, agent.seen = boot_id, epoch, address, now
         agent.registered = True
         agent.outbox.clear()
+
+        def had(key: RunKey) -> bool:
+            """The replaced incarnation had the run, or may have had it."""
+            return replaced and (took is None or key in took)
+
         acked: list[RunKey] = []
         for key, run in list(self.runs.items()):
             if node not in run.waiting:
                 continue
             report = listed.pop(key, None)
             if report is not None:
-                agent.delivered.add(key)
-                if report["state"] != "running":
+                agent.delivered[key] = 0
+                if report.state != "running":
                     acked.extend(self._ended(node, key, report, now))
                 elif run.killed:
-                    self._send(node, self._kill_command(key))
-            elif restarted and key in agent.delivered:
-                # The agent restarted: what it ran for this run is gone.
-                acked.extend(self._ended(node, key, {"state": "exited", "signal": 9}, now))
+                    self._send(node, _kill_command(key))
+            elif had(key):
+                acked.extend(self._lost(node, key, now, "its node's agent was replaced"))
             else:
                 # Never taken (lost with the old controller's outbox): send it now; it
                 # cannot have run, so it runs once.
                 self._send(node, run.nodes[node])
                 if run.killed:
-                    self._send(node, self._kill_command(key))
-        if restarted:
-            agent.delivered = {k for k in agent.delivered if k in self.runs}
+                    self._send(node, _kill_command(key))
         for step in [st for steps in self._steps.values() for st in steps.values()]:
             if node not in step.waiting:
                 continue
             key = (step.job_id, step_run(step.run, step.step))
-            if key not in listed:
-                # Not taken before the outbox was cleared: send it now.
-                self._send(node, step.nodes[node])
-                if step.killed:
-                    self._send(node, self._kill_command(key))
+            if key in listed:
+                continue
+            if had(key):
+                acked.append(self._step_ended(node, key, _KILLED, now))
+                continue
+            # Not taken before the outbox was cleared: send it now.
+            self._send(node, step.nodes[node])
+            if step.killed:
+                self._send(node, _kill_command(key))
         for key, report in list(listed.items()):
             if key[1] < STEP_RUNS:
                 continue
             del listed[key]
             job_run = (key[0], key[1] % STEP_RUNS)
-            if report["state"] != "running":
+            if report.state != "running":
                 acked.append(self._step_ended(node, key, report, now))
             elif job_run not in self.runs:
-                self._send(node, self._kill_command(key))  # its job is over
+                self._send(node, _kill_command(key))  # its job is over
             else:
-                agent.delivered.add(key)
+                agent.delivered[key] = 0
         for key, report in listed.items():
             # Runs this controller no longer tracks: their end is already journaled.
-            if report["state"] == "running":
-                self._send(node, self._kill_command(key))
+            if report.state == "running":
+                self._send(node, _kill_command(key))
             acked.append(key)
         return acked
 
-    def reports(self, node: str, runs: Iterable[Mapping[str, Any]], now: Instant) -> list[RunKey]:
+    def reports(self, node: str, runs: Iterable[RunReport], now: Instant) -> list[RunKey]:
         agent = self.agents[node]
         agent.seen = now
         acked: list[RunKey] = []
         for report in runs:
-            key = (int(report["job_id"]), int(report["run"]))
-            if report["state"] == "running":
+            key = (report.job_id, report.run)
+            if report.state == "running":
                 continue
             if key[1] >= STEP_RUNS:
                 acked.append(self._step_ended(node, key, report, now))
@@ -320,16 +281,29 @@ class Fleet:
                 acked.extend(self._ended(node, key, report, now))
         return acked
 
-    def take(self, node: str, after: int, now: Instant) -> list[dict[str, Any]]:
+    def inventory(self, node: str, has: Iterable[RunKey], after: int, now: Instant) -> None:
+        """The node's agent has exactly ``has`` (running or ended unacknowledged) once it
+        carried out every command up to seq ``after``: a run whose launch it took by then
+        and does not have is lost (ends as on a node failure)."""
+        agent = self.agents[node]
+        have = set(has)
+        missing = [k for k, seq in agent.delivered.items() if seq <= after and k not in have]
+        for key in missing:
+            if key[1] >= STEP_RUNS:
+                self._step_ended(node, key, _KILLED, now)
+            else:
+                self._lost(node, key, now, "its node's agent does not have it")
+
+    def take(self, node: str, after: int, now: Instant) -> list[AgentCommand]:
         """The commands after ``after`` (the ones up to it are acknowledged: dropped)."""
         agent = self.agents[node]
         agent.seen = now
         outbox = agent.outbox
-        if outbox and outbox[0]["seq"] <= after:
-            agent.outbox = outbox = [c for c in outbox if c["seq"] > after]
+        if outbox and outbox[0].seq <= after:
+            agent.outbox = outbox = [c for c in outbox if c.seq > after]
         for c in outbox:
-            if c["kind"] == "launch":
-                agent.delivered.add((c["job_id"], c["run"]))
+            if c.kind == "launch":
+                agent.delivered.setdefault((c.job_id, c.run), c.seq)
         if not outbox:
             agent.wake.clear()
         return outbox
@@ -341,46 +315,66 @@ class Fleet:
         agent.outbox.clear()
         for key, run in list(self.runs.items()):
             if node in run.waiting:
-                self._ended(node, key, {"state": "exited", "signal": 9}, now)
+                self._ended(node, key, _KILLED, now)
 
     def stale(self, now: Instant, dead_after: Duration) -> list[str]:
         """Nodes whose agent has not been heard from for ``dead_after``."""
         return [a.node for a in self.agents.values() if a.registered and now - a.seen > dead_after]
 
-    def finish_replay(self) -> None:
+    def finish_replay(self, running: Iterable[RunKey] | None = None) -> None:
+        """The replay is over; ``running``: the runs the engine has running after it. The
+        others ended (or failed to start) before the crash, their end journaled: they are
+        forgotten here, never sent again, never counted lost."""
         self.replaying = False
+        if running is not None:
+            keep = set(running)
+            for key in [k for k in self.runs if k not in keep]:
+                del self.runs[key]
 
     # ------------------------------------------------------------------ internals
-    def _send(self, node: str, command: dict[str, Any]) -> None:
+    def _send(self, node: str, command: AgentCommand) -> None:
         agent = self.agents[node]
         agent.seq += 1
-        agent.outbox.append({**command, "seq": agent.seq})
+        agent.outbox.append(command.model_copy(update={"seq": agent.seq, "epoch": agent.epoch}))
         agent.wake.set()
-
-    def _kill_command(self, key: RunKey) -> dict[str, Any]:
-        return {"kind": "kill", "job_id": key[0], "run": key[1]}
 
     def _kill(self, run: _Run) -> None:
         key = (run.launch.job_id, run.launch.run)
         for node in run.waiting:
-            self._send(node, self._kill_command(key))
+            self._send(node, _kill_command(key))
 
-    def _ended(
-        self, node: str, key: RunKey, report: Mapping[str, Any], now: Instant
-    ) -> list[RunKey]:
+    def _lost(self, node: str, key: RunKey, now: Instant, why: str) -> list[RunKey]:
+        """``node``'s part of run ``key`` is gone with an agent: as on a node failure, the
+        job is requeued (or, if it may not be, its other nodes are killed) and the part ends
+        killed; it is never sent again."""
+        run = self.runs.get(key)
+        if run is None or node not in run.waiting:
+            return self._ended(node, key, _KILLED, now)
+        log.warning("run %d.%d on %s is lost: %s", key[0], key[1], node, why)
+        if not run.killed:
+            if run.launch.spec.requeue:
+                self._report(Requeue(now, key[0], "root"))
+                now += 1  # after the requeue, or the end would read as the run's own
+            else:
+                run.killed = True
+                self._kill(run)
+        return self._ended(node, key, _KILLED, now)
+
+    def _ended(self, node: str, key: RunKey, report: RunReport, now: Instant) -> list[RunKey]:
+        self.agents[node].delivered.pop(key, None)
         run = self.runs.get(key)
         if run is None:
             return [key]  # already ended and journaled
         if node not in run.waiting:
             return []
         run.waiting.discard(node)
-        if report["state"] == "failed":
-            run.failure = run.failure or str(report.get("reason") or "launch failed")
+        if report.state == "failed":
+            run.failure = run.failure or (report.reason or "launch failed")
             if not run.killed:
                 run.killed = True
                 self._kill(run)  # the rest of the gang cannot work without this node
-        run.exit_code = max(run.exit_code, int(report.get("exit_code", 0)))
-        run.signal = max(run.signal, int(report.get("signal", 0)))
+        run.exit_code = max(run.exit_code, report.exit_code)
+        run.signal = max(run.signal, report.signal)
         run.usage = combined(run.usage, _usage(report))
         if run.waiting:
             return []  # acknowledged with the last node's report, once journaled
@@ -465,9 +459,9 @@ class Fleet:
         names = compress([self.cluster.nodes[i].name for i in sub.nodes])
         environment = dict(step_spec.environment)
         for command in commands.values():
-            for task in command["tasks"]:
-                rank = task["rank"]  # block distribution: per_node tasks a node
-                task["env"].update(
+            for task in command.tasks:
+                rank = task.rank  # block distribution: per_node tasks a node
+                task.env.update(
                     step_environment(
                         step=step_no,
                         alloc=sub,
@@ -507,15 +501,13 @@ class Fleet:
         if step is not None and step.waiting:
             step.killed = True
             for node in step.waiting:
-                self._send(node, self._kill_command((job_id, step_run(step.run, step_no))))
+                self._send(node, _kill_command((job_id, step_run(step.run, step_no))))
 
     def signal_steps(self, job_id: int, signal: int) -> None:
         for step in self._steps.get(job_id, {}).values():
             key = (job_id, step_run(step.run, step.step))
             for node in step.waiting:
-                self._send(
-                    node, {"kind": "signal", "job_id": key[0], "run": key[1], "signal": signal}
-                )
+                self._send(node, _signal_command(key, signal))
 
     def _end_steps(self, job_id: int) -> None:
         """The job's run ended: its steps end with it; they are kept a while for srun."""
@@ -529,18 +521,17 @@ class Fleet:
         while len(self._ended_jobs) > STEP_JOBS_KEPT:
             self._steps.pop(self._ended_jobs.popleft(), None)
 
-    def _step_ended(
-        self, node: str, key: RunKey, report: Mapping[str, Any], now: Instant
-    ) -> RunKey:
+    def _step_ended(self, node: str, key: RunKey, report: RunReport, now: Instant) -> RunKey:
+        self.agents[node].delivered.pop(key, None)
         job_id, encoded = key
         step = self.step(job_id, encoded // STEP_RUNS - 1)
         if step is None or node not in step.waiting:
             return key
         step.waiting.discard(node)
-        if report["state"] == "failed":
-            step.failure = step.failure or str(report.get("reason") or "launch failed")
-        step.exit_code = max(step.exit_code, int(report.get("exit_code", 0)))
-        step.signal = max(step.signal, int(report.get("signal", 0)))
+        if report.state == "failed":
+            step.failure = step.failure or (report.reason or "launch failed")
+        step.exit_code = max(step.exit_code, report.exit_code)
+        step.signal = max(step.signal, report.signal)
         step.usage = combined(step.usage, _usage(report))
         if not step.waiting:
             step.end = now
@@ -550,115 +541,23 @@ class Fleet:
                 run.steps_usage = combined(run.steps_usage, step.usage)
         return key
 
-    def _commands(self, cmd: Launch, limit: int | None = None) -> dict[str, dict[str, Any]]:
-        spec = cmd.spec
-        names = [self.cluster.nodes[i].name for i in cmd.alloc.nodes]
-        first = self.agents[names[0]].address
-        uid = gid = None
-        base_env = dict(spec.environment)
-        ids = _user_ids(spec.user)
-        if self._as_user and spec.user != "root":
-            if ids is None:
-                raise KeyError(f"getpwnam(): name not found: '{spec.user}'")  # no such user here
-            uid, gid = ids
-        base_env.setdefault("PATH", DEFAULT_PATH)
-        base_env.setdefault("USER", spec.user)
-        workdir = os.path.abspath(spec.workdir)
-        array = {"array_job_id": cmd.array_job_id, "array_task_id": cmd.array_task_id}
-        default_out = "slurm-%A_%a.out" if cmd.array_job_id is not None else "slurm-%j.out"
-        per_node: dict[str, dict[str, Any]] = {}
-        places = task_places(cmd.alloc, spec.tasks_per_node)
-        if spec.batch:
-            places = places[:1]  # the script, once, on the first node
-        elif limit is not None:
-            places = places[:limit]  # a step of n tasks: block distribution, the last node
-            # may have fewer
-        for place in places:
-            node = names[place.node_position]
-            env = dict(base_env)
-            env.update(
-                task_environment(
-                    job_id=cmd.job_id,
-                    spec=spec,
-                    alloc=cmd.alloc,
-                    cluster=self.cluster,
-                    place=place,
-                    submit_dir=workdir,
-                    master_port=master_port(cmd.job_id),
-                    master_addr=first,
-                    uid=ids[0] if ids else None,
-                    gid=ids[1] if ids else None,
-                    controller_host=_HOST,
-                    **array,
-                )
-            )
-
-            def path(pattern: str, task: int = place.global_rank, on: str = node) -> str:
-                name = expand_pattern(
-                    pattern,
-                    job_id=cmd.job_id,
-                    name=spec.name,
-                    user=spec.user,
-                    node=on,
-                    task=task,
-                    **array,
-                )
-                return os.path.join(workdir, name)
-
-            command = per_node.get(node)
-            if command is None:
-                command = per_node[node] = {
-                    "kind": "launch",
-                    "job_id": cmd.job_id,
-                    "run": cmd.run,
-                    "tasks": [],
-                    "cpus": cmd.alloc.cpus,
-                    "memory_mb": cmd.alloc.mem_mb,
-                }
-            command["tasks"].append(
-                {
-                    "argv": list(spec.command),
-                    "cwd": workdir,
-                    "env": env,
-                    "stdout": path(spec.output or default_out),
-                    "stderr": path(spec.error) if spec.error is not None else None,
-                    "open_mode": _open_mode(spec.extra, cmd.run, place.node_position),
-                    "uid": uid,
-                    "gid": gid,
-                    "rank": place.global_rank,
-                }
-            )
-        return per_node
+    def _commands(self, cmd: Launch, limit: int | None = None) -> dict[str, AgentCommand]:
+        first = self.agents[self.cluster.nodes[cmd.alloc.nodes[0]].name].address
+        return launch_commands(self.cluster, cmd, first, as_user=self._as_user, limit=limit)
 
 
-_HOST = os.uname().nodename.split(".")[0]
-"""This controller's host, short, as Slurm names hosts (``SLURM_WORKING_CLUSTER``)."""
+def _kill_command(key: RunKey) -> AgentCommand:
+    return AgentCommand(kind="kill", job_id=key[0], run=key[1])
 
 
-def _user_ids(user: str) -> tuple[int, int] | None:
-    """The uid and gid of ``user`` here (``SLURM_JOB_UID``, ``SLURM_JOB_GID``), None if this
-    machine does not know the name."""
-    try:
-        entry = pwd.getpwnam(user)
-    except KeyError:
-        return None
-    return entry.pw_uid, entry.pw_gid
+def _signal_command(key: RunKey, signal: int) -> AgentCommand:
+    return AgentCommand(kind="signal", job_id=key[0], run=key[1], signal=signal)
 
 
-def _usage(report: Mapping[str, Any]) -> RunUsage | None:
-    """A report's ``usage`` (a ``Usage`` as a dict); None from agents that do not measure."""
-    usage = report.get("usage")
-    if not usage:
-        return None
-    return RunUsage(int(usage["user_ms"]), int(usage["system_ms"]), int(usage["max_rss_kb"]))
-
-
-def _open_mode(extra: tuple[tuple[str, str], ...], run: int, position: int) -> str:
-    """``--open-mode``: Slurm truncates the output at the first start and appends after a
-    requeue. Only the first node truncates: the others share the file (emulated nodes)."""
-    if run > 1 or position > 0 or dict(extra).get("open_mode") == "append":
-        return "append"
-    return "truncate"
+def _usage(report: RunReport) -> RunUsage | None:
+    """A report's ``usage``; None from agents that do not measure."""
+    u = report.usage
+    return None if u is None else RunUsage(u.user_ms, u.system_ms, u.max_rss_kb)
 
 
 DEAD_AFTER: Duration = 60 * SECOND

@@ -75,6 +75,8 @@ class LocalCluster:
         self.env = dict(os.environ if env is None else env, PHALANX_STATE_DIR=str(state_dir))
         self.env.pop("PHALANX_URL", None)
         self.controller: subprocess.Popen[bytes] | None = None
+        self.detached: int | None = None
+        """The PID of a controller ``phalanx up --detach`` started (``up``)."""
         self.agents: dict[str, subprocess.Popen[bytes]] = {}
         self.caller = WireCaller(ControllerAddress(socket_path=str(self.socket)), timeout=30)
 
@@ -161,11 +163,38 @@ class LocalCluster:
 
     def kill_controller(self) -> None:
         """``kill -9``: no chance to flush or close anything."""
+        if self.detached is not None:
+            os.kill(self.detached, signal.SIGKILL)
+            _wait_gone(self.detached, 10)
+            self.detached = None
+            return
         assert self.controller is not None
         self.controller.send_signal(signal.SIGKILL)
         self.controller.wait()
 
+    def up(self, timeout: float = 120.0) -> str:
+        """Start the controller again as a user would: ``phalanx up --detach`` on this state
+        directory (it keeps the agents still running). Return what it printed."""
+        argv = [sys.executable, "-m", "phalanx", "up", "--detach", "--port", "0"]
+        argv += ["--config", str(self.config), "--policy", self.policy, "--agents", "all"]
+        done = subprocess.run(
+            [*argv, *self.extra_args],
+            capture_output=True,
+            text=True,
+            env=self.env,
+            timeout=timeout,
+            check=False,
+        )
+        if done.returncode != 0:
+            raise PhalanxError(f"phalanx up failed: {done.stderr.strip()}")
+        self.detached = int((self.state_dir / "controller.pid").read_text())
+        return done.stdout
+
     def stop(self) -> None:
+        if self.detached is not None:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(self.detached, signal.SIGTERM)
+            _wait_gone(self.detached, 15)
         for proc in [*self.agents.values(), self.controller]:
             if proc is not None and proc.poll() is None:
                 proc.terminate()
@@ -227,3 +256,16 @@ class LocalCluster:
         with contextlib.suppress(OSError):
             return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
         return ""
+
+
+def _wait_gone(pid: int, timeout: float) -> None:
+    """Until ``pid`` (not our child) is gone; SIGKILL after ``timeout``."""
+    from phalanx.server.statedir import alive
+
+    deadline = time.monotonic() + timeout
+    while alive(pid):
+        if time.monotonic() > deadline:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+            deadline = time.monotonic() + timeout
+        time.sleep(0.05)

@@ -20,6 +20,7 @@ from phalanx.api.routes import Access, create_app
 from phalanx.domain.cluster import Cluster
 from phalanx.errors import PhalanxError
 from phalanx.live.controller import Controller
+from phalanx.live.epochs import SqliteEpochs
 from phalanx.live.journal import SqliteJournal
 from phalanx.policies.catalog import profile
 from phalanx.server.statedir import StateDir
@@ -85,12 +86,14 @@ async def serve(opts: ControllerOptions) -> None:
 
     tokens = {token: pwd.getpwuid(owner).pw_name, **opts.tokens}
     journal = SqliteJournal(str(state.database))
+    epochs = SqliteEpochs(str(state.database))
     controller = Controller(
         opts.cluster,
         profile(opts.policy),
         journal,
         epilog_ms=opts.epilog_ms,
         dead_after=opts.dead_after_ms,
+        epochs=epochs,
     )
     replayed = controller.recover()
     log.info("recovered %d journaled inputs; %d jobs known", replayed, len(controller.engine.jobs))
@@ -117,6 +120,7 @@ async def serve(opts: ControllerOptions) -> None:
         controller.stop()
         await loop_task
         journal.close()
+        epochs.close()
         for path in (state.pid, state.socket):
             with contextlib.suppress(FileNotFoundError):
                 path.unlink()

@@ -8,7 +8,7 @@ import secrets
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["StateDir", "alive", "default_state_dir", "read_pids"]
+__all__ = ["StateDir", "agent_node", "alive", "default_state_dir", "read_pids"]
 
 
 def default_state_dir() -> Path:
@@ -37,6 +37,29 @@ def alive(pid: int) -> bool:
     return True
 
 
+def agent_node(pid: int, socket: Path) -> str | None:
+    """The node ``pid`` is the agent of, if it is a live Phalanx agent of the controller at
+    ``socket`` (its command line says so), else None: a PID file may be stale and its PID
+    reused by anything."""
+    if not alive(pid):
+        return None
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            argv = f.read().decode(errors="replace").split("\0")
+    except OSError:
+        return None
+    if "phalanx.agent" not in argv or _flag(argv, "--socket") != str(socket):
+        return None
+    return _flag(argv, "--node")
+
+
+def _flag(argv: list[str], name: str) -> str | None:
+    for i, word in enumerate(argv[:-1]):
+        if word == name:
+            return argv[i + 1]
+    return None
+
+
 @dataclass(frozen=True)
 class StateDir:
     root: Path
@@ -55,7 +78,33 @@ class StateDir:
 
     @property
     def agents_pid(self) -> Path:
+        """Where older versions listed the agents they started (still read)."""
         return self.root / "agents.pid"
+
+    @property
+    def agents_dir(self) -> Path:
+        return self.root / "agents"
+
+    def agent_pid(self, node: str) -> Path:
+        """The PID file of the agent started for ``node``."""
+        return self.agents_dir / f"{node}.pid"
+
+    def live_agents(self) -> dict[str, list[int]]:
+        """node -> PIDs of the agents of this state directory still running: those the PID
+        files name and any other process that is one (a PID file overwritten by a second
+        ``phalanx up`` must not hide an agent), each checked by its command line."""
+        candidates = set(read_pids(self.agents_pid))
+        with contextlib.suppress(OSError):
+            for path in self.agents_dir.glob("*.pid"):
+                candidates.update(read_pids(path))
+        with contextlib.suppress(OSError):
+            candidates.update(int(p) for p in os.listdir("/proc") if p.isdigit())
+        out: dict[str, list[int]] = {}
+        for pid in sorted(candidates):
+            node = agent_node(pid, self.socket)
+            if node is not None:
+                out.setdefault(node, []).append(pid)
+        return out
 
     @property
     def token(self) -> Path:
@@ -77,6 +126,7 @@ class StateDir:
     def make(self) -> None:
         self.root.mkdir(parents=True, exist_ok=True, mode=0o700)
         self.logs.mkdir(exist_ok=True)
+        self.agents_dir.mkdir(exist_ok=True)
 
     def read_or_make_token(self) -> str:
         """The administrators' API token (for TCP clients and remote agents), made once."""

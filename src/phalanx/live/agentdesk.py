@@ -1,0 +1,211 @@
+"""The controller's side of the agent protocol: who may act for each node, and when a node
+is gone.
+
+Registrations are admitted by the fencing rules (``phalanx.live.fencing``), their epochs kept
+in the ``EpochStore`` before they are answered; polls, reports and inventories are taken only
+from the holder of the node; a node whose agent has been silent for ``dead_after`` is taken
+down, and its runs end as on a node failure. The fleet (``phalanx.live.fleet``) keeps the
+outboxes and the runs.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from phalanx.domain.time import SECOND, Duration, Instant
+from phalanx.engine import NodeDown, NodeUp
+from phalanx.errors import NotFound, PhalanxError
+from phalanx.live.clock import Clock
+from phalanx.live.epochs import EpochStore
+from phalanx.live.fencing import admit, check
+from phalanx.live.fleet import Agent, Fleet, RunKey
+from phalanx.live.loop import ControlLoop
+from phalanx.protocol.agent import AgentCommand, AgentHello, AgentReports
+
+__all__ = ["AgentDesk"]
+
+log = logging.getLogger("phalanx.controller")
+
+_FACTS = ("arch", "os", "boot_time", "cpu_load", "free_mem_mb")
+"""What an agent's hello tells of its machine, kept for ``scontrol show node``."""
+
+
+class AgentDesk:
+    """Admits agents, serves their polls and reports, and watches that they are alive.
+    ``accepted`` is called when inputs were queued (the control loop then runs)."""
+
+    def __init__(
+        self,
+        fleet: Fleet,
+        loop: ControlLoop,
+        clock: Clock,
+        epochs: EpochStore,
+        *,
+        dead_after: Duration,
+        started: Instant,
+        accepted: Callable[[], None],
+    ) -> None:
+        self.fleet = fleet
+        self.loop = loop
+        self.clock = clock
+        self.started = started
+        self._epochs = epochs
+        self._dead_after = dead_after
+        self._accepted = accepted
+        self._down: set[str] = set()
+        for node, (epoch, boot_id) in epochs.load().items():
+            if node in fleet.agents:
+                fleet.holder(node, epoch, boot_id)
+
+    def end_polls(self) -> None:
+        """Answer every waiting long poll now (empty): the controller is stopping."""
+        for agent in self.fleet.agents.values():
+            agent.wake.set()
+
+    # ------------------------------------------------------------------ the protocol
+    def register(self, hello: AgentHello) -> tuple[int, list[RunKey]]:
+        """Admit an agent incarnation (``phalanx.live.fencing``): return its epoch and the
+        runs whose end is now journaled. ``Fenced`` if it may not hold the node."""
+        agent = self._agent(hello.node)
+        now = self.clock.now()
+        epoch = admit(
+            agent, hello.boot_id, hello.epoch, holder_alive=self._holder_alive(agent, now)
+        )
+        if (epoch, hello.boot_id) != (agent.epoch, agent.boot_id):
+            # Durable before anyone hears of it: no controller hands this epoch out again.
+            self._epochs.save(hello.node, epoch, hello.boot_id)
+            if agent.epoch:
+                log.warning(
+                    "agent %s: boot %s (epoch %d) fences boot %s (epoch %d)",
+                    hello.node,
+                    hello.boot_id,
+                    epoch,
+                    agent.boot_id,
+                    agent.epoch,
+                )
+            agent.wake.set()  # a poll of the fenced incarnation answers now (refused)
+        acked = self.fleet.register(
+            hello.node, hello.boot_id, hello.address, hello.runs, now, epoch=epoch
+        )
+        agent.facts = {k: getattr(hello, k) for k in _FACTS if getattr(hello, k) is not None}
+        if hello.node in self._down:
+            self._down.discard(hello.node)
+            index = self.fleet.cluster.node_index(hello.node)
+            assert index is not None
+            self.loop.accept([NodeUp(now, index)])
+        log.info("agent %s registered (boot %s, epoch %d)", hello.node, hello.boot_id, epoch)
+        self._accepted()
+        return epoch, acked
+
+    def reports(self, node: str, body: AgentReports) -> list[RunKey]:
+        """Ends of runs from the node's holder; with an inventory, the runs it should have
+        and has not are lost (they end as on a node failure)."""
+        agent = self._agent(node)
+        check(agent, body.boot_id, body.epoch)
+        now = self.clock.now()
+        acked = self.fleet.reports(node, body.reports, now)
+        if body.inventory:
+            has = [(r.job_id, r.run) for r in body.reports]
+            self.fleet.inventory(node, has, body.after, now)
+        self._accepted()
+        return acked
+
+    async def commands(
+        self,
+        node: str,
+        boot_id: str,
+        epoch: int,
+        after: int,
+        wait: float,
+        health: Mapping[str, Any] | None = None,
+    ) -> list[AgentCommand]:
+        """The node's commands after ``after`` for its holder (``boot_id`` at ``epoch``),
+        waiting up to ``wait`` s for some; ``health`` (``cpu_load``, ``free_mem_mb``) is how
+        the agent found its machine as it asked. ``Fenced`` for anyone else, also when the
+        holder changes during the wait."""
+        agent = self._agent(node)
+        check(agent, boot_id, epoch)
+        if health:
+            agent.facts.update((k, v) for k, v in health.items() if v is not None)
+        out = self.fleet.take(node, after, self.clock.now())
+        if out or wait <= 0:
+            return out
+        # An agent waiting here is alive; it comes back well within the liveness limit.
+        wait = min(wait, self._dead_after / 3000)
+        agent.polling += 1
+        try:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(agent.wake.wait(), wait)
+        finally:
+            agent.polling -= 1
+        check(agent, boot_id, epoch)
+        return self.fleet.take(node, after, self.clock.now())
+
+    def _agent(self, node: str) -> Agent:
+        agent = self.fleet.agents.get(node)
+        if agent is None:
+            raise NotFound(f"node {node!r} is not in the cluster definition")
+        return agent
+
+    def _holder_alive(self, agent: Agent, now: Instant) -> bool:
+        """Whether the incarnation holding the node may still be acting for it: polling
+        now, or heard from within a third of the liveness limit; one this controller has
+        not heard from yet (it restarted) gets that long from the start to come back."""
+        lease = self._dead_after // 3
+        if agent.registered:
+            return agent.polling > 0 or now - agent.seen < lease
+        return agent.node not in self._down and now - self.started < lease
+
+    def check_liveness(self) -> None:
+        """Take down the nodes whose agent has been silent for ``dead_after`` (a restarted
+        controller first gives agents that long to come back): their runs end as on a node
+        failure."""
+        now = self.clock.now()
+        if now - self.started < self._dead_after:
+            return  # a restarted controller gives agents time to come back
+        dead = [
+            a.node
+            for a in self.fleet.agents.values()
+            if a.node not in self._down
+            and not a.polling
+            and now - max(a.seen, self.started) > self._dead_after
+        ]
+        if not dead:
+            return
+        events = []
+        for node in dead:
+            index = self.fleet.cluster.node_index(node)
+            assert index is not None
+            events.append(NodeDown(now, index, "Not responding"))
+            self._down.add(node)
+            log.warning("node %s: no agent for %d s, marked down", node, self._dead_after // SECOND)
+        try:
+            stamped = self.loop.accept(events)
+            # The ends of their runs come after the engine knows the node failed (at the
+            # same instant an end would sort first and read as an ordinary kill).
+            after = max(e.at for e in stamped) + 1
+            for node in dead:
+                self.fleet.node_lost(node, after)
+        except PhalanxError:
+            self._down.difference_update(dead)  # try again at the next check
+        self._accepted()
+
+    # ------------------------------------------------------------------ what they tell
+    def node_down(self, name: str) -> bool:
+        return name in self._down
+
+    def registered(self, name: str) -> bool:
+        agent = self.fleet.agents.get(name)
+        return agent is not None and agent.registered
+
+    def node_facts(self, name: str) -> dict[str, Any]:
+        """What the node's agent told of its machine, and where and when it registered
+        (``NodeInfo`` fields; none without a registered agent)."""
+        agent = self.fleet.agents.get(name)
+        if agent is None or not agent.registered:
+            return {}
+        return {**agent.facts, "address": agent.address, "agent_start": agent.started}

@@ -1,0 +1,170 @@
+"""The agent protocol: registration, long-polled commands, end reports, and refusals.
+
+Every incarnation of a node's agent (one process, named by its ``boot_id``) holds an
+*epoch*, handed out by the controller at registration: monotonic per node and kept in the
+state database, so no controller, restarted or not, hands one out twice. Polls and reports
+carry the epoch and boot id; every command carries the epoch it is meant for. The
+controller refuses a stale epoch with 409 and ``reason: "fenced"``: that agent kills its
+tasks and exits. Only one incarnation acts for a node at a time (architecture rule 6).
+
+Refusal reasons (409, ``Refusal``):
+
+    fenced        another incarnation holds the node with a newer epoch: stop and exit
+    held          a live agent holds the node: this newcomer is not wanted, exit
+    unregistered  this controller does not know the agent (it restarted): register again
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+__all__ = [
+    "BOOT_ID_PATTERN",
+    "EPOCH_MAX",
+    "NODE_PATTERN",
+    "AgentCommand",
+    "AgentCommands",
+    "AgentHello",
+    "AgentReports",
+    "AgentWelcome",
+    "Refusal",
+    "RefusalReason",
+    "ReportsAck",
+    "RunReport",
+    "TaskSpec",
+    "Usage",
+]
+
+NODE_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$"
+"""A node name as Slurm allows it in a hostlist (no spaces, commas or brackets)."""
+BOOT_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$"
+"""An agent incarnation's id: non-empty, printable, short (the agent uses 32 hex digits)."""
+
+EPOCH_MAX = 2**62
+"""Epochs stay far below SQLite's integer limit, whatever a caller claims to have held."""
+
+RefusalReason = Literal["fenced", "held", "unregistered"]
+
+
+class _Wire(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class Usage(_Wire):
+    """What processes used, as the kernel counts it when they end: CPU time in user and in
+    kernel mode (summed over tasks), and the largest resident set size of one task."""
+
+    user_ms: int = Field(ge=0)
+    system_ms: int = Field(ge=0)
+    max_rss_kb: int = Field(ge=0, description="KiB")
+
+
+class RunReport(_Wire):
+    """What an agent knows of one run of a job on its node."""
+
+    job_id: int = Field(ge=0)
+    run: int = Field(ge=0)
+    state: Literal["running", "exited", "failed"]
+    exit_code: int = 0
+    signal: int = 0
+    reason: str = ""
+    at: int = Field(default=0, description="when it ended, ms since the epoch (0: now)")
+    usage: Usage | None = Field(
+        default=None,
+        description="what its tasks on this node used (an ended run; None: not measured)",
+    )
+
+
+class AgentHello(_Wire):
+    """A registration: this node, this incarnation, what it runs and what ended unacked."""
+
+    node: str = Field(pattern=NODE_PATTERN)
+    address: str = Field(default="127.0.0.1", min_length=1, max_length=255)
+    boot_id: str = Field(pattern=BOOT_ID_PATTERN)
+    epoch: int = Field(
+        default=0,
+        ge=0,
+        le=EPOCH_MAX,
+        description="the epoch this incarnation held (0: a new incarnation)",
+    )
+    cpus: int = Field(ge=0)
+    memory_mb: int = Field(ge=0)
+    gpus: int = Field(ge=0)
+    gpu_model: str | None = None
+    runs: list[RunReport] = Field(default_factory=list)
+    arch: str | None = None
+    os: str | None = None
+    boot_time: int | None = Field(default=None, description="ms since the epoch")
+    cpu_load: float | None = Field(default=None, ge=0)
+    free_mem_mb: int | None = Field(default=None, ge=0)
+
+
+class AgentWelcome(_Wire):
+    controller_id: str
+    node: str
+    epoch: int = Field(ge=1, description="this incarnation's epoch: carry it on every call")
+    heartbeat_s: float
+    acked: list[list[int]] = Field(
+        default_factory=list, description="[job_id, run] of ended runs now journaled: forget them"
+    )
+
+
+class ReportsAck(_Wire):
+    acked: list[list[int]] = Field(
+        description="[job_id, run] of ended runs now journaled; keep the others and send again"
+    )
+
+
+class TaskSpec(_Wire):
+    argv: list[str]
+    cwd: str
+    env: dict[str, str]
+    stdout: str
+    stderr: str | None = Field(default=None, description="None: with stdout")
+    open_mode: Literal["truncate", "append"] = "append"
+    uid: int | None = None
+    gid: int | None = None
+    rank: int
+
+
+class AgentCommand(_Wire):
+    """One command for one incarnation: ``epoch`` names it; any other ignores the command."""
+
+    seq: int = 0
+    epoch: int = 0
+    kind: Literal["launch", "signal", "kill"]
+    job_id: int
+    run: int
+    signal: int = 0
+    tasks: list[TaskSpec] = Field(default_factory=list)
+    cpus: int = 0
+    memory_mb: int = 0
+
+
+class AgentCommands(_Wire):
+    controller_id: str
+    epoch: int = Field(default=0, description="the epoch the commands are for")
+    commands: list[AgentCommand]
+
+
+class AgentReports(_Wire):
+    """Ended runs; with ``inventory``, also every run the agent still has (``running``), as
+    of the command ``after`` (the last it carried out): the controller ends the runs it
+    believes are there that the agent has not got."""
+
+    boot_id: str = Field(pattern=BOOT_ID_PATTERN)
+    epoch: int = Field(default=0, ge=0, le=EPOCH_MAX)
+    reports: list[RunReport]
+    inventory: bool = False
+    after: int = Field(default=0, ge=0)
+
+
+class Refusal(_Wire):
+    """A 409 answer to an agent: ``reason`` says what the agent must do (module docstring)."""
+
+    error: str
+    field: str | None = None
+    reason: RefusalReason | None = None
+    epoch: int | None = Field(default=None, description="the epoch that holds the node now")
