@@ -5,6 +5,7 @@ from __future__ import annotations
 from phalanx.config.clusterspec import regular_cluster
 from phalanx.domain.jobspec import JobSpec
 from phalanx.domain.time import HOUR, MINUTE
+from phalanx.engine.decisions import Requeued, Submitted
 from phalanx.policies.catalog import profile
 from phalanx.sim.executor import SimulatedExecutor
 from phalanx.sim.metrics import alloc_integral
@@ -56,9 +57,9 @@ def test_idle_gpus_wanted_by_a_pending_gang_are_counted() -> None:
 def test_a_requeued_job_waits_again_until_its_next_launch() -> None:
     records = {1: JobRecord(1, "a", "u", 8.0, 0, HOUR)}
     ex = _executor(records)
-    ex.observe([(0, "submit", 1, (1,))])
+    ex.observe([Submitted(0, 1, 1)])
     ex.launch(5, 1, 1, 8.0, (0,))
-    ex.observe([(100, "requeue", 1, (1,))])
+    ex.observe([Requeued(100, 1, 1)])
     assert ex.pending == {1: 8.0}
     ex.launch(160, 1, 2, 8.0, (1,))
     assert records[1].requeue_wait_ms == 60 and records[1].restarts == 1

@@ -20,9 +20,10 @@ from rich.console import Console
 from rich.measure import Measurement
 
 from phalanx.cli.progress import RunProgress
-from phalanx.domain.time import HOUR, Instant
+from phalanx.domain.time import HOUR, SECOND, Instant
 from phalanx.errors import InputError
 from phalanx.policies.catalog import POLICIES, profile
+from phalanx.sim.executor import CHECKPOINT_RESTORE_MS, CHECKPOINT_SAVE_MS
 from phalanx.sim.experiment import (
     ClusterChoice,
     Experiment,
@@ -137,6 +138,22 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=0.4,
         help="model FLOPs utilisation for productive GPU-hours (default 0.4)",
     )
+    sim.add_argument(
+        "--checkpoint-save",
+        metavar="SECONDS",
+        type=_non_negative_int,
+        default=CHECKPOINT_SAVE_MS // SECOND,
+        help="time a job takes to save a checkpoint when a preemption suspends it "
+        f"(default {CHECKPOINT_SAVE_MS // SECOND})",
+    )
+    sim.add_argument(
+        "--checkpoint-restore",
+        metavar="SECONDS",
+        type=_non_negative_int,
+        default=CHECKPOINT_RESTORE_MS // SECOND,
+        help="time a job resuming from a checkpoint takes to load it "
+        f"(default {CHECKPOINT_RESTORE_MS // SECOND})",
+    )
 
     out = parser.add_argument_group("output")
     out.add_argument("--json", metavar="FILE", help="write every figure as JSON")
@@ -162,6 +179,8 @@ def run(args: argparse.Namespace) -> int:
         if args.mtbf is None
         else FaultModel(round(args.mtbf * HOUR), round(args.repair * HOUR), args.seed),
         mfu=args.mfu,
+        checkpoint_save_ms=round(args.checkpoint_save * SECOND),
+        checkpoint_restore_ms=round(args.checkpoint_restore * SECOND),
         keep_runs=args.out is not None,
         per_account=args.per_account,
     )

@@ -13,7 +13,7 @@ from collections.abc import Iterable, Mapping, Sequence
 
 from phalanx.domain.cluster import Cluster, PreemptMode
 from phalanx.domain.jobspec import SIGNALS, JobSpec
-from phalanx.domain.state import JobState, Reason
+from phalanx.domain.state import JobState, Reason, transition
 from phalanx.domain.time import SECOND, Duration, Instant
 from phalanx.engine.commands import (
     PASS,
@@ -23,11 +23,30 @@ from phalanx.engine.commands import (
     Command,
     Kill,
     Launch,
-    Persist,
     Signal,
     WakeAt,
 )
-from phalanx.engine.decisions import DecisionLog
+from phalanx.engine.decisions import (
+    Cancelled,
+    Deadlocked,
+    DecisionLog,
+    Ended,
+    Exited,
+    Held,
+    LaunchLost,
+    NodeFailure,
+    NodeWentDown,
+    NodeWentUp,
+    Preempted,
+    Rejected,
+    RequeueAsked,
+    Requeued,
+    Started,
+    Submitted,
+    TimedOut,
+    Unheld,
+    Updated,
+)
 from phalanx.engine.dependencies import blocker
 from phalanx.engine.endings import Endings, preempt_mode
 from phalanx.engine.events import (
@@ -45,6 +64,15 @@ from phalanx.engine.events import (
 )
 from phalanx.engine.plugins import Plugins
 from phalanx.engine.queue import PendingQueue
+from phalanx.engine.timers import (
+    BeginTimer,
+    KillTimer,
+    LimitTimer,
+    PassTimer,
+    RecalcTimer,
+    TimerKey,
+    WakeTimer,
+)
 from phalanx.sched.capacity import Allocation, Capacity
 from phalanx.sched.job import Job
 from phalanx.sched.occupancy import Occupancy
@@ -70,7 +98,6 @@ class Engine:
         profile: Profile,
         *,
         first_job_id: int = 1,
-        persist: bool = False,
     ) -> None:
         self.cluster = cluster
         self.profile = profile
@@ -81,7 +108,6 @@ class Engine:
         self.jobs: dict[int, Job] = {}
         self.deadlocks = 0
         self.passes = 0
-        self._persist = persist
         self._next_id = first_job_id
         self._seq = 0
         self._now: Instant = 0
@@ -195,7 +221,7 @@ class Engine:
     def start(self, job: Job, alloc: Allocation) -> None:
         now = self._now
         self._dequeue(job)
-        job.state = JobState.RUNNING
+        transition(job, JobState.RUNNING)
         job.reason = Reason.NONE
         job.expected_start = None
         job.start = now
@@ -209,9 +235,7 @@ class Engine:
         self.state.start(job.id, job.account, alloc, now + job.time_limit)
         if job.array_job_id is not None:
             self._array_running[job.array_job_id] = self._array_running.get(job.array_job_id, 0) + 1
-        self.decisions.add(now, "start", job.id, job.run, alloc.nodes)
-        if self._persist:
-            self._out.append(Persist(job.id, "start", (("run", job.run), ("nodes", alloc.nodes))))
+        self.decisions.add(Started(now, job.id, job.run, alloc.nodes))
         self._out.append(
             Launch(
                 job.id,
@@ -224,7 +248,7 @@ class Engine:
             )
         )
         lead = min(job.spec.signal_lead, job.time_limit)
-        self._out.append(WakeAt(now + job.time_limit - lead, ("limit", job.id, job.run)))
+        self._out.append(WakeAt(now + job.time_limit - lead, LimitTimer(job.id, job.run)))
 
     def wait(self, job: Job, status: Status, expected_start: Instant | None = None) -> None:
         job.reason = status.reason
@@ -284,13 +308,13 @@ class Engine:
             if job.first_start is None:
                 job.first_start = self._now
         job.holds.append(alloc)
-        self.decisions.add(self._now, "hold", job.id, alloc.nodes, alloc.gpus)
+        self.decisions.add(Held(self._now, job.id, alloc.nodes, alloc.gpus))
 
     def release_holds(self, job: Job) -> None:
         for alloc in job.holds:
             self.state.give(alloc)
             self.state.account_gpus[job.account] -= alloc.gpus
-            self.decisions.add(self._now, "unhold", job.id, alloc.nodes, alloc.gpus)
+            self.decisions.add(Unheld(self._now, job.id, alloc.nodes, alloc.gpus))
         self.state.version += 1
         job.holds = []
         job.hold_since = None
@@ -302,21 +326,22 @@ class Engine:
     def preempt(self, victims: Sequence[Job], for_job: Job) -> None:
         self._claims.setdefault(for_job.id, set()).update(v.id for v in victims)
         for v in victims:
-            mode, grace = preempt_mode(self.cluster, v)
+            mode, grace = preempt_mode(self.cluster, v, self.profile.suspend_grace)
             self._ending.preempting[v.id] = (mode, for_job.id)
             # The timeline must see the victim's resources coming back at the kill, so that a
             # reservation for ``for_job`` can hold them against lower jobs.
             self.state.expect_end(v.id, self._now + grace)
-            self.decisions.add(self._now, "preempt", v.id, v.run, for_job.id, mode.value)
+            suspend = self.profile.suspend_grace > 0  # the victim is asked to checkpoint now
+            self.decisions.add(Preempted(self._now, v.id, v.run, for_job.id, mode, suspend))
             if grace > 0:
                 self._out.append(Signal(v.id, v.run, SIGNALS["TERM"]))
-                self._out.append(WakeAt(self._now + grace, ("kill", v.id, v.run)))
+                self._out.append(WakeAt(self._now + grace, KillTimer(v.id, v.run)))
             else:
                 self._out.append(Kill(v.id, v.run))
 
     def note_deadlock(self, jobs: Sequence[Job]) -> None:
         self.deadlocks += 1
-        self.decisions.add(self._now, "deadlock", jobs[0].id, tuple(j.id for j in jobs))
+        self.decisions.add(Deadlocked(self._now, jobs[0].id, tuple(j.id for j in jobs)))
 
     def find_victims(self, job: Job) -> list[Job] | None:
         plugin = self.plugins.preempt
@@ -366,7 +391,7 @@ class Engine:
                 self._on_node_down(node)
             case NodeUp(node=node):
                 self.state.set_up(node, True)
-                self.decisions.add(self._now, "node_up", -1, node)
+                self.decisions.add(NodeWentUp(self._now, node))
                 self._request_pass()
         return out
 
@@ -405,15 +430,13 @@ class Engine:
         return job
 
     def _admit_new(self, job: Job) -> None:
-        self.decisions.add(self._now, "submit", job.id, job.seq)
-        if self._persist:
-            self._out.append(Persist(job.id, "submit"))
+        self.decisions.add(Submitted(self._now, job.id, job.seq))
         problem = self._never_fits(job)
         if problem is not None:
-            job.state = JobState.FAILED
+            transition(job, JobState.FAILED)
             job.reason = problem
             job.end = self._now
-            self.decisions.add(self._now, "reject", job.id, problem)
+            self.decisions.add(Rejected(self._now, job.id, problem))
             return
         self._make_eligible_or_wait(job)
 
@@ -454,7 +477,7 @@ class Engine:
             job.reason = reason
             self._waiting[job.id] = job
             if reason == Reason.BEGIN_TIME and job.spec.begin is not None:
-                self._out.append(WakeAt(job.spec.begin, ("begin", job.id)))
+                self._out.append(WakeAt(job.spec.begin, BeginTimer(job.id)))
 
     def _recheck_waiting(self) -> None:
         for job in list(self._waiting.values()):
@@ -516,37 +539,35 @@ class Engine:
             self._out.append(WakeAt(self._now, PASS))
 
     # -- timers ---------------------------------------------------------------------------
-    def _on_timer(self, key: tuple[object, ...]) -> None:
-        kind = key[0]
-        if kind == "pass":
-            self._pass_requested = False
-            self.passes += 1
-            self.plugins.scheduler.schedule(self)
-        elif kind == "wake":
-            self._wakes.discard(self._now)
-            self._request_pass()
-        elif kind == "recalc":
-            if self._recalc_at == self._now:
-                self._recalc()
-        elif kind == "limit":
-            self._on_limit(key)
-        elif kind == "kill":
-            job = self._live_run(key)
-            if job is not None:
-                self._out.append(Kill(job.id, job.run))
-        elif kind == "begin":
-            self._recheck_waiting()
+    def _on_timer(self, key: TimerKey) -> None:
+        match key:
+            case PassTimer():
+                self._pass_requested = False
+                self.passes += 1
+                self.plugins.scheduler.schedule(self)
+            case WakeTimer():
+                self._wakes.discard(self._now)
+                self._request_pass()
+            case RecalcTimer():
+                if self._recalc_at == self._now:
+                    self._recalc()
+            case LimitTimer():
+                self._on_limit(key)
+            case KillTimer(job_id=job_id, run=run):
+                job = self._live_run(job_id, run)
+                if job is not None:
+                    self._out.append(Kill(job.id, job.run))
+            case BeginTimer():
+                self._recheck_waiting()
 
-    def _live_run(self, key: tuple[object, ...]) -> Job | None:
-        job_id, run = key[1], key[2]
-        assert isinstance(job_id, int)
+    def _live_run(self, job_id: int, run: int) -> Job | None:
         job = self.jobs.get(job_id)
         if job is None or job.run != run or job.state is not JobState.RUNNING:
             return None  # a stale timer of an earlier run
         return job
 
-    def _on_limit(self, key: tuple[object, ...]) -> None:
-        job = self._live_run(key)
+    def _on_limit(self, key: LimitTimer) -> None:
+        job = self._live_run(key.job_id, key.run)
         if job is None:
             return
         assert job.start is not None
@@ -556,25 +577,25 @@ class Engine:
         if self._now < limit_at:
             # The early signal (--signal=SIG@lead); the limit itself comes later.
             self._out.append(Signal(job.id, job.run, job.spec.signal))
-            self._out.append(WakeAt(limit_at, ("limit", job.id, job.run)))
+            self._out.append(WakeAt(limit_at, LimitTimer(job.id, job.run)))
             return
         self._ending.timeouts.add(job.id)
-        self.decisions.add(self._now, "timeout", job.id, job.run)
+        self.decisions.add(TimedOut(self._now, job.id, job.run))
         self._out.append(Signal(job.id, job.run, SIGNALS["TERM"]))
-        self._out.append(WakeAt(self._now + KILL_WAIT, ("kill", job.id, job.run)))
+        self._out.append(WakeAt(self._now + KILL_WAIT, KillTimer(job.id, job.run)))
 
     # -- ends -----------------------------------------------------------------------------
     def _on_exited(self, event: TasksExited) -> None:
         job = self.jobs.get(event.job_id)
         if job is None or job.run != event.run or job.state is not JobState.RUNNING:
             return
-        job.state = JobState.COMPLETING
+        transition(job, JobState.COMPLETING)
         self._running.pop(job.id, None)
         job.exit_code = event.exit_code
         job.exit_signal = event.signal
         job.usage, job.steps_usage = event.usage, event.steps_usage
         job.steps = event.steps
-        self.decisions.add(self._now, "exit", job.id, job.run, event.exit_code, event.signal)
+        self.decisions.add(Exited(self._now, job.id, job.run, event.exit_code, event.signal))
         self._out.append(Cleanup(job.id, job.run))
 
     def _on_cleanup_done(self, job_id: int, run: int) -> None:
@@ -591,17 +612,14 @@ class Engine:
         final = self._ending.final_state(job)
         if final is JobState.REQUEUED:
             job.restarts += 1
-            job.state = JobState.PENDING
+            transition(job, JobState.REQUEUED)
+            transition(job, JobState.PENDING)
             job.alloc = None
-            self.decisions.add(self._now, "requeue", job.id, job.run)
-            if self._persist:
-                self._out.append(Persist(job.id, "requeue"))
+            self.decisions.add(Requeued(self._now, job.id, job.run))
             self._make_eligible_or_wait(job)
         else:
-            job.state = final
-            self.decisions.add(self._now, "end", job.id, job.run, final.value)
-            if self._persist:
-                self._out.append(Persist(job.id, "end", (("state", final.value),)))
+            transition(job, final)
+            self.decisions.add(Ended(self._now, job.id, job.run, final))
             if self._waiting:
                 self._recheck_waiting()
         self._request_pass()
@@ -611,32 +629,28 @@ class Engine:
         job = self.jobs.get(job_id)
         if job is None or job.state.is_final:
             return
-        self.decisions.add(self._now, "cancel", job.id, by)
+        self.decisions.add(Cancelled(self._now, job.id, by))
         if job.state is JobState.PENDING:
             if job.holds:
                 self.release_holds(job)
             self._dequeue(job)
             self._waiting.pop(job.id, None)
-            job.state = JobState.CANCELLED
+            transition(job, JobState.CANCELLED)
             job.end = self._now
-            self.decisions.add(self._now, "end", job.id, job.run, "CANCELLED")
-            if self._persist:
-                self._out.append(Persist(job.id, "end", (("state", "CANCELLED"),)))
+            self.decisions.add(Ended(self._now, job.id, job.run, JobState.CANCELLED))
             self._recheck_waiting()
             self._request_pass()
         elif job.state is JobState.RUNNING and job.id not in self._ending.cancelled:
             # As Slurm: SIGTERM now (a job may save its work), SIGKILL after KillWait.
             self._ending.cancelled[job.id] = by
             self._out.append(Signal(job.id, job.run, SIGNALS["TERM"]))
-            self._out.append(WakeAt(self._now + KILL_WAIT, ("kill", job.id, job.run)))
+            self._out.append(WakeAt(self._now + KILL_WAIT, KillTimer(job.id, job.run)))
 
     def _on_update(self, event: Update) -> None:
         job = self.jobs.get(event.job_id)
         if job is None or job.state.is_final:
             return
-        self.decisions.add(
-            self._now, "update", job.id, event.hold, event.time_limit, event.priority
-        )
+        self.decisions.add(Updated(self._now, job.id, event.hold, event.time_limit, event.priority))
         if event.time_limit is not None and event.time_limit > 0:
             job.time_limit = event.time_limit
             self.state.bounds.pop(job.id, None)
@@ -644,7 +658,7 @@ class Engine:
                 end = job.start + job.time_limit
                 self.state.expect_end(job.id, end)
                 lead = min(job.spec.signal_lead, job.time_limit)
-                self._out.append(WakeAt(max(self._now, end - lead), ("limit", job.id, job.run)))
+                self._out.append(WakeAt(max(self._now, end - lead), LimitTimer(job.id, job.run)))
         if event.priority is not None and job.state is JobState.PENDING:
             job.fixed_priority = event.priority
             if self._queue.remove(job):
@@ -668,18 +682,17 @@ class Engine:
             return
         if job.state is JobState.RUNNING:
             self._ending.requeue_asked.add(job.id)
-            self.decisions.add(self._now, "requeue_asked", job.id, job.run, by)
+            self.decisions.add(RequeueAsked(self._now, job.id, job.run, by))
             self._out.append(Kill(job.id, job.run))
         elif job.state.is_final:
-            self.decisions.add(self._now, "requeue", job.id, job.run)
+            self.decisions.add(Requeued(self._now, job.id, job.run))
             job.restarts += 1
-            job.state = JobState.PENDING
+            transition(job, JobState.REQUEUED)
+            transition(job, JobState.PENDING)
             job.alloc = None
             job.end = None
             job.exit_code = None
             job.exit_signal = 0
-            if self._persist:
-                self._out.append(Persist(job.id, "requeue"))
             self._make_eligible_or_wait(job)
 
     def _on_launch_failed(self, job_id: int, run: int, reason: str) -> None:
@@ -690,15 +703,17 @@ class Engine:
         self._running.pop(job.id, None)
         if job.array_job_id is not None:
             self._array_running[job.array_job_id] -= 1
-        job.state = JobState.PENDING
+        # As Slurm: a run that could not start is requeued (it never began: no restart).
+        transition(job, JobState.REQUEUED)
+        transition(job, JobState.PENDING)
         job.start = None
         job.alloc = None
-        self.decisions.add(self._now, "launch_failed", job.id, run, reason)
+        self.decisions.add(LaunchLost(self._now, job.id, run, reason))
         self._make_eligible_or_wait(job)
 
     def _on_node_down(self, node: int) -> None:
         self.state.set_up(node, False)
-        self.decisions.add(self._now, "node_down", -1, node)
+        self.decisions.add(NodeWentDown(self._now, node))
         for jid, run in list(self.state.running.items()):
             job = self.jobs[jid]
             if (
@@ -707,7 +722,7 @@ class Engine:
                 and jid not in self._ending.failing
             ):
                 self._ending.failing.add(jid)
-                self.decisions.add(self._now, "node_fail", jid, job.run, node)
+                self.decisions.add(NodeFailure(self._now, jid, job.run, node))
                 self._out.append(Kill(jid, job.run))
         for job in list(self._queue):
             if job.holds and any(node in a.nodes for a in job.holds):

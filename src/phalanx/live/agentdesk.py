@@ -19,12 +19,11 @@ from typing import Any
 from phalanx.domain.time import SECOND, Duration, Instant
 from phalanx.engine import NodeDown, NodeUp
 from phalanx.errors import NotFound, PhalanxError
-from phalanx.live.clock import Clock
 from phalanx.live.epochs import EpochStore
 from phalanx.live.fencing import admit, check
 from phalanx.live.fleet import Agent, Fleet, RunKey
-from phalanx.live.loop import ControlLoop
 from phalanx.protocol.agent import AgentCommand, AgentHello, AgentReports
+from phalanx.runtime import Clock, Driver
 
 __all__ = ["AgentDesk"]
 
@@ -41,7 +40,7 @@ class AgentDesk:
     def __init__(
         self,
         fleet: Fleet,
-        loop: ControlLoop,
+        loop: Driver,
         clock: Clock,
         epochs: EpochStore,
         *,

@@ -10,6 +10,15 @@
   other blocked jobs a pass, ask for victims before they are reserved.
 - ``sched/greedy``: start whatever fits, skip what does not, reserve nothing (Kueue's
   BestEffortFIFO, Volcano's allocate).
+
+``sched/backfill`` takes Slurm's bounds on its passes (SchedulerParameters, each off unless
+set): ``max_job_test`` (bf_max_job_test: a pass looks at no more jobs than this; the rest keep
+the reason and expected start they had), ``window_ms`` (bf_window: no reservation further
+ahead), ``resolution_ms`` (bf_resolution: running jobs' ends rounded up to this step on the
+timeline) and ``interval_ms`` (bf_interval: a backfill pass at most this often; the passes in
+between are Slurm's main scheduler, over ``queue_depth`` jobs (default_queue_depth, 100),
+which starts jobs in order until the first that does not fit, and ask for a pass when the
+next backfill is due).
 """
 
 from __future__ import annotations
@@ -19,6 +28,7 @@ from functools import partial
 
 from phalanx.domain.state import Reason
 from phalanx.domain.time import Instant
+from phalanx.errors import ConfigError
 from phalanx.sched.capacity import Capacity
 from phalanx.sched.job import Job
 from phalanx.sched.protocols import PassContext
@@ -34,6 +44,15 @@ def _never(job: Job) -> bool:
 
 def _whole_gpus(job: Job) -> int:
     return job.shape.nodes_min * job.shape.gpus
+
+
+def _positive(params: Mapping[str, object], key: str) -> int | None:
+    value = params.get(key)
+    if value is None:
+        return None
+    if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
+        raise ConfigError(f"sched/backfill: {key} must be a positive integer, not {value!r}")
+    return value
 
 
 class BackfillScheduler:
@@ -53,11 +72,25 @@ class BackfillScheduler:
         min_age = params.get("min_age_reserve_ms", 0)
         self.min_age_reserve = int(min_age) if isinstance(min_age, int) else 0
         """Slurm's bf_min_age_reserve: reserve only for jobs pending at least this long."""
+        self.max_job_test = _positive(params, "max_job_test")
+        self.resolution = _positive(params, "resolution_ms") or 0
+        self.interval = _positive(params, "interval_ms")
+        self.queue_depth = _positive(params, "queue_depth") or 100
+        """Slurm's default_queue_depth: jobs a pass between backfill passes looks at."""
+        self._next_backfill: Instant | None = None
+        """With ``interval``: when the next backfill pass is due (the passes before it are
+        main-scheduler passes)."""
 
     def schedule(self, ctx: PassContext) -> None:
         now = ctx.now
+        if self.interval is not None:
+            if self._next_backfill is not None and now < self._next_backfill:
+                self._main(ctx, self._next_backfill)
+                return
+            self._next_backfill = now + self.interval
         state = ctx.state
-        timeline = Timeline(state, now)
+        timeline = Timeline(state, now, self.resolution)
+        limit = self.max_job_test
         # Shape -> the shortest time limit that failed: a job of the same shape that runs at
         # least as long fails too (views only shrink with the end of the run and the pass).
         failed: dict[object, tuple[int, Status]] = {}
@@ -77,6 +110,8 @@ class BackfillScheduler:
         # a placement is tried.
         most_free = int(state.cap.gpus.max()) if state.n else 0
         for index, job in enumerate(pending):
+            if limit is not None and index >= limit:
+                break  # bf_max_job_test: the rest keep what they had
             if (
                 only_whole
                 and not preemptors
@@ -141,6 +176,38 @@ class BackfillScheduler:
             ctx.wait(job, status)
         if unreserved:
             self._expect(ctx, timeline, unreserved, horizon, exact=reserved == 0)
+
+    def _main(self, ctx: PassContext, backfill_at: Instant) -> None:
+        """Slurm's main scheduler between backfill passes, over its first ``queue_depth``
+        jobs (default_queue_depth): jobs in order start where they fit, or preempt where they
+        may; after the first that does not start, the others wait for Priority (a job that
+        already had a reason keeps it, and its expected start). A blocked job asks for a pass
+        when the backfill is due."""
+        state = ctx.state
+        pending = ctx.pending()
+        blocked = False
+        for job in pending[: self.queue_depth]:
+            if blocked:
+                if job.reason is Reason.NONE:
+                    ctx.wait(job, Status.wait(Reason.PRIORITY, self.plugin))
+                continue
+            status = ctx.admit(job)
+            if not status.ok:
+                ctx.wait(job, status)
+                continue
+            if _whole_gpus(job) <= state.free_gpus:
+                alloc = ctx.place(job, None)
+                if alloc is not None:
+                    ctx.start(job, alloc)
+                    continue
+            blocked = True
+            victims = ctx.find_victims(job) if ctx.could_preempt(job) else None
+            if victims:
+                ctx.preempt(victims, job)
+                ctx.wait(job, Status.wait(Reason.RESOURCES, "preempt"))
+            elif job.reason is not Reason.RESOURCES:
+                ctx.wait(job, Status.wait(Reason.RESOURCES, self.plugin))
+            ctx.wake_at(backfill_at)
 
     def _expect(
         self,

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from phalanx.domain.time import DAY, HOUR, MINUTE
+from phalanx.domain.time import DAY, HOUR, MINUTE, SECOND
 from phalanx.errors import ConfigError
 from phalanx.policies.backfill import BackfillScheduler, FifoScheduler, GreedyScheduler
 from phalanx.policies.k8s_default import KubernetesScheduler
@@ -37,6 +37,16 @@ REGISTRY.register("preempt/checkpoint", CheckpointPreempt)
 
 # The reference Slurm's configuration (shared/slurm/start_slurm.sh): multifactor weights,
 # a 7-day half-life, Fair Tree; backfill reserves the top job within bf_window (1 day).
+# It sets no SchedulerParameters, so its backfill runs with Slurm 22.05's defaults (slurm.conf
+# man page): bf_interval=30 s, bf_max_job_test=500, bf_window=1440 min, bf_resolution=60 s,
+# bf_continue off (a pass here is never interrupted to release locks, so it has nothing to do).
+_SLURM_BACKFILL: dict[str, object] = {
+    "depth": 1,
+    "window_ms": 1 * DAY,
+    "max_job_test": 500,
+    "resolution_ms": 60 * SECOND,
+    "interval_ms": 30 * SECOND,
+}
 _SLURM_WEIGHTS: dict[str, object] = {
     "weight_age": 1000,
     "weight_fairshare": 10000,
@@ -62,7 +72,7 @@ POLICIES: dict[str, Profile] = {
         select="select/topology",
         preempt="preempt/checkpoint",
         params={
-            "sched/backfill": {"depth": 1, "window_ms": 1 * DAY},
+            "sched/backfill": _SLURM_BACKFILL,
             "priority/multifactor": _SLURM_WEIGHTS,
         },
         description="Multifactor priority, EASY backfill, topology-aware placement.",
@@ -99,7 +109,14 @@ POLICIES: dict[str, Profile] = {
         priority="priority/las",
         select="select/topology",
         pass_on_recalc=True,
-        description="Tiresias: discretised 2D-LAS with preemption.",
+        # Tiresias suspends a preempted job with a checkpoint taken at preemption: every victim
+        # is asked to save at the signal and gets a minute for it before the kill
+        # (docs/baselines.md).
+        suspend_grace=1 * MINUTE,
+        description=(
+            "Tiresias: discretised 2D-LAS (3 queues by GPU-time, PromoteKnob), preemption that "
+            "suspends victims with a checkpoint."
+        ),
     ),
     "phalanx": Profile(
         name="phalanx",
@@ -108,7 +125,10 @@ POLICIES: dict[str, Profile] = {
         select="select/topology",
         preempt="preempt/checkpoint",
         params={
-            # Up to 8 blocked jobs a pass may look for cheap victims (below).
+            # Up to 8 blocked jobs a pass may look for cheap victims (below). No Slurm bounds
+            # (bf_max_job_test, bf_interval): every pass backfills over the whole queue, since
+            # a short job deep in a long queue is what favouring short jobs is for, and the
+            # pass already stops early on a full cluster and skips shapes that failed.
             "sched/backfill": {"depth": 1, "victim_search_depth": 8},
             # A multi-node gang waits up to 30 minutes for the fewest leaf switches that hold
             # it, then takes any (Slurm's --switches=N@wait, as a default). Measured on Philly

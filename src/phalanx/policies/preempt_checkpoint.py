@@ -151,6 +151,14 @@ class CheckpointPreempt:
             candidates = [r for r in self._cheap_candidates(job, ctx) if not ctx.is_preempting(r)]
         if not candidates:
             return None
+        # Whole GPUs free once the victims so far are gone, at most (a shared device counted
+        # as if it became whole): while fewer than the job needs, placing cannot succeed and
+        # is not tried. Not with a switch limit, whose failed placement asks for a wake-up.
+        counting = job.shape.switches is None
+        need = job.shape.nodes_min * job.shape.gpus
+        could = ctx.state.free_gpus
+        if counting and could + sum(_devices(r) for r in candidates) < need:
+            return None
         candidates.sort(key=lambda r: (lost_work(r, now), -(r.alloc.gpus if r.alloc else 0), r.seq))
         cap = ctx.state.cap.copy()
         chosen: list[Job] = []
@@ -158,6 +166,9 @@ class CheckpointPreempt:
             assert r.alloc is not None
             cap.give(r.alloc)
             chosen.append(r)
+            could += _devices(r)
+            if counting and could < need:
+                continue
             if ctx.place(job, cap) is not None:
                 break
         else:
@@ -179,3 +190,9 @@ class CheckpointPreempt:
         assert self.max_ratio is not None
         freed = sum(v.alloc.gpus for v in victims if v.alloc is not None)
         return freed <= self.max_ratio * job.shape.gpu_equivalent(job.shape.nodes_min)
+
+
+def _devices(job: Job) -> int:
+    """GPU devices a running job holds (whole, or a share of one)."""
+    alloc = job.alloc
+    return sum(len(d) for d in alloc.devices) if alloc is not None else 0

@@ -2,36 +2,49 @@
 
 Each pass, pending jobs in queue order start where they fit (consolidated placement by the
 profile's select plugin). A pending job that does not fit preempts running jobs of strictly
-lower-priority queues (highest queue index first, then the newest), as few as it needs; the
-victims requeue and lose the work since their last checkpoint. A job that started less than
-``min_run_ms`` ago is not a victim (the lease of the paper's scheduling interval).
+lower-priority queues (highest queue index first, then the newest), as few as it needs. The
+victims are suspended: signalled to checkpoint now, given the profile's ``suspend_grace`` to
+save, and requeued with their work up to the signal (as Tiresias suspends a job with a
+checkpoint taken at preemption). A job that started less than ``min_run_ms`` ago is not a
+victim (the lease of the paper's scheduling interval).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import bisect
+import itertools
+from collections.abc import Iterable, Mapping
+from operator import itemgetter
 
 from phalanx.domain.state import Reason
-from phalanx.domain.time import MINUTE
-from phalanx.policies.priority_simple import LasPriority, las_queue
+from phalanx.domain.time import MINUTE, Instant
+from phalanx.policies.priority_simple import LasPriority
 from phalanx.sched.job import Job
 from phalanx.sched.protocols import PassContext
 from phalanx.sched.status import Status
 
 __all__ = ["TiresiasScheduler"]
 
+_first_two = itemgetter(0, 1)
+
 
 class TiresiasScheduler:
     plugin = "sched/tiresias"
 
     def __init__(self, params: Mapping[str, object]) -> None:
+        self._params = params
         self.las = LasPriority(params)
+        self._las_from_priority = False
         max_victims = params.get("max_victims", 16)
         self.max_victims = int(max_victims) if isinstance(max_victims, int) else 16
         min_run = params.get("min_run_ms", 5 * MINUTE)
         self.min_run = int(min_run) if isinstance(min_run, int) else 5 * MINUTE
 
     def schedule(self, ctx: PassContext) -> None:
+        if not self._las_from_priority:
+            # The queues are the priority plugin's: its thresholds, unless set here as well.
+            self.las = LasPriority({**ctx.params("priority/las"), **self._params})
+            self._las_from_priority = True
         now = ctx.now
         state = ctx.state
         failed: dict[object, Status] = {}
@@ -47,13 +60,10 @@ class TiresiasScheduler:
                 if alloc is not None:
                     ctx.start(job, alloc)
                     continue
-            # Starvation promotion only reorders the queue; preemption goes by attained service.
-            q = las_queue(job.attained_at(now), self.las.thresholds)
+            # The job's queue with its promotion (release: a promoted job preempts as a Q0 job).
+            q = self.las.queue(job, now)
             if running_q is None:
-                running_q = sorted(
-                    ((self.las.queue(r, now), r.seq, r) for r in ctx.running()),
-                    key=lambda t: (-t[0], -t[1]),
-                )
+                running_q = self._by_queue(ctx.running(), now)
             victims = self._victims(job, q, running_q, ctx)
             if victims:
                 ctx.preempt(victims, job)
@@ -65,10 +75,42 @@ class TiresiasScheduler:
             failed[job.key] = status
             ctx.wait(job, status)
 
+    def _by_queue(self, running: Iterable[Job], now: Instant) -> list[tuple[int, int, Job]]:
+        """Running jobs as ``(queue, seq, job)``, lowest-priority queue first, then newest.
+
+        ``LasPriority.queue`` of a running job inlined (its LAS service: attained since its
+        last promotion, which ``service_base_gpu_ms`` in its factors records): a deep queue
+        blocks in nearly every pass, and every pass needs this order afresh."""
+        thresholds = self.las.thresholds
+        ordered = all(a <= b for a, b in itertools.pairwise(thresholds))
+        last = len(thresholds)
+        keyed: list[tuple[int, int, Job]] = []
+        for r in running:
+            attained = r.attained_gpu_ms - int(r.factors.get("service_base_gpu_ms", 0.0))
+            if r.start is not None and r.alloc is not None:
+                attained += int(r.alloc.gpus * (now - r.start))
+            if ordered:
+                q = bisect.bisect_right(thresholds, attained)
+            else:
+                q = next((i for i, t in enumerate(thresholds) if attained < t), last)
+            keyed.append((-q, -r.seq, r))
+        keyed.sort(key=_first_two)  # seq is unique: jobs themselves are never compared
+        return [(-nq, -ns, r) for nq, ns, r in keyed]
+
     def _victims(
         self, job: Job, q: int, running_q: list[tuple[int, int, Job]], ctx: PassContext
     ) -> list[Job] | None:
+        """Running jobs of lower queues whose GPUs let ``job`` start, as few as needed; ``[]``
+        when the victims already on their way out are enough; None when no set is."""
         cap = ctx.state.cap.copy()
+        # Victims still saving their checkpoint give their GPUs back soon: a job that fits with
+        # those waits for them rather than preempting more (several passes run within a grace).
+        coming = [r.alloc for _, _, r in running_q if r.alloc and ctx.is_preempting(r)]
+        if coming:
+            for alloc in coming:
+                cap.give(alloc)
+            if ctx.place(job, cap) is not None:
+                return []
         chosen: list[Job] = []
         for rq, _, r in running_q:
             if rq <= q or len(chosen) >= self.max_victims:

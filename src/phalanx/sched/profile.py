@@ -27,6 +27,11 @@ class Profile:
     priorities that do not change while a job waits."""
     pass_on_recalc: bool = False
     """Run a pass after every recalculation even if the order did not change."""
+    suspend_grace: Duration = 0
+    """Tiresias' suspension: a preemption asks the victim to checkpoint now (SIGTERM; the
+    ``preempt`` decision says so) and gives it at least this long to save before the kill, so
+    it is requeued with its work up to the signal. 0: no suspension; victims get their
+    partition's or QOS's grace and keep what their own checkpoints saved."""
     description: str = ""
 
     def plugin_params(self, plugin: str) -> Mapping[str, object]:

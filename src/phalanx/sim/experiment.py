@@ -22,9 +22,10 @@ from typing import Any, Protocol
 
 from phalanx.config.clusterspec import cluster_from_yaml, regular_cluster
 from phalanx.domain.cluster import Cluster
-from phalanx.domain.time import HOUR
+from phalanx.domain.time import HOUR, SECOND
 from phalanx.errors import TraceError
 from phalanx.sched.profile import Profile
+from phalanx.sim.executor import CHECKPOINT_RESTORE_MS, CHECKPOINT_SAVE_MS
 from phalanx.sim.faults import FaultModel
 from phalanx.sim.generator import generate
 from phalanx.sim.metrics import PolicyMetrics, per_account, summarize, to_json_dict
@@ -152,6 +153,10 @@ class Experiment:
     profiles: Sequence[Profile]
     faults: FaultModel | None = None
     mfu: float = 0.4
+    checkpoint_save_ms: int = CHECKPOINT_SAVE_MS
+    """Time a job that checkpoints on SIGTERM takes to save before it exits."""
+    checkpoint_restore_ms: int = CHECKPOINT_RESTORE_MS
+    """Time a resumed job takes to load its checkpoint."""
     keep_runs: bool = False
     """Keep each run's record (with its segments), e.g. for plots."""
     per_account: bool = False
@@ -203,6 +208,8 @@ def run_experiment(
             faults=experiment.faults,
             mfu=experiment.mfu,
             keep_segments=keep_segments,
+            checkpoint_save_ms=experiment.checkpoint_save_ms,
+            checkpoint_restore_ms=experiment.checkpoint_restore_ms,
         )
         record = simulator.run(progress=watch.start(prof.name, len(workload.jobs)))
         metrics = summarize(record)
@@ -264,6 +271,8 @@ def write_results(path: str, experiment: Experiment, results: Mapping[str, Polic
         "limit": options.limit,
         "window_ms": None if options.window is None else list(options.window),
         "mfu": experiment.mfu,
+        "checkpoint_save_s": experiment.checkpoint_save_ms / SECOND,
+        "checkpoint_restore_s": experiment.checkpoint_restore_ms / SECOND,
         "faults": None
         if faults is None
         else {"mtbf_hours": faults.mtbf / HOUR, "repair_hours": faults.repair / HOUR},
