@@ -38,6 +38,7 @@ from phalanx.engine import TimerFired
 from phalanx.policies.catalog import POLICIES, profile
 from phalanx.sim.simulator import Simulator
 from phalanx.sim.traces import read_trace
+from phalanx.sim.traces.options import TraceOptions
 from phalanx.sim.workload import TraceJob
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -197,7 +198,7 @@ def main(argv: list[str] | None = None) -> int:
         if section in args.skip:
             continue
         t0 = time.perf_counter()
-        workload = read_trace(str(args.trace), "philly", limit=limit, load=load)
+        workload = read_trace(str(args.trace), "philly", TraceOptions(limit=limit, load=load))
         read_s = time.perf_counter() - t0
         print()
         print(f"== {section}: load {load:g}")

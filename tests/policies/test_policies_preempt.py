@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 from phalanx.domain.cluster import PreemptMode
 from phalanx.domain.state import JobState
 from phalanx.domain.time import HOUR, MINUTE, SECOND
 from phalanx.engine.commands import Kill, Signal
 from phalanx.engine.decisions import Preempted, Requeued
+from phalanx.policies.catalog import profile as named_profile
+from phalanx.sched.profile import Profile
 from phalanx.testing import EngineDriver, make_job, small_cluster
 
 
@@ -129,3 +133,46 @@ def test_high_qos_job_preempts_even_when_the_cluster_is_full_and_a_job_ranks_abo
     d.settle()
     assert d.job(small).priority > d.job(high).priority
     assert [e.job_id for e in d.decisions(Preempted)] == [victim]
+
+
+def _phalanx_with(**preempt: object) -> Profile:
+    base = named_profile("phalanx")
+    params = {**base.params, "preempt/checkpoint": {**base.params["preempt/checkpoint"], **preempt}}
+    return dataclasses.replace(base, params=params)
+
+
+def _displace(prof: Profile, newcomer_gpus: int) -> tuple[EngineDriver, int, int]:
+    """An 8-GPU run fills the only node for 2 hours, checkpointing every 30 minutes; right after
+    a checkpoint a newcomer of ``newcomer_gpus`` GPUs arrives."""
+    d = EngineDriver(small_cluster(nodes=1, gpus=8, per_leaf=1), prof)
+    [long] = d.submit(make_job(gpus=8, time_limit=20 * HOUR, checkpoint_interval=30 * MINUTE))
+    d.settle()
+    d.advance(2 * HOUR + MINUTE)
+    [new] = d.submit(make_job(gpus=newcomer_gpus, time_limit=HOUR))
+    d.settle()
+    return d, long, new
+
+
+def test_a_new_job_displaces_a_long_run_right_after_its_checkpoint() -> None:
+    d, long, new = _displace(named_profile("phalanx"), 8)
+    assert [e.job_id for e in d.decisions(Preempted)] == [long]
+    assert d.state(new) is JobState.RUNNING
+    d, long, new = _displace(named_profile("phalanx"), 1)  # phalanx: victims no bigger
+    assert not d.decisions(Preempted)
+
+
+def test_a_victim_much_bigger_than_the_newcomer_is_not_displaced() -> None:
+    # 8 GPUs freed for 1 used would leave 7 idle while the victim waits for a whole node.
+    d, long, new = _displace(_phalanx_with(max_victim_gpu_ratio=2), 1)
+    assert not d.decisions(Preempted)
+    assert d.state(long) is JobState.RUNNING and d.state(new) is JobState.PENDING
+    d, long, new = _displace(_phalanx_with(max_victim_gpu_ratio=2), 4)
+    assert [e.job_id for e in d.decisions(Preempted)] == [long]
+
+
+def test_only_a_short_job_displaces_a_run_with_job_max_limit() -> None:
+    # The newcomers ask for an hour; a bound of 30 minutes stops them, one of 2 hours does not.
+    d, long, new = _displace(_phalanx_with(job_max_limit_ms=30 * MINUTE), 8)
+    assert not d.decisions(Preempted) and d.state(new) is JobState.PENDING
+    d, long, new = _displace(_phalanx_with(job_max_limit_ms=2 * HOUR), 8)
+    assert [e.job_id for e in d.decisions(Preempted)] == [long]

@@ -100,3 +100,23 @@ def test_age_factor_caps_at_max_age() -> None:
 
 def test_las_queue_thresholds() -> None:
     assert [las_queue(x, (10, 100)) for x in (0, 9, 10, 99, 100, 10**9)] == [0, 0, 1, 1, 2, 2]
+
+
+def test_age_size_exponent_weighs_the_age_of_big_jobs_more() -> None:
+    engine = Engine(small_cluster(nodes=4), POLICIES["slurm"])
+    one, gang = job(engine, 1, "root", gpus=1), job(engine, 2, "root", gpus=8, nodes=2)
+    plugin = MultifactorPriority({"weight_age": 1000, "max_age_ms": DAY, "age_size_exponent": 0.5})
+    # The 16-GPU gang's age weighs 16^0.5 = 4 times the 1-GPU job's.
+    assert plugin.compute(gang, engine, 6 * HOUR)[1]["age"] == pytest.approx(1000)
+    assert plugin.compute(one, engine, 6 * HOUR)[1]["age"] == pytest.approx(250)
+    assert plugin.compute(gang, engine, 2 * DAY)[1]["age"] == 4000
+    assert plugin.compute(one, engine, 2 * DAY)[1]["age"] == 1000
+
+
+def test_a_requeued_job_counts_as_fully_aged_with_requeued_full_age() -> None:
+    engine = Engine(small_cluster(nodes=4), POLICIES["slurm"])
+    j = job(engine, 1, "root")
+    plugin = MultifactorPriority({"weight_age": 1000, "max_age_ms": DAY, "requeued_full_age": True})
+    assert plugin.compute(j, engine, 6 * HOUR)[1]["age"] == pytest.approx(250)
+    j.restarts = 1
+    assert plugin.compute(j, engine, 6 * HOUR)[1]["age"] == 1000

@@ -7,6 +7,7 @@ from phalanx.domain.time import MINUTE, SECOND
 from phalanx.errors import TraceError
 from phalanx.sim.traces import FORMATS, guess_format, read_trace
 from phalanx.sim.traces.generic import read_generic
+from phalanx.sim.traces.options import TraceOptions
 
 CSV = """submit,runtime,gpus,nodes,gpus_per_node,account,user,name,time_limit,partition,qos,gpu_milli,cpus,mem_mb,gpu_model,checkpoint_interval
 10.5,60,16,,,team-a,ann,big,3600,gpu,high,,,,,600
@@ -82,13 +83,18 @@ def test_jsonl_matches_csv(tmp_path: Path) -> None:
         (j.submit, j.spec, j.runtime) for j in csv
     ]
     assert [j.line for j in jsonl] == [2, 3, 1, 4] and [j.line for j in csv] == [3, 4, 2, 5]
-    assert [job.submit for job in read_generic(str(tmp_path / "jobs.jsonl"), load=2.0)] == [
+    assert [
+        job.submit for job in read_generic(str(tmp_path / "jobs.jsonl"), TraceOptions(load=2.0))
+    ] == [
         0,
         2_500,
         5_250,
         10_000,
     ]
-    assert len(read_generic(str(tmp_path / "jobs.jsonl"), limit=3, window=(1, 60_000))) == 3
+    assert (
+        len(read_generic(str(tmp_path / "jobs.jsonl"), TraceOptions(limit=3, window=(1, 60_000))))
+        == 3
+    )
 
 
 @pytest.mark.parametrize(

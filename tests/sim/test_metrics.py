@@ -139,7 +139,9 @@ def test_run_wide_counters_are_copied() -> None:
 
 def test_empty_run_gives_finite_figures() -> None:
     d = to_json_dict(summarize(run_of([])))
+    by_size = d.pop("wait_by_size")
     assert all(np.isfinite(v) for v in d.values())
+    assert all(np.isfinite(v) for c in by_size.values() for v in c.values())
 
 
 def test_per_account_restricts_jobs_and_uses_the_accounts_segments() -> None:
@@ -192,6 +194,9 @@ def test_to_json_dict_has_the_documented_keys() -> None:
         "sim_wall_s",
         "jobs_per_s",
         "passes",
+        "wait_by_size",
+        "idle_while_pending",
+        "multinode_extra_leaves",
     } <= keys
     assert "policy" not in keys
     assert isinstance(summarize(run_of([])), PolicyMetrics)
@@ -218,3 +223,53 @@ def test_summarize_covers_a_large_trace() -> None:
     metrics = summarize(run)
     assert (metrics.jobs, metrics.unfinished, metrics.rejected) == (n, 0, 0)
     assert metrics.eta_sched == 1.0  # every job computes from its start: no waste counted
+
+
+def test_wait_by_size_groups_started_jobs_by_their_gpus() -> None:
+    # Waits of 10 s per GPU-class step; the 0-GPU job and the never-started job are in no class.
+    jobs = [
+        job(gpus=0.5, first_start=2 * SECOND),
+        job(gpus=1.0, first_start=4 * SECOND),
+        job(gpus=4.0, first_start=10 * SECOND),  # 4 is the top of "2-4"
+        job(gpus=8.0, first_start=20 * SECOND),
+        job(gpus=16.0, first_start=30 * SECOND),
+        job(gpus=64.0, first_start=50 * SECOND),
+        job(gpus=128.0, first_start=40 * SECOND),
+        job(gpus=0.0, first_start=99 * SECOND),
+        job(gpus=2.0, first_start=None, end=None),
+    ]
+    by = summarize(run_of(jobs)).wait_by_size
+    assert list(by) == ["1", "2-4", "5-8", "9-64", "65+"]
+    assert [by[k].jobs for k in by] == [2, 1, 1, 2, 1]
+    assert by["1"].mean_s == pytest.approx(3.0)
+    assert by["1"].max_s == pytest.approx(4.0)
+    assert by["1"].p95_s == pytest.approx(2 + 0.95 * 2)
+    assert by["9-64"].mean_s == pytest.approx(40.0)
+    assert by["65+"].p95_s == pytest.approx(40.0)
+
+
+def test_wait_by_size_is_zero_for_an_empty_class_and_nested_in_json() -> None:
+    m = summarize(run_of([job(first_start=3 * SECOND)]))
+    doc = to_json_dict(m)["wait_by_size"]
+    assert doc["1"] == {"jobs": 1, "mean_s": 3.0, "p95_s": 3.0, "max_s": 3.0}
+    assert doc["65+"] == {"jobs": 0, "mean_s": 0.0, "p95_s": 0.0, "max_s": 0.0}
+
+
+def test_idle_while_pending_integrates_its_timeline_over_the_span() -> None:
+    # 8 GPUs, span [0, 10 s]: 4 idle GPUs wanted for 5 s, then 2 for 5 s -> (20 + 10) / 80.
+    timeline = [(0, 4.0), (5 * SECOND, 2.0), (10 * SECOND, 0.0)]
+    m = summarize(run_of([job()], idle_pending_timeline=timeline))
+    assert m.idle_while_pending == pytest.approx(30 / 80)
+    assert summarize(run_of([job()])).idle_while_pending == 0.0
+
+
+def test_multinode_extra_leaves_counts_jobs_spread_beyond_the_fewest_leaves() -> None:
+    jobs = [job(extra_leaves=1), job(extra_leaves=2), job(extra_leaves=0), job()]
+    assert summarize(run_of(jobs)).multinode_extra_leaves == 2
+
+
+def test_wait_by_size_counts_the_waits_after_requeues_too() -> None:
+    j = job(gpus=16.0, first_start=10 * SECOND, requeue_wait_ms=30 * SECOND, restarts=1)
+    m = summarize(run_of([j]))
+    assert m.wait_by_size["9-64"].mean_s == pytest.approx(40.0)
+    assert m.wait_mean_s == pytest.approx(10.0)  # the queue wait is to the first start only

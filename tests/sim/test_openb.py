@@ -6,6 +6,7 @@ from phalanx.domain.time import SECOND
 from phalanx.errors import TraceError
 from phalanx.sim.traces import read_trace
 from phalanx.sim.traces.openb import UNTIMED_RUNTIME, openb_cluster, read_openb
+from phalanx.sim.traces.options import TraceOptions
 
 OPENB = Path(__file__).resolve().parents[3] / "shared" / "traces" / "openb"
 HEADER = (
@@ -47,9 +48,16 @@ def test_pods_are_mapped(tmp_path: Path) -> None:
 
 def test_options(tmp_path: Path) -> None:
     path = write(tmp_path, ROWS)
-    assert [job.submit for job in read_openb(path, load=2.0)] == [0, 25_000, 75_000, 125_000]
-    assert [job.trace_id for job in read_openb(path, limit=1)] == ["pod-b"]
-    assert [job.trace_id for job in read_openb(path, window=(100_000, 200_000))] == ["pod-c"]
+    assert [job.submit for job in read_openb(path, TraceOptions(load=2.0))] == [
+        0,
+        25_000,
+        75_000,
+        125_000,
+    ]
+    assert [job.trace_id for job in read_openb(path, TraceOptions(limit=1))] == ["pod-b"]
+    assert [job.trace_id for job in read_openb(path, TraceOptions(window=(100_000, 200_000)))] == [
+        "pod-c"
+    ]
 
 
 def test_untimed_resamplings_arrive_in_file_order(tmp_path: Path) -> None:

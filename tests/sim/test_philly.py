@@ -7,6 +7,7 @@ import pytest
 from phalanx.domain.time import MINUTE, SECOND
 from phalanx.errors import TraceError
 from phalanx.sim.traces import read_trace
+from phalanx.sim.traces.options import TraceOptions
 from phalanx.sim.traces.philly import CHECKPOINT_INTERVAL, read_philly
 
 REAL = Path(__file__).resolve().parents[3] / "shared" / "traces" / "philly" / "philly.csv"
@@ -46,13 +47,13 @@ def test_jobs_are_sorted_rebased_and_mapped(tmp_path: Path) -> None:
 def test_options(tmp_path: Path) -> None:
     path = write(tmp_path, ROWS)
     plain = read_philly(path)
-    halved = read_philly(path, load=2.0)
+    halved = read_philly(path, TraceOptions(load=2.0))
     assert [job.submit for job in halved] == [job.submit // 2 for job in plain]
     assert [job.runtime for job in halved] == [job.runtime for job in plain]
-    assert [job.line for job in read_philly(path, limit=2)] == [3, 2]
-    windowed = read_philly(path, window=(2_932_000, 7_201_000))
+    assert [job.line for job in read_philly(path, TraceOptions(limit=2))] == [3, 2]
+    windowed = read_philly(path, TraceOptions(window=(2_932_000, 7_201_000)))
     assert [(job.line, job.submit) for job in windowed] == [(2, 0), (4, 0)]
-    assert read_philly(path, seed=5) == read_philly(path, seed=5)
+    assert read_philly(path, TraceOptions(seed=5)) == read_philly(path, TraceOptions(seed=5))
 
 
 @pytest.mark.parametrize(

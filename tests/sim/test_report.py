@@ -6,11 +6,12 @@ import dataclasses
 import io
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 from rich.console import Console
 
-from phalanx.sim.metrics import PolicyMetrics, to_json_dict
+from phalanx.sim.metrics import SIZE_CLASSES, PolicyMetrics, SizeWait, to_json_dict
 from phalanx.sim.report import (
     format_duration_s,
     markdown_table,
@@ -20,7 +21,7 @@ from phalanx.sim.report import (
 )
 
 
-def metrics(policy: str, **kw: float) -> PolicyMetrics:
+def metrics(policy: str, **kw: Any) -> PolicyMetrics:
     base = PolicyMetrics(
         policy=policy,
         jobs=82_000,
@@ -63,6 +64,22 @@ RESULTS = {
 }
 
 
+def test_the_size_table_bolds_the_shortest_wait_of_each_class() -> None:
+    waits = {
+        "k8s-default": summarize_like(mean_9_64=7200.0),
+        "phalanx": summarize_like(mean_9_64=600.0),
+    }
+    size = markdown_table(waits).rstrip("\n").split("\n\n")[2].split("\n")
+    k8s, phalanx = size[2], size[3]
+    assert "| **10.0 min** |" in phalanx and "| 2.0 h |" in k8s
+
+
+def summarize_like(mean_9_64: float) -> PolicyMetrics:
+    by_size = {k: SizeWait(jobs=1, mean_s=1.0, p95_s=1.0, max_s=1.0) for k in SIZE_CLASSES}
+    by_size["9-64"] = SizeWait(jobs=1, mean_s=mean_9_64, p95_s=mean_9_64, max_s=mean_9_64)
+    return metrics("x", wait_by_size=by_size)
+
+
 def test_format_duration_picks_a_readable_unit() -> None:
     assert format_duration_s(12.34) == "12.3 s"
     assert format_duration_s(90) == "1.5 min"
@@ -71,7 +88,13 @@ def test_format_duration_picks_a_readable_unit() -> None:
 
 def test_markdown_has_a_header_a_rule_and_one_row_per_policy() -> None:
     md = markdown_table(RESULTS)
-    lines = md.rstrip("\n").split("\n")
+    main, title, size = md.rstrip("\n").split("\n\n")
+    assert title.startswith("Queue wait by job size (GPUs)")
+    size_lines = size.split("\n")
+    assert len(size_lines) == 2 + len(RESULTS)
+    assert size_lines[0].startswith("| policy | 1 mean | 1 p95 | 2-4 mean |")
+    assert "| idle pend | extra leaves |" in size_lines[0]
+    lines = main.split("\n")
     assert len(lines) == 2 + len(RESULTS)
     widths = {line.count("|") for line in lines}
     assert len(widths) == 1, "every row has as many cells as the header"
@@ -99,6 +122,7 @@ def test_rich_table_fits_a_terminal_and_bolds_the_best() -> None:
     print_table(RESULTS, title="Philly, 82k jobs", console=console)
     text = out.getvalue()
     assert "phalanx-topology" in text and "Philly, 82k jobs" in text
+    assert "queue wait by job size" in text
     assert max(len(line) for line in text.splitlines()) <= 160
 
 

@@ -5,6 +5,7 @@ import pytest
 from phalanx.domain.time import SECOND
 from phalanx.errors import TraceError
 from phalanx.sim.traces import read_trace
+from phalanx.sim.traces.options import TraceOptions
 from phalanx.sim.traces.swf import load_swf, read_swf
 
 LINES = [
@@ -46,9 +47,15 @@ def test_jobs_are_read_and_odd_ones_skipped(tmp_path: Path) -> None:
 
 def test_options(tmp_path: Path) -> None:
     path = write(tmp_path, LINES)
-    assert [job.submit for job in read_swf(path, load=2.0)] == [0, 30 * SECOND, 45 * SECOND]
-    assert [job.trace_id for job in read_swf(path, limit=2)] == ["swf-2", "swf-4"]
-    assert [job.trace_id for job in read_swf(path, window=(60_000, 61_000))] == ["swf-4"]
+    assert [job.submit for job in read_swf(path, TraceOptions(load=2.0))] == [
+        0,
+        30 * SECOND,
+        45 * SECOND,
+    ]
+    assert [job.trace_id for job in read_swf(path, TraceOptions(limit=2))] == ["swf-2", "swf-4"]
+    assert [job.trace_id for job in read_swf(path, TraceOptions(window=(60_000, 61_000)))] == [
+        "swf-4"
+    ]
 
 
 @pytest.mark.parametrize(

@@ -1,6 +1,6 @@
 """``phalanx simulate``: replay one workload under several policies and compare them.
 
-Recipe:
+A thin shell over ``phalanx.sim.experiment`` (which does the work): parse, run, print. Recipe:
 
 1. read the workload: a trace (``--trace``, any of ``traces.FORMATS``) or the seeded generator
    (``--generate DAYS``), with the shared options ``--limit``, ``--window``, ``--load``;
@@ -14,38 +14,39 @@ Recipe:
 from __future__ import annotations
 
 import argparse
-import os
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
-from typing import Any
+from collections.abc import Callable
 
 from rich.console import Console
 from rich.measure import Measurement
 
 from phalanx.cli.progress import RunProgress
-from phalanx.config.clusterspec import cluster_from_yaml, regular_cluster
-from phalanx.domain.cluster import Cluster
 from phalanx.domain.time import HOUR, SECOND, Instant
-from phalanx.errors import InputError, TraceError
+from phalanx.errors import InputError
 from phalanx.policies.catalog import POLICIES, profile
 from phalanx.sim.executor import CHECKPOINT_RESTORE_MS, CHECKPOINT_SAVE_MS
+from phalanx.sim.experiment import (
+    ClusterChoice,
+    Experiment,
+    PolicyResult,
+    Workload,
+    cluster_file,
+    generated_workload,
+    openb_node_list,
+    run_experiment,
+    trace_workload,
+    uniform_cluster,
+    write_results,
+)
 from phalanx.sim.faults import FaultModel
-from phalanx.sim.generator import generate
-from phalanx.sim.metrics import PolicyMetrics, per_account, summarize, to_json_dict
-from phalanx.sim.records import RunRecord
-from phalanx.sim.report import markdown_table, render_table, write_json
-from phalanx.sim.simulator import Simulator
-from phalanx.sim.traces import FORMATS, guess_format, openb_cluster, read_trace
-from phalanx.sim.traces.options import TraceOptions, select
-from phalanx.sim.workload import TraceJob
+from phalanx.sim.metrics import PolicyMetrics
+from phalanx.sim.report import markdown_table, render_size_table, render_table
+from phalanx.sim.traces import FORMATS
+from phalanx.sim.traces.options import TraceOptions
 
-__all__ = ["OPENB_NODE_LIST", "add_arguments", "run"]
+__all__ = ["add_arguments", "run"]
 
-OPENB_NODE_LIST = "openb_node_list_gpu_node.csv"
-"""The node list an openb trace is replayed on when no cluster is named."""
 DEFAULT_GPUS_PER_NODE = 8
 DEFAULT_NODES_PER_SWITCH = 8
-_REJECTED_EXAMPLES = 5
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -170,124 +171,56 @@ def run(args: argparse.Namespace) -> int:
     names = list(dict.fromkeys(args.policies or POLICIES))
     profiles = [profile(name) for name in names]  # unknown names fail before any work
     workload = _load_workload(args)
-    cluster = _build_cluster(args, workload.fmt)
-    faults = (
-        None
+    experiment = Experiment(
+        workload,
+        _build_cluster(args, workload.fmt),
+        profiles,
+        faults=None
         if args.mtbf is None
-        else FaultModel(round(args.mtbf * HOUR), round(args.repair * HOUR), args.seed)
+        else FaultModel(round(args.mtbf * HOUR), round(args.repair * HOUR), args.seed),
+        mfu=args.mfu,
+        checkpoint_save_ms=round(args.checkpoint_save * SECOND),
+        checkpoint_restore_ms=round(args.checkpoint_restore * SECOND),
+        keep_runs=args.out is not None,
+        per_account=args.per_account,
     )
-    keep_runs = args.out is not None
-    results: dict[str, PolicyMetrics] = {}
-    accounts: dict[str, dict[str, PolicyMetrics]] = {}
-    runs: dict[str, RunRecord] = {}
-    rejected: dict[str, list[str]] = {}
     with RunProgress() as progress:
-        for prof in profiles:
-            simulator = Simulator(
-                cluster.cluster,
-                prof,
-                workload.jobs,
-                faults=faults,
-                mfu=args.mfu,
-                keep_segments=keep_runs or args.per_account,
-                checkpoint_save_ms=args.checkpoint_save * SECOND,
-                checkpoint_restore_ms=args.checkpoint_restore * SECOND,
-            )
-            record = simulator.run(progress=progress.start(prof.name, len(workload.jobs)))
-            metrics = summarize(record)
-            progress.finished(prof.name, metrics.jobs, record.sim_wall_s)
-            results[prof.name] = metrics
-            rejected[prof.name] = _rejected_examples(record, workload.jobs)
-            if args.per_account:
-                accounts[prof.name] = per_account(record)
-            if keep_runs:
-                runs[prof.name] = record
+        results = run_experiment(experiment, progress)
 
-    _print_results(results, _title(workload, cluster, args.load))
-    for name, metrics in results.items():
-        if metrics.rejected:
-            jobs = "1 job" if metrics.rejected == 1 else f"{metrics.rejected:,} jobs"
-            ids = "job id" if len(rejected[name]) == 1 else "job ids"
+    metrics = {name: result.metrics for name, result in results.items()}
+    _print_results(metrics, _title(experiment))
+    for name, result in results.items():
+        rejected = result.metrics.rejected
+        if rejected:
+            jobs = "1 job" if rejected == 1 else f"{rejected:,} jobs"
+            examples = result.rejected_examples
+            ids = "job id" if len(examples) == 1 else "job ids"
             print(
                 f"policy {name}: {jobs} rejected (could never fit this cluster), "
-                f"e.g. {ids} {', '.join(rejected[name])}"
+                f"e.g. {ids} {', '.join(examples)}"
             )
-    _write_outputs(args, results, accounts, runs, workload, cluster)
+    _write_outputs(args, experiment, results)
     return 0
 
 
-# -- 1. the workload ------------------------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class Workload:
-    jobs: list[TraceJob]
-    label: str
-    """The trace's file name, or how the workload was generated."""
-    source: str
-    fmt: str | None
-    """The trace format; None for a generated workload."""
-
-
 def _load_workload(args: argparse.Namespace) -> Workload:
+    options = TraceOptions(args.limit, args.window, args.load, args.seed)
     if args.trace is None:
-        jobs = generate(args.seed, days=args.generate)
-        options = TraceOptions(args.limit, args.window, args.load, args.seed)
-        kept = [replace(jobs[i], submit=at) for i, at in select([j.submit for j in jobs], options)]
-        label = f"generated ({args.generate:g} days, seed {args.seed})"
-        return Workload(kept, label, f"generate:{args.generate:g}", None)
-    path: str = args.trace
-    if not os.path.isfile(path):
-        raise TraceError("no such trace file", source=path)
-    fmt: str = args.trace_format or guess_format(path)
-    jobs = read_trace(
-        path, fmt, limit=args.limit, window=args.window, load=args.load, seed=args.seed
-    )
-    return Workload(jobs, os.path.basename(path), path, fmt)
-
-
-# -- 2. the cluster -------------------------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class ClusterChoice:
-    cluster: Cluster
-    source: str
-    """The YAML file, the openb node list, or ``--nodes``."""
-
-    def facts(self) -> dict[str, Any]:
-        """Size and shape, for titles and the JSON report."""
-        nodes = self.cluster.nodes
-        per_node = {node.gpus for node in nodes}
-        leaf = max((len(leaf.children) for leaf in self.cluster.leaves), default=len(nodes))
-        return {
-            "name": self.cluster.name,
-            "source": self.source,
-            "nodes": len(nodes),
-            "gpus": self.cluster.total_gpus,
-            "gpus_per_node": per_node.pop() if len(per_node) == 1 else None,
-            "nodes_per_switch": leaf,
-            "leaves": len(self.cluster.leaves),
-        }
+        return generated_workload(args.generate, options)
+    return trace_workload(args.trace, args.trace_format, options)
 
 
 def _build_cluster(args: argparse.Namespace, fmt: str | None) -> ClusterChoice:
     if args.cluster is not None:
-        with open(args.cluster, encoding="utf-8") as handle:
-            text = handle.read()
-        return ClusterChoice(cluster_from_yaml(text, args.cluster), args.cluster)
+        return cluster_file(args.cluster)
     if args.nodes is not None:
-        cluster = regular_cluster(
+        return uniform_cluster(
             args.nodes,
             DEFAULT_GPUS_PER_NODE if args.gpus_per_node is None else args.gpus_per_node,
             DEFAULT_NODES_PER_SWITCH if args.nodes_per_switch is None else args.nodes_per_switch,
         )
-        return ClusterChoice(cluster, "--nodes")
     if fmt == "openb":
-        node_list = os.path.join(os.path.dirname(args.trace), OPENB_NODE_LIST)
-        if args.nodes_per_switch is None:
-            return ClusterChoice(openb_cluster(node_list), node_list)
-        return ClusterChoice(openb_cluster(node_list, args.nodes_per_switch), node_list)
+        return openb_node_list(args.trace, args.nodes_per_switch)
     raise InputError("name the cluster: --cluster FILE or --nodes N", field="--cluster")
 
 
@@ -315,103 +248,46 @@ def _check_combinations(args: argparse.Namespace) -> None:
         )
 
 
-# -- 4. the report ----------------------------------------------------------------------------
-
-
-def _title(workload: Workload, cluster: ClusterChoice, load: float) -> str:
-    facts = cluster.facts()
+def _title(experiment: Experiment) -> str:
+    facts = experiment.cluster.facts()
+    workload = experiment.workload
     if facts["gpus_per_node"] is not None:
         size = f"{facts['nodes']:,} nodes x {facts['gpus_per_node']} GPUs ({facts['gpus']:,} GPUs)"
     else:
         size = f"{facts['nodes']:,} nodes ({facts['gpus']:,} GPUs)"
     return (
         f"{workload.label}: {len(workload.jobs):,} jobs on {size}, "
-        f"{facts['nodes_per_switch']}-node leaves, load {load:g}"
+        f"{facts['nodes_per_switch']}-node leaves, load {workload.options.load:g}"
     )
 
 
 def _print_results(results: dict[str, PolicyMetrics], title: str) -> None:
-    """The table on stdout, never squeezed: a console narrower than the table is widened
+    """The tables on stdout, never squeezed: a console narrower than a table is widened
     (a terminal then wraps lines) rather than letting rich cut every cell to an ellipsis."""
-    table = render_table(results, title=title)
-    console = Console()
-    unbounded = console.options.update(max_width=10_000)
-    needed = Measurement.get(console, unbounded, table).maximum
-    if console.width < needed:
-        console = Console(width=needed)
-    console.print(table)
-
-
-def _rejected_examples(record: RunRecord, workload: Sequence[TraceJob]) -> list[str]:
-    """The first few rejected jobs, with their trace id and line where they can be told."""
-    source = _trace_jobs_by_id(record, workload)
-    out = []
-    for job in record.jobs:
-        if job.rejected is None:
-            continue
-        origin = source.get(job.job_id)
-        if origin is None:
-            out.append(str(job.job_id))
-        else:
-            where = origin.trace_id + ("" if origin.line is None else f", line {origin.line}")
-            out.append(f"{job.job_id} ({where})")
-        if len(out) == _REJECTED_EXAMPLES:
-            break
-    return out
-
-
-def _trace_jobs_by_id(record: RunRecord, workload: Sequence[TraceJob]) -> dict[int, TraceJob]:
-    """Engine job id -> the trace job it came from, when every trace job made one job.
-
-    The simulator submits jobs in (submit, position) order and numbers them in that order, so
-    the records (kept in submission order) pair with the sorted workload one to one. A job array
-    would make several records of one trace job; then nothing is paired rather than guessed.
-    """
-    if len(record.jobs) != len(workload):
-        return {}
-    order = sorted(range(len(workload)), key=lambda i: (workload[i].submit, i))
-    return {job.job_id: workload[i] for job, i in zip(record.jobs, order, strict=True)}
+    for table in (render_table(results, title=title), render_size_table(results)):
+        console = Console()
+        unbounded = console.options.update(max_width=10_000)
+        needed = Measurement.get(console, unbounded, table).maximum
+        if console.width < needed:
+            console = Console(width=needed)
+        console.print(table)
 
 
 def _write_outputs(
-    args: argparse.Namespace,
-    results: dict[str, PolicyMetrics],
-    accounts: dict[str, dict[str, PolicyMetrics]],
-    runs: dict[str, RunRecord],
-    workload: Workload,
-    cluster: ClusterChoice,
+    args: argparse.Namespace, experiment: Experiment, results: dict[str, PolicyResult]
 ) -> None:
     written: list[str] = []
     if args.json is not None:
-        extra: dict[str, Any] = {
-            "trace": workload.source,
-            "trace_format": workload.fmt,
-            "cluster": cluster.facts(),
-            "load": args.load,
-            "seed": args.seed,
-            "limit": args.limit,
-            "window_ms": None if args.window is None else list(args.window),
-            "mfu": args.mfu,
-            "checkpoint_save_s": args.checkpoint_save,
-            "checkpoint_restore_s": args.checkpoint_restore,
-            "faults": None
-            if args.mtbf is None
-            else {"mtbf_hours": args.mtbf, "repair_hours": args.repair},
-        }
-        if args.per_account:
-            extra["accounts"] = {
-                policy: {account: to_json_dict(m) for account, m in by_account.items()}
-                for policy, by_account in accounts.items()
-            }
-        write_json(args.json, results, extra=extra)
+        write_results(args.json, experiment, results)
         written.append(args.json)
     if args.markdown is not None:
         with open(args.markdown, "w", encoding="utf-8") as handle:
-            handle.write(markdown_table(results))
+            handle.write(markdown_table({name: r.metrics for name, r in results.items()}))
         written.append(args.markdown)
     if args.out is not None:
         from phalanx.sim.plots import write_plots
 
+        runs = {name: r.run for name, r in results.items() if r.run is not None}
         written.extend(write_plots(args.out, runs))
     for path in written:
         print(f"wrote {path}")

@@ -143,6 +143,21 @@ class Cluster:
     def gpu_models(self) -> frozenset[str]:
         return frozenset(n.gpu_model for n in self.nodes)
 
+    def fewest_leaves(self) -> tuple[int, ...]:
+        """``t[n]``: the fewest leaf switches whose nodes number at least ``n``, for ``n`` from 0
+        to the node count. ``ceil(n / k)`` on a tree of equal leaves of ``k`` nodes; on leaves
+        of unequal sizes, taking the largest first attains the fewest (any ``m`` leaves hold at
+        most as many nodes as the ``m`` largest)."""
+        sizes: dict[int, int] = {}
+        for node in self.nodes:
+            sizes[node.leaf] = sizes.get(node.leaf, 0) + 1
+        table = [0]
+        held = 0
+        for count, size in enumerate(sorted(sizes.values(), reverse=True), start=1):
+            held += size
+            table.extend([count] * (held - len(table) + 1))
+        return tuple(table)
+
     def node_index(self, name: str) -> int | None:
         return self._by_name.get(name)
 

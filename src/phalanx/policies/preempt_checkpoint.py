@@ -72,6 +72,16 @@ class CheckpointPreempt:
         """A job already requeued this often is no longer a cheap victim: long jobs must end."""
         self.lease = _ms(params, "lease_ms", 5 * MINUTE)
         """A job that started this recently is not a cheap victim (no thrashing)."""
+        limit = params.get("job_max_limit_ms")
+        self.job_max_limit = int(limit) if isinstance(limit, int | float) else None
+        """Only a job whose time limit is at most this may displace cheap victims (None: any).
+        Displacing a run for a job as long as itself only moves the wait onto the victim."""
+        ratio = params.get("max_victim_gpu_ratio")
+        self.max_ratio = float(ratio) if isinstance(ratio, int | float) else None
+        """Cheap victims may hold at most this many GPUs per GPU of the job that preempts them
+        (None: no bound). What a victim frees beyond what the job uses stands idle while the
+        victim, requeued, waits for room of its own shape: a 1-GPU job that displaces an 8-GPU
+        run leaves 7 GPUs idle and a whole-node job pending."""
 
     def _cheap_candidates(self, job: Job, ctx: PassContext) -> list[Job]:
         """Cheap victims for jobs of this QOS and tier; the same for every such job until the
@@ -121,7 +131,11 @@ class CheckpointPreempt:
         can = self._can.get(key)
         if can is None:
             can = self._can[key] = could_preempt_any(job, cluster)
-        cheap = self.opportunistic and job.attained_at(now) < self.job_attained
+        cheap = (
+            self.opportunistic
+            and job.attained_at(now) < self.job_attained
+            and (self.job_max_limit is None or job.time_limit <= self.job_max_limit)
+        )
         if not can and not cheap:
             return None
         if ctx.victims_leaving(job):
@@ -169,7 +183,16 @@ class CheckpointPreempt:
                 cap.give(r.alloc)
             else:
                 chosen.remove(r)
+        if self.max_ratio is not None and not can and not self._worth_it(job, chosen):
+            return None
         return chosen
+
+    def _worth_it(self, job: Job, victims: list[Job]) -> bool:
+        """Whether cheap victims free no more than ``max_victim_gpu_ratio`` GPUs per GPU the job
+        asks (checked only for opportunistic preemption; QOS and tiers preempt regardless)."""
+        assert self.max_ratio is not None
+        freed = sum(v.alloc.gpus for v in victims if v.alloc is not None)
+        return freed <= self.max_ratio * job.shape.gpu_equivalent(job.shape.nodes_min)
 
 
 def _devices(job: Job) -> int:

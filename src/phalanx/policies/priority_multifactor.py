@@ -2,7 +2,12 @@
 
 priority = w_age*age + w_fs*fairshare + w_size*jobsize + w_part*partition + w_qos*qos - nice
 
-- age: time pending / ``max_age`` (default 7 days), capped at 1.
+- age: time pending / ``max_age`` (default 7 days), capped at 1. With ``age_size_exponent`` a
+  (Phalanx's own, default 0: Slurm's), the age weight of a job of g GPUs is ``w_age x g^a``: a
+  gang that has waited as long as a 1-GPU job outranks it by its size, since each hour it waits
+  holds back g GPU-hours of work. With ``requeued_full_age`` (also
+  Phalanx's own), a job requeued after it ran (preempted, or its node failed) counts as fully
+  aged: it already waited its turn once.
 - fairshare: from the account tree (``FairShareTree``), classic or Fair Tree.
 - jobsize: nodes / cluster nodes, or ``1 - that`` with ``favor_small``.
 - partition: the partition's ``priority_job_factor`` / the largest in the cluster.
@@ -41,11 +46,13 @@ class MultifactorPriority:
         self.w_short = _num(params, "weight_short", 0)
         """Phalanx's own factor: favours short time limits (1 - limit/max_limit)."""
         self.max_age = int(_num(params, "max_age_ms", 7 * DAY))
+        self.age_exp = _num(params, "age_size_exponent", 0.0)
+        self.requeued_full_age = bool(params.get("requeued_full_age", False))
         self.max_limit = int(_num(params, "short_horizon_ms", 7 * DAY))
         self.favor_small = bool(params.get("favor_small", False))
         self.algorithm = str(params.get("fairshare", "fair_tree"))
         self._tree: FairShareTree | None = None
-        self._statics: dict[int, tuple[float, float, float, float, float]] = {}
+        self._statics: dict[int, tuple[float, float, float, float, float, float]] = {}
         self._max_part: int | None = None
         self._max_qos = 0
         self._tree_version = -1.0
@@ -69,8 +76,11 @@ class MultifactorPriority:
             value = self._fs[job.account] = self._tree.factor(job.account)
         return value
 
-    def _static(self, job: Job, ctx: PassContext) -> tuple[float, float, float, float, float]:
-        """Factors that never change while a job waits: size, partition, QOS, short."""
+    def _static(
+        self, job: Job, ctx: PassContext
+    ) -> tuple[float, float, float, float, float, float]:
+        """Factors that never change while a job waits: size, partition, QOS, short; their
+        sum; the job's own age weight."""
         cluster = ctx.cluster
         if self._max_part is None:
             self._max_part = max(
@@ -88,7 +98,10 @@ class MultifactorPriority:
         qos_f = (qos.priority / max_qos) if qos is not None and max_qos > 0 else 0.0
         short = max(0.0, 1.0 - job.time_limit / self.max_limit) if self.w_short else 0.0
         parts = (self.w_size * size, self.w_part * part_f, self.w_qos * qos_f, self.w_short * short)
-        return (*parts, sum(parts))
+        age_weight = self.w_age
+        if self.age_exp:
+            age_weight *= max(1.0, job.gpus) ** self.age_exp
+        return (*parts, sum(parts), age_weight)
 
     def compute(
         self, job: Job, ctx: PassContext, now: Instant
@@ -97,8 +110,9 @@ class MultifactorPriority:
         if static is None:
             static = self._statics[job.seq] = self._static(job, ctx)
         age = now - job.submit
-        max_age = self.max_age
-        w_age = self.w_age * (1.0 if age >= max_age else (age / max_age if age > 0 else 0.0))
+        # Not cached: a job requeued after its factors were cached has restarts now.
+        max_age = 0 if self.requeued_full_age and job.restarts else self.max_age
+        w_age = static[5] * (1.0 if age >= max_age else (age / max_age if age > 0 else 0.0))
         fs = self._fs.get(job.account) if self._tree_version == ctx.usage.updated else None
         if fs is None:
             fs = self._fairshare(job, ctx)
@@ -115,10 +129,11 @@ class MultifactorPriority:
         # Only the jobs still pending keep their cached static factors (the cache must not
         # grow with every job a long-lived controller has seen).
         old = self._statics
-        statics: dict[int, tuple[float, float, float, float, float]] = {}
+        statics: dict[int, tuple[float, float, float, float, float, float]] = {}
         self._statics = statics
         fs_of: dict[str, float] = {}
-        max_age, w_age_max, w_fs = self.max_age, self.w_age, self.w_fs
+        w_fs = self.w_fs
+        full_if_requeued = self.requeued_full_age
         out: list[tuple[float, Mapping[str, float]]] = []
         append = out.append
         for job in jobs:
@@ -132,7 +147,8 @@ class MultifactorPriority:
             if fs is None:
                 fs = fs_of[account] = w_fs * self._fairshare(job, ctx) if w_fs else 0.0
             age = now - job.submit
-            w_age = w_age_max * (1.0 if age >= max_age else (age / max_age if age > 0 else 0.0))
+            max_age = 0 if full_if_requeued and job.restarts else self.max_age
+            w_age = static[5] * (1.0 if age >= max_age else (age / max_age if age > 0 else 0.0))
             nice = -job.spec.nice
             append((w_age + fs + static[4] + nice, _Factors(w_age, fs, static, nice)))
         return out
@@ -151,7 +167,7 @@ class _Factors(Mapping[str, float]):
         self,
         age: float,
         fs: float,
-        static: tuple[float, float, float, float, float],
+        static: tuple[float, float, float, float, float, float],
         nice: float,
     ) -> None:
         # Built for every pending job at every recalculation, read rarely (sprio): keep the

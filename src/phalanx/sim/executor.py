@@ -8,6 +8,12 @@ preemption asked for a suspension) save its work and exit ``checkpoint_save_ms``
 live job that catches SIGTERM does; a ``Cleanup`` becomes ``CleanupDone`` after the epilog
 time. Every GPU-millisecond a job holds is booked to one term of the efficiency model
 (``phalanx.sim.records.JobRecord``).
+
+Besides, it keeps two step timelines of the cluster: GPUs allocated, and min(idle GPUs, GPUs
+asked by pending jobs), the capacity left idle while work waited. A job is pending from its
+submission (or requeue) until it is launched, less the GPUs its placed pods already hold;
+rejected jobs never are. Jobs submitted with a hold, a dependency or a begin time are left out
+of that sum until they first start (the trace readers and the generator make none).
 """
 
 from __future__ import annotations
@@ -23,9 +29,12 @@ from phalanx.engine.decisions import (
     Ended,
     Held,
     NodeFailure,
+    NodeWentDown,
+    NodeWentUp,
     Preempted,
     Rejected,
     Requeued,
+    Submitted,
     TimedOut,
     Unheld,
 )
@@ -73,9 +82,16 @@ class SimulatedExecutor:
         launch_latency_ms: int,
         cleanup_ms: int,
         keep_segments: bool = True,
+        total_gpus: float = 0.0,
+        node_gpus: Sequence[int] = (),
+        leaf_of: Sequence[int] = (),
+        fewest_leaves: Sequence[int] = (),
         checkpoint_save_ms: Duration = CHECKPOINT_SAVE_MS,
         checkpoint_restore_ms: Duration = CHECKPOINT_RESTORE_MS,
     ) -> None:
+        """``node_gpus`` and ``leaf_of`` are indexed by node; ``fewest_leaves[n]`` is the fewest
+        leaf switches that hold ``n`` nodes (``phalanx.sim.leaves.fewest_leaves_table``).
+        Without them no placement is judged and down nodes are not told from idle ones."""
         self.records = records
         self.remaining = remaining
         """Work (ms) each job still has to do; shrinks at each checkpoint kept."""
@@ -100,6 +116,18 @@ class SimulatedExecutor:
         self.timeline: list[tuple[Instant, float]] = [(0, 0.0)]
         self.segments: list[Segment] = []
         self.finished = 0
+        self.total_gpus = total_gpus
+        self.node_gpus = node_gpus
+        self.leaf_of = leaf_of
+        self.fewest_leaves = fewest_leaves
+        self.pending: dict[int, float] = {}
+        """GPUs each pending job still asks for (its own less what its placed pods hold)."""
+        self.pending_gpus = 0.0
+        self.not_eligible: set[int] = set()
+        """Jobs submitted with a hold, dependency or begin time: not counted as pending."""
+        self.requeued_at: dict[int, Instant] = {}
+        self.down_gpus = 0.0
+        self.idle_pending: list[tuple[Instant, float]] = [(0, 0.0)]
         self._on: dict[type, Callable[[Any], None]] = {
             Preempted: self._preempted,
             TimedOut: self._final_kill,
@@ -110,6 +138,9 @@ class SimulatedExecutor:
             Rejected: self._rejected,
             Held: self._held,
             Unheld: self._unheld,
+            Submitted: self._submitted,
+            NodeWentDown: self._node_went,
+            NodeWentUp: self._node_went,
         }
         """What each kind of decision books (the others book nothing here)."""
 
@@ -121,6 +152,41 @@ class SimulatedExecutor:
             self.timeline[-1] = (at, self.allocated)
         else:
             self.timeline.append((at, self.allocated))
+        self._note_idle_pending(at)
+
+    def _note_idle_pending(self, at: Instant) -> None:
+        idle = self.total_gpus - self.allocated - self.down_gpus
+        value = min(idle, self.pending_gpus) if idle > 0 else 0.0
+        last = self.idle_pending[-1]
+        if last[1] == value:
+            return
+        if last[0] == at:
+            self.idle_pending[-1] = (at, value)
+        else:
+            self.idle_pending.append((at, value))
+
+    def _pend(self, at: Instant, job_id: int, gpus: float) -> None:
+        """``job_id`` asks for ``gpus`` more (negative: fewer) while it waits."""
+        self.pending[job_id] = self.pending.get(job_id, 0.0) + gpus
+        self.pending_gpus += gpus
+        self._note_idle_pending(at)
+
+    def _unpend(self, at: Instant, job_id: int) -> None:
+        asked = self.pending.pop(job_id, None)
+        if asked is not None:
+            self.pending_gpus -= asked
+            if not self.pending:
+                self.pending_gpus = 0.0  # no float residue once nothing waits
+            self._note_idle_pending(at)
+
+    def _judge_placement(self, rec: JobRecord, nodes: tuple[int, ...]) -> None:
+        if len(nodes) < 2 or not self.leaf_of:
+            return
+        leaf_of = self.leaf_of
+        spanned = len({leaf_of[n] for n in nodes})
+        extra = spanned - self.fewest_leaves[len(nodes)]
+        if extra > rec.extra_leaves:
+            rec.extra_leaves = extra
 
     # -- commands -------------------------------------------------------------------------
     def launch(
@@ -133,6 +199,15 @@ class SimulatedExecutor:
         self.runs[job_id] = state
         if rec.first_start is None:
             rec.first_start = at
+        self._judge_placement(rec, nodes)
+        requeued = self.requeued_at.pop(job_id, None)
+        if requeued is not None:
+            rec.requeue_wait_ms += at - requeued
+        asked = self.pending.pop(job_id, None)
+        if asked is not None:
+            self.pending_gpus -= asked
+            if not self.pending:
+                self.pending_gpus = 0.0
         self._alloc(at, gpus)
         return TasksExited(state.running_from + self.remaining[job_id], job_id, run, 0, 0)
 
@@ -263,14 +338,18 @@ class SimulatedExecutor:
 
     def _requeued(self, d: Requeued) -> None:
         self.records[d.job_id].restarts += 1
+        self.requeued_at[d.job_id] = d.at
+        self._pend(d.at, d.job_id, self.records[d.job_id].gpus)
 
     def _ended(self, d: Ended) -> None:
+        self._unpend(d.at, d.job_id)
         rec = self.records[d.job_id]
         rec.state = d.state.value
         rec.end = d.at
         self.finished += 1
 
     def _rejected(self, d: Rejected) -> None:
+        self._unpend(d.at, d.job_id)
         rec = self.records[d.job_id]
         rec.rejected = d.problem
         rec.state = "REJECTED"
@@ -279,6 +358,8 @@ class SimulatedExecutor:
 
     def _held(self, d: Held) -> None:
         self.holds.setdefault((d.job_id, d.nodes), []).append(d.at)
+        self.pending[d.job_id] = self.pending.get(d.job_id, 0.0) - d.gpus
+        self.pending_gpus -= d.gpus
         self._alloc(d.at, d.gpus)
         rec = self.records[d.job_id]
         if rec.first_start is None:
@@ -287,4 +368,21 @@ class SimulatedExecutor:
     def _unheld(self, d: Unheld) -> None:
         since = self.holds[(d.job_id, d.nodes)].pop()
         self.records[d.job_id].gang_wait_gpu_ms += int(d.gpus * (d.at - since))
+        if d.job_id in self.pending:  # released while the job still waits
+            self.pending[d.job_id] += d.gpus
+            self.pending_gpus += d.gpus
         self._alloc(d.at, -d.gpus)
+
+    def _submitted(self, d: Submitted) -> None:
+        if d.job_id not in self.not_eligible:
+            self._pend(d.at, d.job_id, self.records[d.job_id].gpus)
+
+    def _node_went(self, d: NodeWentDown | NodeWentUp) -> None:
+        down = type(d) is NodeWentDown
+        if self.node_gpus and (d.node in self.failed_nodes) != down:
+            self.down_gpus += self.node_gpus[d.node] * (1 if down else -1)
+            self._note_idle_pending(d.at)
+        if down:
+            self.failed_nodes.add(d.node)
+        else:
+            self.failed_nodes.discard(d.node)

@@ -16,6 +16,16 @@ those jobs (all GPU x milliseconds):
   p95, p99 (linear percentiles). Queue wait = first_start - submit per started job: mean, p95.
   Bounded slowdown = max(1, JCT / max(runtime, tau)), tau = 10 s: mean.
 - ``makespan_s = (last end - first submit) / 1000``.
+- ``wait_by_size``: time pending per size class of the job's GPUs (``SIZE_CLASSES``: "1" holds
+  fractional jobs too, "2-4" jobs of more than 1 and up to 4 GPUs, and so on; jobs asking no GPU
+  are in none): jobs started, mean, p95 and max in seconds. A job's time pending is its queue
+  wait plus ``requeue_wait_ms``, the waits after its requeues: a preempted gang waiting again is
+  waiting, and a policy that preempts must not look better for it.
+- ``idle_while_pending``: the integral of ``run.idle_pending_timeline`` (min(idle GPUs, GPUs
+  asked by pending jobs)) over [first submit, last end] divided by ``total_gpus`` x that span:
+  the share of capacity left idle while it could have served waiting work.
+- ``multinode_extra_leaves``: multi-node jobs placed (at least once) on more leaf switches than
+  the fewest that hold that many nodes on this cluster.
 - Jain's fairness over accounts: x_a = mean over the account's finished jobs of
   min(1, runtime / JCT) (the service share the account got); J = (sum x)^2 / (n sum x^2),
   1.0 with one account.
@@ -27,8 +37,9 @@ those jobs (all GPU x milliseconds):
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -37,14 +48,31 @@ from phalanx.domain.time import HOUR, SECOND, Instant
 from phalanx.sim.records import JobRecord, RunRecord, Segment
 
 __all__ = [
+    "SIZE_CLASSES",
     "PolicyMetrics",
+    "SizeWait",
     "alloc_integral",
     "per_account",
     "summarize",
     "to_json_dict",
+    "wait_by_size",
 ]
 
 FloatArray = npt.NDArray[np.float64]
+
+SIZE_CLASSES: tuple[str, ...] = ("1", "2-4", "5-8", "9-64", "65+")
+"""Size classes of ``wait_by_size``, by the job's GPUs: (0, 1], (1, 4], (4, 8], (8, 64], > 64."""
+_SIZE_EDGES = np.array([0.0, 1.0, 4.0, 8.0, 64.0])
+
+
+@dataclass(frozen=True, slots=True)
+class SizeWait:
+    """Queue wait of the started jobs of one size class; times in seconds (0 without jobs)."""
+
+    jobs: int
+    mean_s: float
+    p95_s: float
+    max_s: float
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,11 +110,24 @@ class PolicyMetrics:
     sim_wall_s: float
     jobs_per_s: float
     passes: int
+    idle_while_pending: float = 0.0
+    multinode_extra_leaves: int = 0
+    wait_by_size: Mapping[str, SizeWait] = dataclasses.field(default_factory=dict)
+    """By size class (``SIZE_CLASSES``, every class present)."""
 
 
-def to_json_dict(m: PolicyMetrics) -> dict[str, float | int]:
-    """Every numeric figure of ``m`` by field name (the policy name is the caller's key)."""
-    return {f.name: getattr(m, f.name) for f in dataclasses.fields(m) if f.name != "policy"}
+def to_json_dict(m: PolicyMetrics) -> dict[str, Any]:
+    """Every figure of ``m`` by field name (the policy name is the caller's key);
+    ``wait_by_size`` as ``{class: {"jobs", "mean_s", "p95_s", "max_s"}}``."""
+    out: dict[str, Any] = {}
+    for f in dataclasses.fields(m):
+        if f.name == "policy":
+            continue
+        value = getattr(m, f.name)
+        if f.name == "wait_by_size":
+            value = {k: dataclasses.asdict(v) for k, v in value.items()}
+        out[f.name] = value
+    return out
 
 
 class _Columns:
@@ -109,10 +150,13 @@ class _Columns:
                 j.preemptions,
                 j.node_failures,
                 j.restarts,
+                j.gpus,
+                j.extra_leaves,
+                j.requeue_wait_ms,
             )
             for j in jobs
         ]
-        table = np.array(rows, dtype=np.float64).reshape(len(rows), 13)
+        table = np.array(rows, dtype=np.float64).reshape(len(rows), 16)
         (
             self.submit,
             self.first_start,
@@ -127,7 +171,10 @@ class _Columns:
             self.preemptions,
             self.node_failures,
             self.restarts,
-        ) = (np.ascontiguousarray(table[:, i]) for i in range(13))
+            self.gpus,
+            self.extra_leaves,
+            self.requeue_wait,
+        ) = (np.ascontiguousarray(table[:, i]) for i in range(16))
         self.accounts = np.array([j.account for j in jobs], dtype=object)
 
 
@@ -155,12 +202,29 @@ def summarize(run: RunRecord, bounded_slowdown_tau_s: float = 10.0) -> PolicyMet
     )
 
 
+def wait_by_size(gpus: FloatArray, waits_ms: FloatArray) -> dict[str, SizeWait]:
+    """Waits (ms) of started jobs grouped by their GPUs into ``SIZE_CLASSES``."""
+    # right=True puts a job on a class's upper edge in that class: 4 GPUs is "2-4".
+    cls = np.digitize(gpus, _SIZE_EDGES, right=True)
+    out: dict[str, SizeWait] = {}
+    for k, name in enumerate(SIZE_CLASSES, start=1):
+        w = waits_ms[cls == k]
+        out[name] = SizeWait(
+            jobs=int(w.size),
+            mean_s=_mean(w) / SECOND,
+            p95_s=_pct(w, 95) / SECOND,
+            max_s=float(w.max()) / SECOND if w.size else 0.0,
+        )
+    return out
+
+
 def per_account(run: RunRecord, bounded_slowdown_tau_s: float = 10.0) -> dict[str, PolicyMetrics]:
     """The same figures per account, restricted to the account's jobs.
 
     Utilisation is the account's GPU time (from its segments, or from first start to end of its
     jobs when the run recorded no segments) over the whole cluster and the account's span.
-    Deadlocks, passes and the simulator's wall time belong to the run and are repeated as-is.
+    Deadlocks, passes and the simulator's wall time belong to the run and are repeated as-is;
+    ``idle_while_pending`` is the run's, over the account's span.
     """
     by_account: dict[str, list[JobRecord]] = {}
     for j in run.jobs:
@@ -236,9 +300,11 @@ def _summarize(
     first_submit = float(c.submit.min()) if len(kept) else 0.0
     last_end = float(c.end[finished].max()) if finished.any() else first_submit
     span = last_end - first_submit
-    util = (
-        alloc_integral(timeline, first_submit, last_end) / (run.total_gpus * span)
-        if span > 0 and run.total_gpus > 0
+    capacity = run.total_gpus * span
+    util = alloc_integral(timeline, first_submit, last_end) / capacity if capacity > 0 else 0.0
+    idle_pending = (
+        alloc_integral(run.idle_pending_timeline, first_submit, last_end) / capacity
+        if capacity > 0
         else 0.0
     )
     wall = run.sim_wall_s
@@ -274,6 +340,9 @@ def _summarize(
         sim_wall_s=wall,
         jobs_per_s=jobs / wall if wall > 0 else 0.0,
         passes=run.passes,
+        idle_while_pending=idle_pending,
+        multinode_extra_leaves=int((c.extra_leaves > 0).sum()),
+        wait_by_size=wait_by_size(c.gpus[started], wait + c.requeue_wait[started]),
     )
 
 

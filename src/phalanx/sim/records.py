@@ -47,6 +47,12 @@ class JobRecord:
     restarts: int = 0
     rejected: str | None = None
     """Why the job could never run on this cluster, if so."""
+    requeue_wait_ms: int = 0
+    """Time pending again after requeues (preemption, node failure), until the next launch."""
+    extra_leaves: int = 0
+    """Over its placements, the most leaf switches spanned beyond the fewest that could hold
+    that many nodes on this cluster (0 for a one-node job, or a gang packed as tightly as the
+    tree allows)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,6 +77,9 @@ class RunRecord:
     alloc_timeline: list[tuple[Instant, float]] = field(default_factory=list)
     """(time, GPUs allocated from then on), one entry per change."""
     segments: list[Segment] = field(default_factory=list)
+    idle_pending_timeline: list[tuple[Instant, float]] = field(default_factory=list)
+    """(time, min(idle GPUs, GPUs asked by pending jobs) from then on), one entry per change;
+    idle GPUs are those neither allocated nor on a node that is down."""
     deadlocks: int = 0
     sim_wall_s: float = 0.0
     mfu: float = 0.4

@@ -1,8 +1,10 @@
 """Policies side by side: a terminal table, a markdown table for the README, and JSON.
 
 One row per policy and one column per key figure, so adding a policy adds a line rather than
-widening the table past a terminal (about 150 columns with the default figures). The best value
-of each column is bold when more than one policy is shown.
+widening the table past a terminal (about 150 columns with the default figures). A second table
+tells how big gangs fare: the queue wait of each job-size class (mean and p95), the capacity
+left idle while jobs waited, and the gangs spread over more leaf switches than needed. The best
+value of each column is bold when more than one policy is shown.
 """
 
 from __future__ import annotations
@@ -16,12 +18,13 @@ from rich import box
 from rich.console import Console
 from rich.table import Table
 
-from phalanx.sim.metrics import PolicyMetrics, to_json_dict
+from phalanx.sim.metrics import SIZE_CLASSES, PolicyMetrics, to_json_dict
 
 __all__ = [
     "format_duration_s",
     "markdown_table",
     "print_table",
+    "render_size_table",
     "render_table",
     "write_json",
 ]
@@ -78,13 +81,41 @@ _COLUMNS: tuple[_Column, ...] = (
 )
 
 
-def _cells(results: Mapping[str, PolicyMetrics]) -> list[list[tuple[str, bool]]]:
+def _size_column(size: str, header: str, pick: str) -> _Column:
+    def value(m: PolicyMetrics) -> float:
+        found = m.wait_by_size.get(size)
+        return 0.0 if found is None else float(getattr(found, pick))
+
+    return _Column(header, value, format_duration_s, -1)
+
+
+_SIZE_COLUMNS: tuple[_Column, ...] = (
+    *(
+        col
+        for size in SIZE_CLASSES
+        for col in (
+            _size_column(size, f"{size}\nmean", "mean_s"),
+            _size_column(size, f"{size}\np95", "p95_s"),
+        )
+    ),
+    _Column("idle\npend", lambda m: m.idle_while_pending, _pct2, -1),
+    _Column("extra\nleaves", lambda m: m.multinode_extra_leaves, _count, -1),
+)
+"""Queue wait by job size (GPUs), mean and p95 per class of ``SIZE_CLASSES``; the capacity
+idle while jobs waited; multi-node jobs spread over more leaf switches than needed."""
+
+SIZE_TITLE = "queue wait by job size (GPUs), idle while pending, gangs on extra leaves"
+
+
+def _cells(
+    results: Mapping[str, PolicyMetrics], columns: tuple[_Column, ...] = _COLUMNS
+) -> list[list[tuple[str, bool]]]:
     """Per policy, per column: the text and whether it is the column's best value."""
-    rows = [[(col.text(col.value(m)), False) for col in _COLUMNS] for m in results.values()]
+    rows = [[(col.text(col.value(m)), False) for col in columns] for m in results.values()]
     if len(results) < 2:
         return rows
     metrics = list(results.values())
-    for k, col in enumerate(_COLUMNS):
+    for k, col in enumerate(columns):
         if col.better == 0:
             continue
         # Compare the shown text, not the raw float, so values that print alike are all bold.
@@ -97,34 +128,55 @@ def _cells(results: Mapping[str, PolicyMetrics]) -> list[list[tuple[str, bool]]]
     return rows
 
 
-def render_table(results: Mapping[str, PolicyMetrics], *, title: str) -> Table:
-    """A rich table: one row per policy, in the mapping's order."""
+def _rich(results: Mapping[str, PolicyMetrics], title: str, columns: tuple[_Column, ...]) -> Table:
     table = Table(title=title, box=box.SIMPLE_HEAD, pad_edge=False, padding=(0, 1))
     table.add_column("policy", no_wrap=True)
-    for col in _COLUMNS:
+    for col in columns:
         table.add_column(col.header, justify="right", no_wrap=True)
-    for name, row in zip(results, _cells(results), strict=True):
+    for name, row in zip(results, _cells(results, columns), strict=True):
         table.add_row(name, *(f"[bold]{text}[/bold]" if best else text for text, best in row))
     return table
+
+
+def render_table(results: Mapping[str, PolicyMetrics], *, title: str) -> Table:
+    """A rich table: one row per policy, in the mapping's order."""
+    return _rich(results, title, _COLUMNS)
+
+
+def render_size_table(results: Mapping[str, PolicyMetrics], *, title: str = SIZE_TITLE) -> Table:
+    """Per policy: mean and p95 queue wait of each class of ``SIZE_CLASSES``, idle while
+    pending, multi-node jobs on extra leaves."""
+    return _rich(results, title, _SIZE_COLUMNS)
 
 
 def print_table(
     results: Mapping[str, PolicyMetrics], *, title: str, console: Console | None = None
 ) -> None:
-    """Print :func:`render_table` to ``console`` (a fresh stdout console by default)."""
-    (console or Console()).print(render_table(results, title=title))
+    """Print :func:`render_table` and :func:`render_size_table` to ``console`` (a fresh stdout
+    console by default)."""
+    out = console or Console()
+    out.print(render_table(results, title=title))
+    out.print(render_size_table(results))
+
+
+def _markdown(results: Mapping[str, PolicyMetrics], columns: tuple[_Column, ...]) -> list[str]:
+    headers = ["policy", *(col.header.replace("-\n", "").replace("\n", " ") for col in columns)]
+    lines = [
+        "| " + " | ".join(headers) + " |",
+        "|" + "|".join([":---", *("---:" for _ in columns)]) + "|",
+    ]
+    for name, row in zip(results, _cells(results, columns), strict=True):
+        cells = [f"**{text}**" if best else text for text, best in row]
+        lines.append("| " + " | ".join([name, *cells]) + " |")
+    return lines
 
 
 def markdown_table(results: Mapping[str, PolicyMetrics]) -> str:
-    """The same table as GitHub markdown (best values in ``**bold**``), ending with a newline."""
-    headers = ["policy", *(col.header.replace("-\n", "").replace("\n", " ") for col in _COLUMNS)]
-    lines = [
-        "| " + " | ".join(headers) + " |",
-        "|" + "|".join([":---", *("---:" for _ in _COLUMNS)]) + "|",
-    ]
-    for name, row in zip(results, _cells(results), strict=True):
-        cells = [f"**{text}**" if best else text for text, best in row]
-        lines.append("| " + " | ".join([name, *cells]) + " |")
+    """The main table as GitHub markdown (best values in ``**bold**``), then, after a blank
+    line, a line naming the size table and that table; ends with a newline."""
+    lines = _markdown(results, _COLUMNS)
+    lines += ["", f"{SIZE_TITLE[0].upper()}{SIZE_TITLE[1:]}:", ""]
+    lines += _markdown(results, _SIZE_COLUMNS)
     return "\n".join(lines) + "\n"
 
 

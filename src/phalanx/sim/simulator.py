@@ -31,6 +31,7 @@ from phalanx.runtime import Driver, VirtualClock
 from phalanx.sched.profile import Profile
 from phalanx.sim.executor import CHECKPOINT_RESTORE_MS, CHECKPOINT_SAVE_MS, SimulatedExecutor
 from phalanx.sim.faults import FaultModel
+from phalanx.sim.leaves import fewest_leaves_table, leaf_of_nodes
 from phalanx.sim.records import JobRecord, RunRecord
 from phalanx.sim.workload import TraceJob
 
@@ -74,6 +75,10 @@ class Simulator:
             launch_latency_ms=launch_latency_ms,
             cleanup_ms=cleanup_ms,
             keep_segments=keep_segments,
+            total_gpus=float(cluster.total_gpus),
+            node_gpus=tuple(node.gpus for node in cluster.nodes),
+            leaf_of=leaf_of_nodes(cluster),
+            fewest_leaves=fewest_leaves_table(cluster),
             checkpoint_save_ms=checkpoint_save_ms,
             checkpoint_restore_ms=checkpoint_restore_ms,
         )
@@ -121,6 +126,7 @@ class Simulator:
             jobs=list(self.records.values()),
             alloc_timeline=executor.timeline,
             segments=executor.segments,
+            idle_pending_timeline=executor.idle_pending,
             deadlocks=self.engine.deadlocks,
             sim_wall_s=time.perf_counter() - wall0,
             mfu=self.mfu,
@@ -138,6 +144,8 @@ class Simulator:
             runtime_ms=tj.runtime,
         )
         self._remaining[job_id] = tj.runtime
+        if spec.hold or spec.dependencies or spec.begin is not None:
+            self.executor.not_eligible.add(job_id)
         self._checkpoints[job_id] = spec.checkpoint_interval
         if spec.checkpoint_on_signal:
             self.executor.savers.add(job_id)

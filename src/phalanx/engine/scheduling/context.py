@@ -53,6 +53,11 @@ class PassView:
         self._reserve = points.reserve
         self.params = points.params
         self.scratch: dict[object, object] = {}
+        wait = points.params(points.score_id).get("gang_switches_wait_ms", 0)
+        self._gang_wait = int(wait) if isinstance(wait, int | float) else 0
+        """The profile's default ``--switches=fewest@wait`` for multi-node jobs that ask for
+        no switch count: wait up to this long for the fewest leaves that hold them."""
+        self._fewest_leaves = cluster.fewest_leaves() if self._gang_wait else ()
 
     def begin(self) -> None:
         """Step 1 of a pass: an empty scratch cache for the plugins."""
@@ -71,8 +76,15 @@ class PassView:
     def place(self, job: Job, cap: Capacity | None = None) -> Allocation | None:
         shape = job.shape
         max_leaves = shape.switches
+        switches_wait = job.spec.switches_wait
+        if (
+            max_leaves is None
+            and self._gang_wait
+            and 1 < shape.nodes_min < len(self._fewest_leaves)
+        ):
+            max_leaves, switches_wait = self._fewest_leaves[shape.nodes_min], self._gang_wait
         now = self.now
-        if max_leaves is not None and now - job.submit >= job.spec.switches_wait:
+        if max_leaves is not None and now - job.submit >= switches_wait:
             max_leaves = None  # waited long enough: relax, as Slurm does after max-time
         state = self.state
         cap = state.cap if cap is None else cap
@@ -83,7 +95,7 @@ class PassView:
                 return state.allocation(cap, shape, chosen)
             nodes = shape.nodes_min if nodes > shape.nodes_min else nodes - 1
         if max_leaves is not None:
-            self.wake_at(job.submit + job.spec.switches_wait)  # when the limit relaxes
+            self.wake_at(job.submit + switches_wait)  # when the limit relaxes
         return None
 
     def place_shape(

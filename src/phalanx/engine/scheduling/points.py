@@ -39,5 +39,6 @@ class Points:
         )
         self.reservation: ReservationPlugin = make(profile.reservation)
         self.post_filter_id = profile.post_filter or ""
+        self.score_id = profile.score
         self.params = profile.plugin_params
         self.pods = profile.members == "pods"

@@ -1,22 +1,21 @@
 """Trace readers: real cluster logs and generic files as ``TraceJob`` lists.
 
 Every reader returns jobs in replay order (submit, then position in the file), submit times in
-milliseconds with the first kept job at 0, and takes the same options (``limit``, ``window``,
-``load``, ``seed``; see ``options``). Where a trace has no time limits, ``estimates`` supplies
-them. ``read_trace`` picks the reader by name or from the file itself.
+milliseconds with the first kept job at 0, and takes the same ``TraceOptions`` (``limit``,
+``window``, ``load``, ``seed``; see ``options``). Where a trace has no time limits,
+``estimates`` supplies them. ``read_trace`` picks the reader by name or from the file itself.
 """
 
 from __future__ import annotations
 
 import os
-from typing import Protocol
+from collections.abc import Callable
 
-from phalanx.domain.time import Instant
 from phalanx.errors import TraceError
 from phalanx.sim.traces.estimates import estimate_limit, estimate_limits
 from phalanx.sim.traces.generic import generic_format, read_generic
 from phalanx.sim.traces.openb import openb_cluster, read_openb
-from phalanx.sim.traces.options import TraceOptions
+from phalanx.sim.traces.options import NO_OPTIONS, TraceOptions
 from phalanx.sim.traces.philly import read_philly
 from phalanx.sim.traces.row import open_trace
 from phalanx.sim.traces.swf import load_swf, read_swf
@@ -24,6 +23,7 @@ from phalanx.sim.workload import TraceJob
 
 __all__ = [
     "FORMATS",
+    "NO_OPTIONS",
     "TraceOptions",
     "estimate_limit",
     "estimate_limits",
@@ -40,39 +40,27 @@ __all__ = [
 FORMATS = ("philly", "openb", "swf", "csv", "jsonl")
 
 
-class _Reader(Protocol):
-    def __call__(
-        self,
-        path: str,
-        *,
-        limit: int | None,
-        window: tuple[Instant, Instant] | None,
-        load: float,
-        seed: int,
-    ) -> list[TraceJob]: ...
-
-
-_READERS: dict[str, _Reader] = {"philly": read_philly, "openb": read_openb, "swf": read_swf}
+_READERS: dict[str, Callable[[str, TraceOptions], list[TraceJob]]] = {
+    "philly": read_philly,
+    "openb": read_openb,
+    "swf": read_swf,
+}
 
 
 def read_trace(
     path: str,
     fmt: str | None = None,
-    *,
-    limit: int | None = None,
-    window: tuple[Instant, Instant] | None = None,
-    load: float = 1.0,
-    seed: int = 0,
+    options: TraceOptions = NO_OPTIONS,
 ) -> list[TraceJob]:
     """Read ``path`` as ``fmt`` (one of ``FORMATS``), or as ``guess_format`` says."""
     if not os.path.isfile(path):
         raise TraceError("no such trace file", source=path)
     fmt = guess_format(path) if fmt is None else fmt.lower()
     if fmt in ("csv", "jsonl"):
-        return read_generic(path, fmt=fmt, limit=limit, window=window, load=load, seed=seed)
+        return read_generic(path, options, fmt=fmt)
     reader = _READERS.get(fmt)
     if reader is not None:
-        return reader(path, limit=limit, window=window, load=load, seed=seed)
+        return reader(path, options)
     raise TraceError(
         f"unknown trace format {fmt!r}; valid formats: {', '.join(FORMATS)}",
         source=path,

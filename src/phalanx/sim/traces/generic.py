@@ -37,7 +37,7 @@ from phalanx.domain.time import SECOND, Duration, Instant
 from phalanx.errors import SpecError, TraceError
 from phalanx.sim.traces.estimates import estimate_limit
 from phalanx.sim.traces.gang import gang_shape
-from phalanx.sim.traces.options import TraceOptions, select
+from phalanx.sim.traces.options import NO_OPTIONS, TraceOptions, select
 from phalanx.sim.traces.row import Cells, csv_records, jsonl_records, seconds_to_ms
 from phalanx.sim.workload import TraceJob
 
@@ -66,19 +66,16 @@ def generic_format(path: str) -> str | None:
 
 def read_generic(
     path: str,
+    options: TraceOptions = NO_OPTIONS,
     *,
     fmt: str | None = None,
-    limit: int | None = None,
-    window: tuple[Instant, Instant] | None = None,
-    load: float = 1.0,
-    seed: int = 0,
 ) -> list[TraceJob]:
     """Jobs of a generic CSV (``fmt="csv"``) or JSON-lines (``fmt="jsonl"``) trace.
 
     Without ``fmt`` the extension decides; options apply as ``options.select`` describes.
     """
-    options = TraceOptions(limit, window, load, seed)
     options.check(path)
+    seed = options.seed
     fmt = fmt or generic_format(path)
     records: Iterator[Cells]
     if fmt == "csv":

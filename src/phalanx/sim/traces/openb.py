@@ -27,7 +27,7 @@ from phalanx.domain.jobspec import MILLI, JobSpec
 from phalanx.domain.time import DAY, SECOND, Duration, Instant
 from phalanx.errors import TraceError
 from phalanx.sim.traces.estimates import estimate_limit
-from phalanx.sim.traces.options import TraceOptions, select
+from phalanx.sim.traces.options import NO_OPTIONS, TraceOptions, select
 from phalanx.sim.traces.row import Cells, csv_records, seconds_to_ms
 from phalanx.sim.workload import TraceJob
 
@@ -48,15 +48,11 @@ class _Pod(NamedTuple):
 
 def read_openb(
     path: str,
-    *,
-    limit: int | None = None,
-    window: tuple[Instant, Instant] | None = None,
-    load: float = 1.0,
-    seed: int = 0,
+    options: TraceOptions = NO_OPTIONS,
 ) -> list[TraceJob]:
     """Jobs of an openb pod list, options applied as ``options.select`` describes."""
-    options = TraceOptions(limit, window, load, seed)
     options.check(path)
+    seed = options.seed
     pods = [_parse(cells, index) for index, cells in enumerate(csv_records(path, COLUMNS))]
     kept = select([pod.submit for pod in pods], options)
     jobs = []

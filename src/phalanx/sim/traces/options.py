@@ -1,5 +1,8 @@
 """The options every trace reader shares: which jobs to keep and how fast they arrive.
 
+Every reader (and ``read_trace``) takes them as one ``TraceOptions`` value rather than
+re-declaring ``limit``, ``window``, ``load`` and ``seed`` in its own signature.
+
 One function, ``select``, applies them in a fixed order so that every format means the same
 thing by ``limit``, ``window`` and ``load``:
 
@@ -20,7 +23,7 @@ from dataclasses import dataclass
 from phalanx.domain.time import Instant
 from phalanx.errors import TraceError
 
-__all__ = ["TraceOptions", "select"]
+__all__ = ["NO_OPTIONS", "TraceOptions", "select"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,6 +49,10 @@ class TraceOptions:
             raise TraceError(
                 f"load must be a positive number: {self.load}", source=source, field="load"
             )
+
+
+NO_OPTIONS = TraceOptions()
+"""Every job, at the trace's own arrival rate, estimates from seed 0: every reader's default."""
 
 
 def select(submits: Sequence[Instant], options: TraceOptions) -> list[tuple[int, Instant]]:

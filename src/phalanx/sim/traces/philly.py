@@ -22,7 +22,7 @@ from phalanx.domain.jobspec import JobSpec
 from phalanx.domain.time import MINUTE, SECOND, Duration, Instant
 from phalanx.sim.traces.estimates import estimate_limit
 from phalanx.sim.traces.gang import gang_shape
-from phalanx.sim.traces.options import TraceOptions, select
+from phalanx.sim.traces.options import NO_OPTIONS, TraceOptions, select
 from phalanx.sim.traces.row import Cells, csv_rows, seconds_to_ms
 from phalanx.sim.workload import TraceJob
 
@@ -47,15 +47,11 @@ class _Row(NamedTuple):
 
 def read_philly(
     path: str,
-    *,
-    limit: int | None = None,
-    window: tuple[Instant, Instant] | None = None,
-    load: float = 1.0,
-    seed: int = 0,
+    options: TraceOptions = NO_OPTIONS,
 ) -> list[TraceJob]:
     """Jobs of a Philly CSV, options applied as ``options.select`` describes."""
-    options = TraceOptions(limit, window, load, seed)
     options.check(path)
+    seed = options.seed
     rows = [_parse(values, path, line) for line, values in csv_rows(path, COLUMNS)]
     kept = select([row.submit for row in rows], options)
     return [_job(rows[index], index, at, seed) for index, at in kept]

@@ -29,7 +29,7 @@ from phalanx.domain.time import SECOND, Duration, Instant
 from phalanx.errors import TraceError
 from phalanx.sim.traces.estimates import estimate_limit
 from phalanx.sim.traces.gang import gang_shape
-from phalanx.sim.traces.options import TraceOptions, select
+from phalanx.sim.traces.options import NO_OPTIONS, TraceOptions, select
 from phalanx.sim.traces.row import seconds_to_ms, text_lines
 from phalanx.sim.workload import TraceJob
 
@@ -63,27 +63,19 @@ class _Line(NamedTuple):
 
 def read_swf(
     path: str,
-    *,
-    limit: int | None = None,
-    window: tuple[Instant, Instant] | None = None,
-    load: float = 1.0,
-    seed: int = 0,
+    options: TraceOptions = NO_OPTIONS,
 ) -> list[TraceJob]:
     """Jobs of an SWF file, options applied as ``options.select`` describes."""
-    return load_swf(path, limit=limit, window=window, load=load, seed=seed).jobs
+    return load_swf(path, options).jobs
 
 
 def load_swf(
     path: str,
-    *,
-    limit: int | None = None,
-    window: tuple[Instant, Instant] | None = None,
-    load: float = 1.0,
-    seed: int = 0,
+    options: TraceOptions = NO_OPTIONS,
 ) -> SwfLoad:
     """``read_swf`` that also says how many lines were skipped."""
-    options = TraceOptions(limit, window, load, seed)
     options.check(path)
+    seed = options.seed
     lines: list[_Line] = []
     skipped = 0
     for number, text in text_lines(path):
