@@ -94,13 +94,7 @@ KILL_WAIT: Duration = 30 * SECOND
 class Engine:
     """One scheduling core for the simulator and the live controller."""
 
-    def __init__(
-        self,
-        cluster: Cluster,
-        profile: Profile,
-        *,
-        first_job_id: int = 1,
-    ) -> None:
+    def __init__(self, cluster: Cluster, profile: Profile, *, first_job_id: int = 1) -> None:
         self.cluster = cluster
         self.profile = profile
         self.state = Occupancy(cluster)
@@ -126,25 +120,13 @@ class Engine:
         self.statuses = Statuses(self.jobs, self._waiting)
         self.holds = Holds(self.state, self.decisions, self._clock)
         self.preemption = Preemption(
-            cluster,
-            self.points.post_filter,
-            self._ending,
-            self.state,
-            self.decisions,
-            self.emit,
-            suspend_grace=profile.suspend_grace,
-        )
+            cluster, self.points.post_filter, self._ending, self.state, self.decisions,
+            self.emit, suspend_grace=profile.suspend_grace,
+        )  # fmt: skip
         self.view = PassView(
-            cluster,
-            self.state,
-            self.usage,
-            self.running_jobs,
-            self.wake_at,
-            self.points,
-            self.statuses,
-            self.holds,
-            self.preemption,
-        )
+            cluster, self.state, self.usage, self.running_jobs, self.wake_at, self.points,
+            self.statuses, self.holds, self.preemption,
+        )  # fmt: skip
         limits = ClusterLimits(cluster, self.state, self._array_running)
         self.recipe = Recipe(self.points, self.view, self.statuses, self.holds, self.preemption)
         self.recipe.connect(limits, self.pending, self.start)
