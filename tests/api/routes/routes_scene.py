@@ -11,7 +11,7 @@ from __future__ import annotations
 import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from phalanx.api.routes import Access, create_app
@@ -40,6 +40,8 @@ class Api:
     controller: Controller
     journal: MemoryJournal
     clock: FakeClock
+    taken: dict[str, int] = field(default_factory=dict)
+    """node -> the last command seq its agent took (``commands``)."""
 
     def submit(self, headers: dict[str, str] = USER, **fields: Any) -> list[int]:
         fields.setdefault("command", CMD)
@@ -63,6 +65,24 @@ class Api:
         r = self.client.get(f"/v1/jobs/{job_id}", headers=USER)
         assert r.status_code == 200, r.text
         return str(r.json()["state"])
+
+    def agents(self) -> None:
+        """An agent (boot ``b``, epoch 1) on every node."""
+        for node in self.controller.cluster.nodes:
+            self.controller.register(
+                AgentHello(node=node.name, boot_id="b", cpus=64, memory_mb=1024, gpus=8)
+            )
+
+    def commands(self, node: str, **health: Any) -> list[dict[str, Any]]:
+        """What the agent of ``node`` (boot ``b``, epoch 1) is told to do since it last
+        asked (it carried out every command it was given before)."""
+        after = self.taken.get(node, 0)
+        params = {"boot_id": "b", "epoch": 1, "wait": 0, "after": after, **health}
+        r = self.client.get(f"/v1/agents/{node}/commands", params=params, headers=ROOT)
+        assert r.status_code == 200, r.text
+        out = list(r.json()["commands"])
+        self.taken[node] = max([after, *(c["seq"] for c in out)])
+        return out
 
     def finish(self, job_id: int, exit_code: int = 0) -> None:
         """Every node of the job's run reports its end, as agents would."""

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from routes_scene import USER, Api
+from routes_scene import START, USER, Api
 
 from phalanx.protocol.agent import AgentHello
 
@@ -45,3 +45,31 @@ def test_partitions(api: Api) -> None:
             "priority_tier": api.controller.cluster.partitions["gpu"].priority_tier,
         }
     ]
+
+
+def test_what_agents_tell_of_their_machine_is_shown(api: Api) -> None:
+    api.controller.register(
+        AgentHello(
+            node="gpu001",
+            address="10.0.0.1",
+            boot_id="b",
+            cpus=64,
+            memory_mb=1024,
+            gpus=8,
+            arch="x86_64",
+            os="Linux 6.1",
+            boot_time=1_600_000_000_000,
+            cpu_load=0.5,
+        )
+    )
+    api.commands("gpu001", cpu_load=2.25, free_mem_mb=512)  # a poll updates load and memory
+    nodes = {n["name"]: n for n in api.client.get("/v1/nodes", headers=USER).json()}
+    one, two = nodes["gpu001"], nodes["gpu002"]
+    assert (one["address"], one["arch"], one["os"]) == ("10.0.0.1", "x86_64", "Linux 6.1")
+    assert (one["boot_time"], one["agent_start"]) == (1_600_000_000_000, START)
+    assert (one["cpu_load"], one["free_mem_mb"]) == (2.25, 512)
+    api.commands("gpu001")  # a poll that says nothing changes nothing
+    again = api.client.get("/v1/nodes", headers=USER).json()[0]
+    assert (again["cpu_load"], again["free_mem_mb"]) == (2.25, 512)
+    assert two["agent"] is False
+    assert all(two[k] is None for k in ("address", "arch", "os", "cpu_load", "agent_start"))

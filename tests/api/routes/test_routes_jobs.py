@@ -266,3 +266,34 @@ def test_cancel_of_an_array_cancels_every_task(api: Api) -> None:
     assert r.json() == {"cancelled": tasks}
     api.run()
     assert {api.state(t) for t in tasks} == {"CANCELLED"}
+
+
+# ---------------------------------------------------------------------------- test-only, update
+
+
+def test_test_only_says_when_and_where_without_queueing(api: Api) -> None:
+    r = api.client.post("/v1/jobs/test", json={"command": CMD, "gpus_per_task": 8}, headers=USER)
+    assert r.status_code == 200, r.text
+    now = r.json()
+    assert now["job_id"] == 1 and now["start"] == START and now["partition"] == "gpu"
+    assert len(now["nodes"]) == 1 and now["nodes"][0].startswith("gpu00") and now["cpus"] > 0
+    assert api.journal.events == []  # nothing queued
+    [big] = api.submit(gpus_per_task=8, nodes="2", time="10")  # the cluster for 10 minutes
+    ends = api.client.get(f"/v1/jobs/{big}", headers=USER).json()["start"] + 10 * 60_000
+    body = {"command": CMD, "gpus_per_task": 1}
+    later = api.client.post("/v1/jobs/test", json=body, headers=USER).json()
+    assert later["job_id"] == 2 and later["start"] == ends
+    r = api.client.post("/v1/jobs/test", json={"command": CMD, "gpus_per_task": 9}, headers=USER)
+    assert r.status_code == 422 and r.json()["field"] == "resources"
+
+
+def test_update_changes_the_time_limit_or_says_what_is_missing(api: Api) -> None:
+    [job] = api.submit(time="10")
+    r = api.client.patch(f"/v1/jobs/{job}", json={"time": "5"}, headers=USER)
+    assert r.status_code == 200 and r.json() == {"changed": [job]}
+    api.run()
+    assert api.client.get(f"/v1/jobs/{job}", headers=USER).json()["time_limit_ms"] == 5 * 60_000
+    r = api.client.patch(f"/v1/jobs/{job}", json={}, headers=USER)
+    assert r.status_code == 422 and r.json()["field"] == "time"
+    r = api.client.patch(f"/v1/jobs/{job}", json={"time": "soon"}, headers=USER)
+    assert r.status_code == 422
