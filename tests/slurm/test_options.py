@@ -6,19 +6,13 @@ import os
 
 import pytest
 
-from phalanx.slurm.options import (
-    CommandLineError,
-    Options,
-    option_environment,
-    parse_args,
-    parse_gres,
-    to_request,
-    valid_time,
-)
+from phalanx.slurm.commandline import CommandLineError, Options, parse_args
+from phalanx.slurm.jobtable import SBATCH
+from phalanx.slurm.options import option_environment, parse_gres, to_request, valid_time
 
 
 def parsed(*argv: str) -> dict[str, str]:
-    options, rest = parse_args(argv, "sbatch")
+    options, rest = parse_args(argv, SBATCH)
     assert rest == []
     return options.values
 
@@ -41,7 +35,7 @@ def test_an_unambiguous_prefix_names_its_option() -> None:
 
 
 def test_flags_bundle_and_the_last_value_wins() -> None:
-    options, rest = parse_args(["-vvH", "-J", "a", "--job-name=b", "--parsable"], "sbatch")
+    options, rest = parse_args(["-vvH", "-J", "a", "--job-name=b", "--parsable"], SBATCH)
     assert (options.values, options.verbose, rest) == (
         {"hold": "", "job-name": "b", "parsable": ""},
         2,
@@ -50,8 +44,8 @@ def test_flags_bundle_and_the_last_value_wins() -> None:
 
 
 def test_options_end_at_the_script_and_at_double_dash() -> None:
-    assert parse_args(["-N2", "job.sh", "-N", "3"], "sbatch")[1] == ["job.sh", "-N", "3"]
-    assert parse_args(["--", "-x"], "sbatch")[1] == ["-x"]
+    assert parse_args(["-N2", "job.sh", "-N", "3"], SBATCH)[1] == ["job.sh", "-N", "3"]
+    assert parse_args(["--", "-x"], SBATCH)[1] == ["-x"]
 
 
 def test_aliases_and_optional_values() -> None:
@@ -78,7 +72,7 @@ def test_aliases_and_optional_values() -> None:
 )
 def test_getopt_errors(argv: list[str], lines: list[str]) -> None:
     with pytest.raises(CommandLineError) as caught:
-        parse_args(argv, "sbatch")
+        parse_args(argv, SBATCH)
     assert caught.value.lines == [*lines, 'Try "sbatch --help" for more information']
     assert caught.value.status == 255
 
@@ -106,8 +100,8 @@ def test_gres() -> None:
 
 
 def request(*argv: str, environ: dict[str, str] | None = None) -> dict[str, object]:
-    options, _ = parse_args(argv, "sbatch")
-    body = to_request(options, "sbatch", environ or {"HOME": "/h"}, "/submit").body
+    options, _ = parse_args(argv, SBATCH)
+    body = to_request(options, SBATCH, environ or {"HOME": "/h"}, "/submit").body
     body.pop("environment")
     return body
 
@@ -228,40 +222,40 @@ def test_values_slurm_refuses_before_submitting(argv: list[str], line: str, stat
 
 def test_export() -> None:
     env = {"HOME": "/h", "A": "1", "SLURM_X": "s"}
-    options, _ = parse_args([], "sbatch")
+    options, _ = parse_args([], SBATCH)
     added = option_environment(options, "sbatch")
-    assert to_request(options, "sbatch", env, "/").body["environment"] == {**env, **added}
+    assert to_request(options, SBATCH, env, "/").body["environment"] == {**env, **added}
     for spec, expected in [
         ("NONE", {"SLURM_X": "s"}),
         ("A,B=2", {"SLURM_X": "s", "A": "1", "B": "2"}),
         ("ALL,B=2", {**env, "B": "2"}),
     ]:
-        options, _ = parse_args([f"--export={spec}"], "sbatch")
+        options, _ = parse_args([f"--export={spec}"], SBATCH)
         added = option_environment(options, "sbatch")
         assert added["SLURM_EXPORT_ENV"] == spec
-        body = to_request(options, "sbatch", env, "/").body
+        body = to_request(options, SBATCH, env, "/").body
         assert body["environment"] == {**expected, **added}
 
 
 def test_the_job_inherits_the_variables_slurm_sets_from_the_options() -> None:
     options, _ = parse_args(
-        ["-n", "2", "--gpus-per-task=h100:1", "--gpus-per-node=2", "--mem-per-cpu=1G"], "sbatch"
+        ["-n", "2", "--gpus-per-task=h100:1", "--gpus-per-node=2", "--mem-per-cpu=1G"], SBATCH
     )
-    env = to_request(options, "sbatch", {"SLURM_X": "s"}, "/").body["environment"]
+    env = to_request(options, SBATCH, {"SLURM_X": "s"}, "/").body["environment"]
     assert env["SLURM_GPUS_PER_TASK"] == "h100:1"
     assert env["SLURM_GPUS_PER_NODE"] == "2"
     assert env["SLURM_MEM_PER_CPU"] == "1024"
     assert env["SLURM_PRIO_PROCESS"] == str(os.getpriority(os.PRIO_PROCESS, 0))
     assert env["SLURM_SUBMIT_HOST"] == os.uname().nodename.split(".")[0]
     assert "SLURM_EXPORT_ENV" not in env and "SLURM_GPUS" not in env
-    options, _ = parse_args(["--mem=4G"], "sbatch")
-    env = to_request(options, "sbatch", {}, "/").body["environment"]
+    options, _ = parse_args(["--mem=4G"], SBATCH)
+    env = to_request(options, SBATCH, {}, "/").body["environment"]
     assert env["SLURM_MEM_PER_NODE"] == "4096" and "SLURM_GPUS_PER_TASK" not in env
 
 
 def test_unsupported_options_are_kept() -> None:
-    options, _ = parse_args(["-w", "n1", "-x", "n2", "--wckey=k", "--mail-type=END"], "sbatch")
-    assert to_request(options, "sbatch", {}, "/").unsupported == {
+    options, _ = parse_args(["-w", "n1", "-x", "n2", "--wckey=k", "--mail-type=END"], SBATCH)
+    assert to_request(options, SBATCH, {}, "/").unsupported == {
         "nodelist": "n1",
         "exclude": "n2",
         "wckey": "k",
@@ -271,7 +265,7 @@ def test_unsupported_options_are_kept() -> None:
 
 def test_later_options_override_earlier_ones() -> None:
     early = Options()
-    parse_args(["-J", "script", "-t", "5", "--no-requeue"], "sbatch", early)
-    late, _ = parse_args(["-J", "cli", "--requeue"], "sbatch")
+    parse_args(["-J", "script", "-t", "5", "--no-requeue"], SBATCH, early)
+    late, _ = parse_args(["-J", "cli", "--requeue"], SBATCH)
     early.update(late)
     assert early.values == {"time": "5", "job-name": "cli", "requeue": ""}

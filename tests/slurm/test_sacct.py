@@ -137,6 +137,66 @@ def test_bad_options(scene: Scene) -> None:
     assert (rc, err) == (1, "sacct: error: Invalid time specification: yesterday-ish\n")
 
 
+def test_clusters_all_or_naming_this_one_and_other_no_ops_change_nothing(scene: Scene) -> None:
+    base = ["-XPn", "-a", "-o", "JobID,State"]
+    plain, err, rc = _sacct(scene, base)
+    # Every job but the held one, never eligible (without -s, in the default window).
+    assert (len(plain.splitlines()), err, rc) == (len(scene[1]) - 1, "", 0)
+    for extra in (
+        ["--clusters", "all"],
+        ["-M", "elsewhere,phalanx"],
+        ["--cluster=ALL"],
+        ["-L"],
+        ["--federation"],
+        ["--local"],
+        ["-D"],
+        ["--noconvert"],
+        ["-T"],
+        ["-c"],
+        ["--whole-hetjob=yes"],
+    ):
+        assert _sacct(scene, base + extra) == (plain, "", 0), extra
+    # What a workflow manager's SLURM executor asks for its jobs' states.
+    out, err, rc = _sacct(
+        scene,
+        [
+            "-X",
+            "--parsable2",
+            "--clusters",
+            "all",
+            "--noheader",
+            "--format=JobIdRaw,State",
+            "--starttime",
+            "now-2days",
+            "--endtime",
+            "now",
+            "--name",
+            "sleeper",
+        ],
+    )
+    assert (out, err, rc) == (f"{scene[1]['running']}|RUNNING\n", "", 0)
+    # Slurm asks its database for another cluster's jobs: none of them are here.
+    assert _sacct(scene, [*base, "-M", "elsewhere"]) == ("", "", 0)
+
+
+def test_filters_on_what_the_jobs_have(scene: Scene) -> None:
+    jobs = scene[1]
+    base = ["-XPn", "-a", "-o", "JobID"]
+    ok = f"{jobs['ok']}\n"
+    [partition] = {line for line in _sacct(scene, [*base[:2], "-o", "Partition"])[0].split()}
+    assert _sacct(scene, [*base, "-j", str(jobs["ok"]), "-r", partition])[0] == ok
+    assert _sacct(scene, [*base, "-j", str(jobs["ok"]), "--partition=nope"])[0] == ""
+    assert _sacct(scene, [*base, "-j", str(jobs["ok"]), "-i", "1", "-I", "1-64"])[0] == ok
+    assert _sacct(scene, [*base, "-j", str(jobs["ok"]), "--nnodes=2-4"])[0] == ""
+    assert _sacct(scene, [*base, "-j", str(jobs["ok"]), "-N", "node1,node2"])[0] == ok
+    assert _sacct(scene, [*base, "-j", str(jobs["ok"]), "--wckeys=any"])[0] == ""
+    _, err, rc = _sacct(scene, ["-B"])
+    assert (err, rc) == (
+        "sacct: error: --batch-script: batch scripts are not kept for accounting\n",
+        1,
+    )
+
+
 # ------------------------------------------------------------ the reference scenario, whole
 RefScene = tuple[Shell, dict[int, int]]
 """The shell, and Phalanx's id of each job -> the reference's (an array's base id only)."""

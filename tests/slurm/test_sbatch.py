@@ -252,3 +252,24 @@ def test_an_unreachable_controller(capsys: pytest.CaptureFixture[str]) -> None:
         "sbatch: error: Batch job submission failed: "
         "Unable to contact slurm controller (connect failure)\n"
     )
+
+
+def test_slurm_options_that_mean_nothing_here_submit_and_refused_ones_say_why(
+    shell: Shell,
+) -> None:
+    ignored = (
+        "-M all --cluster=phalanx --mail-type=END --mail-user=a@b --wckey=k --hint=nomultithread"
+        " --cpu-freq=high --gpu-bind=closest --acctg-freq=30 --profile=none --ignore-pbs -k"
+    )
+    done = shell.run(f"sbatch --parsable -v {ignored} --wrap=true")
+    assert done.rc == 0 and done.stdout.strip().isdigit(), done
+    assert "sbatch: ignoring --mail-type=END: Phalanx sends no mail\n" in done.stderr
+    done = shell.run("sbatch --bb=capacity=1G --wrap=true")
+    assert (done.stderr, done.rc) == (
+        "sbatch: error: --bb: burst buffers are not supported by Phalanx\n",
+        1,
+    )
+    done = shell.run("sbatch -M elsewhere --wrap=true")
+    assert done.rc == 1 and done.stderr.startswith(
+        "sbatch: error: 'elsewhere' can't be reached now, or it is an invalid entry for --cluster."
+    )

@@ -8,7 +8,7 @@ import re
 import pytest
 from slurm_shell import Shell, reference
 
-from phalanx.slurm.options import CommandLineError
+from phalanx.slurm.commandline import CommandLineError
 from phalanx.slurm.scancel import parse_job_ids
 
 
@@ -76,6 +76,18 @@ def test_filters_by_name_state_and_user(shell: Shell) -> None:
     assert state(shell, keep) == "CANCELLED"
     theirs = reference("105_scancel_user_all")
     assert (theirs.stdout, theirs.stderr, theirs.rc) == ("", "", 0)
+
+
+def test_one_cluster_options_no_ops_and_filters_nothing_passes(shell: Shell) -> None:
+    job = submit(shell, "-H -J mine")
+    for argv in ("--reservation=r", "--wckey=w", "-M elsewhere"):
+        shell.run(f"scancel --me {argv}")
+    assert state(shell, job) == "PENDING"
+    done = shell.run("scancel -M elsewhere 1")
+    assert done.rc == 1 and "can't be reached now" in done.stderr
+    done = shell.run(f"scancel --clusters=all --ctld -H -i --sibling=x --me -n mine {job}")
+    assert (done.stderr, done.rc) == ("", 0)
+    assert state(shell, job) == "CANCELLED"
 
 
 @pytest.mark.parametrize(

@@ -352,3 +352,13 @@ def test_shims(scene: Scene, tmp_path: Path) -> None:
         1,
     )
     assert time.monotonic() - started < 10
+
+
+def test_one_cluster_options_and_no_ops_change_nothing(scene: Scene) -> None:
+    plain = _scontrol(scene, ["-o", "show", "partition"])
+    for extra in (["-M", "all"], ["--federation"], ["--local"], ["--sibling"], ["-a"], ["-F"]):
+        assert _scontrol(scene, [*extra, "-o", "show", "partition"]) == plain, extra
+    _, err, rc = _scontrol(scene, ["--uid=0", "show", "partition"])
+    assert rc == 1 and err.startswith("scontrol: error: --uid:")
+    _, err, rc = _scontrol(scene, ["-M", "elsewhere", "show", "partition"])
+    assert rc == 1 and "can't be reached now" in err

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from phalanx.slurm.options import CommandLineError
+from phalanx.slurm.commandline import CommandLineError
 from phalanx.slurm.script import (
     command_for,
     directive_args,

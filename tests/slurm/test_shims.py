@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from phalanx.cli.main import main as phalanx_main
-from phalanx.slurm.forkserver import COMMANDS as SERVED
+from phalanx.slurm import SERVED
 from phalanx.slurm.shims import COMMANDS, NATIVE, PYTHON_DIR, package_root, shim_text, write_shims
 
 HEAVY = ("pydantic", "httpx", "numpy", "fastapi", "phalanx.domain", "phalanx.api", "yaml")

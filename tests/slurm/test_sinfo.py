@@ -87,3 +87,13 @@ def test_filters_and_errors(cluster: LocalCluster) -> None:
     assert got == ""
     _, err, rc = _sinfo(cluster, ["--bogus"])
     assert rc == 1 and err.startswith("sinfo: unrecognized option '--bogus'")
+
+
+def test_one_cluster_options_and_no_ops_change_nothing(cluster: LocalCluster) -> None:
+    plain = _sinfo(cluster, ["-N", "-h"])
+    for extra in (["-M", "all"], ["--cluster=phalanx"], ["-a"], ["--hide"], ["-e"], ["--local"]):
+        assert _sinfo(cluster, ["-N", "-h", *extra]) == plain, extra
+    for extra in (["--federation"], ["--noconvert"], ["-S", "P"], ["-i", "5"], ["-v"]):
+        assert _sinfo(cluster, ["-N", "-h", *extra]) == plain, extra
+    _, err, rc = _sinfo(cluster, ["-T"])
+    assert (err, rc) == ("sinfo: error: --reservation: Phalanx has no reservations\n", 1)

@@ -96,6 +96,15 @@ def test_bad_option(scene: Scene) -> None:
     assert rc == 1 and "unrecognized option '--bogus'" in err
 
 
+def test_one_cluster_options_and_no_ops_change_nothing(scene: Scene) -> None:
+    plain = _sprio(scene, ["-h"])
+    for extra in (["-M", "all"], ["--federation"], ["--local"], ["--sib"], ["-S", "y"], ["-v"]):
+        assert _sprio(scene, ["-h", *extra]) == plain, extra
+    assert _sprio(scene, ["-h", "-j"]) == plain
+    _, err, rc = _sprio(scene, ["-w"])
+    assert (err, rc) == ("sprio: error: --weights: the configured weights are not published\n", 1)
+
+
 def test_shim(scene: Scene, tmp_path: Path) -> None:
     import os
     import subprocess

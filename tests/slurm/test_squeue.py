@@ -37,8 +37,10 @@ from slurm_cluster import (
     start,
 )
 
+from phalanx.domain.hostlist import expand
 from phalanx.server.localcluster import LocalCluster
 from phalanx.slurm import squeue
+from phalanx.slurm.format import instant
 from phalanx.slurm.squeue import collapse, order, select
 
 Scene = tuple[LocalCluster, dict[int, int], int]
@@ -341,6 +343,46 @@ def test_bad_options(scene: Scene) -> None:
     assert (rc, err) == (1, "squeue: error: Invalid job state specified: XX\n")
 
 
+def test_one_cluster_options_and_no_ops_change_nothing(scene: Scene) -> None:
+    argv = ["-h", "-o", "%i %t"]
+    plain = _squeue(scene, argv)
+    for extra in (
+        ["-M", "all"],
+        ["--clusters=elsewhere,phalanx"],
+        ["-a"],
+        ["--hide"],
+        ["--federation"],
+        ["--local"],
+        ["--sib"],
+        ["--noconvert"],
+        ["-P"],
+        ["--array-unique"],
+        ["-v"],
+    ):
+        assert _squeue(scene, argv + extra) == plain, extra
+    _, err, rc = _squeue(scene, ["-M", "elsewhere"])
+    assert rc == 1 and err.startswith("squeue: error: 'elsewhere' can't be reached now")
+
+
+def test_sort_nodes_and_filters_nothing_here_passes(scene: Scene) -> None:
+    out, _, _ = _squeue(scene, ["-h", "-o", "%A", "-S", "-A"])
+    ids = [int(x) for x in out.split()]
+    assert len(ids) > 2 and ids == sorted(ids, reverse=True)
+    out, _, _ = _squeue(scene, ["-h", "-o", "%A", "--sort=t,A"])
+    assert [int(x) for x in out.split()] != ids
+    running, _, _ = _squeue(scene, ["-h", "-t", "R", "-o", "%A %N"])
+    node = expand(running.split()[1])[0]
+    out, _, _ = _squeue(scene, ["-h", "-t", "R", "-o", "%A %N", "-w", node])
+    assert out and all(node in expand(line.split()[1]) for line in out.splitlines())
+    assert _squeue(scene, ["-h", "-L", "x"]) == ("", "", 0)
+    assert _squeue(scene, ["-h", "--reservation=x"]) == ("", "", 0)
+    _, err, rc = _squeue(scene, ["-s"])
+    assert (err, rc) == (
+        "squeue: error: --steps: steps are not listed by squeue here: use sacct\n",
+        1,
+    )
+
+
 # ------------------------------------------------------------------------------ pure parts
 def _job(job_id: int, state: str = "PENDING", **extra: object) -> dict[str, object]:
     job: dict[str, object] = {
@@ -396,9 +438,9 @@ def test_tres_per_node_is_what_was_asked_per_node() -> None:
 
 def test_a_pending_jobs_start_is_its_plan_else_its_begin_time() -> None:
     begin = 1_800_000_000_000
-    assert squeue.value("S", _job(1, begin=begin), 0) == squeue.instant(begin)
+    assert squeue.value("S", _job(1, begin=begin), 0) == instant(begin)
     assert squeue.value("S", _job(2, begin=begin, expected_start=begin + 60_000), 0) == (
-        squeue.instant(begin + 60_000)
+        instant(begin + 60_000)
     )
     assert squeue.value("S", _job(3), 0) == "N/A"
 
@@ -500,3 +542,21 @@ def test_squeue_as_a_process_lists_1000_pending_jobs(scene: Scene, tmp_path: Pat
     argv = [sys.executable, "-m", "phalanx.slurm.squeue"]
     done = subprocess.run(argv, env=env, capture_output=True, text=True, check=True)
     assert len(done.stdout.splitlines()) > 1000
+
+
+def test_iterate_lists_again_under_the_time_until_interrupted(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    listed: list[float | None] = []
+    monkeypatch.setattr(squeue, "_once", lambda opts: listed.append(opts.iterate) or 0)
+
+    def sleep(seconds: float) -> None:
+        assert seconds == 5.0
+        if len(listed) == 2:
+            raise KeyboardInterrupt
+
+    monkeypatch.setattr(squeue.time, "sleep", sleep)
+    assert squeue.main(["-i", "5"]) == 0
+    assert listed == [5.0, 5.0]
+    assert len(capsys.readouterr().out.splitlines()) == 2  # the time, before each listing
+    assert squeue.main(["--iterate=0"]) == 1

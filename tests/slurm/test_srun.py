@@ -95,3 +95,28 @@ def test_srun_with_output_files_writes_them_per_task(slurm_env: Path) -> None:
     assert rc == 0 and out == "", out
     files = sorted(slurm_env.glob("step_*_*.out"))
     assert [f.read_text() for f in files] == ["task 0\n", "task 1\n"]
+
+
+def test_srun_jobid_runs_a_step_in_that_jobs_allocation(slurm_env: Path) -> None:
+    held = run("sbatch --parsable -N1 --wrap='sleep 60'")
+    job = held.stdout.strip()
+    assert job.isdigit(), held.stderr
+    try:
+        for _ in range(100):
+            if run(f"squeue -h -j {job} -o %t").stdout.strip() == "R":
+                break
+            run("sleep 0.2")
+        done = run(
+            f"env -u SLURM_JOB_ID srun --jobid={job} -M all --mpi=none sh -c 'echo $SLURM_JOB_ID'"
+        )
+        assert (done.stdout, done.returncode) == (f"{job}\n", 0), done.stderr
+    finally:
+        run(f"scancel {job}")
+    done = run("srun --jobid=x true")
+    assert (done.stderr, done.returncode) == ("srun: error: Invalid job id specified\n", 1)
+    done = run("srun --multi-prog conf")
+    assert done.returncode == 1
+    assert (
+        done.stderr
+        == "srun: error: --multi-prog: --multi-prog configuration files are not supported\n"
+    )

@@ -120,3 +120,36 @@ def test_shim(cluster: LocalCluster, tmp_path: Path) -> None:
     )
     assert done.returncode == 0
     assert done.stdout.splitlines()[:2] == reference("48_sshare.txt")[2][:2]
+
+
+def test_users_only_drops_the_account_rows(cluster: LocalCluster) -> None:
+    everything, _, _ = _sshare(cluster, ["-a", "-P", "-n"])
+    wanted = [line for line in everything.splitlines() if line.split("|")[1]]
+    assert wanted and len(wanted) < len(everything.splitlines())
+    for argv in (["-a", "-U", "-P", "-n"], ["--all", "--Users", "--parsable2", "--noheader"]):
+        out, err, rc = _sshare(cluster, argv)
+        assert (out.splitlines(), err, rc) == (wanted, "", 0)
+
+
+def test_format_clusters_and_no_ops(cluster: LocalCluster) -> None:
+    out, err, rc = _sshare(cluster, ["-a", "-P", "-o", "acc,User,Eff", "-M", "all", "-m", "-v"])
+    head, *rows = out.splitlines()
+    assert (head, err, rc) == ("Account|User|EffectvUsage", "", 0)
+    assert rows and all(len(row.split("|")) == 3 for row in rows)
+    out, _, _ = _sshare(cluster, ["-a", "-o", "Account%8,User", "-n"])
+    assert out.splitlines()[0] == f"{'root':<8} {'':>10} "
+    _, err, rc = _sshare(cluster, ["-o", "Nope"])
+    assert (err, rc) == ('sshare: error: Invalid field requested: "Nope"\n', 1)
+    _, err, rc = _sshare(cluster, ["-M", "elsewhere"])
+    assert rc == 1 and err.startswith("sshare: error: 'elsewhere' can't be reached now")
+
+
+def test_a_workflow_managers_default_account_query(cluster: LocalCluster) -> None:
+    """What a workflow manager's SLURM executor asks to find the caller's account."""
+    out, err, rc = _sshare(cluster, ["-U", "--format", "Account%256", "--noheader"])
+    everything, _, _ = _sshare(cluster, ["-a", "-P", "-n"])
+    mine = {row.split("|")[0].strip() for row in everything.splitlines() if row.split("|")[1]}
+    assert (err, rc) == ("", 0)
+    assert all(len(line) == 257 for line in out.splitlines())
+    assert "research" in mine
+    assert {line.strip() for line in out.splitlines()} == mine

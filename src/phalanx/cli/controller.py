@@ -136,7 +136,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 class _CommandServer:
-    """The Slurm commands' fork server (``phalanx.slurm.forkserver``) beside the controller,
+    """The Slurm commands' fork server (``phalanx.commandserver``) beside the controller,
     for as long as it runs: it ends when the pipe this process holds closes, however this
     process ends (kill -9 included)."""
 
@@ -145,7 +145,7 @@ class _CommandServer:
         import subprocess
         import sys
 
-        from phalanx.slurm.forkserver import SOCKET_NAME
+        from phalanx.commandserver import SOCKET_NAME
 
         read_end, self._write_end = os.pipe()
         try:
@@ -153,7 +153,7 @@ class _CommandServer:
                 [
                     sys.executable,
                     "-m",
-                    "phalanx.slurm.forkserver",
+                    "phalanx.commandserver",
                     str(root / SOCKET_NAME),
                     "--parent-fd",
                     str(read_end),

@@ -192,11 +192,11 @@ def _tres_per_node(job: Job) -> str:
 
 
 def _paths(job: Job) -> tuple[str, str, str]:
-    from phalanx.slurm.scontrol import _command, _expand_path, _stdout
+    from phalanx.slurm.scontroljob import batch_command, expand_path, stdout_path
 
-    out = _stdout(job)
-    err = _expand_path(job["error"], job) if job.get("error") else out
-    command = _command(job)
+    out = stdout_path(job)
+    err = expand_path(job["error"], job) if job.get("error") else out
+    command = batch_command(job)
     return ("" if command == "(null)" else command), err, out
 
 

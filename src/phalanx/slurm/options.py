@@ -1,10 +1,6 @@
-"""The job options of ``sbatch``, ``srun`` and ``salloc``: their table, a getopt-compatible
-parser, and the ``JobRequest`` (as JSON) they ask for.
-
-Parsing follows getopt_long in POSIX order, as Slurm's commands do: ``--opt=value``,
-``--opt value``, an unambiguous prefix of a long name, ``-X value``, ``-Xvalue``, bundled
-flags (``-vH``), ``--`` ends the options, and the first word that is not an option ends them
-too (the script and its arguments follow).
+"""The ``JobRequest`` (as JSON) that the job options of ``sbatch``, ``srun`` and ``salloc``
+ask for. Their tables are ``phalanx.slurm.jobtable``'s; the parser is
+``phalanx.slurm.commandline``'s.
 
 What the options ask for becomes a request by ``to_request``: ``nodes`` x
 ``ntasks_per_node`` tasks, each with ``gpus_per_task`` GPUs and ``cpus_per_task`` CPUs. A
@@ -25,7 +21,9 @@ option:
 GPUs per node that do not divide among the node's tasks are rounded up per task (Phalanx
 gives GPUs to tasks, not to nodes): ``--gres=gpu:1 --ntasks-per-node=2`` holds 2 GPUs.
 
-Options the API has no field for are kept in ``Request.unsupported`` (name -> value).
+Options the command's table does not mark implemented (ignored ones: ``-w``, ``--mail-type``...)
+are kept in ``Request.unsupported`` (name -> value). ``-M/--clusters`` naming other clusters
+only is refused as Slurm refuses a cluster it cannot reach.
 """
 
 from __future__ import annotations
@@ -33,298 +31,32 @@ from __future__ import annotations
 import os
 import re
 
-from phalanx.errors import PhalanxError
+from phalanx.slurm.commandline import (
+    IMPLEMENTED,
+    CommandLineError,
+    Options,
+    OptionTable,
+    clusters_reached,
+    unreachable_clusters,
+)
 
 # typing and collections.abc cost milliseconds at every start of a shim: annotations only.
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Mapping, Sequence
+    from collections.abc import Mapping
     from typing import Any
 
 __all__ = [
-    "ALIASES",
-    "FLAG",
-    "JOB_OPTIONS",
-    "OPTIONAL",
-    "OPTIONS",
-    "VALUE",
     "CommandLineError",
-    "OptionTable",
     "Options",
     "Request",
     "export_environment",
     "option_environment",
-    "parse_args",
     "parse_gres",
     "parse_memory_mb",
     "to_request",
     "valid_time",
 ]
-
-EXIT_USAGE = 255
-"""Slurm's status for a command line it cannot read (it calls ``exit(-1)``)."""
-
-FLAG, VALUE, OPTIONAL = "flag", "value", "optional"
-
-# long name -> (short letter or "", kind). Aliases map to their canonical long name.
-OPTIONS: dict[str, tuple[str, str]] = {
-    "account": ("A", VALUE),
-    "acctg-freq": ("", VALUE),
-    "array": ("a", VALUE),
-    "batch": ("", VALUE),
-    "begin": ("b", VALUE),
-    "chdir": ("D", VALUE),
-    "clusters": ("M", VALUE),
-    "comment": ("", VALUE),
-    "constraint": ("C", VALUE),
-    "contiguous": ("", FLAG),
-    "cores-per-socket": ("", VALUE),
-    "cpu-freq": ("", VALUE),
-    "cpus-per-gpu": ("", VALUE),
-    "cpus-per-task": ("c", VALUE),
-    "deadline": ("", VALUE),
-    "delay-boot": ("", VALUE),
-    "dependency": ("d", VALUE),
-    "distribution": ("m", VALUE),
-    "error": ("e", VALUE),
-    "exclude": ("x", VALUE),
-    "exclusive": ("", OPTIONAL),
-    "export": ("", VALUE),
-    "export-file": ("", VALUE),
-    "extra-node-info": ("B", VALUE),
-    "get-user-env": ("", OPTIONAL),
-    "gid": ("", VALUE),
-    "gpu-bind": ("", VALUE),
-    "gpu-freq": ("", VALUE),
-    "gpus": ("G", VALUE),
-    "gpus-per-node": ("", VALUE),
-    "gpus-per-socket": ("", VALUE),
-    "gpus-per-task": ("", VALUE),
-    "gres": ("", VALUE),
-    "gres-flags": ("", VALUE),
-    "help": ("h", FLAG),
-    "hint": ("", VALUE),
-    "hold": ("H", FLAG),
-    "ignore-pbs": ("", FLAG),
-    "input": ("i", VALUE),
-    "job-name": ("J", VALUE),
-    "kill-on-invalid-dep": ("", VALUE),
-    "licenses": ("L", VALUE),
-    "mail-type": ("", VALUE),
-    "mail-user": ("", VALUE),
-    "mcs-label": ("", VALUE),
-    "mem": ("", VALUE),
-    "mem-bind": ("", VALUE),
-    "mem-per-cpu": ("", VALUE),
-    "mem-per-gpu": ("", VALUE),
-    "mincpus": ("", VALUE),
-    "network": ("", VALUE),
-    "nice": ("", OPTIONAL),
-    "no-kill": ("k", OPTIONAL),
-    "no-requeue": ("", FLAG),
-    "nodefile": ("F", VALUE),
-    "nodelist": ("w", VALUE),
-    "nodes": ("N", VALUE),
-    "ntasks": ("n", VALUE),
-    "ntasks-per-core": ("", VALUE),
-    "ntasks-per-gpu": ("", VALUE),
-    "ntasks-per-node": ("", VALUE),
-    "ntasks-per-socket": ("", VALUE),
-    "open-mode": ("", VALUE),
-    "output": ("o", VALUE),
-    "overcommit": ("O", FLAG),
-    "oversubscribe": ("s", FLAG),
-    "parsable": ("", FLAG),
-    "partition": ("p", VALUE),
-    "power": ("", VALUE),
-    "prefer": ("", VALUE),
-    "priority": ("", VALUE),
-    "profile": ("", VALUE),
-    "propagate": ("", OPTIONAL),
-    "qos": ("q", VALUE),
-    "quiet": ("Q", FLAG),
-    "reboot": ("", FLAG),
-    "requeue": ("", FLAG),
-    "reservation": ("", VALUE),
-    "signal": ("", VALUE),
-    "sockets-per-node": ("", VALUE),
-    "spread-job": ("", FLAG),
-    "switches": ("", VALUE),
-    "test-only": ("", FLAG),
-    "thread-spec": ("", VALUE),
-    "threads-per-core": ("", VALUE),
-    "time": ("t", VALUE),
-    "time-min": ("", VALUE),
-    "tmp": ("", VALUE),
-    "uid": ("", VALUE),
-    "usage": ("", FLAG),
-    "use-min-nodes": ("", FLAG),
-    "verbose": ("v", FLAG),
-    "version": ("V", FLAG),
-    "wait": ("W", FLAG),
-    "wait-all-nodes": ("", VALUE),
-    "wckey": ("", VALUE),
-    "wrap": ("", VALUE),
-}
-ALIASES = {"tasks-per-node": "ntasks-per-node"}
-
-
-class CommandLineError(PhalanxError):
-    """A command line (or ``#SBATCH`` line) Slurm would refuse: ``lines`` go to stderr as
-    they are, and the command exits with ``status`` (255 as Slurm, 1 where Slurm says so)."""
-
-    def __init__(self, lines: Sequence[str], status: int = EXIT_USAGE) -> None:
-        self.lines = list(lines)
-        self.status = status
-        super().__init__("\n".join(self.lines))
-
-
-class Options:
-    """What a command line said: the last value of each option (by canonical long name),
-    in the order given, with how often ``-v`` came."""
-
-    __slots__ = ("values", "verbose")
-
-    def __init__(self) -> None:
-        self.values: dict[str, str] = {}
-        """Flags have the value ``""``; ``--no-requeue`` is ``requeue="no"``."""
-        self.verbose = 0
-
-    def set(self, name: str, value: str) -> None:
-        if name == "verbose":
-            self.verbose += 1
-        elif name == "no-requeue":
-            self.values.pop("requeue", None)
-            self.values["requeue"] = "no"
-        else:
-            # Re-inserting keeps the order of the last occurrence.
-            self.values.pop(name, None)
-            self.values[name] = value
-
-    def update(self, later: Options) -> None:
-        """Apply ``later`` on top (the command line over ``#SBATCH`` lines)."""
-        for name, value in later.values.items():
-            self.set(name, value)
-        self.verbose += later.verbose
-
-    def get(self, name: str) -> str | None:
-        return self.values.get(name)
-
-    def __contains__(self, name: object) -> bool:
-        return name in self.values
-
-
-class OptionTable:
-    """A command's options: long name -> (short letter or "", kind), and long aliases."""
-
-    __slots__ = ("aliases", "names", "options", "shorts")
-
-    def __init__(
-        self, options: Mapping[str, tuple[str, str]], aliases: Mapping[str, str] | None = None
-    ) -> None:
-        self.options = dict(options)
-        self.aliases = dict(aliases or {})
-        self.shorts = {short: long for long, (short, _) in self.options.items() if short}
-        self.names = sorted({*self.options, *self.aliases})
-
-    def long_name(self, given: str, word: str, prog: str) -> str:
-        """The option ``--given`` stands for: exact, an alias, or an unambiguous prefix."""
-        if given in self.options:
-            return given
-        if given in self.aliases:
-            return self.aliases[given]
-        matches = {self.aliases.get(n, n) for n in self.names if given and n.startswith(given)}
-        if len(matches) == 1:
-            return matches.pop()
-        if len(matches) > 1:
-            raise CommandLineError(_getopt_error(prog, f"option '{word}' is ambiguous"))
-        unknown = word.partition("=")[0]
-        raise CommandLineError(_getopt_error(prog, f"unrecognized option '{unknown}'"))
-
-
-JOB_OPTIONS = OptionTable(OPTIONS, ALIASES)
-"""The options of sbatch (and, largely, of srun and salloc)."""
-
-
-def parse_args(
-    argv: Sequence[str],
-    prog: str,
-    options: Options | None = None,
-    *,
-    table: OptionTable = JOB_OPTIONS,
-    permute: bool = False,
-) -> tuple[Options, list[str]]:
-    """Read options from ``argv`` into ``options`` (a fresh one by default); return them and
-    the other words. The first word that is not an option ends the options unless
-    ``permute`` (GNU order: options and words may mix). Raise ``CommandLineError`` as
-    getopt_long reports."""
-    found = Options() if options is None else options
-    words: list[str] = []
-    i = 0
-    while i < len(argv):
-        word = argv[i]
-        if word == "--":
-            return found, [*words, *argv[i + 1 :]]
-        if word.startswith("--"):
-            i = _long(argv, i, prog, found, table)
-        elif word.startswith("-") and len(word) > 1:
-            i = _short(argv, i, prog, found, table)
-        elif permute:
-            words.append(word)
-            i += 1
-        else:
-            return found, list(argv[i:])
-    return found, words
-
-
-def _long(argv: Sequence[str], i: int, prog: str, found: Options, table: OptionTable) -> int:
-    word = argv[i]
-    given, eq, value = word[2:].partition("=")
-    name = table.long_name(given, word, prog)
-    kind = table.options[name][1]
-    if kind == FLAG:
-        if eq:
-            message = f"option '--{name}' doesn't allow an argument"
-            raise CommandLineError(_getopt_error(prog, message))
-        found.set(name, "")
-        return i + 1
-    if eq or kind == OPTIONAL:
-        found.set(name, value)
-        return i + 1
-    if i + 1 >= len(argv):
-        raise CommandLineError(_getopt_error(prog, f"option '--{name}' requires an argument"))
-    found.set(name, argv[i + 1])
-    return i + 2
-
-
-def _short(argv: Sequence[str], i: int, prog: str, found: Options, table: OptionTable) -> int:
-    word = argv[i]
-    j = 1
-    while j < len(word):
-        letter = word[j]
-        name = table.shorts.get(letter)
-        if name is None:
-            raise CommandLineError(_getopt_error(prog, f"invalid option -- '{letter}'"))
-        kind = table.options[name][1]
-        if kind == FLAG:
-            found.set(name, "")
-            j += 1
-            continue
-        rest = word[j + 1 :]
-        if rest or kind == OPTIONAL:
-            found.set(name, rest)
-            return i + 1
-        if i + 1 >= len(argv):
-            message = f"option requires an argument -- '{letter}'"
-            raise CommandLineError(_getopt_error(prog, message))
-        found.set(name, argv[i + 1])
-        return i + 2
-    return i + 1
-
-
-def _getopt_error(prog: str, message: str) -> list[str]:
-    return [f"{prog}: {message}", f'Try "{prog} --help" for more information']
-
 
 # ---------------------------------------------------------------------------- values
 _TIME = re.compile(r"^(?:(\d+)-(\d+)(?::(\d+)(?::(\d+))?)?|(\d+)(?::(\d+)(?::(\d+))?)?)$")
@@ -430,40 +162,6 @@ _PASSED = {
     "signal": "signal",
     "comment": "comment",
 }
-# Options read by the command itself or by to_request: never "unsupported".
-_HANDLED = {
-    *_PASSED,
-    "nodes",
-    "ntasks",
-    "ntasks-per-node",
-    "cpus-per-task",
-    "cpus-per-gpu",
-    "mem",
-    "mem-per-cpu",
-    "mem-per-gpu",
-    "gres",
-    "gpus",
-    "gpus-per-node",
-    "gpus-per-task",
-    "open-mode",
-    "requeue",
-    "exclusive",
-    "constraint",
-    "switches",
-    "chdir",
-    "export",
-    "hold",
-    "begin",
-    "nice",
-    "parsable",
-    "wrap",
-    "quiet",
-    "test-only",
-    "wait",
-    "help",
-    "usage",
-    "version",
-}
 
 
 class Request:
@@ -476,9 +174,15 @@ class Request:
         self.unsupported = unsupported
 
 
-def to_request(options: Options, prog: str, environ: Mapping[str, str], cwd: str) -> Request:
+def to_request(
+    options: Options, table: OptionTable, environ: Mapping[str, str], cwd: str
+) -> Request:
     """The request the options ask for (option by option in this module's docstring); the caller
     adds ``command``. Raise ``CommandLineError`` for values Slurm refuses before submitting."""
+    prog = table.prog
+    clusters = options.get("clusters")
+    if clusters is not None and not clusters_reached(clusters):
+        raise unreachable_clusters(prog, clusters)
     body: dict[str, Any] = {}
     for option, field in _PASSED.items():
         value = options.get(option)
@@ -517,7 +221,11 @@ def to_request(options: Options, prog: str, environ: Mapping[str, str], cwd: str
     body["workdir"] = os.path.join(cwd, os.path.expanduser(chdir)) if chdir else cwd
     body["environment"] = export_environment(options.get("export"), environ)
     body["environment"].update(option_environment(options, prog))
-    unsupported = {k: v for k, v in options.values.items() if k not in _HANDLED}
+    unsupported = {
+        name: value
+        for name, value in options.values.items()
+        if name in table.options and table.options[name].status != IMPLEMENTED
+    }
     return Request(body, unsupported)
 
 

@@ -17,6 +17,10 @@ midnight) and without ``-s``, only jobs that became eligible, as Slurm: not one 
 on a dependency or a begin time, an array's tasks held back by its limit, nor such a job
 cancelled before it started. Without ``-a``, ``-u`` or ``-j``, only the caller's jobs (all
 jobs for root). ``-l`` prints Slurm's long list of fields (``acctfields.LONG_FIELDS``).
+Filters on what a job has (``-A``, ``-r``, ``-q``, ``-N``, ``-C``, ``-g``, ``--name``,
+``--reason``, ``-i``/``-I`` counts, ``-k``/``-K`` time limits) all apply; ``-M`` naming only
+other clusters lists nothing (Slurm asks its database for their jobs), ``-M all`` is no filter.
+Every option is in ``querytables.SACCT``.
 Exit status: 0, or 1 for a bad option or field, or no controller. An unknown job prints the
 header alone, rc 0, as Slurm does.
 """
@@ -26,6 +30,7 @@ from __future__ import annotations
 import os
 import sys
 import time
+from collections.abc import Callable
 from typing import Any
 
 from phalanx.client.wirecall import (
@@ -34,9 +39,19 @@ from phalanx.client.wirecall import (
     QueryValue,
     WireCaller,
 )
+from phalanx.slurm import jobids
 from phalanx.slurm.acctfields import FIELDS, LONG_FIELDS, VALUES, Row, cpu_time, rss
-from phalanx.slurm.commandline import Usage, read_options
-from phalanx.slurm.format import LONG_STATE, SHORT_STATE, fit, now_ms, sacct_cut
+from phalanx.slurm.commandline import CommandLineError, Usage, clusters_reached, parse_args
+from phalanx.slurm.format import (
+    LONG_STATE,
+    SHORT_STATE,
+    expand,
+    fit,
+    now_ms,
+    sacct_cut,
+    user_ids,
+)
+from phalanx.slurm.querytables import SACCT
 
 __all__ = ["DEFAULT_FIELDS", "FIELDS", "cpu_time", "main", "rss"]
 
@@ -59,117 +74,173 @@ NOT_ELIGIBLE = frozenset(
     }
 )
 
-SHORT = "abDE:hj:lLM:nN:o:pPs:S:Tu:vVX"
-LONG = [
-    "allusers",
-    "allocations",
-    "brief",
-    "delimiter=",
-    "duplicates",
-    "endtime=",
-    "format=",
-    "help",
-    "jobs=",
-    "long",
-    "name=",
-    "noconvert",
-    "noheader",
-    "parsable",
-    "parsable2",
-    "starttime=",
-    "state=",
-    "truncate",
-    "units=",
-    "usage",
-    "user=",
-    "verbose",
-    "version",
-]
-
 
 class _Options:
     def __init__(self) -> None:
         self.fields = DEFAULT_FIELDS
+        self.formats: list[str] = []
         self.header = True
         self.delimiter: str | None = None
         self.trailing = False
         self.allocations = False
         self.all_users = False
         self.users: set[str] | None = None
-        self.jobs: list[tuple[int, int | None]] | None = None
-        self.names: set[str] | None = None
+        self.jobs: list[jobids.JobId] | None = None
         self.states: set[str] | None = None
         self.since: int | None = None
         self.until: int | None = None
         self.units: str | None = None
+        self.now = 0
+        self.tests: list[Callable[[Job], bool]] = []
+        """What a job must pass to be listed, besides users, ids, states and times."""
+        self.elsewhere = False
+        """``-M`` named only clusters other than this one: no job is theirs here."""
 
 
 def _split(value: str) -> list[str]:
     return [v.strip() for v in value.split(",") if v.strip()]
 
 
+def _within(field: str, value: str, cast: Callable[[str], int]) -> Callable[[Job], bool]:
+    """``-i 2``, ``-i 2-4``, ``-k 10``...: the job's ``field`` between the bounds."""
+    lo_text, _, hi_text = value.partition("-")
+    try:
+        lo = cast(lo_text)
+        hi = cast(hi_text) if hi_text else None
+    except ValueError:
+        raise Usage(f"sacct: error: Invalid range: {value}") from None
+
+    def test(job: Job) -> bool:
+        have = int(job.get(field) or 0)
+        return lo <= have and (hi is None or have <= hi)
+
+    return test
+
+
+def _minutes_ms(text: str) -> int:
+    """A Slurm time limit (``30``, ``1:00:00``, ``2-12``) in milliseconds."""
+    days, dash, rest = text.strip().rpartition("-") if "-" in text else ("", "", text.strip())
+    parts = [int(p) for p in rest.split(":")]  # ValueError for anything else
+    if dash:
+        hours, minutes, seconds = (*parts, 0, 0)[:3]
+    elif len(parts) == 3:
+        hours, minutes, seconds = parts
+    else:
+        hours, minutes, seconds = 0, parts[0], (parts[1] if len(parts) > 1 else 0)
+    total = ((int(days or 0) * 24 + hours) * 60 + minutes) * 60 + seconds
+    return total * 1000
+
+
+def _one_of(field: str, value: str) -> Callable[[Job], bool]:
+    wanted = set(_split(value))
+    return lambda job: str(job.get(field)) in wanted
+
+
+def _on_nodes(value: str) -> Callable[[Job], bool]:
+    wanted = set(expand(value))
+    return lambda job: bool(wanted.intersection(expand(job.get("nodelist") or "")))
+
+
+def _in_groups(value: str) -> Callable[[Job], bool]:
+    groups = set(_split(value))
+
+    def test(job: Job) -> bool:
+        ids = user_ids(str(job["user"]))
+        return ids is not None and (ids[2] in groups or str(ids[1]) in groups)
+
+    return test
+
+
+def _with_features(value: str) -> Callable[[Job], bool]:
+    wanted = set(_split(value))
+    return lambda job: bool(wanted.intersection(job.get("features") or ()))
+
+
+def _clusters(opts: _Options, value: str) -> None:
+    opts.elsewhere = not clusters_reached(value)
+
+
+def _units(opts: _Options, value: str) -> None:
+    unit = value.strip().upper()[:1]
+    if unit not in ("K", "M", "G", "T"):
+        raise Usage(f"sacct: error: Invalid --units specification: {value}")
+    opts.units = unit
+
+
+def _parsable(opts: _Options, trailing: bool) -> None:
+    opts.delimiter = opts.delimiter or "|"
+    opts.trailing = trailing
+
+
+def _help_fields(_: _Options, __: str) -> None:
+    names = list(FIELDS)
+    rows = [names[i : i + 4] for i in range(0, len(names), 4)]
+    raise Usage("\n".join("".join(f"{n:<20}" for n in row).rstrip() for row in rows), 0)
+
+
+def _usage(_: _Options, __: str) -> None:
+    raise Usage("Usage: sacct [options]\n\tUse --help for help")
+
+
+def _version(_: _Options, __: str) -> None:
+    raise Usage("slurm 22.05.8 (phalanx)")
+
+
+def _test(make: Callable[[str], Callable[[Job], bool]]) -> Callable[[_Options, str], None]:
+    return lambda opts, value: opts.tests.append(make(value))
+
+
+_HANDLERS: dict[str, Callable[[_Options, str], None]] = {
+    "format": lambda o, v: o.formats.append(v),
+    "brief": lambda o, _: setattr(o, "fields", BRIEF_FIELDS),
+    "long": lambda o, _: setattr(o, "fields", LONG_FIELDS),
+    "noheader": lambda o, _: setattr(o, "header", False),
+    "parsable2": lambda o, _: _parsable(o, False),
+    "parsable": lambda o, _: _parsable(o, True),
+    "delimiter": lambda o, v: setattr(o, "delimiter", v),
+    "allocations": lambda o, _: setattr(o, "allocations", True),
+    "allusers": lambda o, _: setattr(o, "all_users", True),
+    "uid": lambda o, v: setattr(o, "users", (o.users or set()) | set(_split(v))),
+    "jobs": lambda o, v: setattr(o, "jobs", (o.jobs or []) + jobids.parse(v, "sacct")),
+    "state": lambda o, v: setattr(o, "states", (o.states or set()) | _states(v)),
+    "starttime": lambda o, v: setattr(o, "since", parse_time(v, o.now)),
+    "endtime": lambda o, v: setattr(o, "until", parse_time(v, o.now)),
+    "units": _units,
+    "clusters": _clusters,
+    "name": _test(lambda v: _one_of("name", v)),
+    "accounts": _test(lambda v: _one_of("account", v)),
+    "partition": _test(lambda v: _one_of("partition", v)),
+    "qos": _test(lambda v: _one_of("qos", v)),
+    "reason": _test(lambda v: _one_of("reason", v)),
+    "nodelist": _test(_on_nodes),
+    "gid": _test(_in_groups),
+    "constraints": _test(_with_features),
+    "nnodes": _test(lambda v: _within("nodes_requested", v, int)),
+    "ncpus": _test(lambda v: _within("cpus", v, int)),
+    "timelimit-min": _test(lambda v: _within("time_limit_ms", v, _minutes_ms)),
+    "timelimit-max": _test(lambda v: _within("time_limit_ms", "0-" + v, _minutes_ms)),
+    "wckeys": _test(lambda _: lambda job: False),
+    "helpformat": _help_fields,
+    "help": _usage,
+    "usage": _usage,
+    "version": _version,
+}
+"""What each implemented option of ``querytables.SACCT`` does to the options."""
+
+
 def _parse(argv: list[str], now: int) -> _Options:
-    pairs, rest = read_options("sacct", argv, SHORT, LONG)
+    found, rest = parse_args(argv, SACCT)
     if rest:
         raise Usage(f"sacct: error: Unknown arguments: {' '.join(rest)}")
     opts = _Options()
-    formats: list[str] = []
-    for key, value in pairs:
-        if key in ("-o", "--format"):
-            formats.append(value)
-        elif key in ("-b", "--brief"):
-            opts.fields = BRIEF_FIELDS
-        elif key in ("-l", "--long"):
-            opts.fields = LONG_FIELDS
-        elif key in ("-n", "--noheader"):
-            opts.header = False
-        elif key in ("-P", "--parsable2"):
-            opts.delimiter = opts.delimiter or "|"
-        elif key in ("-p", "--parsable"):
-            opts.delimiter = opts.delimiter or "|"
-            opts.trailing = True
-        elif key == "--delimiter":
-            opts.delimiter = value
-        elif key in ("-X", "--allocations"):
-            opts.allocations = True
-        elif key in ("-a", "--allusers"):
-            opts.all_users = True
-        elif key in ("-u", "--user"):
-            opts.users = (opts.users or set()) | set(_split(value))
-        elif key in ("-j", "--jobs"):
-            opts.jobs = (opts.jobs or []) + _job_ids(value)
-        elif key == "--name":
-            opts.names = (opts.names or set()) | set(_split(value))
-        elif key in ("-s", "--state"):
-            opts.states = (opts.states or set()) | _states(value)
-        elif key in ("-S", "--starttime"):
-            opts.since = parse_time(value, now)
-        elif key in ("-E", "--endtime"):
-            opts.until = parse_time(value, now)
-        elif key == "--units":
-            unit = value.strip().upper()[:1]
-            if unit not in ("K", "M", "G", "T"):
-                raise Usage(f"sacct: error: Invalid --units specification: {value}")
-            opts.units = unit
-        elif key in ("--help", "--usage"):
-            raise Usage("Usage: sacct [options]\n\tUse --help for help")
-        elif key in ("-V", "--version"):
-            raise Usage("slurm 22.05.8 (phalanx)")
-        # Accepted and ignored: -D, -L, -M, -N, -T, -v, --noconvert.
-    if formats:
-        opts.fields = ",".join(formats)
+    opts.now = now
+    for name, value in found.pairs:
+        handler = _HANDLERS.get(name)
+        if handler is not None:
+            handler(opts, value)
+    if opts.formats:
+        opts.fields = ",".join(opts.formats)
     return opts
-
-
-def _job_ids(value: str) -> list[tuple[int, int | None]]:
-    out: list[tuple[int, int | None]] = []
-    for item in _split(value):
-        job = item.split(".", 1)[0]
-        base, _, task = job.partition("_")
-        if not base.isdigit() or (task and not task.isdigit()):
-            raise Usage(f"sacct: error: Invalid job id: {item}")
-        out.append((int(base), int(task) if task else None))
-    return out
 
 
 def _states(value: str) -> set[str]:
@@ -244,6 +315,8 @@ def _fields(text: str) -> list[tuple[str, int]]:
 
 # ------------------------------------------------------------------------------ data
 def _fetch(opts: _Options, now: int) -> list[Job]:
+    if opts.elsewhere:
+        return []  # Slurm asks the database for those clusters' jobs: none are here
     caller = WireCaller()
     users = _users(opts)
     query: dict[str, QueryValue] = {}
@@ -263,9 +336,9 @@ def _fetch(opts: _Options, now: int) -> list[Job]:
     for job in seen.values():
         if users is not None and job["user"] not in users:
             continue
-        if opts.jobs is not None and not _wanted(job, opts.jobs):
+        if opts.jobs is not None and not jobids.matches(job, opts.jobs):
             continue
-        if opts.names is not None and job["name"] not in opts.names:
+        if not all(test(job) for test in opts.tests):
             continue
         if opts.states is not None and job["state"] not in opts.states:
             continue
@@ -311,6 +384,8 @@ def _get(caller: WireCaller, path: str, query: dict[str, QueryValue]) -> Any:
 
 
 def _users(opts: _Options) -> set[str] | None:
+    """Whose jobs: ``-u``'s users, else everyone's with ``-a``, ``-j`` or as root, else the
+    caller's."""
     if opts.users is not None:
         return opts.users
     if opts.all_users or opts.jobs is not None or os.getuid() == 0:
@@ -321,19 +396,6 @@ def _users(opts: _Options) -> set[str] | None:
         return {pwd.getpwuid(os.getuid()).pw_name}
     except KeyError:
         return {str(os.getuid())}
-
-
-def _wanted(job: Job, wanted: list[tuple[int, int | None]]) -> bool:
-    for base, task in wanted:
-        if task is None and base in (job["job_id"], job.get("array_job_id")):
-            return True
-        if (
-            task is not None
-            and job.get("array_job_id") == base
-            and job.get("array_task_id") == task
-        ):
-            return True
-    return False
 
 
 def rows(jobs: list[Job], allocations: bool) -> list[Row]:
@@ -410,7 +472,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         opts = _parse(args, now)
         fields = _fields(opts.fields)
-    except Usage as exc:
+    except CommandLineError as exc:
         print(exc, file=sys.stderr)
         return exc.status
     try:

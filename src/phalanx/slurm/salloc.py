@@ -19,7 +19,9 @@ import time
 
 from phalanx.client.wirecall import ControllerUnreachable, WireCaller
 from phalanx.slurm import UNREACHABLE
-from phalanx.slurm.options import CommandLineError, parse_args, to_request
+from phalanx.slurm.commandline import CommandLineError, parse_args
+from phalanx.slurm.jobtable import SALLOC
+from phalanx.slurm.options import to_request
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -50,14 +52,14 @@ def main(argv: Sequence[str] | None = None, caller: WireCaller | None = None) ->
 
 
 def _salloc(argv: list[str], caller: WireCaller | None) -> int:
-    options, command = parse_args(argv, PROG)
+    options, command = parse_args(argv, SALLOC)
     if "help" in options or "usage" in options:
         print(f"Usage: {PROG} [OPTIONS(0)...] [ : [OPTIONS(N)...]] [command(0) [args(0)...]]")
         return 0
     if "version" in options:
         print("slurm 22.05.8")
         return 0
-    request = to_request(options, PROG, os.environ, os.getcwd())
+    request = to_request(options, SALLOC, os.environ, os.getcwd())
     body = request.body
     body.update(command=HOLD, batch=True, output="/dev/null")
     body.setdefault("name", os.path.basename(command[0]) if command else "interactive")

@@ -17,7 +17,9 @@ import time
 
 from phalanx.client.wirecall import ControllerUnreachable, Json, WireCaller
 from phalanx.slurm import UNREACHABLE
-from phalanx.slurm.options import CommandLineError, Options, parse_args, to_request
+from phalanx.slurm.commandline import CommandLineError, Options, parse_args
+from phalanx.slurm.jobtable import SBATCH
+from phalanx.slurm.options import to_request
 from phalanx.slurm.script import command_for, directive_args, require_shebang, wrap_script
 
 # typing and collections.abc cost milliseconds at every start of a shim: annotations only.
@@ -83,7 +85,7 @@ def main(argv: Sequence[str] | None = None, caller: WireCaller | None = None) ->
 
 def _sbatch(argv: list[str], caller: WireCaller | None) -> int:
     environ = os.environ
-    line, rest = parse_args(argv, PROG)
+    line, rest = parse_args(argv, SBATCH)
     if "help" in line or "usage" in line:
         print(f"Usage: {PROG} [OPTIONS(0)...] [ : [OPTIONS(N)...]] script(0) [args(0)...]")
         return 0
@@ -93,14 +95,15 @@ def _sbatch(argv: list[str], caller: WireCaller | None) -> int:
     text, name, args = _script(line, rest)
     options = Options()
     for words in directive_args(text):
-        parse_args(words, PROG, options)
+        parse_args(words, SBATCH, options)
     options.update(_from_environment(environ))
     options.update(line)
-    request = to_request(options, PROG, environ, os.getcwd())
+    request = to_request(options, SBATCH, environ, os.getcwd())
     for option, value in request.unsupported.items():
         if options.verbose:
             shown = f"--{option}={value}" if value else f"--{option}"
-            print(f"{PROG}: ignoring {shown}: not supported by Phalanx yet", file=sys.stderr)
+            note = SBATCH.options[option].note
+            print(f"{PROG}: ignoring {shown}: {note}", file=sys.stderr)
     test_only = "test-only" in options
     # A test does not run the script: nothing is written to the spool for it.
     command = ["true"] if test_only else command_for(text, name, args, environ)[0]

@@ -16,7 +16,13 @@ import sys
 
 from phalanx.client.wirecall import ControllerUnreachable, WireCaller
 from phalanx.slurm import UNREACHABLE
-from phalanx.slurm.options import FLAG, VALUE, CommandLineError, OptionTable, parse_args
+from phalanx.slurm.commandline import (
+    CommandLineError,
+    clusters_reached,
+    parse_args,
+    unreachable_clusters,
+)
+from phalanx.slurm.querytables import SCANCEL
 
 # typing and collections.abc cost milliseconds at every start of a shim: annotations only.
 TYPE_CHECKING = False
@@ -27,30 +33,8 @@ if TYPE_CHECKING:
 __all__ = ["main", "parse_job_ids", "parse_signal"]
 
 PROG = "scancel"
-TABLE = OptionTable(
-    {
-        "account": ("A", VALUE),
-        "batch": ("b", FLAG),
-        "clusters": ("M", VALUE),
-        "full": ("f", FLAG),
-        "help": ("h", FLAG),
-        "interactive": ("i", FLAG),
-        "jobname": ("n", VALUE),
-        "nodelist": ("w", VALUE),
-        "partition": ("p", VALUE),
-        "qos": ("q", VALUE),
-        "quiet": ("Q", FLAG),
-        "reservation": ("R", VALUE),
-        "signal": ("s", VALUE),
-        "state": ("t", VALUE),
-        "usage": ("", FLAG),
-        "user": ("u", VALUE),
-        "verbose": ("v", FLAG),
-        "version": ("V", FLAG),
-        "wckey": ("", VALUE),
-    },
-    {"name": "jobname"},
-)
+TABLE = SCANCEL
+"""scancel's options (``phalanx.slurm.querytables``)."""
 _STATES = {
     "PD": "PENDING",
     "R": "RUNNING",
@@ -78,7 +62,7 @@ def main(argv: Sequence[str] | None = None, caller: WireCaller | None = None) ->
 
 
 def _scancel(argv: list[str], caller: WireCaller | None) -> int:
-    options, words = parse_args(argv, PROG, table=TABLE, permute=True)
+    options, words = parse_args(argv, SCANCEL)
     if "help" in options or "usage" in options:
         print(f"Usage: {PROG} [OPTIONS] [job_id[_array_id][.step_id]]")
         return 0
@@ -89,8 +73,13 @@ def _scancel(argv: list[str], caller: WireCaller | None) -> int:
     number = parse_signal(signal_text) if signal_text is not None else None
     # Whom a signal reaches, as Slurm: the steps; -b the batch shell; -f both.
     target = "all" if "full" in options else "batch" if "batch" in options else "steps"
+    clusters = options.get("clusters")
+    if clusters is not None and not clusters_reached(clusters):
+        raise unreachable_clusters(PROG, clusters)
     ids = parse_job_ids(words)
     filters = {k: v for k, v in options.values.items() if k in _FILTERS}
+    if "me" in options and "user" not in filters:
+        filters["user"] = _me()
     if not ids and not filters:
         raise CommandLineError([f"{PROG}: error: No job identification provided"], 1)
     wire = caller or WireCaller()
@@ -118,7 +107,19 @@ def parse_signal(text: str) -> int:
         raise CommandLineError([f"{PROG}: error: Invalid job signal: {text}"], 1) from None
 
 
-_FILTERS = frozenset({"account", "jobname", "partition", "qos", "state", "user"})
+_FILTERS = frozenset(
+    {"account", "jobname", "nodelist", "partition", "qos", "reservation", "state", "user", "wckey"}
+)
+
+
+def _me() -> str:
+    import os
+    import pwd
+
+    try:
+        return pwd.getpwuid(os.getuid()).pw_name
+    except KeyError:
+        return str(os.getuid())
 
 
 def parse_job_ids(words: Sequence[str]) -> list[JobId]:
@@ -225,10 +226,17 @@ def _matching(wire: WireCaller, ids: list[JobId], filters: dict[str, str]) -> li
 
 
 def _passes(job: dict[str, Any], filters: dict[str, str]) -> bool:
+    if "reservation" in filters or "wckey" in filters:
+        return False  # Phalanx jobs have neither
     for option, key in (("jobname", "name"), ("account", "account"), ("qos", "qos")):
         wanted = filters.get(option)
         if wanted is not None and job.get(key) not in wanted.split(","):
             return False
+    nodes = filters.get("nodelist")
+    if nodes is not None:
+        from phalanx.domain.hostlist import expand
+
+        return bool(set(expand(nodes)).intersection(expand(job.get("nodelist") or "")))
     return True
 
 

@@ -9,15 +9,20 @@ Exit status: 0, or 1 when any request failed (Slurm's messages, on stderr).
 
 from __future__ import annotations
 
-import getopt
 import os
 import sys
 from collections.abc import Callable
 from typing import Any
 
-from phalanx.client.wirecall import ApiError, ControllerUnreachable, Json, WireCaller
+from phalanx.client.wirecall import ApiError, ControllerUnreachable
 from phalanx.errors import PhalanxError
-from phalanx.slurm import UNREACHABLE
+from phalanx.slurm import UNREACHABLE, cluster_name
+from phalanx.slurm.commandline import (
+    CommandLineError,
+    clusters_reached,
+    parse_args,
+    unreachable_clusters,
+)
 from phalanx.slurm.format import (
     MIN_JOB_AGE_MS,
     compress,
@@ -25,310 +30,22 @@ from phalanx.slurm.format import (
     hms,
     instant,
     memory,
-    now_ms,
-    user_ids,
 )
-from phalanx.slurm.format import ranges as task_ranges
+from phalanx.slurm.querytables import SCONTROL
+from phalanx.slurm.scontroljob import (
+    Fail,
+    Record,
+    call,
+    job_record,
+    show_job,
+    slurm_error,
+)
 
 __all__ = ["job_record", "main", "node_record", "partition_record"]
 
 Job = dict[str, Any]
-Record = list[str]
-"""A record's lines: the first unindented, the others indented when printed."""
 
 VERSION = "22.05.8"
-FINAL = frozenset(
-    {"COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "PREEMPTED", "NODE_FAIL", "OUT_OF_MEMORY"}
-)
-# Reasons for which Slurm does not know yet when a pending job becomes eligible.
-NOT_ELIGIBLE = frozenset(
-    {
-        "Dependency",
-        "DependencyNeverSatisfied",
-        "JobHeldUser",
-        "JobHeldAdmin",
-        "JobArrayTaskLimit",
-        "BeginTime",
-    }
-)
-NO_VAL_TASK = 4294967294
-"""Slurm's task id for an array's pending record (its ``%a`` in file names)."""
-
-
-class _Fail(Exception):
-    """A request Slurm refuses: the message is printed as is and the exit status is 1."""
-
-
-# ------------------------------------------------------------------------------ wire
-def _call(method: str, path: str, body: Json = None, query: dict[str, Any] | None = None) -> Any:
-    answer = WireCaller().call_ok(method, path, body=body, query=query)
-    return answer
-
-
-def _slurm_error(exc: ApiError) -> str:
-    """The ``slurm_strerror`` text for a refused call."""
-    if exc.status == 404:
-        return "Invalid job id specified"
-    if exc.status in (401, 403):
-        return "Access/permission denied"
-    return exc.message
-
-
-# ------------------------------------------------------------------------------ jobs
-def _ids(user: str) -> tuple[str, str]:
-    """``UserId`` and ``GroupId`` values: ``root(0)``; the name alone if unknown here."""
-    found = user_ids(user)
-    if found is None:
-        return user, user
-    uid, gid, group = found
-    return f"{user}({uid})", f"{group}({gid})"
-
-
-def _expand_path(pattern: str, job: Job) -> str:
-    """A file name pattern (``%j %A %a %x %u %%``), made absolute in the job's directory."""
-    task = job.get("array_task_id")
-    values = {
-        "j": str(job["job_id"]),
-        "J": str(job["job_id"]),
-        "A": str(job.get("array_job_id") or job["job_id"]),
-        "a": str(NO_VAL_TASK if task is None or job.get("array_task_str") else task),
-        "x": str(job["name"]),
-        "u": str(job["user"]),
-        "%": "%",
-    }
-    out: list[str] = []
-    i = 0
-    while i < len(pattern):
-        code = pattern[i + 1] if pattern[i] == "%" and i + 1 < len(pattern) else ""
-        if code in values:
-            out.append(values[code])
-            i += 2
-        else:
-            out.append(pattern[i])
-            i += 1
-    path = "".join(out)
-    return path if path.startswith("/") else os.path.join(str(job.get("workdir") or "/"), path)
-
-
-def _stdout(job: Job) -> str:
-    default = "slurm-%A_%a.out" if job.get("array_job_id") is not None else "slurm-%j.out"
-    return _expand_path(job.get("output") or default, job)
-
-
-def _command(job: Job) -> str:
-    argv = [str(a) for a in job.get("command") or ()]
-    # sbatch runs a script as ``sh -c TEXT NAME ARGS``; --wrap names it "sbatch".
-    if len(argv) >= 4 and argv[1] == "-c":
-        name = argv[3]
-        if name == "sbatch":
-            return "(null)"
-        return name if name.startswith("/") else os.path.join(str(job.get("workdir")), name)
-    return " ".join(argv) or "(null)"
-
-
-def _reason(job: Job) -> str:
-    state = job["state"]
-    if state == "FAILED":
-        return f"RaisedSignal:{job['signal']}" if job.get("signal") else "NonZeroExitCode"
-    if state == "TIMEOUT":
-        return "TimeLimit"
-    return str(job.get("reason") or "None") if state == "PENDING" else "None"
-
-
-def _dependency(job: Job) -> str:
-    dep = str(job.get("dependency") or "")
-    if not dep or job["state"] != "PENDING":
-        return "(null)"
-    if job.get("reason") == "DependencyNeverSatisfied":
-        return f"{dep}(failed)"
-    if job.get("reason") == "Dependency":
-        return f"{dep}(unfulfilled)"
-    return "(null)"
-
-
-def _limit(job: Job) -> str:
-    if job.get("unlimited") and (job["state"] == "PENDING" or job["state"] in FINAL):
-        return "UNLIMITED"
-    return hms(int(job["time_limit_ms"]) // 1000)
-
-
-def _times(job: Job, now: int) -> tuple[str, str, str, str, str]:
-    """RunTime, EligibleTime, AccrueTime, StartTime, EndTime."""
-    state, submit = job["state"], int(job["submit"])
-    begin = job.get("begin")
-    pending = state == "PENDING"
-    if pending and job.get("reason") in NOT_ELIGIBLE and begin is None:
-        eligible = "Unknown"
-    else:
-        eligible = instant(max(submit, int(begin or 0)))
-    accrue = "Unknown" if eligible == "Unknown" and job.get("reason") != "JobArrayTaskLimit" else ""
-    accrue = accrue or instant(submit)
-    limit = int(job["time_limit_ms"])
-    start = job.get("expected_start") if pending else job.get("start")
-    if start is None:
-        return "00:00:00", eligible, accrue, "Unknown", "Unknown"
-    end = job.get("end") if state in FINAL else None
-    finish = int(end) if end is not None else int(start) + limit
-    ran = 0 if pending else ((int(end) if end is not None else now) - int(start)) // 1000
-    return hms(ran), eligible, accrue, instant(int(start)), instant(finish)
-
-
-def _gres(job: Job, count: float) -> str:
-    model = job.get("gpu_model")
-    n = int(count) if count == int(count) else count
-    return f"gpu:{model}:{n}" if model else f"gpu:{n}"
-
-
-def _nodes_of(job: Job) -> list[str]:
-    nodelist = str(job.get("nodelist") or "")
-    return expand(nodelist) if nodelist and job["state"] != "PENDING" else []
-
-
-def job_record(job: Job, now: int, details: bool = False) -> Record:
-    """``scontrol show job`` for one job (an array's pending tasks: one record)."""
-    state = job["state"]
-    nodes = _nodes_of(job)
-    num_nodes = len(nodes) or int(job["nodes_requested"])
-    per_node_tasks = int(job.get("ntasks_per_node") or 1)
-    cpus_per_task = int(job.get("cpus_per_task") or 1)
-    gpus = float(job["gpus"])
-    mem_mb = int(job.get("mem_mb") or 0)
-    user_id, group_id = _ids(str(job["user"]))
-    run, eligible, accrue, start, end = _times(job, now)
-    head = f"JobId={job['job_id']}"
-    if job.get("array_job_id") is not None:
-        tasks = job.get("array_task_str") or str(job.get("array_task_id"))
-        head += f" ArrayJobId={job['array_job_id']} ArrayTaskId={tasks}"
-        if job.get("array_throttle"):
-            head += f" ArrayTaskThrottle={job['array_throttle']}"
-    tres = f"cpu={job['cpus']}"
-    if mem_mb:
-        tres += f",mem={memory(mem_mb * num_nodes)}"
-    tres += f",node={num_nodes},billing={job['cpus']}"
-    if gpus > 0:
-        tres += f",gres/gpu={int(gpus) if gpus == int(gpus) else gpus}"
-    started = job.get("start") is not None and state != "PENDING"
-    out = [
-        f"{head} JobName={job['name']}",
-        f"UserId={user_id} GroupId={group_id} MCS_label=N/A",
-        f"Priority={round(float(job['priority']))} Nice=0 Account={job['account']} "
-        f"QOS={job['qos']}",
-        f"JobState={state} Reason={_reason(job)} Dependency={_dependency(job)}",
-        f"Requeue={int(bool(job.get('requeue', True)))} Restarts={job.get('restarts', 0)} "
-        f"BatchFlag=1 Reboot=0 ExitCode={job.get('exit_code', 0)}:{job.get('signal', 0)}",
-    ]
-    if details:
-        out.append("DerivedExitCode=0:0")
-    out += [
-        f"RunTime={run} TimeLimit={_limit(job)} TimeMin=N/A",
-        f"SubmitTime={instant(job['submit'])} EligibleTime={eligible}",
-        f"AccrueTime={accrue}",
-        f"StartTime={start} EndTime={end} Deadline=N/A",
-        "SuspendTime=None SecsPreSuspend=0 "
-        f"LastSchedEval={instant(job.get('start') if started else job['submit'])} "
-        f"Scheduler={'Main' if started else 'Backfill:*'}",
-        f"Partition={job['partition']} AllocNode:Sid=localhost:0",
-        "ReqNodeList=(null) ExcNodeList=(null)",
-        f"NodeList={compress(nodes) if nodes else ''}",
-    ]
-    if nodes:
-        out.append(f"BatchHost={nodes[0]}")
-    out += [
-        f"NumNodes={num_nodes} NumCPUs={job['cpus']} NumTasks={job['tasks']} "
-        f"CPUs/Task={cpus_per_task} ReqB:S:C:T=0:0:*:*",
-        f"TRES={tres}",
-        f"Socks/Node=* NtasksPerN:B:S:C={per_node_tasks if per_node_tasks > 1 else 0}:0:*:* "
-        "CoreSpec=*",
-    ]
-    gpus_per_node = int(job.get("gpus_per_task") or 0) * per_node_tasks
-    if details:
-        out.append(f"JOB_GRES={_gres(job, gpus) if gpus > 0 else '(null)'}")
-        if nodes:
-            # Which CPUs and GPUs of a node a job holds is not on the wire: N/A.
-            gres = f"{_gres(job, gpus_per_node)}(IDX:N/A)" if gpus_per_node else ""
-            out.append(f"  Nodes={compress(nodes)} CPU_IDs=N/A Mem={mem_mb} GRES={gres}".rstrip())
-    mem = f"MinMemoryNode={memory(mem_mb) if mem_mb else '0'}"
-    features = "&".join(job.get("features") or ()) or "(null)"
-    stdout = _stdout(job)
-    error = _expand_path(job["error"], job) if job.get("error") else stdout
-    out += [
-        f"MinCPUsNode={cpus_per_task * per_node_tasks} {mem} MinTmpDiskNode=0",
-        f"Features={features} DelayBoot=00:00:00",
-        f"OverSubscribe={'NO' if job.get('exclusive') else 'OK'} Contiguous=0 "
-        "Licenses=(null) Network=(null)",
-        f"Command={_command(job)}",
-        f"WorkDir={job.get('workdir') or ''}",
-        f"StdErr={error}",
-        "StdIn=/dev/null",
-        f"StdOut={stdout}",
-        "Power=",
-    ]
-    if gpus_per_node:
-        out.append(f"TresPerNode=gres:{_gres(job, gpus_per_node)}")
-    out.append("")
-    return out
-
-
-def _recent(job: Job, now: int) -> bool:
-    """Still known to Slurm: not ended, or ended within MinJobAge."""
-    if job["state"] not in FINAL:
-        return True
-    end = job.get("end")
-    return end is not None and now - int(end) <= MIN_JOB_AGE_MS
-
-
-def collapse(jobs: list[Job]) -> list[Job]:
-    """The records Slurm keeps: an array's pending tasks are one record (``2-9%2``) whose
-    JobId is the first of them; arrays' pending records first, then newest job first."""
-    pending: dict[int, list[Job]] = {}
-    rest: list[Job] = []
-    for job in jobs:
-        base = job.get("array_job_id")
-        if base is not None and job["state"] == "PENDING":
-            pending.setdefault(int(base), []).append(job)
-        else:
-            rest.append(job)
-    heads: list[Job] = []
-    for members in pending.values():
-        members.sort(key=lambda j: int(j["array_task_id"]))
-        first = members[0]
-        if len(members) == 1:
-            heads.append(first)
-            continue
-        tasks = task_ranges(int(m["array_task_id"]) for m in members)
-        if first.get("array_throttle"):
-            tasks += f"%{first['array_throttle']}"
-        heads.append(dict(first, array_task_str=tasks))
-    newest = lambda j: -int(j["job_id"])  # noqa: E731
-    return sorted(heads, key=newest) + sorted(rest, key=newest)
-
-
-def _wanted(job: Job, base: int, task: int | None) -> bool:
-    if task is None:
-        return base in (job["job_id"], job.get("array_job_id"))
-    return job.get("array_job_id") == base and job.get("array_task_id") == task
-
-
-def show_job(arg: str | None, details: bool) -> list[Record]:
-    query: dict[str, Any] = {"all": True}
-    base, task = 0, None
-    if arg is not None:
-        head, _, tail = arg.partition("_")
-        if not head.isdigit() or (tail and not tail.isdigit()):
-            raise _Fail("slurm_load_jobs error: Invalid job id specified")
-        base, task = int(head), int(tail) if tail else None
-        query["ids"] = str(base)
-    answer = _call("GET", "/v1/jobs", query=query)
-    now = now_ms()
-    jobs = [j for j in answer["jobs"] if _recent(j, now)]
-    if arg is not None:
-        jobs = [j for j in jobs if _wanted(j, base, task)]
-        if not jobs:
-            raise _Fail("slurm_load_jobs error: Invalid job id specified")
-    elif not jobs:
-        print("No jobs in the system")
-        return []
-    return [job_record(j, now, details) for j in collapse(jobs)]
 
 
 # ------------------------------------------------------------------------------ nodes
@@ -387,12 +104,12 @@ def _time_or_none(ms: int | None) -> str:
 
 
 def show_node(arg: str | None) -> list[Record]:
-    nodes: list[dict[str, Any]] = _call("GET", "/v1/nodes")
+    nodes: list[dict[str, Any]] = call("GET", "/v1/nodes")
     if arg is not None:
         wanted = set(expand(arg))
         nodes = [n for n in nodes if n["name"] in wanted]
         if not nodes:
-            raise _Fail(f"Node {arg} not found")
+            raise Fail(f"Node {arg} not found")
     return [node_record(n) for n in nodes]
 
 
@@ -430,12 +147,12 @@ def partition_record(part: dict[str, Any], nodes: dict[str, dict[str, Any]]) -> 
 
 
 def show_partition(arg: str | None) -> list[Record]:
-    parts: list[dict[str, Any]] = _call("GET", "/v1/partitions")
-    nodes = {n["name"]: n for n in _call("GET", "/v1/nodes")}
+    parts: list[dict[str, Any]] = call("GET", "/v1/partitions")
+    nodes = {n["name"]: n for n in call("GET", "/v1/nodes")}
     if arg is not None:
         parts = [p for p in parts if p["name"] == arg]
         if not parts:
-            raise _Fail(f"Partition {arg} not found")
+            raise Fail(f"Partition {arg} not found")
     return [partition_record(p, nodes) for p in parts]
 
 
@@ -443,12 +160,12 @@ def show_partition(arg: str | None) -> list[Record]:
 def show_topology(arg: str | None) -> list[str]:
     """One line per leaf switch, in node order. Spine switches are not on the wire."""
     leaves: dict[str, list[str]] = {}
-    for node in _call("GET", "/v1/nodes"):
+    for node in call("GET", "/v1/nodes"):
         leaves.setdefault(str(node["leaf"]), []).append(str(node["name"]))
     if arg is not None:
         leaves = {k: v for k, v in leaves.items() if k == arg or arg in v}
         if not leaves:
-            raise _Fail(f"scontrol: error: Switch or node {arg} not found")
+            raise Fail(f"scontrol: error: Switch or node {arg} not found")
     return [
         f"SwitchName={leaf} Level=0 LinkSpeed=1 Nodes={compress(names)}"
         for leaf, names in leaves.items()
@@ -466,7 +183,7 @@ def _controller_host() -> str:
 
 def _ping_line() -> tuple[str, bool]:
     try:
-        answer = _call("GET", "/v1/ping")
+        answer = call("GET", "/v1/ping")
         up = bool(answer.get("ok")) if isinstance(answer, dict) else False
     except PhalanxError:
         up = False
@@ -476,12 +193,12 @@ def _ping_line() -> tuple[str, bool]:
 def show_config() -> list[str]:
     """The part of ``slurm.conf`` Phalanx has: its fixed plugins and the priority weights
     of ``priority/multifactor`` (Phalanx's defaults: the weights are not on the wire)."""
-    nodes = _call("GET", "/v1/nodes")
-    parts = _call("GET", "/v1/partitions")
+    nodes = call("GET", "/v1/nodes")
+    parts = call("GET", "/v1/partitions")
     url = os.environ.get("PHALANX_URL", "")
     port = url.rsplit(":", 1)[-1].rstrip("/") if url.count(":") == 2 else "(null)"
     values = {
-        "ClusterName": os.environ.get("PHALANX_CLUSTER", "phalanx"),
+        "ClusterName": cluster_name(),
         "DefMemPerNode": "UNLIMITED",
         "JobCompType": "jobcomp/none",
         "KillWait": "30 sec",
@@ -516,11 +233,11 @@ def show_config() -> list[str]:
 def _hosts(arg: str | None) -> list[str]:
     text = arg if arg is not None else os.environ.get("SLURM_JOB_NODELIST")
     if not text:
-        raise _Fail("scontrol: error: host list is empty")
+        raise Fail("scontrol: error: host list is empty")
     try:
         return expand(text)
     except PhalanxError:
-        raise _Fail(f"scontrol: error: Invalid hostlist: {text}") from None
+        raise Fail(f"scontrol: error: Invalid hostlist: {text}") from None
 
 
 # ------------------------------------------------------------------------------ actions
@@ -536,17 +253,17 @@ def _job_ids(args: list[str]) -> list[str]:
 
 
 def _resolve(text: str) -> int:
-    """The Phalanx job id of ``123`` or ``123_4``; ``_Fail`` if there is none."""
+    """The Phalanx job id of ``123`` or ``123_4``; ``Fail`` if there is none."""
     head, _, tail = text.partition("_")
     if not head.isdigit() or (tail and not tail.isdigit()):
-        raise _Fail(f"Invalid job id specified for job {text}")
+        raise Fail(f"Invalid job id specified for job {text}")
     if not tail:
         return int(head)
-    answer = _call("GET", "/v1/jobs", query={"all": True, "ids": head})
+    answer = call("GET", "/v1/jobs", query={"all": True, "ids": head})
     for job in answer["jobs"]:
         if job.get("array_job_id") == int(head) and job.get("array_task_id") == int(tail):
             return int(job["job_id"])
-    raise _Fail(f"Invalid job id specified for job {text}")
+    raise Fail(f"Invalid job id specified for job {text}")
 
 
 def act(verb: str, args: list[str]) -> int:
@@ -560,16 +277,16 @@ def act(verb: str, args: list[str]) -> int:
         try:
             job_id = _resolve(text)
             if verb == "hold":
-                job = _call("GET", f"/v1/jobs/{job_id}")
+                job = call("GET", f"/v1/jobs/{job_id}")
                 if job["state"] != "PENDING" and job.get("array_job_id") is None:
-                    raise _Fail(f"Job is no longer pending execution for job {text}")
-            changed = _call("POST", f"/v1/jobs/{job_id}/{verb}")["changed"]
+                    raise Fail(f"Job is no longer pending execution for job {text}")
+            changed = call("POST", f"/v1/jobs/{job_id}/{verb}")["changed"]
             if verb == "requeue" and not changed:
-                raise _Fail(f"Job is pending execution for job {text}")
+                raise Fail(f"Job is pending execution for job {text}")
         except ApiError as exc:
-            print(f"{_slurm_error(exc)} for job {text}", file=sys.stderr)
+            print(f"{slurm_error(exc)} for job {text}", file=sys.stderr)
             rc = 1
-        except _Fail as exc:
+        except Fail as exc:
             print(exc, file=sys.stderr)
             rc = 1
     return rc
@@ -605,15 +322,15 @@ def update(args: list[str]) -> int:
         return 1
     try:
         job_id = _resolve(job_text)
-        _call("PATCH", f"/v1/jobs/{job_id}", body=body)
-    except _Fail:
+        call("PATCH", f"/v1/jobs/{job_id}", body=body)
+    except Fail:
         print("slurm_update error: Invalid job id specified", file=sys.stderr)
         return 1
     except ApiError as exc:
         if exc.status == 422 and "time" in body:
             print("scontrol: error: Invalid TimeLimit value", file=sys.stderr)
         else:
-            print(f"slurm_update error: {_slurm_error(exc)}", file=sys.stderr)
+            print(f"slurm_update error: {slurm_error(exc)}", file=sys.stderr)
         return 1
     return 0
 
@@ -703,26 +420,24 @@ def _load_name(args: list[str]) -> str:
 def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
     try:
-        pairs, rest = getopt.gnu_getopt(
-            args, "adhM:oQvV", ["all", "details", "help", "oneliner", "quiet", "usage", "version"]
-        )
-    except getopt.GetoptError as exc:
-        opt = f"-{exc.opt}" if len(exc.opt) == 1 else f"--{exc.opt}"
-        print(f"scontrol: unrecognized option '{opt}'", file=sys.stderr)
-        print('Try "scontrol --help" for more information', file=sys.stderr)
-        return 1
-    flags = {key for key, _ in pairs}
-    if flags & {"-h", "--help", "--usage"}:
+        found, rest = parse_args(args, SCONTROL)
+        clusters = found.get("clusters")
+        if clusters is not None and not clusters_reached(clusters):
+            raise unreachable_clusters("scontrol", clusters)
+    except CommandLineError as exc:
+        print(exc, file=sys.stderr)
+        return exc.status
+    if "help" in found or "usage" in found:
         print("Usage: scontrol [<OPTION>] [<COMMAND>]")
         return 0
-    if flags & {"-V", "--version"}:
+    if "version" in found:
         print(f"slurm {VERSION}")
         return 0
     if not rest:
         print("scontrol: error: no command given (interactive mode is not supported)")
         return 1
-    one_liner = bool(flags & {"-o", "--oneliner"})
-    details = bool(flags & {"-d", "--details"})
+    one_liner = "oneliner" in found
+    details = "details" in found
     command = _word(rest[0], COMMANDS)
     handlers: dict[str, Callable[[], int]] = {
         "show": lambda: _show(rest[1:], one_liner, details),
@@ -737,7 +452,7 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     try:
         return handlers[command]()
-    except _Fail as exc:
+    except Fail as exc:
         print(exc, file=sys.stderr)
         return 1
     except ControllerUnreachable:
@@ -746,7 +461,7 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     except ApiError as exc:
         name = _load_name(rest) if command == "show" else "slurm_update"
-        print(f"{name} error: {_slurm_error(exc)}", file=sys.stderr)
+        print(f"{name} error: {slurm_error(exc)}", file=sys.stderr)
         return 1
 
 

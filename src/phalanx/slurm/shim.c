@@ -1,6 +1,6 @@
 /*
  * The native Slurm shim: `sbatch`, `squeue`, ... as one small program that hands its command
- * to Phalanx's command server (phalanx/slurm/forkserver.py) and exits as the command did.
+ * to Phalanx's command server (phalanx/commandserver) and exits as the command did.
  *
  * Compiled by `phalanx shims DIR` into DIR/.phalanx-shim; DIR/sbatch etc. are links to it and
  * the command is the name it was run by. It starts in well under a millisecond, where a Python

@@ -2,10 +2,10 @@
 
 Scripts run these commands thousands of times, so where a C compiler is found the commands
 are links to one native program (``shim.c``, compiled into ``DIR/.phalanx-shim``) that hands
-each command to the controller's command server (``forkserver``): a warm process that forks
-and runs the command's ``main()`` as the caller, with the caller's descriptors, directory and
-environment. ``srun`` and ``salloc`` (long-lived, relaying a terminal) and every command the
-server cannot take run the Python shims written to ``DIR/.python``.
+each command to the controller's command server (``phalanx.commandserver``): a warm process
+that forks and runs the command's ``main()`` as the caller, with the caller's descriptors,
+directory and environment. ``srun`` and ``salloc`` (long-lived, relaying a terminal) and every
+command the server cannot take run the Python shims written to ``DIR/.python``.
 
 A Python shim starts the interpreter that wrote it with ``-I -S``: no ``site`` (whose ``.pth``
 processing costs more than the command), no user site, no environment variables, no current
@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import phalanx
-from phalanx.slurm.forkserver import COMMANDS as SERVED
+from phalanx.slurm import SERVED
 
 __all__ = [
     "COMMANDS",

@@ -15,8 +15,15 @@ from collections.abc import Callable
 from typing import Any
 
 from phalanx.client.wirecall import ApiError, ControllerUnreachable, WireCaller
-from phalanx.slurm.commandline import Usage, read_options
+from phalanx.slurm.commandline import (
+    CommandLineError,
+    Usage,
+    clusters_reached,
+    parse_args,
+    unreachable_clusters,
+)
 from phalanx.slurm.format import Spec, clock, compress, expand, parse_long, parse_percent, render
+from phalanx.slurm.querytables import SINFO
 
 __all__ = ["main"]
 
@@ -90,29 +97,6 @@ AGGREGATE = frozenset("NDCFn")
 SHORT_NODE_STATE = {"allocated": "alloc", "mixed": "mix", "idle": "idle", "down": "down"}
 STATE_RANK = {"mixed": 0, "allocated": 1, "idle": 2, "down": 3}
 
-SHORT = "adehi:lM:n:No:O:p:rsS:t:vV"
-LONG = [
-    "all",
-    "dead",
-    "exact",
-    "format=",
-    "Format=",
-    "help",
-    "iterate=",
-    "long",
-    "Node",
-    "nodes=",
-    "noheader",
-    "partition=",
-    "responding",
-    "summarize",
-    "sort=",
-    "states=",
-    "usage",
-    "verbose",
-    "version",
-]
-
 
 class _Options:
     def __init__(self) -> None:
@@ -129,39 +113,48 @@ class _Options:
         self.dead = False
 
 
+def _clusters(_: _Options, value: str) -> None:
+    if not clusters_reached(value):
+        raise unreachable_clusters("sinfo", value)
+
+
+def _usage(_: _Options, __: str) -> None:
+    raise Usage("Usage: sinfo [OPTIONS]")
+
+
+def _version(_: _Options, __: str) -> None:
+    raise Usage("slurm 22.05.8 (phalanx)")
+
+
+_HANDLERS: dict[str, Callable[[_Options, str], None]] = {
+    "noheader": lambda o, _: setattr(o, "header", False),
+    "long": lambda o, _: setattr(o, "long", True),
+    "Node": lambda o, _: setattr(o, "node", True),
+    "summarize": lambda o, _: setattr(o, "summary", True),
+    "format": lambda o, v: setattr(o, "format", v),
+    "Format": lambda o, v: setattr(o, "long_format", v),
+    "partition": lambda o, v: setattr(o, "partitions", {p for p in v.split(",") if p}),
+    "nodes": lambda o, v: setattr(o, "nodes", set(expand(v))),
+    "states": lambda o, v: setattr(o, "states", _states(v)),
+    "responding": lambda o, _: setattr(o, "responding", True),
+    "dead": lambda o, _: setattr(o, "dead", True),
+    "clusters": _clusters,
+    "help": _usage,
+    "usage": _usage,
+    "version": _version,
+}
+"""What each implemented option of ``querytables.SINFO`` does to the options."""
+
+
 def _parse(argv: list[str]) -> _Options:
-    pairs, rest = read_options("sinfo", argv, SHORT, LONG)
+    found, rest = parse_args(argv, SINFO)
     if rest:
         raise Usage(f"sinfo: error: Unrecognized option: {rest[0]}")
     opts = _Options()
-    for key, value in pairs:
-        if key in ("-h", "--noheader"):
-            opts.header = False
-        elif key in ("-l", "--long"):
-            opts.long = True
-        elif key in ("-N", "--Node"):
-            opts.node = True
-        elif key in ("-s", "--summarize"):
-            opts.summary = True
-        elif key in ("-o", "--format"):
-            opts.format = value
-        elif key in ("-O", "--Format"):
-            opts.long_format = value
-        elif key in ("-p", "--partition"):
-            opts.partitions = {p for p in value.split(",") if p}
-        elif key in ("-n", "--nodes"):
-            opts.nodes = set(expand(value))
-        elif key in ("-t", "--states"):
-            opts.states = _states(value)
-        elif key in ("-r", "--responding"):
-            opts.responding = True
-        elif key in ("-d", "--dead"):
-            opts.dead = True
-        elif key in ("--help", "--usage"):
-            raise Usage("Usage: sinfo [OPTIONS]")
-        elif key in ("-V", "--version"):
-            raise Usage("slurm 22.05.8 (phalanx)")
-        # Accepted and ignored: -a, -e, -i, -M, -S, -v.
+    for name, value in found.pairs:
+        handler = _HANDLERS.get(name)
+        if handler is not None:
+            handler(opts, value)
     return opts
 
 
@@ -340,7 +333,7 @@ def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
     try:
         opts = _parse(args)
-    except Usage as exc:
+    except CommandLineError as exc:
         print(exc, file=sys.stderr)
         return exc.status
     try:

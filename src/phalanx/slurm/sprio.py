@@ -12,12 +12,20 @@ Exit status: 0, or 1 for a bad option or no controller.
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from typing import Any
 
 from phalanx.client.wirecall import ApiError, ControllerUnreachable, WireCaller
 from phalanx.slurm import UNREACHABLE
-from phalanx.slurm.commandline import Usage, read_options
+from phalanx.slurm.commandline import (
+    CommandLineError,
+    Usage,
+    clusters_reached,
+    parse_args,
+    unreachable_clusters,
+)
 from phalanx.slurm.format import Spec, parse_percent, render
+from phalanx.slurm.querytables import SPRIO
 
 __all__ = ["DEFAULT_FORMAT", "LONG_FORMAT", "main", "value"]
 
@@ -45,22 +53,6 @@ HEADERS = {
 # Slurm column -> Phalanx factor (weighted).
 FACTORS = {"A": "age", "F": "fairshare", "J": "jobsize", "P": "partition", "Q": "qos", "S": "short"}
 
-SHORT = "hj:lM:no:p:u:vVw"
-LONG = [
-    "help",
-    "jobs=",
-    "long",
-    "noheader",
-    "norm",
-    "format=",
-    "partition=",
-    "user=",
-    "usage",
-    "verbose",
-    "version",
-    "weights",
-]
-
 
 class _Options:
     def __init__(self) -> None:
@@ -72,35 +64,56 @@ class _Options:
         self.partitions: set[str] | None = None
 
 
+def _jobs(opts: _Options, text: str) -> None:
+    if not text:
+        return  # a bare -j: every job, as without it
+    opts.jobs = set()
+    for item in text.split(","):
+        if not item.strip().isdigit():
+            raise Usage(f"sprio: error: Invalid job id: {item}")
+        opts.jobs.add(int(item))
+
+
+def _clusters(_: _Options, text: str) -> None:
+    if not clusters_reached(text):
+        raise unreachable_clusters("sprio", text)
+
+
+def _usage(_: _Options, __: str) -> None:
+    raise Usage("Usage: sprio [-j jid[s]] [-u user_name[s]] [-o format] [-p partitions]")
+
+
+def _version(_: _Options, __: str) -> None:
+    raise Usage("slurm 22.05.8")
+
+
+_HANDLERS: dict[str, Callable[[_Options, str], None]] = {
+    "noheader": lambda o, _: setattr(o, "header", False),
+    "long": lambda o, _: setattr(o, "long", True),
+    "format": lambda o, v: setattr(o, "format", v),
+    "jobs": _jobs,
+    "user": lambda o, v: setattr(o, "users", {u for u in v.split(",") if u}),
+    "partition": lambda o, v: setattr(o, "partitions", {p for p in v.split(",") if p}),
+    "clusters": _clusters,
+    "help": _usage,
+    "usage": _usage,
+    "version": _version,
+}
+"""What each implemented option of ``querytables.SPRIO`` does to the options."""
+
+
 def _parse(argv: list[str]) -> _Options:
-    pairs, rest = read_options("sprio", argv, SHORT, LONG)
+    found, rest = parse_args(argv, SPRIO)
+    if rest and "jobs" in found:
+        # -j takes its list only attached (-j5); as Slurm, a bare -j takes the first word.
+        found.set("jobs", rest.pop(0))
     if rest:
         raise Usage(f"sprio: error: Unrecognized option: {rest[0]}")
     opts = _Options()
-    for key, val in pairs:
-        if key in ("-h", "--noheader"):
-            opts.header = False
-        elif key in ("-l", "--long"):
-            opts.long = True
-        elif key in ("-o", "--format"):
-            opts.format = val
-        elif key in ("-j", "--jobs"):
-            opts.jobs = set()
-            for item in val.split(","):
-                if not item.strip().isdigit():
-                    raise Usage(f"sprio: error: Invalid job id: {item}")
-                opts.jobs.add(int(item))
-        elif key in ("-u", "--user"):
-            opts.users = {u for u in val.split(",") if u}
-        elif key in ("-p", "--partition"):
-            opts.partitions = {p for p in val.split(",") if p}
-        elif key in ("-n", "--norm", "-w", "--weights"):
-            # Both need the configured weights, which the controller does not publish.
-            raise Usage(f"sprio: error: {key} is not supported by Phalanx")
-        elif key in ("--help", "--usage"):
-            raise Usage("Usage: sprio [-j jid[s]] [-u user_name[s]] [-o format] [-p partitions]")
-        elif key in ("-V", "--version"):
-            raise Usage("slurm 22.05.8")
+    for name, text in found.pairs:
+        handler = _HANDLERS.get(name)
+        if handler is not None:
+            handler(opts, text)
     return opts
 
 
@@ -160,7 +173,7 @@ def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
     try:
         opts = _parse(args)
-    except Usage as exc:
+    except CommandLineError as exc:
         print(exc, file=sys.stderr)
         return exc.status
     try:

@@ -5,8 +5,11 @@ rows, which keeps a listing of 10,000 jobs cheap to answer and decode. Jobs that
 only when asked for by state (``-t all``, ``-t CD``) and only for ``MIN_JOB_AGE_MS`` after
 they end, as Slurm forgets them. Pending tasks of an array collapse into one ``123_[5-9%2]``
 line unless ``-r``. ``--json``/``--yaml`` print the jobs it would list as Slurm's openapi
-v0.0.38 ``jobs`` document (``phalanx.slurm.openapi``), by job id. Exit status: 0, or 1 for
-bad options, an unknown single ``-j`` id, or no controller.
+v0.0.38 ``jobs`` document (``phalanx.slurm.openapi``), by job id. ``-S`` re-sorts by ``-o``
+letters; ``-w`` keeps jobs on those nodes; ``-i N`` lists again every N seconds; ``-L`` and
+``-R`` match nothing (no licenses, no reservations). Every option is in
+``querytables.SQUEUE``. Exit status: 0, or 1 for bad options, an unknown single ``-j`` id, an
+unreachable ``-M`` cluster, or no controller.
 """
 
 from __future__ import annotations
@@ -15,20 +18,23 @@ import os
 import sys
 import time
 from collections.abc import Callable
-from operator import itemgetter
 from typing import Any
 
 from phalanx.client.wirecall import ApiError, ControllerUnreachable, QueryValue, WireCaller
-from phalanx.slurm.commandline import Usage, read_options
+from phalanx.slurm import jobids
+from phalanx.slurm.commandline import (
+    CommandLineError,
+    Usage,
+    clusters_reached,
+    parse_args,
+    unreachable_clusters,
+)
 from phalanx.slurm.format import (
     LONG_STATE,
     MIN_JOB_AGE_MS,
     SHORT_STATE,
     Spec,
-    clock,
     expand,
-    instant,
-    memory,
     now_ms,
     parse_long,
     parse_percent,
@@ -36,90 +42,35 @@ from phalanx.slurm.format import (
     render,
     template,
 )
+from phalanx.slurm.querytables import SQUEUE
+from phalanx.slurm.squeuefields import (
+    FINAL,
+    HEADERS,
+    LONG_FIELDS,
+    UNLIMITED_MS,
+    cells,
+    planned,
+    value,
+)
 
-__all__ = ["DEFAULT_FORMAT", "main"]
+__all__ = [
+    "DEFAULT_FORMAT",
+    "FINAL",
+    "HEADERS",
+    "LONG_FIELDS",
+    "UNLIMITED_MS",
+    "cells",
+    "main",
+    "value",
+]
 
 Job = dict[str, Any]
 
 DEFAULT_FORMAT = "%.18i %.9P %.8j %.8u %.2t %.10M %.6D %R"
 LONG_FORMAT = "%.18i %.9P %.8j %.8u %.8T %.10M %.9l %.6D %R"
 START_FORMAT = "%.18i %.9P %.8j %.8u %.2t %.19S %.6D %20Y %R"
-UNLIMITED_MS = 365 * 86400 * 1000
-"""What the controller stores for a job without a limit; a pending one prints UNLIMITED."""
-
-HEADERS = {
-    "A": "JOBID",
-    "a": "ACCOUNT",
-    "b": "TRES_PER_NODE",
-    "C": "CPUS",
-    "c": "MIN_CPUS",
-    "D": "NODES",
-    "e": "END_TIME",
-    "F": "ARRAY_JOB_ID",
-    "i": "JOBID",
-    "j": "NAME",
-    "K": "ARRAY_TASK_ID",
-    "k": "COMMENT",
-    "L": "TIME_LEFT",
-    "l": "TIME_LIMIT",
-    "M": "TIME",
-    "m": "MIN_MEMORY",
-    "N": "NODELIST",
-    "o": "COMMAND",
-    "P": "PARTITION",
-    "Q": "PRIORITY",
-    "q": "QOS",
-    "R": "NODELIST(REASON)",
-    "r": "REASON",
-    "S": "START_TIME",
-    "T": "STATE",
-    "t": "ST",
-    "u": "USER",
-    "V": "SUBMIT_TIME",
-    "Y": "SCHEDNODES",
-    "Z": "WORK_DIR",
-}
-
-LONG_FIELDS = {
-    "Account": "a",
-    "ArrayJobID": "F",
-    "ArrayTaskID": "K",
-    "Command": "o",
-    "Comment": "k",
-    "EndTime": "e",
-    "JobArrayID": "i",
-    "JobID": "A",
-    "MinCpus": "c",
-    "MinMemory": "m",
-    "Name": "j",
-    "NodeList": "N",
-    "NumCPUs": "C",
-    "NumNodes": "D",
-    "Partition": "P",
-    "Priority": "Q",
-    "PriorityLong": "Q",
-    "QOS": "q",
-    "Reason": "r",
-    "ReasonList": "R",
-    "SchedNodes": "Y",
-    "StartTime": "S",
-    "State": "T",
-    "StateCompact": "t",
-    "SubmitTime": "V",
-    "TimeLeft": "L",
-    "TimeLimit": "l",
-    "TimeUsed": "M",
-    "tres-per-node": "b",
-    "UserName": "u",
-    "WorkDir": "Z",
-}
-"""``-O`` names -> the ``-o`` letter that prints the same value."""
-
 # Node lists and times are printed whole even when wider than their field, as Slurm does.
 WHOLE = frozenset("NRLlMY")
-FINAL = frozenset(
-    {"COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "PREEMPTED", "NODE_FAIL", "OUT_OF_MEMORY"}
-)
 ACTIVE = frozenset({"PENDING", "RUNNING", "SUSPENDED", "COMPLETING", "REQUEUED"})
 # Slurm's job_states order, by which "-t" sorts (pending first).
 STATE_ORDER = {
@@ -142,36 +93,6 @@ STATE_ORDER = {
     )
 }
 
-SHORT = "A:ahi:j:lM:n:o:O:p:q:rS:t:u:vVw:"
-LONG = [
-    "account=",
-    "all",
-    "array",
-    "format=",
-    "Format=",
-    "help",
-    "hide",
-    "iterate=",
-    "jobs=",
-    "json",
-    "long",
-    "me",
-    "name=",
-    "noconvert",
-    "noheader",
-    "nodelist=",
-    "partition=",
-    "qos=",
-    "sort=",
-    "start",
-    "states=",
-    "user=",
-    "usage",
-    "verbose",
-    "version",
-    "yaml",
-]
-
 
 class _Options:
     def __init__(self) -> None:
@@ -187,7 +108,13 @@ class _Options:
         self.accounts: set[str] | None = None
         self.qos: set[str] | None = None
         self.names: set[str] | None = None
-        self.jobs: list[tuple[int, int | None]] | None = None
+        self.nodes: set[str] | None = None
+        self.jobs: list[jobids.JobId] | None = None
+        self.sort: list[tuple[str, bool]] = []
+        """``-S``: (``-o`` letter, descending), the first key first."""
+        self.iterate: float | None = None
+        self.nothing = False
+        """A filter nothing on Phalanx passes (``-L``, ``-R``): no job is listed."""
         self.document: str | None = None  # "json" or "yaml"
 
 
@@ -195,47 +122,87 @@ def _split(value: str) -> set[str]:
     return {v for v in value.split(",") if v}
 
 
+def _sort(value: str) -> list[tuple[str, bool]]:
+    keys = []
+    for item in (i.strip() for i in value.split(",")):
+        descending = item.startswith("-")
+        letter = item.lstrip("+-")
+        if len(letter) != 1 or letter not in HEADERS:
+            raise Usage(f"squeue: error: Invalid sort specification: {item}")
+        keys.append((letter, descending))
+    return keys
+
+
+def _iterate(opts: _Options, value: str) -> None:
+    try:
+        seconds = float(value)
+    except ValueError:
+        seconds = 0.0
+    if seconds <= 0:
+        raise Usage(f"squeue: error: Error: --iterate={value} must be positive")
+    opts.iterate = seconds
+
+
+def _clusters(_: _Options, value: str) -> None:
+    if not clusters_reached(value):
+        raise unreachable_clusters("squeue", value)
+
+
+def _jobs(opts: _Options, value: str) -> None:
+    if value:  # a bare -j lists every job, as without it
+        opts.jobs = jobids.parse(value, "squeue")
+
+
+def _help(_: _Options, __: str) -> None:
+    raise Usage(_HELP)
+
+
+def _version(_: _Options, __: str) -> None:
+    raise Usage("slurm 22.05.8 (phalanx)")
+
+
+_HANDLERS: dict[str, Callable[[_Options, str], None]] = {
+    "noheader": lambda o, _: setattr(o, "header", False),
+    "array": lambda o, _: setattr(o, "array", True),
+    "long": lambda o, _: setattr(o, "long", True),
+    "start": lambda o, _: setattr(o, "start", True),
+    "format": lambda o, v: setattr(o, "format", v),
+    "Format": lambda o, v: setattr(o, "long_format", v),
+    "states": lambda o, v: setattr(o, "states", _states(v)),
+    "user": lambda o, v: setattr(o, "users", _split(v)),
+    "me": lambda o, _: setattr(o, "users", {_me()}),
+    "partitions": lambda o, v: setattr(o, "partitions", _split(v)),
+    "accounts": lambda o, v: setattr(o, "accounts", _split(v)),
+    "qos": lambda o, v: setattr(o, "qos", _split(v)),
+    "name": lambda o, v: setattr(o, "names", _split(v)),
+    "nodelist": lambda o, v: setattr(o, "nodes", set(expand(v))),
+    "licenses": lambda o, _: setattr(o, "nothing", True),
+    "reservation": lambda o, _: setattr(o, "nothing", True),
+    "jobs": _jobs,
+    "sort": lambda o, v: setattr(o, "sort", _sort(v)),
+    "iterate": _iterate,
+    "clusters": _clusters,
+    "json": lambda o, _: setattr(o, "document", "json"),
+    "yaml": lambda o, _: setattr(o, "document", "yaml"),
+    "help": _help,
+    "usage": _help,
+    "version": _version,
+}
+"""What each implemented option of ``querytables.SQUEUE`` does to the options."""
+
+
 def _parse(argv: list[str]) -> _Options:
-    pairs, rest = read_options("squeue", argv, SHORT, LONG)
+    found, rest = parse_args(argv, SQUEUE)
+    if rest and "jobs" in found:
+        # -j takes its list only attached (-j5); as Slurm, a bare -j takes the first word.
+        found.set("jobs", rest.pop(0))
     if rest:
         raise Usage(f"squeue: error: Unrecognized option: {rest[0]}")
     opts = _Options()
-    for key, value in pairs:
-        if key in ("-h", "--noheader"):
-            opts.header = False
-        elif key in ("-r", "--array"):
-            opts.array = True
-        elif key in ("-l", "--long"):
-            opts.long = True
-        elif key == "--start":
-            opts.start = True
-        elif key in ("-o", "--format"):
-            opts.format = value
-        elif key in ("-O", "--Format"):
-            opts.long_format = value
-        elif key in ("-t", "--states"):
-            opts.states = _states(value)
-        elif key in ("-u", "--user"):
-            opts.users = _split(value)
-        elif key == "--me":
-            opts.users = {_me()}
-        elif key in ("-p", "--partition"):
-            opts.partitions = _split(value)
-        elif key in ("-A", "--account"):
-            opts.accounts = _split(value)
-        elif key in ("-q", "--qos"):
-            opts.qos = _split(value)
-        elif key in ("-n", "--name"):
-            opts.names = _split(value)
-        elif key in ("-j", "--jobs"):
-            opts.jobs = _job_ids(value)
-        elif key in ("--json", "--yaml"):
-            opts.document = key[2:]
-        elif key in ("--help", "--usage"):
-            raise Usage(_HELP)
-        elif key in ("-V", "--version"):
-            raise Usage("slurm 22.05.8 (phalanx)")
-        # Accepted and ignored: -a/--all, --hide, -v, -i, -M, -S, -w, --noconvert.
+    for name, text in found.pairs:
+        handler = _HANDLERS.get(name)
+        if handler is not None:
+            handler(opts, text)
     return opts
 
 
@@ -270,16 +237,6 @@ def _states(value: str) -> set[str]:
             out.add(name)
         else:
             raise Usage(f"squeue: error: Invalid job state specified: {item}")
-    return out
-
-
-def _job_ids(value: str) -> list[tuple[int, int | None]]:
-    out: list[tuple[int, int | None]] = []
-    for item in _split(value):
-        base, _, task = item.partition("_")
-        if not base.isdigit() or (task and not task.isdigit()):
-            raise Usage(f"squeue: error: Invalid job id: {item}")
-        out.append((int(base), int(task) if task else None))
     return out
 
 
@@ -327,8 +284,8 @@ def wire_fields(opts: _Options, specs: list[Spec]) -> list[str]:
     """The ``JobInfo`` fields squeue reads to print ``specs`` with ``opts``: only these
     travel (``GET /v1/jobs/table``), which makes a long listing several times cheaper."""
     out = set(_ALWAYS)
-    for spec in specs:
-        out.update(_NEEDS.get(spec.key, ()))
+    for key in [spec.key for spec in specs] + [key for key, _ in opts.sort]:
+        out.update(_NEEDS.get(key, ()))
     if opts.document is not None:
         from phalanx.slurm.openapi import FIELDS
 
@@ -339,6 +296,7 @@ def wire_fields(opts: _Options, specs: list[Spec]) -> list[str]:
         (opts.users is not None, "user"),
         (opts.accounts is not None, "account"),
         (opts.qos is not None, "qos"),
+        (opts.nodes is not None, "nodelist"),
     ):
         if wanted:
             out.add(field)
@@ -383,19 +341,6 @@ def _recent(job: Job, now: int) -> bool:
     return end is not None and now - end <= MIN_JOB_AGE_MS
 
 
-def _wanted_id(job: Job, wanted: list[tuple[int, int | None]]) -> bool:
-    for base, task in wanted:
-        if task is None and base in (job["job_id"], job.get("array_job_id")):
-            return True
-        if (
-            task is not None
-            and job.get("array_job_id") == base
-            and job.get("array_task_id") == task
-        ):
-            return True
-    return False
-
-
 def select(jobs: list[Job], opts: _Options, now: int) -> list[Job]:
     """The jobs squeue shows, before arrays collapse."""
     states = opts.states if opts.states is not None else ACTIVE
@@ -406,9 +351,14 @@ def select(jobs: list[Job], opts: _Options, now: int) -> list[Job]:
         for job in jobs
         if job["state"] in states and (job["state"] not in FINAL or _recent(job, now))
     ]
+    if opts.nothing:
+        return []
     if opts.jobs is not None:
         wanted = opts.jobs
-        out = [job for job in out if _wanted_id(job, wanted)]
+        out = [job for job in out if jobids.matches(job, wanted)]
+    nodes = opts.nodes
+    if nodes is not None:
+        out = [j for j in out if nodes.intersection(expand(j.get("nodelist") or ""))]
     for field, allowed in (
         ("user", opts.users),
         ("partition", opts.partitions),
@@ -469,8 +419,8 @@ def order(jobs: list[Job], start: bool) -> list[Job]:
         return sorted(
             jobs,
             key=lambda j: (
-                _planned(j) is None,
-                _planned(j) or 0,
+                planned(j) is None,
+                planned(j) or 0,
                 j.get("array_job_id") or j["job_id"],
             ),
         )
@@ -498,175 +448,25 @@ def order(jobs: list[Job], start: bool) -> list[Job]:
     return sorted(jobs, key=key)
 
 
-# ------------------------------------------------------------------------------ fields
-def _time_used(job: Job, now: int) -> int:
-    start = job.get("start")
-    if job["state"] == "PENDING" or start is None:
-        return 0
-    end = int(job.get("end") or now)
-    return max(0, (end - int(start)) // 1000)
+def resort(jobs: list[Job], keys: list[tuple[str, bool]], now: int) -> list[Job]:
+    """``-S``: by each key's value (numbers as numbers), the first key first; ties keep the
+    default order."""
+    values = cells(now)
 
+    def by(letter: str) -> Callable[[Job], tuple[int, float, str]]:
+        def key(job: Job) -> tuple[int, float, str]:
+            value = values[letter](job)
+            if isinstance(value, int | float):
+                return (0, float(value), "")
+            text = str(value)
+            return (0, float(text), "") if text.isdigit() else (1, 0.0, text)
 
-def _elapsed(job: Job, now: int) -> str:
-    if job["state"] == "PENDING":
-        return "0:00"  # clock(0): most jobs of a long listing wait
-    return clock(_time_used(job, now))
+        return key
 
-
-def _limit(job: Job) -> str:
-    limit = int(job["time_limit_ms"])
-    if limit >= UNLIMITED_MS and job["state"] == "PENDING":
-        return "UNLIMITED"
-    return clock(limit // 1000)
-
-
-def _time_left(job: Job, now: int) -> str:
-    if int(job["time_limit_ms"]) >= UNLIMITED_MS and job["state"] == "PENDING":
-        return "UNLIMITED"
-    return clock(int(job["time_limit_ms"]) // 1000 - _time_used(job, now))
-
-
-def _nodes(job: Job) -> int:
-    nodelist = job.get("nodelist") or ""
-    if nodelist and job["state"] != "PENDING":
-        return len(expand(nodelist))
-    return int(job["nodes_requested"])
-
-
-def _min_cpus(job: Job) -> int:
-    return max(1, int(job["cpus"]) // max(1, _nodes(job)))
-
-
-def _reason(job: Job) -> str:
-    state = job["state"]
-    if state == "FAILED":
-        if job.get("signal"):
-            return f"RaisedSignal:{job['signal']}"
-        return "NonZeroExitCode"
-    if state == "TIMEOUT":
-        return "TimeLimit"
-    return str(job["reason"])
-
-
-def _reason_list(job: Job) -> str:
-    state = job["state"]
-    if state == "PENDING":
-        return f"({job['reason']})"
-    if state in ("FAILED", "TIMEOUT"):
-        return f"({_reason(job)})"
-    return str(job.get("nodelist") or "")
-
-
-def _nodelist(job: Job) -> str:
-    return "" if job["state"] == "PENDING" else str(job.get("nodelist") or "")
-
-
-def _job_id(job: Job) -> str:
-    tasks = job.get("array_task_str")
-    base = job.get("array_job_id")
-    if tasks is not None:
-        return f"{base}_[{tasks}]"
-    if base is not None and job.get("array_task_id") is not None:
-        return f"{base}_{job['array_task_id']}"
-    return str(job["job_id"])
-
-
-def _raw_id(job: Job) -> str:
-    # A pending array task has no job id of its own in Slurm: it is the array's record.
-    if job.get("array_task_str") is not None or (
-        job["state"] == "PENDING" and job.get("array_job_id") is not None
-    ):
-        return str(job["array_job_id"])
-    return str(job["job_id"])
-
-
-def _task_id(job: Job) -> str:
-    if job.get("array_task_str") is not None:
-        return str(job["array_task_str"])
-    task = job.get("array_task_id")
-    return "N/A" if task is None else str(task)
-
-
-def _short_state(job: Job) -> str:
-    state = job["state"]
-    return SHORT_STATE.get(state) or str(state)[:2]
-
-
-def _memory(job: Job) -> str:
-    mem = job.get("mem_mb")
-    return memory(int(mem)) if mem else "0"
-
-
-def _tres_per_node(job: Job) -> str:
-    """The GPUs asked for per node (what the job holds may be more: ``--exclusive``)."""
-    per = int(job.get("gpus_per_task") or 0) * int(job.get("ntasks_per_node") or 1)
-    if per <= 0:
-        return "N/A"
-    model = job.get("gpu_model")
-    return f"gres:gpu:{model}:{per}" if model else f"gres:gpu:{per}"
-
-
-def _planned(job: Job) -> int | None:
-    """When a pending job is expected to start: as planned, else its begin time."""
-    return job.get("expected_start") or job.get("begin")
-
-
-def _start(job: Job) -> str:
-    if job["state"] == "PENDING":
-        return instant(_planned(job))
-    return instant(job.get("start"))
-
-
-def _end(job: Job) -> str:
-    state = job["state"]
-    if state in FINAL:
-        return instant(job.get("end"))
-    start = job.get("start")
-    if start is None or state == "PENDING":
-        return "N/A"
-    return instant(start + int(job["time_limit_ms"]))
-
-
-def cells(now: int) -> dict[str, Callable[[Job], object]]:
-    """Each ``-o`` letter's value of a job at ``now``; what squeue prints is ``str()`` of it.
-    Built once per listing, so the loop over the jobs makes one call per field."""
-    return {
-        "i": _job_id,
-        "A": _raw_id,
-        "F": lambda job: job.get("array_job_id") or job["job_id"],
-        "K": _task_id,
-        "a": itemgetter("account"),
-        "P": itemgetter("partition"),
-        "j": itemgetter("name"),
-        "u": itemgetter("user"),
-        "t": _short_state,
-        "T": itemgetter("state"),
-        "M": lambda job: _elapsed(job, now),
-        "l": _limit,
-        "L": lambda job: _time_left(job, now),
-        "D": _nodes,
-        "C": itemgetter("cpus"),
-        "c": _min_cpus,
-        "m": _memory,
-        "b": _tres_per_node,
-        "R": _reason_list,
-        "r": _reason,
-        "N": _nodelist,
-        "S": _start,
-        "V": lambda job: instant(job.get("submit")),
-        "e": _end,
-        "Q": lambda job: round(float(job["priority"])),
-        "q": itemgetter("qos"),
-        "Y": lambda job: job.get("sched_nodes") or "(null)",
-        "Z": lambda job: job.get("workdir") or "",
-        "o": lambda job: " ".join(job.get("command") or ()) or "(null)",
-        "k": lambda job: job.get("comment") or "(null)",
-    }
-
-
-def value(code: str, job: Job, now: int) -> str:
-    """The text of field ``code`` (an ``-o`` letter) for ``job``."""
-    return str(cells(now)[code](job))
+    out = list(jobs)
+    for letter, descending in reversed(keys):
+        out.sort(key=by(letter), reverse=descending)
+    return out
 
 
 # ------------------------------------------------------------------------------ main
@@ -693,9 +493,23 @@ def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
     try:
         opts = _parse(args)
-    except Usage as exc:
+    except CommandLineError as exc:
         print(exc, file=sys.stderr)
         return exc.status
+    if opts.iterate is None:
+        return _once(opts)
+    # -i: the listing again every N seconds, each under the time, until interrupted.
+    try:
+        while True:
+            print(time.strftime("%a %b %d %H:%M:%S %Y"), flush=True)
+            _once(opts)
+            sys.stdout.flush()
+            time.sleep(opts.iterate)
+    except KeyboardInterrupt:
+        return 0
+
+
+def _once(opts: _Options) -> int:
     errors: list[str] = []
     prefix, specs = _specs(opts, errors)
     for line in errors:
@@ -714,7 +528,7 @@ def main(argv: list[str] | None = None) -> int:
     if not _known(jobs, opts, now):
         return 1
     lines: list[str] = []
-    if opts.long:
+    if opts.long and opts.iterate is None:
         lines.append(time.strftime("%a %b %d %H:%M:%S %Y"))
     if opts.header:
         lines.append(render(prefix, specs, [HEADERS[s.key] for s in specs]))
@@ -729,7 +543,7 @@ def _known(jobs: list[Job], opts: _Options, now: int) -> bool:
     wanted = opts.jobs
     if wanted is None or len(wanted) != 1:
         return True
-    if any(_wanted_id(j, wanted) and _recent(j, now) for j in jobs):
+    if any(jobids.matches(j, wanted) and _recent(j, now) for j in jobs):
         return True
     print("slurm_load_jobs error: Invalid job id specified", file=sys.stderr)
     return False
@@ -759,6 +573,8 @@ def listing(jobs: list[Job], opts: _Options, prefix: str, specs: list[Spec], now
     if not opts.array:
         shown = collapse(shown)
     shown = order(shown, opts.start)
+    if opts.sort:
+        shown = resort(shown, opts.sort, now)
     # Column by column, then line by line: every loop over the jobs runs in C.
     fill = template(prefix, specs, WHOLE).__mod__
     values = cells(now)

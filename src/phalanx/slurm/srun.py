@@ -32,17 +32,9 @@ import time
 
 from phalanx.client.wirecall import ControllerUnreachable, WireCaller
 from phalanx.slurm import UNREACHABLE
-from phalanx.slurm.options import (
-    FLAG,
-    OPTIONAL,
-    OPTIONS,
-    VALUE,
-    CommandLineError,
-    Options,
-    OptionTable,
-    parse_args,
-    to_request,
-)
+from phalanx.slurm.commandline import CommandLineError, Options, parse_args
+from phalanx.slurm.jobtable import SRUN
+from phalanx.slurm.options import to_request
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -54,24 +46,8 @@ __all__ = ["SRUN_OPTIONS", "main", "signal_name"]
 PROG = "srun"
 HIDDEN = ".phalanx-srun"
 POLL_S = 0.05
-SRUN_OPTIONS = OptionTable(
-    {
-        **OPTIONS,
-        "label": ("l", FLAG),
-        "unbuffered": ("u", FLAG),
-        "cpu-bind": ("", VALUE),
-        "mpi": ("", VALUE),
-        "overlap": ("", FLAG),
-        "exact": ("", FLAG),
-        "kill-on-bad-exit": ("K", OPTIONAL),
-        "disable-status": ("X", FLAG),
-        "wait": ("W", VALUE),
-        "relative": ("r", VALUE),
-        "ntasks-per-gpu": ("", VALUE),
-    },
-    {"tasks-per-node": "ntasks-per-node", "cpu_bind": "cpu-bind"},
-)
-"""sbatch's options, and those of srun alone (``-l``, ``-u``, ``--cpu-bind``, ``--mpi``...)."""
+SRUN_OPTIONS = SRUN
+"""srun's options (``phalanx.slurm.jobtable``)."""
 _ENDED = frozenset(
     {"COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "PREEMPTED", "NODE_FAIL", "OUT_OF_MEMORY"}
 )
@@ -98,7 +74,7 @@ def signal_name(number: int) -> str:
 
 
 def _srun(argv: list[str], caller: WireCaller | None) -> int:
-    options, command = parse_args(argv, PROG, table=SRUN_OPTIONS)
+    options, command = parse_args(argv, SRUN)
     if "help" in options or "usage" in options:
         print(f"Usage: {PROG} [OPTIONS(0)... [executable(0) [args(0)...]]]")
         return 0
@@ -108,19 +84,24 @@ def _srun(argv: list[str], caller: WireCaller | None) -> int:
     if not command:
         raise CommandLineError([f"{PROG}: fatal: No command given to execute."], 1)
     wire = caller or WireCaller()
-    with _Outputs(options, os.environ.get("SLURM_JOB_ID") or "new") as outputs:
+    # --jobid names the allocation to run in, as SLURM_JOB_ID does (and over it).
+    job = options.get("jobid") or os.environ.get("SLURM_JOB_ID")
+    if job is not None and not job.isdigit():
+        raise CommandLineError([f"{PROG}: error: Invalid job id specified"], 1)
+    with _Outputs(options, job or "new") as outputs:
         command = outputs.stdin_script(command)
-        if os.environ.get("SLURM_JOB_ID"):
-            return _step(wire, options, command, outputs)
+        if job:
+            return _step(wire, options, command, outputs, int(job))
         return _job(wire, options, command, outputs)
 
 
 # ---------------------------------------------------------------------------- in an allocation
-def _step(wire: WireCaller, options: Options, command: list[str], outputs: _Outputs) -> int:
-    job_id = int(os.environ["SLURM_JOB_ID"])
+def _step(
+    wire: WireCaller, options: Options, command: list[str], outputs: _Outputs, job_id: int
+) -> int:
     body: dict[str, Any] = {
         "command": command,
-        "environment": {**os.environ, "SLURM_UMASK": _umask()},
+        "environment": {**os.environ, "SLURM_JOB_ID": str(job_id), "SLURM_UMASK": _umask()},
         "workdir": os.getcwd(),
         **outputs.fields(),
     }
@@ -161,7 +142,7 @@ def _step_state(path: str) -> dict[str, Any] | None:
 
 # ---------------------------------------------------------------------------- outside
 def _job(wire: WireCaller, options: Options, command: list[str], outputs: _Outputs) -> int:
-    request = to_request(options, PROG, os.environ, os.getcwd())
+    request = to_request(options, SRUN, os.environ, os.getcwd())
     body = request.body
     body.update(command=command, **outputs.fields())
     body["environment"]["SLURM_UMASK"] = _umask()

@@ -6,7 +6,8 @@ every job gets its account's fair share, which is Slurm's ``Fairshare=parent``. 
 row says ``parent`` and repeats its account's figures, its FairShare being the factor the
 user's jobs get. Account rows leave FairShare empty, as Slurm's Fair Tree does; the root
 row has no shares and, by definition, an effective usage of 1. RawUsage is the decayed
-usage in GPU-seconds. Without ``-a`` only the caller's user rows are shown.
+usage in GPU-seconds. Without ``-a`` only the caller's user rows are shown; with ``-U`` only
+user rows (no account rows), as Slurm's ``--Users``.
 Exit status: 0, or 1 for a bad option or no controller.
 """
 
@@ -14,12 +15,20 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Callable
 from typing import Any
 
 from phalanx.client.wirecall import ApiError, ControllerUnreachable, WireCaller
 from phalanx.slurm import UNREACHABLE
-from phalanx.slurm.commandline import Usage, read_options
+from phalanx.slurm.commandline import (
+    CommandLineError,
+    Usage,
+    clusters_reached,
+    parse_args,
+    unreachable_clusters,
+)
 from phalanx.slurm.format import fit
+from phalanx.slurm.querytables import SSHARE
 
 __all__ = ["COLUMNS", "LONG_COLUMNS", "main", "rows"]
 
@@ -46,20 +55,25 @@ LONG_COLUMNS = [
     ("TRESRunMins", 30, False),
 ]
 
-SHORT = "aA:hlM:nPu:vV"
-LONG = [
-    "accounts=",
-    "all",
-    "help",
-    "long",
-    "noheader",
-    "parsable",
-    "parsable2",
-    "users=",
-    "usage",
-    "verbose",
-    "version",
+FIELDS = [
+    ("Account", 20, False),
+    ("Cluster", 10, True),
+    ("EffectvUsage", 13, True),
+    ("FairShare", 10, True),
+    ("GrpTRESMins", 30, False),
+    ("GrpTRESRaw", 30, False),
+    ("ID", 6, True),
+    ("LevelFS", 10, True),
+    ("NormShares", 11, True),
+    ("NormUsage", 11, True),
+    ("Partition", 12, True),
+    ("RawShares", 10, True),
+    ("RawUsage", 11, True),
+    ("TRESRunMins", 30, False),
+    ("User", 10, True),
 ]
+"""Every field ``-o`` may name, in Slurm's order: a name stands for the first field it is
+a prefix of, case aside (``eff`` is EffectvUsage)."""
 
 
 def _me() -> str:
@@ -139,30 +153,79 @@ def rows(
     return out
 
 
+def _columns(text: str) -> list[tuple[str, int, bool]]:
+    """``-o Account,User%12,eff``: the fields, each with its width."""
+    out = []
+    for item in (i.strip() for i in text.split(",")):
+        if not item:
+            continue
+        name, _, width = item.partition("%")
+        field = next((f for f in FIELDS if f[0].lower().startswith(name.lower())), None)
+        if field is None or not name:
+            raise Usage(f'sshare: error: Invalid field requested: "{name}"')
+        size = int(width) if width.isdigit() and int(width) else field[1]
+        out.append((field[0], size, field[2]))
+    return out
+
+
+def _users(opts: dict[str, Any], value: str) -> None:
+    if value.strip() == "-1":  # Slurm's word for everyone
+        opts["all"] = True
+        opts.pop("users", None)
+        return
+    opts["all"] = False
+    opts["users"] = opts.get("users", set()) | {u for u in value.split(",") if u}
+
+
+def _clusters(_: dict[str, Any], value: str) -> None:
+    if not clusters_reached(value):
+        raise unreachable_clusters("sshare", value)
+
+
+def _help_fields(_: dict[str, Any], __: str) -> None:
+    raise Usage(" ".join(name for name, _, _ in FIELDS), 0)
+
+
+def _usage(_: dict[str, Any], __: str) -> None:
+    raise Usage("Usage: sshare [OPTION]...")
+
+
+def _version(_: dict[str, Any], __: str) -> None:
+    raise Usage("slurm 22.05.8")
+
+
+_HANDLERS: dict[str, Callable[[dict[str, Any], str], None]] = {
+    "all": lambda o, _: o.update(all=True),
+    "noheader": lambda o, _: o.update(header=False),
+    "long": lambda o, _: o.update(long=True),
+    "parsable": lambda o, _: o.update(sep="|", trail=True),
+    "parsable2": lambda o, _: o.update(sep="|", trail=False),
+    "users": _users,
+    "Users": lambda o, _: o.update(users_only=True),
+    "accounts": lambda o, v: o.update(accounts=o.get("accounts", set()) | set(_split(v))),
+    "format": lambda o, v: o.update(format=o.get("format", []) + _columns(v)),
+    "clusters": _clusters,
+    "helpformat": _help_fields,
+    "help": _usage,
+    "usage": _usage,
+    "version": _version,
+}
+"""What each implemented option of ``querytables.SSHARE`` does to the options."""
+
+
+def _split(value: str) -> list[str]:
+    return [v for v in value.split(",") if v]
+
+
 def _parse(argv: list[str]) -> dict[str, Any]:
-    pairs, rest = read_options("sshare", argv, SHORT, LONG)
+    found, rest = parse_args(argv, SSHARE)
     if rest:
         raise Usage(f"sshare: error: Unrecognized option: {rest[0]}")
     opts: dict[str, Any] = {"all": False, "header": True, "long": False, "sep": None}
-    for key, val in pairs:
-        if key in ("-a", "--all"):
-            opts["all"] = True
-        elif key in ("-h", "--noheader"):
-            opts["header"] = False
-        elif key in ("-l", "--long"):
-            opts["long"] = True
-        elif key == "--parsable":
-            opts["sep"], opts["trail"] = "|", True
-        elif key in ("-P", "--parsable2"):
-            opts["sep"], opts["trail"] = "|", False
-        elif key in ("-u", "--users"):
-            opts["users"] = {u for u in val.split(",") if u}
-        elif key in ("-A", "--accounts"):
-            opts["accounts"] = {a for a in val.split(",") if a}
-        elif key in ("--help", "--usage"):
-            raise Usage("Usage: sshare [OPTION]...")
-        elif key in ("-V", "--version"):
-            raise Usage("slurm 22.05.8")
+    for name, value in found.pairs:
+        handler = _HANDLERS.get(name)
+        if handler is not None:
+            handler(opts, value)
     return opts
 
 
@@ -170,7 +233,7 @@ def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
     try:
         opts = _parse(args)
-    except Usage as exc:
+    except CommandLineError as exc:
         print(exc, file=sys.stderr)
         return exc.status
     try:
@@ -186,7 +249,9 @@ def main(argv: list[str] | None = None) -> int:
     if shown is None and not opts["all"]:
         shown = {_me()}
     table = rows(list(answer), users, shown, opts.get("accounts"))
-    columns = LONG_COLUMNS if opts["long"] else COLUMNS
+    if opts.get("users_only"):
+        table = [row for row in table if row.get("User")]  # -U: user rows alone, as Slurm
+    columns = opts.get("format") or (LONG_COLUMNS if opts["long"] else COLUMNS)
     lines: list[str] = []
     sep = opts["sep"]
     if sep is not None:

@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
+from phalanx.commandserver import SOCKET_NAME
 from phalanx.server.localcluster import LocalCluster
-from phalanx.slurm.forkserver import SOCKET_NAME
 from phalanx.slurm.shims import PYTHON_DIR, write_shims
 
 ROOT_ONLY = pytest.mark.skipif(os.geteuid() != 0, reason="changes user: needs root")
@@ -218,7 +218,7 @@ def start_server(state: Path, uid: int | None = None) -> tuple[subprocess.Popen[
     read_end, write_end = os.pipe()
     become = "" if uid is None else f"os.setgid({uid}); os.setuid({uid}); "
     code = (
-        "import os, sys; from phalanx.slurm import forkserver as f; f.preload(); "
+        "import os, sys; from phalanx.commandserver import server as f; f.preload(); "
         f"{become}sys.exit(f.main(sys.argv[1:]))"
     )
     server = subprocess.Popen(
