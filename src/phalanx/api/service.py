@@ -79,6 +79,10 @@ class StepView(Protocol):
 
 
 class Service(Protocol):
+    """What the routes call; the live ``Controller`` implements it. Called from the event
+    loop's thread only. Refusals are ``PhalanxError``s (``NotFound``, ``NotAllowed``,
+    ``Conflict``, ``SpecError``, ``StateStoreError``), which the routes answer as 4xx/507."""
+
     @property
     def cluster(self) -> Cluster: ...
 
