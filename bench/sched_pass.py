@@ -3,7 +3,7 @@
 Setup (not timed), deterministic for ``--seed``:
 
 1. A running load: jobs of the mix below, each started at a seeded time before ``now`` at which
-   it is still running at ``now``, placed by the engine itself (``Engine.place`` then
+   it is still running at ``now``, placed by the engine itself (``Engine.view.place`` then
    ``Engine.start``; a job that does not fit is withdrawn), until ``--load`` of the GPUs is
    allocated.
 2. ``--pending`` jobs of the same mix, submitted in the last ``--history`` before ``now``.
@@ -12,7 +12,7 @@ The mix: 70% one GPU, 20% 2-8 GPUs on one node, 10% gangs of 2-16 whole 8-GPU no
 limits log-uniform from 10 minutes to 3 days, in whole minutes (``--round-limits``: one of a
 few round values, as users tend to ask for, which lets a pass reuse more failed placements).
 
-Then ONE pass (``TimerFired(now, ("pass",))``) is timed. A pass starts jobs, so every sample
+Then ONE pass (``TimerFired(now, PASS)``) is timed. A pass starts jobs, so every sample
 runs on a fresh deep copy of the engine built once, garbage-collected before the clock starts
 (the collector stays on during the pass). The verdict is the median against the
 target (<= 100 ms); the script exits 0 either way and prints PASS or FAIL.
@@ -40,6 +40,7 @@ from phalanx.domain.jobspec import JobSpec
 from phalanx.domain.state import JobState
 from phalanx.domain.time import DAY, HOUR, MINUTE
 from phalanx.engine import Cancel, Engine, Kill, Launch, Signal, Submit, TimerFired
+from phalanx.engine.timers import PASS
 from phalanx.policies.catalog import POLICIES, profile
 
 TARGET_MS = 100.0
@@ -116,7 +117,7 @@ def build(args: argparse.Namespace, policy: str) -> tuple[Engine, int, int]:
         first = engine.next_id
         engine.handle(Submit(start, spec))
         job = engine.jobs[first]
-        alloc = engine.place(job)
+        alloc = engine.view.place(job)
         if alloc is None:
             engine.handle(Cancel(start, job.id))
             continue
@@ -134,7 +135,7 @@ def _profile(engine: Engine, now: int) -> None:
     """cProfile of one more pass (not among the samples), sorted by own time."""
     gc.collect()
     profiler = cProfile.Profile()
-    profiler.runcall(engine.handle, TimerFired(now, ("pass",)))
+    profiler.runcall(engine.handle, TimerFired(now, PASS))
     stats = pstats.Stats(profiler, stream=sys.stdout)
     stats.sort_stats("tottime").print_stats(15)
 
@@ -219,7 +220,7 @@ def main(argv: list[str] | None = None) -> int:
             copy_s.append(time.perf_counter() - t0)
             gc.collect()  # the copy's garbage is setup's, not the pass's to collect
             t0 = time.perf_counter()
-            out = engine.handle(TimerFired(now, ("pass",)))
+            out = engine.handle(TimerFired(now, PASS))
             times.append((time.perf_counter() - t0) * 1000)
             started = sum(isinstance(c, Launch) for c in out)
             preempted = sum(isinstance(c, Kill | Signal) for c in out)

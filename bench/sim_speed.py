@@ -1,16 +1,29 @@
 """Simulator throughput: replay the Philly trace and report jobs simulated per wall second.
 
-Only ``Simulator.run()`` is timed; reading the trace is timed and printed apart. Each policy is
-run ``--repeat`` times on a fresh simulator; the verdict uses the median jobs/s against the
-target (>= 2,000 jobs/s). The script is a measurement: it exits 0 whether the target is met
-or not, and prints PASS or FAIL.
+Three sections, each one can be skipped:
+
+1. throughput: the trace as it is (``--load``, default 1), ``--policy`` (default phalanx);
+2. deep queues: the same trace with inter-arrival times divided by ``--deep-load`` (default 2,
+   as ``phalanx simulate --load 2``), ``--deep-policy`` (default phalanx, slurm, tiresias);
+3. pass cost: one scheduling pass against queue depth (``--depths``, default 100, 1,000 and
+   10,000 pending) on the same cluster at 90% of its GPUs allocated, built as
+   ``sched_pass.py`` builds its state.
+
+Only ``Simulator.run()`` (or the one pass) is timed; reading the trace is timed and printed
+apart. Each policy is run ``--repeat`` times on a fresh simulator; the verdicts use the median
+jobs/s against the targets (>= 5,000 jobs/s for phalanx at load 1; at the deep load phalanx
+>= 3,000 and slurm >= 1,000). The script is a measurement: it exits 0 whether the targets are
+met or not, and prints PASS or FAIL.
 
     .venv/bin/python bench/sim_speed.py [--limit N] [--repeat N] [--policy NAME ...]
+        [--deep-policy NAME ...] [--skip throughput|deep|pass ...]
 """
 
 from __future__ import annotations
 
 import argparse
+import copy
+import gc
 import os
 import shlex
 import statistics
@@ -19,11 +32,24 @@ import time
 from pathlib import Path
 
 from phalanx.config.clusterspec import regular_cluster
+from phalanx.domain.cluster import Cluster
+from phalanx.domain.time import HOUR
+from phalanx.engine import TimerFired
 from phalanx.policies.catalog import POLICIES, profile
 from phalanx.sim.simulator import Simulator
 from phalanx.sim.traces import read_trace
+from phalanx.sim.workload import TraceJob
 
-TARGET_JOBS_PER_S = 2_000.0
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import sched_pass  # a sibling script, not a package
+
+# Targets in jobs/s, per (section, policy); a policy without one is measured only.
+TARGETS = {
+    ("throughput", "phalanx"): 5_000.0,
+    ("deep", "phalanx"): 3_000.0,
+    ("deep", "slurm"): 1_000.0,
+}
+SECTIONS = ("throughput", "deep", "pass")
 DEFAULT_TRACE = (
     Path(__file__).resolve().parents[1].parent / "shared" / "traces" / "philly" / ("philly.csv")
 )
@@ -49,36 +75,55 @@ def _args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--gpus-per-node", type=int, default=8)
     parser.add_argument("--nodes-per-switch", type=int, default=8)
     parser.add_argument("--repeat", type=int, default=3, help="runs per policy (default 3)")
+    parser.add_argument(
+        "--load", type=float, default=1.0, help="divide inter-arrival times (default 1)"
+    )
+    parser.add_argument(
+        "--deep-policy",
+        action="append",
+        choices=sorted(POLICIES),
+        help="policy for the deep-queue section (repeatable; default phalanx, slurm, tiresias)",
+    )
+    parser.add_argument(
+        "--deep-load", type=float, default=2.0, help="load of the deep-queue section (2)"
+    )
+    parser.add_argument(
+        "--deep-limit", type=int, default=None, help="replay only N jobs in the deep section"
+    )
+    parser.add_argument(
+        "--depths",
+        default="100,1000,10000",
+        help="pending jobs for the pass-cost section, comma separated",
+    )
+    parser.add_argument("--pass-samples", type=int, default=3, help="passes per depth (3)")
+    parser.add_argument(
+        "--skip", action="append", choices=SECTIONS, default=[], help="skip a section"
+    )
     args = parser.parse_args(argv)
-    if args.repeat < 1:
-        parser.error("--repeat must be at least 1")
+    if args.repeat < 1 or args.pass_samples < 1:
+        parser.error("--repeat and --pass-samples must be at least 1")
+    if not (args.load > 0 and args.deep_load > 0):
+        parser.error("--load and --deep-load must be positive")
+    try:
+        args.depths = [int(d) for d in args.depths.split(",") if d]
+    except ValueError:
+        parser.error(f"--depths must be integers separated by commas: {args.depths!r}")
     return args
 
 
-def main(argv: list[str] | None = None) -> int:
-    args = _args(argv)
-    print("$", shlex.join([_python(), *sys.argv]))
-    policies: list[str] = args.policy or ["phalanx"]
-    cluster = regular_cluster(args.nodes, args.gpus_per_node, args.nodes_per_switch)
-
-    t0 = time.perf_counter()
-    workload = read_trace(str(args.trace), "philly", limit=args.limit)
-    read_s = time.perf_counter() - t0
-    print(f"trace: {args.trace} ({len(workload):,} jobs) read in {read_s:.2f} s")
-    print(
-        f"cluster: {args.nodes} nodes x {args.gpus_per_node} GPUs, "
-        f"{args.nodes_per_switch} nodes per leaf switch"
-    )
-    print()
-
-    verdicts: list[tuple[str, float]] = []
-    for name in policies:
+def _replay(
+    section: str, names: list[str], cluster: Cluster, workload: list[TraceJob], repeat: int
+) -> list[tuple[str, str, float]]:
+    """Run each policy ``repeat`` times over ``workload``; (section, policy, median jobs/s)."""
+    verdicts: list[tuple[str, str, float]] = []
+    for name in names:
         rates: list[float] = []
-        print(f"policy {name}")
+        print(f"policy {name}   (load average {os.getloadavg()[0]:.2f})")
         print(
-            f"  {'run':>3}  {'jobs':>8}  {'wall s':>8}  {'cpu s':>8}  {'jobs/s':>9}  {'passes':>8}"
+            f"  {'run':>3}  {'jobs':>8}  {'wall s':>8}  {'cpu s':>8}  {'jobs/s':>9}  "
+            f"{'jobs/cpu-s':>10}  {'passes':>8}"
         )
-        for i in range(args.repeat):
+        for i in range(repeat):
             sim = Simulator(cluster, profile(name), workload, keep_segments=False)
             t0, c0 = time.perf_counter(), time.process_time()
             record = sim.run()
@@ -86,20 +131,93 @@ def main(argv: list[str] | None = None) -> int:
             jobs = len(record.jobs)
             rate = jobs / wall if wall > 0 else float("inf")
             rates.append(rate)
+            per_cpu = jobs / cpu if cpu > 0 else float("inf")
             print(
                 f"  {i + 1:>3}  {jobs:>8,}  {wall:>8.2f}  {cpu:>8.2f}  {rate:>9,.0f}  "
-                f"{record.passes:>8,}"
+                f"{per_cpu:>10,.0f}  {record.passes:>8,}"
             )
         median = statistics.median(rates)
-        verdicts.append((name, median))
+        verdicts.append((section, name, median))
         print(f"  median {median:,.0f} jobs/s")
         print()
+    return verdicts
 
-    for name, median in verdicts:
-        verdict = "PASS" if median >= TARGET_JOBS_PER_S else "FAIL"
+
+def _pass_cost(args: argparse.Namespace, names: list[str]) -> None:
+    """One pass's wall time against queue depth, on this cluster at 90% allocated."""
+    for name in names:
+        print(f"policy {name}   (load average {os.getloadavg()[0]:.2f})")
+        print(f"  {'pending':>8}  {'median ms':>10}  {'min ms':>8}  {'max ms':>8}")
+        for depth in args.depths:
+            state = argparse.Namespace(
+                seed=1,
+                nodes=args.nodes,
+                gpus_per_node=args.gpus_per_node,
+                nodes_per_switch=args.nodes_per_switch,
+                leaves_per_spine=None,
+                load=0.90,
+                round_limits=False,
+                history=12 * HOUR,
+                pending=depth,
+            )
+            base, now, _ = sched_pass.build(state, name)
+            times: list[float] = []
+            for _ in range(args.pass_samples):
+                engine = copy.deepcopy(base)
+                gc.collect()
+                t0 = time.perf_counter()
+                engine.handle(TimerFired(now, ("pass",)))
+                times.append((time.perf_counter() - t0) * 1000)
+            print(
+                f"  {depth:>8,}  {statistics.median(times):>10.1f}  {min(times):>8.1f}  "
+                f"{max(times):>8.1f}"
+            )
+        print()
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _args(argv)
+    print("$", shlex.join([_python(), *sys.argv]))
+    cluster = regular_cluster(args.nodes, args.gpus_per_node, args.nodes_per_switch)
+    print(
+        f"cluster: {args.nodes} nodes x {args.gpus_per_node} GPUs, "
+        f"{args.nodes_per_switch} nodes per leaf switch"
+    )
+    verdicts: list[tuple[str, str, float]] = []
+    sections = [
+        ("throughput", args.policy or ["phalanx"], args.load, args.limit),
+        (
+            "deep",
+            args.deep_policy or ["phalanx", "slurm", "tiresias"],
+            args.deep_load,
+            args.deep_limit if args.deep_limit is not None else args.limit,
+        ),
+    ]
+    for section, names, load, limit in sections:
+        if section in args.skip:
+            continue
+        t0 = time.perf_counter()
+        workload = read_trace(str(args.trace), "philly", limit=limit, load=load)
+        read_s = time.perf_counter() - t0
+        print()
+        print(f"== {section}: load {load:g}")
+        print(f"trace: {args.trace} ({len(workload):,} jobs) read in {read_s:.2f} s")
+        print()
+        verdicts += _replay(section, names, cluster, workload, args.repeat)
+    if "pass" not in args.skip:
+        print("== pass cost against queue depth (90% of GPUs allocated)")
+        print()
+        _pass_cost(args, args.deep_policy or ["phalanx", "slurm", "tiresias"])
+
+    for section, name, median in verdicts:
+        target = TARGETS.get((section, name))
+        if target is None:
+            print(f"info  {section} {name}: median {median:,.0f} jobs/s (no target)")
+            continue
+        verdict = "PASS" if median >= target else "FAIL"
         print(
-            f"{verdict}  {name}: median {median:,.0f} jobs/s "
-            f"(target >= {TARGET_JOBS_PER_S:,.0f} jobs/s)"
+            f"{verdict}  {section} {name}: median {median:,.0f} jobs/s "
+            f"(target >= {target:,.0f} jobs/s)"
         )
     return 0
 

@@ -46,3 +46,17 @@ def test_core_module_reads_no_clock_and_no_randomness(path: Path) -> None:
 
 def test_the_check_sees_every_layer() -> None:
     assert {p.relative_to(SRC).parts[0] for p in CORE_FILES} == set(CORE)
+
+
+def test_one_driver_loop_holds_the_event_heap() -> None:
+    """The simulator, the live controller and the test driver are one loop
+    (``phalanx.runtime.Driver``) with other ports: none of them keeps an event heap of its
+    own."""
+    layers = ("sim", "live", "runtime", "testing")
+    heaps = sorted(
+        str(p.relative_to(SRC))
+        for layer in layers
+        for p in (SRC / layer).rglob("*.py")
+        if "heapq" in imported_modules(p)
+    )
+    assert heaps == ["runtime/driver.py"]

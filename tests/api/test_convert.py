@@ -64,6 +64,7 @@ def test_every_request_field_reaches_the_spec() -> None:
         nice=7,
         comment="hello",
         checkpoint_interval="0:30:00",
+        checkpoint_on_signal=True,
     )
     assert to_spec(req, ALICE) == JobSpec(
         name="llm",
@@ -85,6 +86,7 @@ def test_every_request_field_reaches_the_spec() -> None:
         exclusive=True,
         requeue=False,
         checkpoint_interval=30 * MINUTE,
+        checkpoint_on_signal=True,
         signal=SIGNALS["USR1"],
         signal_lead=90 * SECOND,
         dependencies=(Dependency(DepKind.AFTEROK, (10, 11)), Dependency(DepKind.SINGLETON)),

@@ -281,6 +281,8 @@ def test_missing_files_are_one_line_errors(
         ["--nodes", "2", "--mtbf", "10"],  # --mtbf without --repair
         ["--nodes", "2", "--window", "5"],  # not START:END
         ["--nodes", "2", "--load", "0"],
+        ["--nodes", "2", "--checkpoint-save", "-1"],
+        ["--nodes", "2", "--checkpoint-restore", "soon"],
         ["--nodes", "0"],
         [],  # no cluster for a non-openb trace
     ],
@@ -291,6 +293,26 @@ def test_bad_arguments_exit_2(
     trace = write(tmp_path / "jobs.csv", "submit,runtime,gpus\n0,10,1\n")
     assert main(["simulate", "--trace", trace, "--policy", "fifo", *extra]) == 2
     error_line(capsys)
+
+
+def test_checkpoint_save_and_restore_reach_the_run_and_the_json(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # An 8-GPU job runs; a new one arrives after 2 h and tiresias suspends the first.
+    trace = write(tmp_path / "jobs.csv", "submit,runtime,gpus\n0,36000,8\n7200,600,8\n")
+    figures = {}
+    for save in (0, 40):
+        report = tmp_path / f"run{save}.json"
+        argv = ["simulate", "--trace", trace, "--nodes", "1", "--policy", "tiresias"]
+        argv += ["--checkpoint-save", str(save), "--checkpoint-restore", "20"]
+        assert main([*argv, "--json", str(report)]) == 0, capsys.readouterr().err
+        doc = json.loads(report.read_text(encoding="utf-8"))
+        assert (doc["checkpoint_save_s"], doc["checkpoint_restore_s"]) == (save, 20)
+        figures[save] = doc["policies"]["tiresias"]
+    assert figures[0]["preemptions"] == figures[40]["preemptions"] == 1
+    assert figures[0]["lost_gpu_hours"] == figures[40]["lost_gpu_hours"] == 0
+    evict = figures[40]["evict_gpu_hours"] - figures[0]["evict_gpu_hours"]
+    assert evict == pytest.approx(8 * 40 / 3600)
 
 
 def test_neither_trace_nor_generate(capsys: pytest.CaptureFixture[str]) -> None:

@@ -10,8 +10,20 @@ from phalanx.domain.jobspec import SIGNALS
 from phalanx.domain.state import JobState, Reason
 from phalanx.domain.time import HOUR, MINUTE, SECOND
 from phalanx.engine.commands import PASS, Cleanup, Kill, Launch, Signal, WakeAt
+from phalanx.engine.decisions import (
+    Cancelled,
+    Ended,
+    LaunchLost,
+    NodeFailure,
+    Rejected,
+    Requeued,
+    Started,
+    Submitted,
+    TimedOut,
+)
 from phalanx.engine.engine import KILL_WAIT, Engine
 from phalanx.engine.events import Cancel, Submit, TimerFired, Update
+from phalanx.engine.timers import LimitTimer
 from phalanx.policies.catalog import POLICIES
 from phalanx.testing import EngineDriver, make_job, run_engine, small_cluster
 
@@ -24,10 +36,10 @@ def test_submit_asks_for_a_pass_and_the_pass_launches() -> None:
     launches = [c for c in out if isinstance(c, Launch)]
     assert len(launches) == 1 and launches[0].job_id == 1 and launches[0].run == 1
     assert len(launches[0].alloc.nodes) == 2 and launches[0].alloc.gpus == 16
-    assert WakeAt(5 + HOUR, ("limit", 1, 1)) in out
+    assert WakeAt(5 + HOUR, LimitTimer(1, 1)) in out
     assert engine.jobs[1].state is JobState.RUNNING
     assert engine.state.free_gpus == 32 - 16
-    assert [e[1] for e in engine.decisions.entries] == ["submit", "start"]
+    assert [type(e) for e in engine.decisions.entries] == [Submitted, Started]
 
 
 def test_completion_frees_the_gpus_and_records_the_end() -> None:
@@ -39,7 +51,7 @@ def test_completion_frees_the_gpus_and_records_the_end() -> None:
     assert d.state(j) is JobState.COMPLETED and d.job(j).end == 10 * MINUTE
     assert d.engine.state.free_gpus == 32 and d.engine.state.running == {}
     assert d.sent(Cleanup, j)
-    assert d.decisions("end", j)[0][3] == (1, "COMPLETED")
+    assert d.decisions(Ended, j)[0].state is JobState.COMPLETED
 
 
 def test_nonzero_exit_is_failed_and_cleanup_keeps_gpus_until_done() -> None:
@@ -60,7 +72,7 @@ def test_time_limit_signals_then_kills_and_ends_in_timeout() -> None:
     d.advance(10 * MINUTE)
     assert d.sent(Signal, j) == [Signal(j, 1, SIGNALS["TERM"])]
     assert not d.sent(Kill, j) and d.state(j) is JobState.RUNNING
-    assert d.decisions("timeout", j)
+    assert d.decisions(TimedOut, j)
     d.advance(10 * MINUTE + KILL_WAIT)
     assert d.sent(Kill, j) == [Kill(j, 1)]
     assert d.state(j) is JobState.TIMEOUT
@@ -99,7 +111,7 @@ def test_cancel_pending_and_running() -> None:
     d.cancel(pending)
     assert d.state(pending) is JobState.CANCELLED and d.job(pending).end == 0
     assert d.engine.pending_count() == 0
-    assert d.decisions("end", pending)[0][3] == (0, "CANCELLED")
+    assert d.decisions(Ended, pending)[0].state is JobState.CANCELLED
     d.cancel(running)
     assert [s.signal for s in d.sent(Signal, running)] == [15]  # SIGTERM first
     assert d.state(running) is JobState.RUNNING  # this fake job ignores it
@@ -108,7 +120,7 @@ def test_cancel_pending_and_running() -> None:
     assert d.state(running) is JobState.CANCELLED
     assert d.engine.state.free_gpus == 8
     d.cancel(running)  # cancelling a finished job changes nothing
-    assert len(d.decisions("cancel", running)) == 1
+    assert len(d.decisions(Cancelled, running)) == 1
 
 
 def test_node_failure_requeues_a_running_job_and_it_restarts_elsewhere() -> None:
@@ -119,7 +131,7 @@ def test_node_failure_requeues_a_running_job_and_it_restarts_elsewhere() -> None
     assert alloc is not None
     failed = alloc.nodes[0]
     d.node_down(failed)
-    assert d.decisions("node_fail", j) and d.decisions("requeue", j)
+    assert d.decisions(NodeFailure, j) and d.decisions(Requeued, j)
     job = d.job(j)
     assert job.restarts == 1 and job.state is JobState.RUNNING and job.run == 2
     assert job.alloc is not None and failed not in job.alloc.nodes
@@ -170,8 +182,8 @@ def test_a_job_bigger_than_the_cluster_is_rejected_at_submit() -> None:
     bad_partition = d.submit(make_job(gpus=1, partition="nope"))[0]
     for j in (too_many_nodes, too_many_gpus, bad_partition):
         assert d.state(j) is JobState.FAILED
-        assert d.decisions("reject", j)
-    assert d.decisions("reject", bad_partition)[0][3] == ("InvalidPartition",)
+        assert d.decisions(Rejected, j)
+    assert d.decisions(Rejected, bad_partition)[0].problem == "InvalidPartition"
     d.settle()
     assert d.sent(Launch) == []
 
@@ -181,11 +193,11 @@ def test_more_nodes_than_the_partition_has_waits_for_partition_config() -> None:
     d = EngineDriver(small_cluster(nodes=2, gpus=8, per_leaf=2), "slurm")
     [big] = d.submit(make_job(gpus=1, nodes=3, time_limit=HOUR))
     [nine] = d.submit(make_job(gpus=9))  # no node could ever hold one task: refused
-    assert d.state(nine) is JobState.FAILED and d.decisions("reject", nine)
+    assert d.state(nine) is JobState.FAILED and d.decisions(Rejected, nine)
     [small] = d.submit(make_job(gpus=8, nodes=2), runtime=10 * MINUTE)
     d.settle()
     assert d.state(big) is JobState.PENDING and d.job(big).reason == Reason.PARTITION_CONFIG
-    assert d.job(big).expected_start is None and not d.decisions("reject", big)
+    assert d.job(big).expected_start is None and not d.decisions(Rejected, big)
     assert d.state(small) is JobState.RUNNING and d.job(small).first_start == 0
     d.advance(HOUR)
     assert d.state(small) is JobState.COMPLETED
@@ -219,7 +231,7 @@ def test_launch_failure_forgets_the_allocation_and_retries() -> None:
     [j] = d.submit(make_job(gpus=8))
     d.settle()
     d.fail_launch(j)
-    assert d.decisions("launch_failed", j)
+    assert d.decisions(LaunchLost, j)
     assert d.state(j) is JobState.RUNNING and d.job(j).run == 2  # retried in the next pass
     assert len(d.sent(Launch, j)) == 2
 

@@ -24,7 +24,7 @@ from phalanx.engine import (
     TasksExited,
     TimerFired,
 )
-from phalanx.engine.commands import PASS
+from phalanx.engine.timers import PASS
 from phalanx.live.codec import decode, encode, spec_from_dict, spec_to_dict
 
 FULL = JobSpec(
@@ -48,6 +48,7 @@ FULL = JobSpec(
     exclusive=True,
     requeue=False,
     checkpoint_interval=10 * MINUTE,
+    checkpoint_on_signal=True,
     signal=10,
     signal_lead=90 * SECOND,
     dependencies=(

@@ -15,12 +15,12 @@ from phalanx.domain.jobstep import StepSpec
 from phalanx.domain.rusage import RunUsage
 from phalanx.domain.time import HOUR
 from phalanx.errors import NotAllowed, NotFound, SpecError
-from phalanx.live.clock import FakeClock
 from phalanx.live.controller import Controller
 from phalanx.live.fleet import step_run
 from phalanx.live.journal import SqliteJournal
 from phalanx.policies.catalog import profile
 from phalanx.protocol.agent import AgentHello, AgentReports, RunReport, Usage
+from phalanx.runtime import FakeClock
 
 ALICE = Caller(1000, "alice")
 BOB = Caller(1001, "bob")

@@ -11,7 +11,6 @@ import pytest
 from phalanx.config.clusterspec import regular_cluster
 from phalanx.domain.jobspec import JobSpec
 from phalanx.errors import Fenced
-from phalanx.live.clock import FakeClock
 from phalanx.live.controller import Controller
 from phalanx.live.epochs import MemoryEpochs, SqliteEpochs
 from phalanx.live.fencing import admit, check
@@ -19,6 +18,7 @@ from phalanx.live.fleet import Agent
 from phalanx.live.journal import JournalError, MemoryJournal
 from phalanx.policies.catalog import profile
 from phalanx.protocol.agent import AgentHello, AgentReports, RunReport
+from phalanx.runtime import FakeClock
 
 DEAD_AFTER = 30_000
 LEASE = DEAD_AFTER // 3

@@ -5,21 +5,43 @@ from __future__ import annotations
 import pytest
 
 from phalanx.domain.cluster import PreemptMode
-from phalanx.domain.state import JobState
+from phalanx.domain.state import JobState, transition
 from phalanx.domain.time import HOUR, MINUTE, SECOND
-from phalanx.engine.decisions import Decision
+from phalanx.engine.decisions import (
+    Cancelled,
+    Decision,
+    Ended,
+    Exited,
+    Held,
+    LaunchLost,
+    Preempted,
+    Requeued,
+    Started,
+    Submitted,
+    Unheld,
+)
 from phalanx.live.ledger import Ledger, Share
 from phalanx.sched.capacity import Allocation
 from phalanx.sched.job import Job
 from phalanx.testing import EngineDriver, make_job, small_cluster
 
 
-def _job(job_id: int, gpus: int, checkpoint_interval: int | None = None) -> Job:
+def _job(
+    job_id: int,
+    gpus: int,
+    checkpoint_interval: int | None = None,
+    *,
+    checkpoint_on_signal: bool = False,
+) -> Job:
     """A running job holding ``gpus`` GPUs on node 0."""
-    spec = make_job(gpus=gpus, checkpoint_interval=checkpoint_interval)
+    spec = make_job(
+        gpus=gpus,
+        checkpoint_interval=checkpoint_interval,
+        checkpoint_on_signal=checkpoint_on_signal,
+    )
     job = Job(job_id, job_id, spec, 0, "gpu", 0, HOUR)
     job.alloc = Allocation((0,), (tuple(range(gpus)),), 0, 1, 0)
-    job.state = JobState.RUNNING
+    transition(job, JobState.RUNNING)
     return job
 
 
@@ -44,10 +66,10 @@ def test_a_completed_run_books_compute_and_cleanup() -> None:
     jobs = {1: _job(1, 8)}
     ledger = Ledger()
     decisions: list[Decision] = [
-        (0, "submit", 1, (1,)),
-        (0, "start", 1, (1, (0,))),
-        (1_000, "exit", 1, (1, 0, 0)),
-        (1_500, "end", 1, (1, "COMPLETED")),
+        Submitted(0, 1, 1),
+        Started(0, 1, 1, (0,)),
+        Exited(1_000, 1, 1, 0, 0),
+        Ended(1_500, 1, 1, JobState.COMPLETED),
     ]
     ledger.consume(decisions, jobs)
     share = _share(ledger, 1_500)
@@ -61,9 +83,9 @@ def test_a_completed_run_books_compute_and_cleanup() -> None:
 def test_nothing_is_booked_before_the_run_ends() -> None:
     jobs = {1: _job(1, 4)}
     ledger = Ledger()
-    ledger.consume([(0, "start", 1, (1, (0,))), (500, "exit", 1, (1, 0, 0))], jobs)
+    ledger.consume([Started(0, 1, 1, (0,)), Exited(500, 1, 1, 0, 0)], jobs)
     assert _share(ledger, 500) == Share()  # compute is booked at the end, with cleanup
-    ledger.consume([(600, "end", 1, (1, "COMPLETED"))], jobs)
+    ledger.consume([Ended(600, 1, 1, JobState.COMPLETED)], jobs)
     assert _share(ledger, 600) == Share(compute=4 * 500, cleanup=4 * 100)
 
 
@@ -73,10 +95,10 @@ def test_a_preempted_run_books_eviction_and_loses_work_since_its_checkpoint() ->
     ledger = Ledger()
     ledger.consume(
         [
-            (0, "start", 1, (1, (0,))),
-            (600, "preempt", 1, (1, 2, "REQUEUE")),
-            (1_000, "exit", 1, (1, 0, 9)),
-            (1_000, "requeue", 1, (1,)),
+            Started(0, 1, 1, (0,)),
+            Preempted(600, 1, 1, 2, PreemptMode.REQUEUE),
+            Exited(1_000, 1, 1, 0, 9),
+            Requeued(1_000, 1, 1),
         ],
         jobs,
     )
@@ -90,11 +112,53 @@ def test_a_preempted_run_books_eviction_and_loses_work_since_its_checkpoint() ->
     assert share.eta_sched == pytest.approx(1_000 / 2_000)
 
 
+def test_a_job_that_saved_on_the_signal_and_exited_by_itself_loses_nothing() -> None:
+    # It checkpoints on SIGTERM: preempted at 600 ms, saved and exited at 700 ms (no kill).
+    jobs = {1: _job(1, 2, checkpoint_interval=250, checkpoint_on_signal=True)}
+    ledger = Ledger()
+    ledger.consume(
+        [
+            Started(0, 1, 1, (0,)),
+            Preempted(600, 1, 1, 2, PreemptMode.REQUEUE),
+            Exited(700, 1, 1, 0, 0),
+            Requeued(700, 1, 1),
+        ],
+        jobs,
+    )
+    share = _share(ledger, 700)
+    assert share.lost == 0
+    assert share.compute == 2 * 600 and share.evict == 2 * 100
+    killed = {1: _job(1, 2, checkpoint_interval=250, checkpoint_on_signal=True)}
+    ledger = Ledger()
+    ledger.consume(
+        [
+            Started(0, 1, 1, (0,)),
+            Preempted(600, 1, 1, 2, PreemptMode.REQUEUE),
+            Exited(700, 1, 1, 0, 9),  # killed before its save was done
+            Requeued(700, 1, 1),
+        ],
+        killed,
+    )
+    assert _share(ledger, 700).lost == 2 * 100
+    asked = {1: _job(1, 2, checkpoint_interval=250)}  # a suspension asked it to save
+    ledger = Ledger()
+    ledger.consume(
+        [
+            Started(0, 1, 1, (0,)),
+            Preempted(600, 1, 1, 2, PreemptMode.REQUEUE, True),
+            Exited(700, 1, 1, 0, 0),
+            Requeued(700, 1, 1),
+        ],
+        asked,
+    )
+    assert _share(ledger, 700).lost == 0
+
+
 def test_a_requeue_without_checkpoints_loses_the_whole_run() -> None:
     jobs = {1: _job(1, 4)}
     ledger = Ledger()
     ledger.consume(
-        [(0, "start", 1, (1, (0,))), (300, "exit", 1, (1, 0, 9)), (300, "requeue", 1, (1,))],
+        [Started(0, 1, 1, (0,)), Exited(300, 1, 1, 0, 9), Requeued(300, 1, 1)],
         jobs,
     )
     share = _share(ledger, 300)
@@ -108,9 +172,9 @@ def test_held_pods_book_gang_wait_when_the_gang_starts() -> None:
     ledger = Ledger()
     ledger.consume(
         [
-            (0, "hold", 1, ((0,), 4.0)),
-            (100, "hold", 1, ((1,), 4.0)),
-            (300, "start", 1, (1, (0, 1))),
+            Held(0, 1, (0,), 4.0),
+            Held(100, 1, (1,), 4.0),
+            Started(300, 1, 1, (0, 1)),
         ],
         jobs,
     )
@@ -119,14 +183,12 @@ def test_held_pods_book_gang_wait_when_the_gang_starts() -> None:
 
 def test_released_holds_book_gang_wait() -> None:
     ledger = Ledger()
-    ledger.consume(
-        [(0, "hold", 1, ((0,), 2.0)), (1_000, "unhold", 1, ((0,), 2.0))], {1: _job(1, 2)}
-    )
+    ledger.consume([Held(0, 1, (0,), 2.0), Unheld(1_000, 1, (0,), 2.0)], {1: _job(1, 2)})
     share = _share(ledger, 1_000)
     assert share.gang_wait == 2 * 1_000
     assert share.theta_overhead == 1.0
     # Released holds are gone: a later start books no more gang wait.
-    ledger.consume([(2_000, "start", 1, (1, (0,)))], {1: _job(1, 2)})
+    ledger.consume([Started(2_000, 1, 1, (0,))], {1: _job(1, 2)})
     assert _share(ledger, 2_000).gang_wait == 2 * 1_000
 
 
@@ -135,10 +197,10 @@ def test_a_failed_launch_books_nothing() -> None:
     ledger = Ledger()
     ledger.consume(
         [
-            (0, "start", 1, (1, (0,))),
-            (10, "launch_failed", 1, (1, "no such user")),
-            (20, "exit", 1, (1, 0, 0)),  # stale: no run is open
-            (30, "end", 1, (1, "COMPLETED")),
+            Started(0, 1, 1, (0,)),
+            LaunchLost(10, 1, 1, "no such user"),
+            Exited(20, 1, 1, 0, 0),  # stale: no run is open
+            Ended(30, 1, 1, JobState.COMPLETED),
         ],
         jobs,
     )
@@ -147,7 +209,7 @@ def test_a_failed_launch_books_nothing() -> None:
 
 def test_a_pending_job_cancelled_books_nothing() -> None:
     ledger = Ledger()
-    ledger.consume([(0, "cancel", 1, ("alice",)), (0, "end", 1, (0, "CANCELLED"))], {})
+    ledger.consume([Cancelled(0, 1, "alice"), Ended(0, 1, 0, JobState.CANCELLED)], {})
     assert _share(ledger, 0) == Share()
 
 
@@ -156,12 +218,12 @@ def test_the_window_counts_only_recent_bookings() -> None:
     ledger = Ledger(keep=10 * HOUR)
     ledger.consume(
         [
-            (0, "start", 1, (1, (0,))),
-            (MINUTE, "exit", 1, (1, 0, 0)),
-            (MINUTE, "end", 1, (1, "COMPLETED")),  # booked at 1 min
-            (HOUR, "start", 2, (1, (0,))),
-            (2 * HOUR, "exit", 2, (1, 0, 0)),
-            (2 * HOUR, "end", 2, (1, "COMPLETED")),  # booked at 2 h
+            Started(0, 1, 1, (0,)),
+            Exited(MINUTE, 1, 1, 0, 0),
+            Ended(MINUTE, 1, 1, JobState.COMPLETED),  # booked at 1 min
+            Started(HOUR, 2, 1, (0,)),
+            Exited(2 * HOUR, 2, 1, 0, 0),
+            Ended(2 * HOUR, 2, 1, JobState.COMPLETED),  # booked at 2 h
         ],
         jobs,
     )
@@ -176,7 +238,7 @@ def test_entries_older_than_keep_are_dropped_for_good() -> None:
     jobs = {1: _job(1, 1)}
     ledger = Ledger(keep=HOUR)
     ledger.consume(
-        [(0, "start", 1, (1, (0,))), (10, "exit", 1, (1, 0, 0)), (10, "end", 1, (1, "X"))],
+        [Started(0, 1, 1, (0,)), Exited(10, 1, 1, 0, 0), Ended(10, 1, 1, JobState.FAILED)],
         jobs,
     )
     assert ledger.window(HOUR, 10 * HOUR).compute == 10

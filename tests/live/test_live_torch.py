@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import sys
 from pathlib import Path
 
@@ -27,7 +26,7 @@ dist.destroy_process_group()
 
 
 def test_gloo_all_reduce_across_a_two_node_gang(tmp_path: Path, live: LiveStack) -> None:
-    engine, loop = live.engine, live.loop
+    engine = live.engine
     spec = JobSpec(
         name="allreduce",
         nodes_min=2,
@@ -38,8 +37,8 @@ def test_gloo_all_reduce_across_a_two_node_gang(tmp_path: Path, live: LiveStack)
         command=(sys.executable, "-c", ALL_REDUCE),
         workdir=str(tmp_path),
     )
-    [job_id] = loop.submit(spec)
-    assert asyncio.run(live.driver.run(lambda: engine.jobs[job_id].state.is_final, timeout=120))
+    [job_id] = live.submit(spec)
+    assert live.run(lambda: engine.jobs[job_id].state.is_final, timeout=120)
     out = (tmp_path / f"slurm-{job_id}.out").read_text()
     assert engine.jobs[job_id].state is JobState.COMPLETED, out
     lines = sorted(line for line in out.splitlines() if line and line[0].isdigit())

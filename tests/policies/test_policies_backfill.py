@@ -2,11 +2,18 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 from phalanx.domain.state import JobState, Reason
-from phalanx.domain.time import HOUR, MINUTE
+from phalanx.domain.time import HOUR, MINUTE, SECOND
 from phalanx.engine.commands import Launch
+from phalanx.engine.decisions import Started
+from phalanx.errors import ConfigError
+from phalanx.policies.backfill import BackfillScheduler
+from phalanx.policies.catalog import profile
+from phalanx.sched.profile import Profile
 from phalanx.testing import EngineDriver, make_job, small_cluster
 
 
@@ -34,7 +41,11 @@ def test_fifo_blocks_everything_behind_the_first_blocked_job() -> None:
 
 def test_backfill_starts_a_short_small_job_that_ends_before_the_reservation() -> None:
     d, _, head, small = blocked_head("slurm", 30 * MINUTE)
-    assert d.decisions("start", small)[0][0] == 0
+    # Slurm's main scheduler stops at the blocked head; the backfill pass that starts the
+    # small job comes bf_interval (30 s) after the previous one, at 0.
+    assert d.state(small) is JobState.PENDING
+    d.advance(30 * SECOND)
+    assert d.decisions(Started, small)[0].at == 30 * SECOND
     assert d.state(small) is JobState.RUNNING
     assert d.state(head) is JobState.PENDING
     assert d.job(head).expected_start == HOUR  # EASY: the head's reservation is known
@@ -55,6 +66,7 @@ def test_backfill_does_not_start_a_long_job_that_would_delay_the_reservation(
     profile: str,
 ) -> None:
     d, _, head, small = blocked_head(profile, 2 * HOUR)
+    d.advance(30 * SECOND)  # slurm: the next backfill pass (bf_interval)
     assert d.state(small) is JobState.PENDING and d.job(small).reason == Reason.PRIORITY
     assert d.job(head).expected_start == HOUR
     d.advance(HOUR)
@@ -69,7 +81,7 @@ def test_backfill_may_start_a_long_job_on_what_the_reservation_leaves() -> None:
     [head] = d.submit(make_job(gpus=4, time_limit=HOUR))
     [long] = d.submit(make_job(gpus=2, time_limit=10 * HOUR))
     [more] = d.submit(make_job(gpus=1, time_limit=10 * HOUR))
-    d.settle()
+    d.advance(30 * SECOND)  # the next backfill pass (bf_interval)
     assert d.state(long) is JobState.RUNNING  # 6 + 2 = 8 at the reservation: it still fits
     assert d.state(more) is JobState.PENDING  # no GPU left now
     assert d.state(head) is JobState.PENDING and d.job(head).expected_start == HOUR
@@ -114,3 +126,56 @@ def test_a_backfilled_job_is_launched_with_all_its_gpus() -> None:
         alloc, head_alloc = d.job(long).alloc, d.job(head).alloc
         assert alloc is not None and head_alloc is not None
         assert not set(alloc.devices[0]) & set(head_alloc.devices[0])
+
+
+def bounded(**params: object) -> Profile:
+    """The slurm profile with its backfill parameters replaced by ``params``."""
+    base = profile("slurm")
+    return dataclasses.replace(base, params={**base.params, "sched/backfill": params})
+
+
+def test_max_job_test_leaves_jobs_past_the_bound_as_they_were() -> None:
+    d = EngineDriver(small_cluster(nodes=1, gpus=8, per_leaf=1), bounded(max_job_test=2))
+    d.submit(make_job(gpus=6, time_limit=HOUR))
+    d.settle()
+    ids = [j for _ in range(4) for j in d.submit(make_job(gpus=4, time_limit=HOUR))]
+    d.settle()
+    # Only the first two were looked at (blocked: Resources, then Priority); the others were
+    # never tested, as Slurm's bf_max_job_test leaves them, and keep no reason yet.
+    assert [d.job(j).reason for j in ids] == [
+        Reason.RESOURCES,
+        Reason.PRIORITY,
+        Reason.NONE,
+        Reason.NONE,
+    ]
+
+
+def test_resolution_rounds_running_ends_up_on_the_timeline() -> None:
+    d = EngineDriver(small_cluster(nodes=1, gpus=8, per_leaf=1), bounded(resolution_ms=MINUTE))
+    d.submit(make_job(gpus=8, time_limit=HOUR + SECOND), runtime=HOUR)
+    d.settle()
+    [head] = d.submit(make_job(gpus=8, time_limit=HOUR))
+    d.settle()
+    assert d.job(head).expected_start == HOUR + MINUTE  # HOUR + 1 s, rounded up
+
+
+def test_between_backfill_passes_only_the_top_of_the_queue_may_start() -> None:
+    d = EngineDriver(small_cluster(nodes=1, gpus=8, per_leaf=1), bounded(interval_ms=MINUTE))
+    [running] = d.submit(make_job(gpus=6, time_limit=HOUR), runtime=HOUR)
+    d.settle()  # a backfill pass at 0: the next is due at 1 min
+    assert d.state(running) is JobState.RUNNING
+    [head] = d.submit(make_job(gpus=8, time_limit=HOUR))
+    [small] = d.submit(make_job(gpus=2, time_limit=10 * MINUTE))
+    d.settle()  # the main scheduler stops at the blocked head
+    assert d.state(small) is JobState.PENDING and d.job(head).reason == Reason.RESOURCES
+    d.advance(MINUTE - 1)
+    assert d.state(small) is JobState.PENDING
+    d.advance(MINUTE)  # the backfill pass it asked for
+    assert d.decisions(Started, small)[0].at == MINUTE
+
+
+@pytest.mark.parametrize("key", ["max_job_test", "resolution_ms", "interval_ms", "queue_depth"])
+@pytest.mark.parametrize("value", [0, -5, "10", 1.5])
+def test_a_bound_that_is_not_a_positive_integer_is_refused(key: str, value: object) -> None:
+    with pytest.raises(ConfigError, match=key):
+        BackfillScheduler({key: value})

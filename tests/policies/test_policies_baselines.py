@@ -5,7 +5,9 @@ from __future__ import annotations
 import dataclasses
 
 from phalanx.domain.state import JobState, Reason
-from phalanx.domain.time import HOUR, MINUTE
+from phalanx.domain.time import HOUR, MINUTE, SECOND
+from phalanx.engine.commands import Signal
+from phalanx.engine.decisions import Deadlocked, Preempted, Unheld
 from phalanx.policies.catalog import POLICIES
 from phalanx.testing import EngineDriver, make_job, small_cluster
 
@@ -31,8 +33,8 @@ def test_k8s_holds_partial_pods_and_counts_the_deadlock_once() -> None:
     assert d.job(a).reason == Reason.GANG_WAIT and d.job(b).reason == Reason.GANG_WAIT
     assert d.engine.state.free_gpus == 0
     assert d.engine.deadlocks == 1
-    [entry] = d.decisions("deadlock")
-    assert entry[3][0] == (a, b)
+    [entry] = d.decisions(Deadlocked)
+    assert entry.jobs == (a, b)
     d.advance(5 * MINUTE)  # more passes while stuck do not count the same deadlock again
     d.run_pass()
     assert d.engine.deadlocks == 1
@@ -41,9 +43,9 @@ def test_k8s_holds_partial_pods_and_counts_the_deadlock_once() -> None:
 def test_k8s_releases_holds_after_the_timeout() -> None:
     d, _, a, b = k8s_deadlock()
     d.advance(10 * MINUTE)
-    unheld = {e[2] for e in d.decisions("unhold")}
+    unheld = {e.job_id for e in d.decisions(Unheld)}
     assert unheld == {a, b}
-    assert all(e[0] == 10 * MINUTE for e in d.decisions("unhold"))
+    assert all(e.at == 10 * MINUTE for e in d.decisions(Unheld))
 
 
 def test_k8s_gang_runs_once_its_last_pod_is_placed() -> None:
@@ -104,10 +106,12 @@ def test_tiresias_preempts_a_job_of_a_lower_priority_queue() -> None:
     d.advance(2 * HOUR)  # 16 GPU-hours attained: queue 2
     [new] = d.submit(make_job(gpus=8, time_limit=HOUR))
     d.settle()
-    assert [e[2] for e in d.decisions("preempt")] == [old]
+    assert [e.job_id for e in d.decisions(Preempted)] == [old]
+    assert [s.job_id for s in d.sent(Signal)] == [old]  # suspended: asked to checkpoint now
+    d.advance(2 * HOUR + MINUTE)  # the kill after the suspend grace
     assert d.state(new) is JobState.RUNNING
     assert d.state(old) is JobState.PENDING and d.job(old).restarts == 1
-    assert d.job(old).attained_gpu_ms == 16 * HOUR
+    assert d.job(old).attained_gpu_ms == 8 * (2 * HOUR + MINUTE)
 
 
 def test_tiresias_does_not_preempt_within_the_same_queue() -> None:
@@ -117,7 +121,7 @@ def test_tiresias_does_not_preempt_within_the_same_queue() -> None:
     d.advance(5 * MINUTE)  # 40 GPU-minutes: still queue 0
     [new] = d.submit(make_job(gpus=8))
     d.settle()
-    assert d.decisions("preempt") == []
+    assert d.decisions(Preempted) == []
     assert d.state(old) is JobState.RUNNING and d.state(new) is JobState.PENDING
 
 
@@ -132,3 +136,36 @@ def test_volcano_serves_the_account_with_the_lowest_share_first() -> None:
     d.settle()
     assert d.state(a1) is JobState.RUNNING and d.state(b1) is JobState.RUNNING
     assert d.state(a2) is JobState.PENDING and d.state(a3) is JobState.PENDING
+
+
+def test_tiresias_waits_for_a_victim_still_saving_rather_than_preempting_another() -> None:
+    d = EngineDriver(small_cluster(nodes=2, gpus=8, per_leaf=2), "tiresias")
+    [a] = d.submit(make_job(gpus=8, time_limit=100 * HOUR))
+    [b] = d.submit(make_job(gpus=8, time_limit=100 * HOUR))
+    d.settle()
+    d.advance(2 * HOUR)  # both in the last queue
+    [new] = d.submit(make_job(gpus=8, time_limit=HOUR))
+    d.settle()
+    [first] = d.decisions(Preempted)
+    d.advance(2 * HOUR + 10 * SECOND)
+    d.run_pass()  # another pass within the victim's grace
+    assert d.decisions(Preempted) == [first]
+    d.advance(2 * HOUR + MINUTE)
+    assert d.state(new) is JobState.RUNNING
+    assert sorted(d.state(j) is JobState.RUNNING for j in (a, b)) == [False, True]
+
+
+def test_tiresias_preempts_by_the_queues_of_the_priority_plugin() -> None:
+    # Thresholds set on priority/las alone also decide whom sched/tiresias may preempt.
+    base = POLICIES["tiresias"]
+    params = {"priority/las": {"thresholds_gpu_ms": [100 * HOUR]}}
+    d = EngineDriver(
+        small_cluster(nodes=1, gpus=8, per_leaf=1), dataclasses.replace(base, params=params)
+    )
+    [old] = d.submit(make_job(gpus=8, time_limit=100 * HOUR))
+    d.settle()
+    d.advance(2 * HOUR)  # 16 GPU-hours: still the first of two queues
+    [new] = d.submit(make_job(gpus=8, time_limit=HOUR))
+    d.advance(3 * HOUR)
+    assert d.decisions(Preempted) == [] and d.state(new) is JobState.PENDING
+    assert d.state(old) is JobState.RUNNING

@@ -6,6 +6,7 @@ from phalanx.domain.cluster import PreemptMode
 from phalanx.domain.state import JobState
 from phalanx.domain.time import HOUR, MINUTE, SECOND
 from phalanx.engine.commands import Kill, Signal
+from phalanx.engine.decisions import Preempted, Requeued
 from phalanx.testing import EngineDriver, make_job, small_cluster
 
 
@@ -18,14 +19,14 @@ def test_high_qos_preempts_the_victim_with_least_work_since_its_checkpoint() -> 
     d.advance(25 * MINUTE)  # ckpt would lose 5 min of work, plain 25 min
     [high] = d.submit(make_job(gpus=8, qos="high"))
     d.settle()
-    preempts = d.decisions("preempt")
-    assert [(e[2], e[3][1]) for e in preempts] == [(ckpt, high)]
+    preempts = d.decisions(Preempted)
+    assert [(e.job_id, e.for_job) for e in preempts] == [(ckpt, high)]
     assert d.sent(Kill, ckpt) and not d.sent(Kill, plain)
     assert d.state(high) is JobState.RUNNING
     assert d.state(plain) is JobState.RUNNING
     victim = d.job(ckpt)
     assert victim.state is JobState.PENDING and victim.restarts == 1
-    assert d.decisions("requeue", ckpt)
+    assert d.decisions(Requeued, ckpt)
 
 
 def test_a_job_of_an_unknown_qos_is_preempted_as_a_normal_one() -> None:
@@ -34,7 +35,7 @@ def test_a_job_of_an_unknown_qos_is_preempted_as_a_normal_one() -> None:
     d.settle()
     [high] = d.submit(make_job(gpus=8, qos="high"))
     d.settle()
-    assert [(e[2], e[3][1]) for e in d.decisions("preempt")] == [(victim, high)]
+    assert [(e.job_id, e.for_job) for e in d.decisions(Preempted)] == [(victim, high)]
     assert d.state(high) is JobState.RUNNING and d.job(victim).spec.qos == "nosuchqos"
 
 
@@ -51,7 +52,7 @@ def test_a_gang_is_preempted_whole_and_victims_not_needed_are_dropped() -> None:
     # gang's removal frees a whole node (node 1); the single job is then not needed.
     [high] = d.submit(make_job(gpus=8, qos="high"))
     d.settle()
-    assert [e[2] for e in d.decisions("preempt")] == [gang]
+    assert [e.job_id for e in d.decisions(Preempted)] == [gang]
     assert d.state(high) is JobState.RUNNING and d.state(single) is JobState.RUNNING
     assert d.state(gang) is JobState.PENDING and d.job(gang).restarts == 1
     d2 = EngineDriver(small_cluster(nodes=2, gpus=8, per_leaf=2), "slurm")
@@ -59,7 +60,7 @@ def test_a_gang_is_preempted_whole_and_victims_not_needed_are_dropped() -> None:
     d2.settle()
     [high2] = d2.submit(make_job(gpus=2, qos="high"))
     d2.settle()
-    assert [e[2] for e in d2.decisions("preempt")] == [gang2]
+    assert [e.job_id for e in d2.decisions(Preempted)] == [gang2]
     assert d2.job(gang2).state is JobState.PENDING and d2.job(gang2).alloc is None
     alloc = d2.job(high2).alloc
     assert alloc is not None and d2.engine.state.free_gpus == 16 - 2
@@ -97,7 +98,7 @@ def test_normal_does_not_preempt_and_fifo_has_no_preemption() -> None:
         d.settle()
         later = d.submit(make_job(gpus=8, qos="normal" if profile == "slurm" else "high"))
         d.settle()
-        assert d.decisions("preempt") == []
+        assert d.decisions(Preempted) == []
         assert d.state(first) is JobState.RUNNING and d.state(later[0]) is JobState.PENDING
 
 
@@ -113,7 +114,7 @@ def test_preemptor_gets_the_resources_it_freed() -> None:
     d.settle()
     d.advance(MINUTE, max_events=10_000)
     assert d.state(high) is JobState.RUNNING
-    assert len(d.decisions("preempt")) <= 2
+    assert len(d.decisions(Preempted)) <= 2
     assert d.job(small).restarts <= 1
 
 
@@ -127,4 +128,4 @@ def test_high_qos_job_preempts_even_when_the_cluster_is_full_and_a_job_ranks_abo
     [small] = d.submit(make_job(gpus=2, time_limit=MINUTE))
     d.settle()
     assert d.job(small).priority > d.job(high).priority
-    assert [e[2] for e in d.decisions("preempt")] == [victim]
+    assert [e.job_id for e in d.decisions(Preempted)] == [victim]

@@ -29,7 +29,9 @@ def two_leaves() -> Occupancy:
 def test_eight_node_job_lands_in_one_leaf_when_one_has_room() -> None:
     state = two_leaves()
     use(state, 3, 1, 1)  # leaf 0 now has only 7 whole-free nodes for an 8-GPU-per-node gang
-    chosen = SELECT.place(state, state.cap, shape(8, 8), 8, None)
+    chosen = SELECT.place(
+        state, state.cap, shape(8, 8), state.eligible(state.cap, shape(8, 8)), 8, None
+    )
     assert chosen is not None and len(set(chosen)) == 8
     assert {state.leaf_of[i] for i in chosen} == {1}
 
@@ -39,7 +41,9 @@ def test_eight_node_job_prefers_the_leaf_with_fewest_eligible_nodes() -> None:
     state = two_leaves()
     for node, job_id in ((9, 1), (10, 2)):
         use(state, node, 8, job_id)
-    chosen = SELECT.place(state, state.cap, shape(8, 4), 4, None)
+    chosen = SELECT.place(
+        state, state.cap, shape(8, 4), state.eligible(state.cap, shape(8, 4)), 4, None
+    )
     assert chosen is not None and {state.leaf_of[i] for i in chosen} == {1}
 
 
@@ -47,26 +51,45 @@ def test_gang_straddles_the_fewest_leaves_only_when_it_must_and_max_leaves_forbi
     state = two_leaves()
     use(state, 3, 1, 1)
     use(state, 12, 1, 2)  # 7 + 7 eligible nodes
-    chosen = SELECT.place(state, state.cap, shape(8, 8), 8, None)
+    chosen = SELECT.place(
+        state, state.cap, shape(8, 8), state.eligible(state.cap, shape(8, 8)), 8, None
+    )
     assert chosen is not None and {state.leaf_of[i] for i in chosen} == {0, 1}
-    assert SELECT.place(state, state.cap, shape(8, 8), 8, 1) is None
-    assert SELECT.place(state, state.cap, shape(8, 8), 8, 2) is not None
+    assert (
+        SELECT.place(state, state.cap, shape(8, 8), state.eligible(state.cap, shape(8, 8)), 8, 1)
+        is None
+    )
+    assert (
+        SELECT.place(state, state.cap, shape(8, 8), state.eligible(state.cap, shape(8, 8)), 8, 2)
+        is not None
+    )
 
 
 def test_single_node_job_goes_to_the_fullest_node_that_fits() -> None:
     state = Occupancy(small_cluster(nodes=4, gpus=8, per_leaf=4))
     use(state, 2, 6, 1)  # 2 free
     use(state, 1, 4, 2)  # 4 free
-    assert SELECT.place(state, state.cap, shape(2), 1, None) == [2]
-    assert SELECT.place(state, state.cap, shape(3), 1, None) == [1]
-    assert SELECT.place(state, state.cap, shape(5), 1, None) == [0]
-    assert SELECT.place(state, state.cap, shape(9), 1, None) is None
+    assert SELECT.place(
+        state, state.cap, shape(2), state.eligible(state.cap, shape(2)), 1, None
+    ) == [2]
+    assert SELECT.place(
+        state, state.cap, shape(3), state.eligible(state.cap, shape(3)), 1, None
+    ) == [1]
+    assert SELECT.place(
+        state, state.cap, shape(5), state.eligible(state.cap, shape(5)), 1, None
+    ) == [0]
+    assert (
+        SELECT.place(state, state.cap, shape(9), state.eligible(state.cap, shape(9)), 1, None)
+        is None
+    )
 
 
 def test_single_node_tie_goes_to_the_fuller_leaf() -> None:
     state = Occupancy(small_cluster(nodes=4, gpus=8, per_leaf=2))
     use(state, 3, 8, 1)  # leaf 1 is fuller; nodes 0, 1, 2 all have 8 free
-    assert SELECT.place(state, state.cap, shape(1), 1, None) == [2]
+    assert SELECT.place(
+        state, state.cap, shape(1), state.eligible(state.cap, shape(1)), 1, None
+    ) == [2]
 
 
 def test_spread_and_binpack_order_nodes_by_free_gpus() -> None:
@@ -74,10 +97,19 @@ def test_spread_and_binpack_order_nodes_by_free_gpus() -> None:
     use(state, 0, 2, 1)  # 6 free
     use(state, 1, 6, 2)  # 2 free
     spread, binpack = SpreadSelect({}), BinpackSelect({})
-    assert spread.place(state, state.cap, shape(2), 1, None) == [2]
-    assert binpack.place(state, state.cap, shape(2), 1, None) == [1]
-    assert binpack.place(state, state.cap, shape(2, 2), 2, None) == [1, 0]
-    assert spread.place(state, state.cap, shape(7, 2), 2, None) is None
+    assert spread.place(
+        state, state.cap, shape(2), state.eligible(state.cap, shape(2)), 1, None
+    ) == [2]
+    assert binpack.place(
+        state, state.cap, shape(2), state.eligible(state.cap, shape(2)), 1, None
+    ) == [1]
+    assert binpack.place(
+        state, state.cap, shape(2, 2), state.eligible(state.cap, shape(2, 2)), 2, None
+    ) == [1, 0]
+    assert (
+        spread.place(state, state.cap, shape(7, 2), state.eligible(state.cap, shape(7, 2)), 2, None)
+        is None
+    )
 
 
 def test_switches_with_wait_holds_the_job_then_relaxes_after_switches_wait() -> None:

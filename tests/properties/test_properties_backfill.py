@@ -17,6 +17,7 @@ from phalanx.domain.jobspec import JobSpec
 from phalanx.domain.state import JobState, Reason
 from phalanx.domain.time import MINUTE, Instant
 from phalanx.engine.events import TimerFired
+from phalanx.engine.timers import PASS
 from phalanx.testing import EngineDriver, make_job, small_cluster
 
 
@@ -55,7 +56,7 @@ def test_the_reserved_head_starts_no_later_than_its_expected_start(
         event = d.step()
         if event is None:
             break
-        if isinstance(event, TimerFired) and event.key == ("pass",):
+        if isinstance(event, TimerFired) and event.key == PASS:
             for job in d.engine.jobs.values():
                 if job.state is JobState.PENDING and job.expected_start is not None:
                     promised.setdefault(job.id, job.expected_start)

@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 
 from phalanx.domain.cluster import Cluster
 from phalanx.domain.time import MINUTE, SECOND
+from phalanx.engine.decisions import Ended, Held, LaunchLost, Requeued, Started, Unheld
 from phalanx.policies.catalog import POLICIES
 from phalanx.sim.records import RunRecord
 from phalanx.sim.simulator import Simulator
@@ -94,29 +95,25 @@ def check_capacity(sim: Simulator, finished: bool) -> None:
     held: dict[int, list[tuple[int, ...]]] = defaultdict(list)
     current: dict[int, tuple[int, ...]] = {}
     jobs = sim.engine.jobs
-    for at, kind, job_id, detail in sim.engine.decisions.entries:
-        if kind == "start":
-            nodes = detail[1]
-            assert isinstance(nodes, tuple)
-            current[job_id] = nodes
-            for n in nodes:
-                used[n] += jobs[job_id].spec.gpus_per_node
-        elif kind in ("end", "requeue", "launch_failed") and job_id in current:
-            for n in current.pop(job_id):
-                used[n] -= jobs[job_id].spec.gpus_per_node
-        elif kind == "hold":
-            nodes, gpus = detail
-            assert isinstance(nodes, tuple) and isinstance(gpus, float)
-            held[job_id].append(nodes)
-            for n in nodes:
-                used[n] += gpus / len(nodes)
-        elif kind == "unhold":
-            nodes, gpus = detail
-            assert isinstance(nodes, tuple) and isinstance(gpus, float)
-            for n in nodes:
-                used[n] -= gpus / len(nodes)
+    for d in sim.engine.decisions.entries:
+        match d:
+            case Started(job_id=job_id, nodes=nodes):
+                current[job_id] = nodes
+                for n in nodes:
+                    used[n] += jobs[job_id].spec.gpus_per_node
+            case Ended(job_id=job_id) | Requeued(job_id=job_id) | LaunchLost(job_id=job_id):
+                if job_id in current:
+                    for n in current.pop(job_id):
+                        used[n] -= jobs[job_id].spec.gpus_per_node
+            case Held(job_id=job_id, nodes=nodes, gpus=gpus):
+                held[job_id].append(nodes)
+                for n in nodes:
+                    used[n] += gpus / len(nodes)
+            case Unheld(nodes=nodes, gpus=gpus):
+                for n in nodes:
+                    used[n] -= gpus / len(nodes)
         for n, gpus in used.items():
-            assert -1e-9 <= gpus <= cluster.nodes[n].gpus + 1e-9, (at, kind, job_id, n, gpus)
+            assert -1e-9 <= gpus <= cluster.nodes[n].gpus + 1e-9, (d, n, gpus)
     if finished:
         assert not current and all(abs(g) < 1e-9 for g in used.values())
 
@@ -127,12 +124,11 @@ def check_whole_gangs(sim: Simulator) -> None:
     held: dict[tuple[int, int], list[tuple[int, float]]] = defaultdict(list)
     for seg in sim.executor.segments:
         held[(seg.job_id, seg.start)].append((seg.node, seg.gpus))
-    for at, kind, job_id, detail in sim.engine.decisions.entries:
-        if kind != "start":
+    for d in sim.engine.decisions.entries:
+        if type(d) is not Started:
             continue
+        job_id, nodes, at = d.job_id, d.nodes, d.at
         spec = sim.engine.jobs[job_id].spec
-        nodes = detail[1]
-        assert isinstance(nodes, tuple)
         assert spec.nodes_min <= len(nodes) <= spec.nodes_max
         assert len(set(nodes)) == len(nodes)
         segs = held[(job_id, at)]

@@ -17,7 +17,7 @@ def placer(state: Occupancy, gpus: int, nodes: int = 1):  # type: ignore[no-unty
     shape = Shape.of(make_job(gpus=gpus, nodes=nodes), "gpu")
 
     def place(cap: Capacity) -> Allocation | None:
-        chosen = SELECT.place(state, cap, shape, nodes, None)
+        chosen = SELECT.place(state, cap, shape, state.eligible(cap, shape), nodes, None)
         return None if chosen is None else state.allocation(cap, shape, chosen)
 
     return place

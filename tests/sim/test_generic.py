@@ -105,6 +105,10 @@ def test_jsonl_matches_csv(tmp_path: Path) -> None:
         ({"submit": 1, "runtime": 1, "gpus": 2, "gpu_milli": 500}, "gpu_milli"),
         ({"submit": 1, "runtime": 1, "gpus": 1, "time_limit": 0}, "time_limit"),
         ({"submit": 1, "runtime": 1, "gpus": 1, "mem_mb": -5}, "mem_mb"),
+        (
+            {"submit": 1, "runtime": 1, "gpus": 1, "checkpoint_on_signal": "maybe"},
+            "checkpoint_on_signal",
+        ),
     ],
 )
 def test_malformed_rows_name_line_and_field(
@@ -115,6 +119,18 @@ def test_malformed_rows_name_line_and_field(
     with pytest.raises(TraceError) as info:
         read_trace(path)
     assert (info.value.line, info.value.field) == (3, field)
+
+
+def test_checkpoint_on_signal_is_a_yes_no_field(tmp_path: Path) -> None:
+    rows = [
+        {"submit": 0, "runtime": 1, "gpus": 1, "checkpoint_on_signal": True},
+        {"submit": 1, "runtime": 1, "gpus": 1, "checkpoint_on_signal": "No"},
+        {"submit": 2, "runtime": 1, "gpus": 1, "checkpoint_on_signal": "1"},
+        {"submit": 3, "runtime": 1, "gpus": 1},
+    ]
+    text = "\n".join(json.dumps(row) for row in rows) + "\n"
+    jobs = read_trace(write(tmp_path, "jobs.jsonl", text))
+    assert [job.spec.checkpoint_on_signal for job in jobs] == [True, False, True, False]
 
 
 def test_bad_json_and_missing_csv_column(tmp_path: Path) -> None:

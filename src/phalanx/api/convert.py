@@ -80,6 +80,7 @@ def to_spec(req: JobRequest, caller: Caller, home: str | None = None) -> JobSpec
         checkpoint_interval=parse_duration(req.checkpoint_interval, field="checkpoint_interval")
         if req.checkpoint_interval
         else None,
+        checkpoint_on_signal=req.checkpoint_on_signal,
         signal=signal,
         signal_lead=lead,
         dependencies=parse_dependency(req.dependency) if req.dependency else (),

@@ -98,6 +98,9 @@ class JobRequest(_Wire):
     nice: int = 0
     comment: str = ""
     checkpoint_interval: str | None = None
+    checkpoint_on_signal: bool = Field(
+        False, description="the job saves a checkpoint on SIGTERM and resumes from it"
+    )
 
 
 class StepRequest(_Wire):

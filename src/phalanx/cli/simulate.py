@@ -25,9 +25,10 @@ from rich.measure import Measurement
 from phalanx.cli.progress import RunProgress
 from phalanx.config.clusterspec import cluster_from_yaml, regular_cluster
 from phalanx.domain.cluster import Cluster
-from phalanx.domain.time import HOUR, Instant
+from phalanx.domain.time import HOUR, SECOND, Instant
 from phalanx.errors import InputError, TraceError
 from phalanx.policies.catalog import POLICIES, profile
+from phalanx.sim.executor import CHECKPOINT_RESTORE_MS, CHECKPOINT_SAVE_MS
 from phalanx.sim.faults import FaultModel
 from phalanx.sim.generator import generate
 from phalanx.sim.metrics import PolicyMetrics, per_account, summarize, to_json_dict
@@ -136,6 +137,22 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=0.4,
         help="model FLOPs utilisation for productive GPU-hours (default 0.4)",
     )
+    sim.add_argument(
+        "--checkpoint-save",
+        metavar="SECONDS",
+        type=_non_negative_int,
+        default=CHECKPOINT_SAVE_MS // SECOND,
+        help="time a job takes to save a checkpoint when a preemption suspends it "
+        f"(default {CHECKPOINT_SAVE_MS // SECOND})",
+    )
+    sim.add_argument(
+        "--checkpoint-restore",
+        metavar="SECONDS",
+        type=_non_negative_int,
+        default=CHECKPOINT_RESTORE_MS // SECOND,
+        help="time a job resuming from a checkpoint takes to load it "
+        f"(default {CHECKPOINT_RESTORE_MS // SECOND})",
+    )
 
     out = parser.add_argument_group("output")
     out.add_argument("--json", metavar="FILE", help="write every figure as JSON")
@@ -173,6 +190,8 @@ def run(args: argparse.Namespace) -> int:
                 faults=faults,
                 mfu=args.mfu,
                 keep_segments=keep_runs or args.per_account,
+                checkpoint_save_ms=args.checkpoint_save * SECOND,
+                checkpoint_restore_ms=args.checkpoint_restore * SECOND,
             )
             record = simulator.run(progress=progress.start(prof.name, len(workload.jobs)))
             metrics = summarize(record)
@@ -373,6 +392,8 @@ def _write_outputs(
             "limit": args.limit,
             "window_ms": None if args.window is None else list(args.window),
             "mfu": args.mfu,
+            "checkpoint_save_s": args.checkpoint_save,
+            "checkpoint_restore_s": args.checkpoint_restore,
             "faults": None
             if args.mtbf is None
             else {"mtbf_hours": args.mtbf, "repair_hours": args.repair},

@@ -70,6 +70,10 @@ class JobSpec:
     exclusive: bool = False
     requeue: bool = True
     checkpoint_interval: Duration | None = None
+    checkpoint_on_signal: bool = False
+    """The job saves a checkpoint when it gets SIGTERM and exits once it is saved; run again,
+    it resumes from there. A preemption whose grace outlasts the save then costs the save and
+    the restore, not the work since the last periodic checkpoint (Tiresias' suspension)."""
     signal: int = SIGNALS["TERM"]
     signal_lead: Duration = 0
     """Send ``signal`` this long before the time limit."""

@@ -1,10 +1,15 @@
-"""Job states and pending reasons, with Slurm's names, and the allowed transitions."""
+"""Job states and pending reasons, with Slurm's names, and the one transition function.
+
+Every change of a job's state goes through ``transition``, which checks it against Slurm's
+state machine (the table below); a change the table does not allow is a bug and raises.
+"""
 
 from __future__ import annotations
 
 import enum
+from typing import Protocol
 
-__all__ = ["JobState", "Reason", "can_transition"]
+__all__ = ["BadTransition", "JobState", "Reason", "Stateful", "can_transition", "transition"]
 
 
 class JobState(enum.Enum):
@@ -78,11 +83,37 @@ _ALLOWED: dict[JobState, frozenset[JobState]] = {
         }
     ),
     _S.REQUEUED: frozenset({_S.PENDING}),
+    # ``scontrol requeue`` of a finished batch job (Slurm: "a running, suspended or finished
+    # Slurm batch job") takes it back through REQUEUED to PENDING.
+    **{final: frozenset({_S.REQUEUED}) for final in _FINAL},
 }
 
 
 def can_transition(old: JobState, new: JobState) -> bool:
     return new in _ALLOWED.get(old, frozenset())
+
+
+class BadTransition(AssertionError):
+    """A state change Slurm's state machine does not allow: a bug in the caller, never a
+    user's doing."""
+
+
+class Stateful(Protocol):
+    """Anything with a job state (the scheduler's ``Job``)."""
+
+    state: JobState
+
+
+def transition(subject: Stateful, new: JobState) -> None:
+    """Move ``subject`` to ``new``; raise ``BadTransition`` (and change nothing) if the
+    table does not allow it. The one place a job's state is set after it is created."""
+    old = subject.state
+    if new not in _ALLOWED.get(old, _NOWHERE):
+        raise BadTransition(f"a job cannot go from {old.value} to {new.value}")
+    subject.state = new
+
+
+_NOWHERE: frozenset[JobState] = frozenset()
 
 
 class Reason:

@@ -1,6 +1,6 @@
 """The sans-IO scheduling engine: ``handle(event) -> list[Command]``, no clock, no I/O."""
 
-from phalanx.engine.commands import Cleanup, Command, Kill, Launch, Persist, Signal, WakeAt
+from phalanx.engine.commands import Cleanup, Command, Kill, Launch, Signal, WakeAt
 from phalanx.engine.engine import Engine
 from phalanx.engine.events import (
     Cancel,
@@ -28,7 +28,6 @@ __all__ = [
     "LaunchFailed",
     "NodeDown",
     "NodeUp",
-    "Persist",
     "Requeue",
     "Signal",
     "Submit",

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 from phalanx.domain.jobspec import JobSpec
 from phalanx.domain.time import Instant
+from phalanx.engine.timers import PASS, RECALC, WAKE, TimerKey
 from phalanx.sched.capacity import Allocation
 
 __all__ = [
@@ -16,16 +17,9 @@ __all__ = [
     "Command",
     "Kill",
     "Launch",
-    "Persist",
     "Signal",
     "WakeAt",
 ]
-
-PASS: tuple[object, ...] = ("pass",)
-"""Timer key of a scheduling pass; drivers run it after the other events of the same instant."""
-RECALC: tuple[object, ...] = ("recalc",)
-WAKE: tuple[object, ...] = ("wake",)
-"""A plugin asked for a pass at this instant (a timeout it waits for)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,18 +58,11 @@ class Cleanup:
 
 
 @dataclass(frozen=True, slots=True)
-class Persist:
-    """Commit this change before carrying out the commands that follow it (write-ahead)."""
-
-    job_id: int
-    what: str
-    data: tuple[tuple[str, object], ...] = ()
-
-
-@dataclass(frozen=True, slots=True)
 class WakeAt:
+    """Deliver ``TimerFired(at, key)`` back to the engine at ``at``."""
+
     at: Instant
-    key: tuple[object, ...]
+    key: TimerKey
 
 
-Command = Launch | Signal | Kill | Cleanup | Persist | WakeAt
+Command = Launch | Signal | Kill | Cleanup | WakeAt

@@ -61,13 +61,19 @@ class Endings:
         return JobState.COMPLETED if ok else JobState.FAILED
 
 
-def preempt_mode(cluster: Cluster, victim: Job) -> tuple[PreemptMode, Duration]:
+def preempt_mode(
+    cluster: Cluster, victim: Job, suspend_grace: Duration = 0
+) -> tuple[PreemptMode, Duration]:
     """How ``victim`` is preempted and its grace time: its partition's mode if set, else its
-    QOS's."""
+    QOS's. A policy that suspends its victims (the profile's ``suspend_grace``, Tiresias)
+    gives every victim at least that long to save a checkpoint before the kill."""
     qos = cluster.qos_for(victim.spec.qos)
     part = cluster.partitions.get(victim.partition)
+    mode: PreemptMode
     if part is not None and part.preempt_mode is not PreemptMode.OFF:
-        return part.preempt_mode, part.grace_time
-    if qos is not None:
-        return qos.preempt_mode, qos.grace_time
-    return PreemptMode.REQUEUE, 0
+        mode, grace = part.preempt_mode, part.grace_time
+    elif qos is not None:
+        mode, grace = qos.preempt_mode, qos.grace_time
+    else:
+        mode, grace = PreemptMode.REQUEUE, 0
+    return mode, max(grace, suspend_grace)

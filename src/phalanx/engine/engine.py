@@ -9,11 +9,11 @@ something happened that could let a job start, so the events of one instant shar
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Sequence
 
-from phalanx.domain.cluster import Cluster, PreemptMode
+from phalanx.domain.cluster import Cluster
 from phalanx.domain.jobspec import SIGNALS, JobSpec
-from phalanx.domain.state import JobState, Reason
+from phalanx.domain.state import JobState, Reason, transition
 from phalanx.domain.time import SECOND, Duration, Instant
 from phalanx.engine.commands import (
     PASS,
@@ -23,13 +23,28 @@ from phalanx.engine.commands import (
     Command,
     Kill,
     Launch,
-    Persist,
     Signal,
     WakeAt,
 )
-from phalanx.engine.decisions import DecisionLog
+from phalanx.engine.decisions import (
+    Cancelled,
+    DecisionLog,
+    Ended,
+    Exited,
+    LaunchLost,
+    NodeFailure,
+    NodeWentDown,
+    NodeWentUp,
+    Rejected,
+    RequeueAsked,
+    Requeued,
+    Started,
+    Submitted,
+    TimedOut,
+    Updated,
+)
 from phalanx.engine.dependencies import blocker
-from phalanx.engine.endings import Endings, preempt_mode
+from phalanx.engine.endings import Endings
 from phalanx.engine.events import (
     Cancel,
     CleanupDone,
@@ -43,13 +58,28 @@ from phalanx.engine.events import (
     TimerFired,
     Update,
 )
-from phalanx.engine.plugins import Plugins
 from phalanx.engine.queue import PendingQueue
-from phalanx.sched.capacity import Allocation, Capacity
+from phalanx.engine.scheduling import Recipe
+from phalanx.engine.scheduling.context import PassView
+from phalanx.engine.scheduling.limits import ClusterLimits
+from phalanx.engine.scheduling.members import Holds
+from phalanx.engine.scheduling.points import Points
+from phalanx.engine.scheduling.preemption import Preemption
+from phalanx.engine.scheduling.probe import earliest_fit, never_fits
+from phalanx.engine.scheduling.statuses import Statuses
+from phalanx.engine.timers import (
+    BeginTimer,
+    KillTimer,
+    LimitTimer,
+    PassTimer,
+    RecalcTimer,
+    TimerKey,
+    WakeTimer,
+)
+from phalanx.sched.capacity import Allocation
 from phalanx.sched.job import Job
 from phalanx.sched.occupancy import Occupancy
 from phalanx.sched.profile import Profile
-from phalanx.sched.shape import Shape
 from phalanx.sched.status import OK, Code, Status
 from phalanx.sched.usage import Usage
 
@@ -70,18 +100,14 @@ class Engine:
         profile: Profile,
         *,
         first_job_id: int = 1,
-        persist: bool = False,
     ) -> None:
         self.cluster = cluster
         self.profile = profile
         self.state = Occupancy(cluster)
         self.usage = Usage(cluster)
-        self.plugins = Plugins(profile)
+        self.points = Points(profile)
         self.decisions = DecisionLog()
         self.jobs: dict[int, Job] = {}
-        self.deadlocks = 0
-        self.passes = 0
-        self._persist = persist
         self._next_id = first_job_id
         self._seq = 0
         self._now: Instant = 0
@@ -91,99 +117,61 @@ class Engine:
         """Pending but not eligible: held, dependencies, begin time."""
         self._ending = Endings()
         self._array_running: dict[int, int] = {}
-        self._nonwhole_pending = 0
         self._pass_requested = False
         self._recalc_at: Instant | None = None
         self._keys: dict[object, int] = {}
         self._wakes: set[Instant] = set()
-        self._running: dict[int, Job] = {}
-        self._not_priority: set[int] = set()
-        self._held: dict[int, Job] = {}
-        """k8s-default: jobs holding some of their pods."""
-        """Queued jobs whose reason is not Priority (what ``wait_rest`` may have to change)."""
+        self.running_jobs: dict[int, Job] = {}
         """Jobs in state RUNNING (not COMPLETING), for plugins that look at them."""
-        self._claims: dict[int, set[int]] = {}
-        """Jobs that preempted others, with their victims: they start first."""
-        self._can_preempt: dict[tuple[str, int], bool] = {}
-        self._preemptors = 0
-        self._admission_rules = bool(
-            self.plugins.admit
-            or any(q.max_gpus_per_account is not None for q in cluster.qos.values())
-            or any(p.max_time is not None for p in cluster.partitions.values())
+        self.statuses = Statuses(self.jobs, self._waiting)
+        self.holds = Holds(self.state, self.decisions, self._clock)
+        self.preemption = Preemption(
+            cluster,
+            self.points.post_filter,
+            self._ending,
+            self.state,
+            self.decisions,
+            self.emit,
+            suspend_grace=profile.suspend_grace,
         )
+        self.view = PassView(
+            cluster,
+            self.state,
+            self.usage,
+            self.running_jobs,
+            self.wake_at,
+            self.points,
+            self.statuses,
+            self.holds,
+            self.preemption,
+        )
+        limits = ClusterLimits(cluster, self.state, self._array_running)
+        self.recipe = Recipe(self.points, self.view, self.statuses, self.holds, self.preemption)
+        self.recipe.connect(limits, self.pending, self.start)
 
-    # ------------------------------------------------------------------ PassContext
     @property
-    def now(self) -> Instant:
+    def passes(self) -> int:
+        """Scheduling passes run so far."""
+        return self.statuses.passes
+
+    @property
+    def deadlocks(self) -> int:
+        """Deadlocks among partially reserved gangs counted so far (pod-by-pod profiles)."""
+        return self.holds.deadlocks
+
+    # Bound methods, not lambdas, for the pass's helpers: a deep copy of the engine keeps them.
+    def _clock(self) -> Instant:
         return self._now
 
-    def params(self, plugin: str) -> Mapping[str, object]:
-        return self.profile.plugin_params(plugin)
-
-    def pending(self) -> Sequence[Job]:
-        if not self._claims:
-            return list(self._queue.jobs())
-        # A job that preempted others comes first, so it gets what its victims give back
-        # (otherwise a higher job could take it, be preempted in turn, and so on forever).
-        queued = self._queue.jobs()
-        first = [j for j in queued if j.id in self._claims]
-        return first + [j for j in queued if j.id not in self._claims]
-
-    def running(self) -> Iterable[Job]:
-        return list(self._running.values())
-
-    def place(self, job: Job, cap: Capacity | None = None) -> Allocation | None:
-        shape = job.shape
-        max_leaves = shape.switches
-        if max_leaves is not None and self._now - job.submit >= job.spec.switches_wait:
-            max_leaves = None  # waited long enough: relax, as Slurm does after max-time
-        cap = self.state.cap if cap is None else cap
-        nodes = shape.nodes_max
-        while nodes >= shape.nodes_min:
-            chosen = self.plugins.select.place(self.state, cap, shape, nodes, max_leaves)
-            if chosen is not None:
-                return self.state.allocation(cap, shape, chosen)
-            nodes = shape.nodes_min if nodes > shape.nodes_min else nodes - 1
-        if max_leaves is not None:
-            self.wake_at(job.submit + job.spec.switches_wait)  # when the limit relaxes
-        return None
-
-    def place_shape(
-        self, shape: Shape, nodes: int, cap: Capacity | None = None
-    ) -> Allocation | None:
-        cap = self.state.cap if cap is None else cap
-        chosen = self.plugins.select.place(self.state, cap, shape, nodes, None)
-        return None if chosen is None else self.state.allocation(cap, shape, chosen)
-
-    def admit(self, job: Job) -> Status:
-        spec = job.spec
-        if spec.array is None and not self._admission_rules:
-            return OK
-        throttle = spec.array.throttle if spec.array is not None else None
-        if (
-            throttle
-            and job.array_job_id is not None
-            and self._array_running.get(job.array_job_id, 0) >= throttle
-        ):
-            return Status.wait(Reason.ARRAY_LIMIT, "engine")
-        part = self.cluster.partitions.get(job.partition)
-        if part is not None and part.max_time is not None and job.time_limit > part.max_time:
-            return Status.wait(Reason.PARTITION_TIME, "engine")
-        qos = self.cluster.qos_for(spec.qos)
-        if qos is not None and qos.max_gpus_per_account is not None:
-            used = self.state.account_gpus.get(job.account, 0.0)
-            if used + job.gpus > qos.max_gpus_per_account:
-                return Status.wait(Reason.QOS_QUOTA, "engine")
-        for plugin in self.plugins.admit:
-            status = plugin.admit(job, self)
-            if not status.ok:
-                return status
-        return OK
+    def emit(self, command: Command) -> None:
+        """Add a command to those the event being handled returns."""
+        self._out.append(command)
 
     def start(self, job: Job, alloc: Allocation) -> None:
+        """Assume the allocation and emit the launch. The job leaves the pending queue."""
         now = self._now
         self._dequeue(job)
-        job.state = JobState.RUNNING
+        transition(job, JobState.RUNNING)
         job.reason = Reason.NONE
         job.expected_start = None
         job.start = now
@@ -193,13 +181,11 @@ class Engine:
         job.run += 1
         job.usage = job.steps_usage = None  # measured again when this run ends
         job.steps = ()
-        self._running[job.id] = job
+        self.running_jobs[job.id] = job
         self.state.start(job.id, job.account, alloc, now + job.time_limit)
         if job.array_job_id is not None:
             self._array_running[job.array_job_id] = self._array_running.get(job.array_job_id, 0) + 1
-        self.decisions.add(now, "start", job.id, job.run, alloc.nodes)
-        if self._persist:
-            self._out.append(Persist(job.id, "start", (("run", job.run), ("nodes", alloc.nodes))))
+        self.decisions.add(Started(now, job.id, job.run, alloc.nodes))
         self._out.append(
             Launch(
                 job.id,
@@ -212,125 +198,19 @@ class Engine:
             )
         )
         lead = min(job.spec.signal_lead, job.time_limit)
-        self._out.append(WakeAt(now + job.time_limit - lead, ("limit", job.id, job.run)))
-
-    def wait(self, job: Job, status: Status, expected_start: Instant | None = None) -> None:
-        job.reason = status.reason
-        job.reason_plugin = status.plugin
-        job.expected_start = expected_start
-        job.seen = self.passes
-        if status.reason is Reason.PRIORITY:
-            self._not_priority.discard(job.id)
-        else:
-            self._not_priority.add(job.id)
-
-    def wait_rest(self, jobs: Sequence[Job], start: int, status: Status) -> None:
-        reason, plugin = status.reason, status.plugin
-        if reason is not Reason.PRIORITY:
-            for i in range(start, len(jobs)):
-                self.wait(jobs[i], status)
-            return
-        # The common case (a full cluster: everyone below waits for Priority) touches only the
-        # queued jobs that carry another reason and were not looked at in this pass, not the
-        # whole tail of a long queue.
-        for job_id in list(self._not_priority):
-            job = self.jobs[job_id]
-            if job.seen == self.passes:
-                continue
-            self._not_priority.discard(job_id)
-            if job.state is JobState.PENDING and job_id not in self._waiting:
-                job.reason = reason
-                job.reason_plugin = plugin
-                job.expected_start = None
-
-    def could_preempt(self, job: Job) -> bool:
-        if self.plugins.preempt is None:
-            return False
-        key = (job.spec.qos, job.tier)
-        can = self._can_preempt.get(key)
-        if can is None:
-            qos = self.cluster.qos_for(job.spec.qos)
-            can = bool(qos is not None and qos.preempt) or any(
-                p.priority_tier < job.tier and p.preempt_mode is not PreemptMode.OFF
-                for p in self.cluster.partitions.values()
-            )
-            self._can_preempt[key] = can
-        return can
-
-    def preemptors_pending(self) -> bool:
-        return self._preemptors > 0
-
-    def hold(self, job: Job, alloc: Allocation) -> None:
-        self.state.take(alloc)
-        self.state.account_gpus[job.account] = (
-            self.state.account_gpus.get(job.account, 0.0) + alloc.gpus
-        )
-        self.state.version += 1
-        if not job.holds:
-            job.hold_since = self._now
-            self._held[job.id] = job
-            if job.first_start is None:
-                job.first_start = self._now
-        job.holds.append(alloc)
-        self.decisions.add(self._now, "hold", job.id, alloc.nodes, alloc.gpus)
-
-    def release_holds(self, job: Job) -> None:
-        for alloc in job.holds:
-            self.state.give(alloc)
-            self.state.account_gpus[job.account] -= alloc.gpus
-            self.decisions.add(self._now, "unhold", job.id, alloc.nodes, alloc.gpus)
-        self.state.version += 1
-        job.holds = []
-        job.hold_since = None
-        self._held.pop(job.id, None)
-
-    def held(self) -> list[Job]:
-        return sorted(self._held.values(), key=lambda j: j.seq)
-
-    def preempt(self, victims: Sequence[Job], for_job: Job) -> None:
-        self._claims.setdefault(for_job.id, set()).update(v.id for v in victims)
-        for v in victims:
-            mode, grace = preempt_mode(self.cluster, v)
-            self._ending.preempting[v.id] = (mode, for_job.id)
-            # The timeline must see the victim's resources coming back at the kill, so that a
-            # reservation for ``for_job`` can hold them against lower jobs.
-            self.state.expect_end(v.id, self._now + grace)
-            self.decisions.add(self._now, "preempt", v.id, v.run, for_job.id, mode.value)
-            if grace > 0:
-                self._out.append(Signal(v.id, v.run, SIGNALS["TERM"]))
-                self._out.append(WakeAt(self._now + grace, ("kill", v.id, v.run)))
-            else:
-                self._out.append(Kill(v.id, v.run))
-
-    def note_deadlock(self, jobs: Sequence[Job]) -> None:
-        self.deadlocks += 1
-        self.decisions.add(self._now, "deadlock", jobs[0].id, tuple(j.id for j in jobs))
-
-    def find_victims(self, job: Job) -> list[Job] | None:
-        plugin = self.plugins.preempt
-        if plugin is None:
-            return None
-        claimed = self._claims.get(job.id)
-        if claimed and any(v in self._ending.preempting for v in claimed):
-            return None  # its victims are still on their way out
-        return plugin.victims(job, self)
-
-    def is_preempting(self, job: Job) -> bool:
-        return job.id in self._ending.preempting
+        self._out.append(WakeAt(now + job.time_limit - lead, LimitTimer(job.id, job.run)))
 
     def wake_at(self, at: Instant) -> None:
+        """Ask for a pass at ``at`` (once per instant)."""
         at = max(at, self._now)
         if at not in self._wakes:
             self._wakes.add(at)
             self._out.append(WakeAt(at, WAKE))
 
-    def more_than_whole_gpus_pending(self) -> bool:
-        return self._nonwhole_pending > 0
-
     # ------------------------------------------------------------------ events
     def handle(self, event: Event) -> list[Command]:
         """Apply one event; return the commands it causes, in the order to carry them out."""
-        self._now = event.at
+        self._now = self.view.now = event.at
         out: list[Command] = []
         self._out = out
         match event:
@@ -354,14 +234,14 @@ class Engine:
                 self._on_node_down(node)
             case NodeUp(node=node):
                 self.state.set_up(node, True)
-                self.decisions.add(self._now, "node_up", -1, node)
+                self.decisions.add(NodeWentUp(self._now, node))
                 self._request_pass()
         return out
 
     def submit(self, spec: JobSpec, at: Instant) -> list[int]:
         """Submit and return the new job ids (one per array task). Same as ``Submit``."""
         first = self._next_id
-        self._now = at
+        self._now = self.view.now = at
         self._out = []
         self._on_submit(spec)
         return list(range(first, self._next_id))
@@ -393,34 +273,18 @@ class Engine:
         return job
 
     def _admit_new(self, job: Job) -> None:
-        self.decisions.add(self._now, "submit", job.id, job.seq)
-        if self._persist:
-            self._out.append(Persist(job.id, "submit"))
+        self.decisions.add(Submitted(self._now, job.id, job.seq))
         problem = self._never_fits(job)
         if problem is not None:
-            job.state = JobState.FAILED
+            transition(job, JobState.FAILED)
             job.reason = problem
             job.end = self._now
-            self.decisions.add(self._now, "reject", job.id, problem)
+            self.decisions.add(Rejected(self._now, job.id, problem))
             return
         self._make_eligible_or_wait(job)
 
     def _never_fits(self, job: Job) -> str | None:
-        part = self.cluster.partitions.get(job.partition)
-        if part is None:
-            return "InvalidPartition"
-        shape = job.shape
-        if shape.nodes_min > len(part.nodes) and not self.cluster.enforce_part_limits:
-            return None  # Slurm queues it without EnforcePartLimits: see ``_blocker``
-        state = self.state
-        mask = state.static_mask(shape)
-        fits = mask & (state.node_gpus >= shape.gpus) & (state.node_cpus >= shape.cpus)
-        fits &= state.node_mem >= shape.mem_mb
-        if shape.milli:
-            fits &= state.node_gpus >= 1
-        if int(fits.sum()) < shape.nodes_min:
-            return "Requested node configuration is not available"
-        return None
+        return never_fits(self.cluster, self.state, job)
 
     def _blocker(self, job: Job) -> str | None:
         """Why ``job`` may not be scheduled at all yet, or None: a hold, a begin time, a
@@ -442,7 +306,7 @@ class Engine:
             job.reason = reason
             self._waiting[job.id] = job
             if reason == Reason.BEGIN_TIME and job.spec.begin is not None:
-                self._out.append(WakeAt(job.spec.begin, ("begin", job.id)))
+                self._out.append(WakeAt(job.spec.begin, BeginTimer(job.id)))
 
     def _recheck_waiting(self) -> None:
         for job in list(self._waiting.values()):
@@ -456,34 +320,34 @@ class Engine:
 
     # -- the queue ------------------------------------------------------------------------
     def _enqueue(self, job: Job) -> None:
-        job.priority, job.factors = self.plugins.priority.compute(job, self, self._now)
+        job.priority, job.factors = self.points.queue_sort.compute(job, self.view, self._now)
         if job.fixed_priority is not None:
             job.priority = job.fixed_priority
         if job.reason is not Reason.PRIORITY:
-            self._not_priority.add(job.id)
+            self.statuses.not_priority.add(job.id)
         self._queue.insert(job)
         if not job.shape.gpus or job.shape.milli:
-            self._nonwhole_pending += 1
-        if self.could_preempt(job):
-            self._preemptors += 1
+            self.statuses.nonwhole += 1
+        if self.preemption.could_preempt(job):
+            self.preemption.preemptors += 1
         if self._recalc_at is None and self.profile.calc_period > 0:
             self._recalc_at = self._now + self.profile.calc_period
             self._out.append(WakeAt(self._recalc_at, RECALC))
 
     def _dequeue(self, job: Job) -> None:
         if self._queue.remove(job):
-            self._not_priority.discard(job.id)
+            self.statuses.not_priority.discard(job.id)
             if not job.shape.gpus or job.shape.milli:
-                self._nonwhole_pending -= 1
-            if self.could_preempt(job):
-                self._preemptors -= 1
-            self._claims.pop(job.id, None)
+                self.statuses.nonwhole -= 1
+            if self.preemption.could_preempt(job):
+                self.preemption.preemptors -= 1
+            self.preemption.claims.pop(job.id, None)
             self.state.bounds.pop(job.id, None)
 
     def _recalc(self) -> None:
         self.usage.advance(self._now, self.state.account_gpus)
         jobs = self._queue.jobs()
-        results = self.plugins.priority.compute_many(jobs, self, self._now)
+        results = self.points.queue_sort.compute_many(jobs, self.view, self._now)
         for job, (priority, factors) in zip(jobs, results, strict=True):
             job.priority = priority if job.fixed_priority is None else job.fixed_priority
             job.factors = factors
@@ -504,37 +368,34 @@ class Engine:
             self._out.append(WakeAt(self._now, PASS))
 
     # -- timers ---------------------------------------------------------------------------
-    def _on_timer(self, key: tuple[object, ...]) -> None:
-        kind = key[0]
-        if kind == "pass":
-            self._pass_requested = False
-            self.passes += 1
-            self.plugins.scheduler.schedule(self)
-        elif kind == "wake":
-            self._wakes.discard(self._now)
-            self._request_pass()
-        elif kind == "recalc":
-            if self._recalc_at == self._now:
-                self._recalc()
-        elif kind == "limit":
-            self._on_limit(key)
-        elif kind == "kill":
-            job = self._live_run(key)
-            if job is not None:
-                self._out.append(Kill(job.id, job.run))
-        elif kind == "begin":
-            self._recheck_waiting()
+    def _on_timer(self, key: TimerKey) -> None:
+        match key:
+            case PassTimer():
+                self._pass_requested = False
+                self.recipe.run()
+            case WakeTimer():
+                self._wakes.discard(self._now)
+                self._request_pass()
+            case RecalcTimer():
+                if self._recalc_at == self._now:
+                    self._recalc()
+            case LimitTimer():
+                self._on_limit(key)
+            case KillTimer(job_id=job_id, run=run):
+                job = self._live_run(job_id, run)
+                if job is not None:
+                    self._out.append(Kill(job.id, job.run))
+            case BeginTimer():
+                self._recheck_waiting()
 
-    def _live_run(self, key: tuple[object, ...]) -> Job | None:
-        job_id, run = key[1], key[2]
-        assert isinstance(job_id, int)
+    def _live_run(self, job_id: int, run: int) -> Job | None:
         job = self.jobs.get(job_id)
         if job is None or job.run != run or job.state is not JobState.RUNNING:
             return None  # a stale timer of an earlier run
         return job
 
-    def _on_limit(self, key: tuple[object, ...]) -> None:
-        job = self._live_run(key)
+    def _on_limit(self, key: LimitTimer) -> None:
+        job = self._live_run(key.job_id, key.run)
         if job is None:
             return
         assert job.start is not None
@@ -544,25 +405,25 @@ class Engine:
         if self._now < limit_at:
             # The early signal (--signal=SIG@lead); the limit itself comes later.
             self._out.append(Signal(job.id, job.run, job.spec.signal))
-            self._out.append(WakeAt(limit_at, ("limit", job.id, job.run)))
+            self._out.append(WakeAt(limit_at, LimitTimer(job.id, job.run)))
             return
         self._ending.timeouts.add(job.id)
-        self.decisions.add(self._now, "timeout", job.id, job.run)
+        self.decisions.add(TimedOut(self._now, job.id, job.run))
         self._out.append(Signal(job.id, job.run, SIGNALS["TERM"]))
-        self._out.append(WakeAt(self._now + KILL_WAIT, ("kill", job.id, job.run)))
+        self._out.append(WakeAt(self._now + KILL_WAIT, KillTimer(job.id, job.run)))
 
     # -- ends -----------------------------------------------------------------------------
     def _on_exited(self, event: TasksExited) -> None:
         job = self.jobs.get(event.job_id)
         if job is None or job.run != event.run or job.state is not JobState.RUNNING:
             return
-        job.state = JobState.COMPLETING
-        self._running.pop(job.id, None)
+        transition(job, JobState.COMPLETING)
+        self.running_jobs.pop(job.id, None)
         job.exit_code = event.exit_code
         job.exit_signal = event.signal
         job.usage, job.steps_usage = event.usage, event.steps_usage
         job.steps = event.steps
-        self.decisions.add(self._now, "exit", job.id, job.run, event.exit_code, event.signal)
+        self.decisions.add(Exited(self._now, job.id, job.run, event.exit_code, event.signal))
         self._out.append(Cleanup(job.id, job.run))
 
     def _on_cleanup_done(self, job_id: int, run: int) -> None:
@@ -579,17 +440,14 @@ class Engine:
         final = self._ending.final_state(job)
         if final is JobState.REQUEUED:
             job.restarts += 1
-            job.state = JobState.PENDING
+            transition(job, JobState.REQUEUED)
+            transition(job, JobState.PENDING)
             job.alloc = None
-            self.decisions.add(self._now, "requeue", job.id, job.run)
-            if self._persist:
-                self._out.append(Persist(job.id, "requeue"))
+            self.decisions.add(Requeued(self._now, job.id, job.run))
             self._make_eligible_or_wait(job)
         else:
-            job.state = final
-            self.decisions.add(self._now, "end", job.id, job.run, final.value)
-            if self._persist:
-                self._out.append(Persist(job.id, "end", (("state", final.value),)))
+            transition(job, final)
+            self.decisions.add(Ended(self._now, job.id, job.run, final))
             if self._waiting:
                 self._recheck_waiting()
         self._request_pass()
@@ -599,32 +457,28 @@ class Engine:
         job = self.jobs.get(job_id)
         if job is None or job.state.is_final:
             return
-        self.decisions.add(self._now, "cancel", job.id, by)
+        self.decisions.add(Cancelled(self._now, job.id, by))
         if job.state is JobState.PENDING:
             if job.holds:
-                self.release_holds(job)
+                self.view.unreserve(job)
             self._dequeue(job)
             self._waiting.pop(job.id, None)
-            job.state = JobState.CANCELLED
+            transition(job, JobState.CANCELLED)
             job.end = self._now
-            self.decisions.add(self._now, "end", job.id, job.run, "CANCELLED")
-            if self._persist:
-                self._out.append(Persist(job.id, "end", (("state", "CANCELLED"),)))
+            self.decisions.add(Ended(self._now, job.id, job.run, JobState.CANCELLED))
             self._recheck_waiting()
             self._request_pass()
         elif job.state is JobState.RUNNING and job.id not in self._ending.cancelled:
             # As Slurm: SIGTERM now (a job may save its work), SIGKILL after KillWait.
             self._ending.cancelled[job.id] = by
             self._out.append(Signal(job.id, job.run, SIGNALS["TERM"]))
-            self._out.append(WakeAt(self._now + KILL_WAIT, ("kill", job.id, job.run)))
+            self._out.append(WakeAt(self._now + KILL_WAIT, KillTimer(job.id, job.run)))
 
     def _on_update(self, event: Update) -> None:
         job = self.jobs.get(event.job_id)
         if job is None or job.state.is_final:
             return
-        self.decisions.add(
-            self._now, "update", job.id, event.hold, event.time_limit, event.priority
-        )
+        self.decisions.add(Updated(self._now, job.id, event.hold, event.time_limit, event.priority))
         if event.time_limit is not None and event.time_limit > 0:
             job.time_limit = event.time_limit
             self.state.bounds.pop(job.id, None)
@@ -632,7 +486,7 @@ class Engine:
                 end = job.start + job.time_limit
                 self.state.expect_end(job.id, end)
                 lead = min(job.spec.signal_lead, job.time_limit)
-                self._out.append(WakeAt(max(self._now, end - lead), ("limit", job.id, job.run)))
+                self._out.append(WakeAt(max(self._now, end - lead), LimitTimer(job.id, job.run)))
         if event.priority is not None and job.state is JobState.PENDING:
             job.fixed_priority = event.priority
             if self._queue.remove(job):
@@ -642,7 +496,7 @@ class Engine:
             job.spec = dataclasses.replace(job.spec, hold=event.hold)
             if event.hold:
                 if job.holds:
-                    self.release_holds(job)
+                    self.view.unreserve(job)
                 self._dequeue(job)
                 job.reason = Reason.HELD_ADMIN if event.admin else Reason.HELD_USER
                 self._waiting[job.id] = job
@@ -656,18 +510,17 @@ class Engine:
             return
         if job.state is JobState.RUNNING:
             self._ending.requeue_asked.add(job.id)
-            self.decisions.add(self._now, "requeue_asked", job.id, job.run, by)
+            self.decisions.add(RequeueAsked(self._now, job.id, job.run, by))
             self._out.append(Kill(job.id, job.run))
         elif job.state.is_final:
-            self.decisions.add(self._now, "requeue", job.id, job.run)
+            self.decisions.add(Requeued(self._now, job.id, job.run))
             job.restarts += 1
-            job.state = JobState.PENDING
+            transition(job, JobState.REQUEUED)
+            transition(job, JobState.PENDING)
             job.alloc = None
             job.end = None
             job.exit_code = None
             job.exit_signal = 0
-            if self._persist:
-                self._out.append(Persist(job.id, "requeue"))
             self._make_eligible_or_wait(job)
 
     def _on_launch_failed(self, job_id: int, run: int, reason: str) -> None:
@@ -675,18 +528,20 @@ class Engine:
         if job is None or job.run != run or job.state is not JobState.RUNNING:
             return
         self.state.finish(job.id, job.account)
-        self._running.pop(job.id, None)
+        self.running_jobs.pop(job.id, None)
         if job.array_job_id is not None:
             self._array_running[job.array_job_id] -= 1
-        job.state = JobState.PENDING
+        # As Slurm: a run that could not start is requeued (it never began: no restart).
+        transition(job, JobState.REQUEUED)
+        transition(job, JobState.PENDING)
         job.start = None
         job.alloc = None
-        self.decisions.add(self._now, "launch_failed", job.id, run, reason)
+        self.decisions.add(LaunchLost(self._now, job.id, run, reason))
         self._make_eligible_or_wait(job)
 
     def _on_node_down(self, node: int) -> None:
         self.state.set_up(node, False)
-        self.decisions.add(self._now, "node_down", -1, node)
+        self.decisions.add(NodeWentDown(self._now, node))
         for jid, run in list(self.state.running.items()):
             job = self.jobs[jid]
             if (
@@ -695,11 +550,11 @@ class Engine:
                 and jid not in self._ending.failing
             ):
                 self._ending.failing.add(jid)
-                self.decisions.add(self._now, "node_fail", jid, job.run, node)
+                self.decisions.add(NodeFailure(self._now, jid, job.run, node))
                 self._out.append(Kill(jid, job.run))
         for job in list(self._queue):
             if job.holds and any(node in a.nodes for a in job.holds):
-                self.release_holds(job)
+                self.view.unreserve(job)
 
     # ------------------------------------------------------------------ queries
     @property
@@ -727,31 +582,13 @@ class Engine:
             part is not None and spec.nodes_min > len(part.nodes)
         ):
             return None
-        probe = Job(
-            0,
-            0,
-            spec,
-            now,
-            part.name if part is not None else "",
-            0,
-            spec.time_limit or DEFAULT_TIME_LIMIT,
-        )
-        saved = self._now
-        self._now = now
-        try:
-            cap = self.state.cap.copy()
-            alloc = self.place_shape(probe.shape, probe.shape.nodes_max, cap)
-            if alloc is not None:
-                return now, alloc
-            for run in sorted(self.state.running.values(), key=lambda r: (r.end, r.job_id)):
-                cap.give(run.alloc)
-                for nodes in range(probe.shape.nodes_max, probe.shape.nodes_min - 1, -1):
-                    alloc = self.place_shape(probe.shape, nodes, cap)
-                    if alloc is not None:
-                        return max(now, run.end), alloc
-            return None
-        finally:
-            self._now = saved
+        name = part.name if part is not None else ""
+        probe = Job(0, 0, spec, now, name, 0, spec.time_limit or DEFAULT_TIME_LIMIT)
+        return earliest_fit(self.view, self.state, probe.shape, now)
+
+    def pending(self) -> list[Job]:
+        """Eligible pending jobs, in the order a pass looks at them (before its queue sort)."""
+        return self.preemption.first(list(self._queue.jobs()))
 
     def pending_count(self) -> int:
         return len(self._queue) + len(self._waiting)

@@ -8,6 +8,7 @@ from phalanx.domain.jobspec import JobSpec
 from phalanx.domain.jobstep import StepRecord
 from phalanx.domain.rusage import RunUsage
 from phalanx.domain.time import Instant
+from phalanx.engine.timers import TimerKey
 
 __all__ = [
     "Cancel",
@@ -102,8 +103,10 @@ class CleanupDone:
 
 @dataclass(frozen=True, slots=True)
 class TimerFired:
+    """A ``WakeAt`` came due (drivers make these; they are never journaled)."""
+
     at: Instant
-    key: tuple[object, ...]
+    key: TimerKey
 
 
 @dataclass(frozen=True, slots=True)

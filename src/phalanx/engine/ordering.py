@@ -8,7 +8,6 @@ either gives the same decision log.
 
 from __future__ import annotations
 
-from phalanx.engine.commands import PASS
 from phalanx.engine.events import (
     CleanupDone,
     Event,
@@ -16,15 +15,22 @@ from phalanx.engine.events import (
     TasksExited,
     TimerFired,
 )
+from phalanx.engine.timers import PassTimer
 
-__all__ = ["ARRIVAL", "END", "PASS_ORDER", "TIMER", "order_of"]
+__all__ = ["ARRIVAL", "END", "PASS_ORDER", "TIMER", "order_of", "timer_order"]
 
 END, ARRIVAL, TIMER, PASS_ORDER = 0, 1, 2, 3
 
 
+_BY_TYPE: dict[type, int] = {TasksExited: END, CleanupDone: END, LaunchFailed: END}
+"""Events that are not listed are arrivals (Submit, Cancel, Update, Requeue, node changes)."""
+
+
 def order_of(event: Event) -> int:
-    if isinstance(event, TasksExited | CleanupDone | LaunchFailed):
-        return END
-    if isinstance(event, TimerFired):
-        return PASS_ORDER if event.key == PASS else TIMER
-    return ARRIVAL  # Submit, Cancel, NodeDown, NodeUp
+    if type(event) is TimerFired:
+        return timer_order(event)
+    return _BY_TYPE.get(type(event), ARRIVAL)
+
+
+def timer_order(event: TimerFired) -> int:
+    return PASS_ORDER if type(event.key) is PassTimer else TIMER

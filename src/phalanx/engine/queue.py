@@ -46,11 +46,15 @@ class PendingQueue:
 
     def resort(self) -> bool:
         """Restore the order after priorities changed; True if it changed."""
-        pairs = sorted(((_key(j), j) for j in self._jobs), key=lambda p: p[0])
-        reordered = any(a is not b for (_, a), b in zip(pairs, self._jobs, strict=True))
-        self._keys = [k for k, _ in pairs]
-        self._jobs = [j for _, j in pairs]
-        return reordered
+        jobs = self._jobs
+        keys = [(-j.tier, -j.priority, j.seq) for j in jobs]  # _key, inlined: every job
+        order = sorted(range(len(keys)), key=keys.__getitem__)
+        if order == list(range(len(keys))):
+            self._keys = keys
+            return False
+        self._keys = [keys[i] for i in order]
+        self._jobs = [jobs[i] for i in order]
+        return True
 
     def jobs(self) -> list[Job]:
         """The queued jobs in order (the queue's own list: do not change it)."""

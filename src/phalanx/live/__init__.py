@@ -1,5 +1,6 @@
-"""The live driver: the same engine, driven by a clock, real processes and a durable store.
+"""The live controller: the driver loop (``phalanx.runtime``) on the wall clock, with the
+fleet of node agents as its executor and a durable journal of inputs.
 
-This package holds the ports (clock, executor, store) and the control loop that connects them
-to the engine; the controller process, node agents and the REST API build on it.
+This package holds the wall clock, the journal (SQLite), the fleet, the efficiency ledger and
+the controller process's core; the REST API builds on it.
 """

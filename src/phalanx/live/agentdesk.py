@@ -18,12 +18,11 @@ from collections.abc import Callable
 from phalanx.domain.time import SECOND, Duration, Instant
 from phalanx.engine import NodeDown, NodeUp
 from phalanx.errors import NotFound, PhalanxError
-from phalanx.live.clock import Clock
 from phalanx.live.epochs import EpochStore
 from phalanx.live.fencing import admit, check
 from phalanx.live.fleet import Agent, Fleet, RunKey
-from phalanx.live.loop import ControlLoop
 from phalanx.protocol.agent import AgentCommand, AgentHello, AgentReports, NodeFacts
+from phalanx.runtime import Clock, Driver
 
 __all__ = ["AgentDesk"]
 
@@ -37,7 +36,7 @@ class AgentDesk:
     def __init__(
         self,
         fleet: Fleet,
-        loop: ControlLoop,
+        loop: Driver,
         clock: Clock,
         epochs: EpochStore,
         *,

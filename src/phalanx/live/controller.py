@@ -2,7 +2,8 @@
 
 It answers the API (submit, cancel, queries, the agent protocol) from the event loop thread,
 so the engine is only ever touched by one thread. Inputs are journaled before they are
-acknowledged; effects follow commits (see ``phalanx.live.loop``). At start it replays the
+acknowledged; effects follow commits (see ``phalanx.runtime.driver``: the simulator's loop,
+here with the wall clock and the fleet as its ports). At start it replays the
 journal and then waits for agents to say what still runs.
 """
 
@@ -29,13 +30,13 @@ from phalanx.domain.time import Duration, Instant
 from phalanx.engine import Cancel, Engine, Requeue, Signal, Update
 from phalanx.errors import Conflict, NotAllowed, NotFound, SpecError
 from phalanx.live.agentdesk import AgentDesk
-from phalanx.live.clock import Clock, WallClock
+from phalanx.live.clock import WallClock
 from phalanx.live.epochs import EpochStore, MemoryEpochs
 from phalanx.live.fleet import DEAD_AFTER, Fleet, RunKey, Step, StepError
 from phalanx.live.journal import Journal
 from phalanx.live.ledger import Ledger
-from phalanx.live.loop import ControlLoop
 from phalanx.protocol.agent import AgentCommand, AgentHello, AgentReports, NodeFacts
+from phalanx.runtime import Clock, Driver
 from phalanx.sched.job import Job
 from phalanx.sched.profile import Profile
 
@@ -71,7 +72,7 @@ class Controller:
         self.clock = clock or WallClock()
         self.id = uuid.uuid4().hex
         self.engine = Engine(cluster, profile)
-        self.loop = ControlLoop(self.engine, self.clock, journal)
+        self.loop = Driver(self.engine, self.clock, journal)
         self.fleet = Fleet(
             cluster,
             self.loop.report,

@@ -11,41 +11,14 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Iterator, Sequence
-from typing import Protocol
 
 from phalanx.engine import Event
-from phalanx.errors import StateStoreError
 from phalanx.live.codec import decode, encode
+from phalanx.runtime.ports import Journal, JournalError, MemoryJournal
 
 __all__ = ["Journal", "JournalError", "MemoryJournal", "SqliteJournal"]
-
-
-class JournalError(StateStoreError):
-    """The journal cannot take more (disk full, read-only, gone): nothing was written."""
-
-
-class Journal(Protocol):
-    def write(self, events: Sequence[Event]) -> None:
-        """Commit ``events`` atomically, in order; raise ``JournalError`` and write none if
-        that is impossible."""
-
-    def read(self) -> Iterator[Event]:
-        """Every committed event, in the order written."""
-
-
-class MemoryJournal:
-    def __init__(self) -> None:
-        self.events: list[Event] = []
-        self.fail = False
-        """Tests set this to act out a full disk."""
-
-    def write(self, events: Sequence[Event]) -> None:
-        if self.fail:
-            raise JournalError("the journal is full")
-        self.events.extend(events)
-
-    def read(self) -> Iterator[Event]:
-        return iter(list(self.events))
+"""``Journal`` (the port), ``JournalError`` and ``MemoryJournal`` (its in-memory twin) are
+the driver's (``phalanx.runtime.ports``); they are named here too, beside the durable one."""
 
 
 class SqliteJournal:

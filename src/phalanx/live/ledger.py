@@ -15,7 +15,17 @@ from dataclasses import dataclass
 
 from phalanx.domain.jobspec import MILLI
 from phalanx.domain.time import Duration, Instant
-from phalanx.engine.decisions import Decision
+from phalanx.engine.decisions import (
+    Decision,
+    Ended,
+    Exited,
+    Held,
+    LaunchLost,
+    Preempted,
+    Requeued,
+    Started,
+    Unheld,
+)
 from phalanx.sched.job import Job
 
 __all__ = ["Ledger", "Share"]
@@ -48,54 +58,70 @@ class Ledger:
         self._entries: deque[tuple[Instant, str, float]] = deque()
         self._start: dict[int, tuple[Instant, float]] = {}
         self._evict_from: dict[int, Instant] = {}
-        self._exited: dict[int, tuple[Instant, float, float]] = {}
-        """job -> (exit instant, GPUs, compute GPU-ms of the run) until its end or requeue."""
+        self._suspended: set[int] = set()
+        """Preempted with a suspension: asked to checkpoint at the signal (Tiresias)."""
+        self._exited: dict[int, tuple[Instant, float, float, bool]] = {}
+        """job -> (exit instant, GPUs, compute GPU-ms of the run, whether it exited on its own
+        after a preemption signal with its checkpoint saved) until its end or requeue."""
         self._holds: dict[int, list[tuple[Instant, float]]] = {}
 
     def consume(self, decisions: Iterable[Decision], jobs: Mapping[int, Job]) -> None:
-        for at, kind, job_id, detail in decisions:
-            if kind == "start":
-                # From the request and the decision, not the job's allocation now: the log
-                # may be read after the job has moved on (requeued, ended, replayed).
-                spec = jobs[job_id].spec
-                nodes = detail[1]
-                count = len(nodes) if isinstance(nodes, tuple) else 1
-                gpus = (
-                    spec.gpu_milli / MILLI if spec.gpu_milli else float(count * spec.gpus_per_node)
-                )
-                self._start[job_id] = (at, gpus)
-                for since, held in self._holds.pop(job_id, []):
-                    self._book(at, "gang_wait", held * (at - since))
-            elif kind == "hold":
-                self._holds.setdefault(job_id, []).append((at, float(detail[1])))  # type: ignore[arg-type]
-            elif kind == "unhold":
-                for since, held in self._holds.pop(job_id, []):
-                    self._book(at, "gang_wait", held * (at - since))
-            elif kind == "preempt":
-                self._evict_from[job_id] = at
-            elif kind == "exit":
-                begun = self._start.pop(job_id, None)
-                if begun is None:
-                    continue
-                start, gpus = begun
-                evict_from = self._evict_from.pop(job_id, None)
-                evict = gpus * (at - evict_from) if evict_from is not None else 0.0
-                self._book(at, "evict", evict)
-                self._exited[job_id] = (at, gpus, gpus * (at - start) - evict)
-            elif kind in ("end", "requeue"):
-                done = self._exited.pop(job_id, None)
-                if done is None:
-                    continue
-                exit_at, gpus, compute = done
-                if kind == "requeue":
-                    interval = jobs[job_id].spec.checkpoint_interval
-                    lost = compute % (gpus * interval) if interval and gpus else compute
-                    self._book(at, "lost", lost)
-                    compute -= lost
-                self._book(at, "compute", compute)
-                self._book(at, "cleanup", gpus * (at - exit_at))
-            elif kind == "launch_failed":
-                self._start.pop(job_id, None)
+        for d in decisions:
+            match d:
+                case Started(at=at, job_id=job_id, nodes=nodes):
+                    # From the request and the decision, not the job's allocation now: the
+                    # log may be read after the job has moved on (requeued, ended, replayed).
+                    spec = jobs[job_id].spec
+                    gpus = (
+                        spec.gpu_milli / MILLI
+                        if spec.gpu_milli
+                        else float(len(nodes) * spec.gpus_per_node)
+                    )
+                    self._start[job_id] = (at, gpus)
+                    for since, held in self._holds.pop(job_id, []):
+                        self._book(at, "gang_wait", held * (at - since))
+                case Held(at=at, job_id=job_id, gpus=gpus):
+                    self._holds.setdefault(job_id, []).append((at, gpus))
+                case Unheld(at=at, job_id=job_id):
+                    for since, held in self._holds.pop(job_id, []):
+                        self._book(at, "gang_wait", held * (at - since))
+                case Preempted(at=at, job_id=job_id, suspend=suspend):
+                    self._evict_from[job_id] = at
+                    if suspend:
+                        self._suspended.add(job_id)
+                case Exited(at=at, job_id=job_id, signal=signal):
+                    begun = self._start.pop(job_id, None)
+                    if begun is None:
+                        continue
+                    start, gpus = begun
+                    evict_from = self._evict_from.pop(job_id, None)
+                    evict = gpus * (at - evict_from) if evict_from is not None else 0.0
+                    self._book(at, "evict", evict)
+                    # A job that checkpoints on SIGTERM (by its spec, or asked to by a
+                    # suspension) and exited by itself (not killed: no signal) within its
+                    # grace saved its work up to the signal.
+                    asked = job_id in self._suspended
+                    self._suspended.discard(job_id)
+                    saved = (
+                        evict_from is not None
+                        and (asked or jobs[job_id].spec.checkpoint_on_signal)
+                        and signal == 0
+                    )
+                    self._exited[job_id] = (at, gpus, gpus * (at - start) - evict, saved)
+                case Ended(at=at, job_id=job_id) | Requeued(at=at, job_id=job_id):
+                    done = self._exited.pop(job_id, None)
+                    if done is None:
+                        continue
+                    exit_at, gpus, compute, saved = done
+                    if type(d) is Requeued and not saved:
+                        interval = jobs[job_id].spec.checkpoint_interval
+                        lost = compute % (gpus * interval) if interval and gpus else compute
+                        self._book(at, "lost", lost)
+                        compute -= lost
+                    self._book(at, "compute", compute)
+                    self._book(at, "cleanup", gpus * (at - exit_at))
+                case LaunchLost(job_id=job_id):
+                    self._start.pop(job_id, None)
 
     def _book(self, at: Instant, kind: str, gpu_ms: float) -> None:
         if gpu_ms > 0:

@@ -2,41 +2,85 @@
 
 from __future__ import annotations
 
-from phalanx.domain.time import DAY, HOUR, MINUTE
+from typing import TYPE_CHECKING
+
+from phalanx.domain.time import DAY, HOUR, MINUTE, SECOND
 from phalanx.errors import ConfigError
 from phalanx.policies.backfill import BackfillScheduler, FifoScheduler, GreedyScheduler
-from phalanx.policies.k8s_default import KubernetesScheduler
+from phalanx.policies.filter_fit import FitFilter
+from phalanx.policies.k8s_default import PodGroupPermit
 from phalanx.policies.preempt_checkpoint import CheckpointPreempt
 from phalanx.policies.priority_multifactor import MultifactorPriority
 from phalanx.policies.priority_simple import BasicPriority, LasPriority
 from phalanx.policies.quota import QuotaAdmission
 from phalanx.policies.select_simple import BinpackSelect, SpreadSelect
 from phalanx.policies.select_topology import TopologySelect
-from phalanx.policies.tiresias import TiresiasScheduler
-from phalanx.policies.volcano import DrfScheduler
+from phalanx.policies.tiresias import LasPreempt, TiresiasStep
+from phalanx.policies.volcano import DrfOrder
 from phalanx.sched.profile import Profile
 from phalanx.sched.registry import Registry
 
 __all__ = ["POLICIES", "REGISTRY", "profile"]
 
 REGISTRY = Registry()
-REGISTRY.register("sched/builtin", FifoScheduler)
-REGISTRY.register("sched/backfill", BackfillScheduler)
-REGISTRY.register("sched/greedy", GreedyScheduler)
-REGISTRY.register("sched/k8s", KubernetesScheduler)
-REGISTRY.register("sched/drf", DrfScheduler)
-REGISTRY.register("sched/tiresias", TiresiasScheduler)
+# queue sort
 REGISTRY.register("priority/basic", BasicPriority)
 REGISTRY.register("priority/multifactor", MultifactorPriority)
 REGISTRY.register("priority/las", LasPriority)
+REGISTRY.register("priority/drf", DrfOrder)
+# pre-filter, filter, score
+REGISTRY.register("admit/quota", QuotaAdmission)
+REGISTRY.register("filter/fit", FitFilter)
 REGISTRY.register("select/topology", TopologySelect)
 REGISTRY.register("select/spread", SpreadSelect)
 REGISTRY.register("select/binpack", BinpackSelect)
-REGISTRY.register("admit/quota", QuotaAdmission)
+# permit, post-filter
+REGISTRY.register("permit/pod-group", PodGroupPermit)
 REGISTRY.register("preempt/checkpoint", CheckpointPreempt)
+REGISTRY.register("preempt/las", LasPreempt)
+# reservation and backfill
+REGISTRY.register("sched/builtin", FifoScheduler)
+REGISTRY.register("sched/backfill", BackfillScheduler)
+REGISTRY.register("sched/greedy", GreedyScheduler)
+REGISTRY.register("sched/tiresias", TiresiasStep)
+
+if TYPE_CHECKING:  # every built-in plugin satisfies its point's Protocol (mypy checks it)
+    from phalanx.sched import points
+
+    _queue_sort: list[type[points.QueueSortPlugin]] = [
+        BasicPriority,
+        MultifactorPriority,
+        LasPriority,
+        DrfOrder,
+    ]
+    _pre_filter: list[type[points.PreFilterPlugin]] = [QuotaAdmission]
+    _filter: list[type[points.FilterPlugin]] = [FitFilter]
+    _score: list[type[points.ScorePlugin]] = [TopologySelect, SpreadSelect, BinpackSelect]
+    _permit: list[type[points.PermitPlugin]] = [PodGroupPermit]
+    _post_filter: list[type[points.PostFilterPlugin]] = [CheckpointPreempt, LasPreempt]
+    _reservation: list[type[points.ReservationPlugin]] = [
+        BackfillScheduler,
+        FifoScheduler,
+        GreedyScheduler,
+        TiresiasStep,
+    ]
+
+# Baselines that skip what does not fit say Resources for every such job (no "Priority"
+# queue position in Kubernetes, Volcano or Tiresias).
+_SKIP: dict[str, object] = {"reason": "Resources"}
 
 # The reference Slurm's configuration (shared/slurm/start_slurm.sh): multifactor weights,
 # a 7-day half-life, Fair Tree; backfill reserves the top job within bf_window (1 day).
+# It sets no SchedulerParameters, so its backfill runs with Slurm 22.05's defaults (slurm.conf
+# man page): bf_interval=30 s, bf_max_job_test=500, bf_window=1440 min, bf_resolution=60 s,
+# bf_continue off (a pass here is never interrupted to release locks, so it has nothing to do).
+_SLURM_BACKFILL: dict[str, object] = {
+    "depth": 1,
+    "window_ms": 1 * DAY,
+    "max_job_test": 500,
+    "resolution_ms": 60 * SECOND,
+    "interval_ms": 30 * SECOND,
+}
 _SLURM_WEIGHTS: dict[str, object] = {
     "weight_age": 1000,
     "weight_fairshare": 10000,
@@ -49,66 +93,83 @@ _SLURM_WEIGHTS: dict[str, object] = {
 POLICIES: dict[str, Profile] = {
     "fifo": Profile(
         name="fifo",
-        scheduler="sched/builtin",
-        priority="priority/basic",
-        select="select/topology",
+        queue_sort="priority/basic",
+        score="select/topology",
+        reservation="sched/builtin",
         calc_period=0,  # submit order never changes
         description="Strict FIFO with gangs: the first job that does not fit blocks the rest.",
     ),
     "slurm": Profile(
         name="slurm",
-        scheduler="sched/backfill",
-        priority="priority/multifactor",
-        select="select/topology",
-        preempt="preempt/checkpoint",
+        queue_sort="priority/multifactor",
+        score="select/topology",
+        post_filter="preempt/checkpoint",
+        reservation="sched/backfill",
         params={
-            "sched/backfill": {"depth": 1, "window_ms": 1 * DAY},
+            "sched/backfill": _SLURM_BACKFILL,
             "priority/multifactor": _SLURM_WEIGHTS,
         },
         description="Multifactor priority, EASY backfill, topology-aware placement.",
     ),
     "k8s-default": Profile(
         name="k8s-default",
-        scheduler="sched/k8s",
-        priority="priority/basic",
-        select="select/spread",
-        params={"sched/k8s": {"hold_timeout_ms": 10 * MINUTE}},
+        queue_sort="priority/basic",
+        score="select/spread",
+        permit="permit/pod-group",
+        reservation="sched/greedy",
+        members="pods",
+        params={
+            "permit/pod-group": {"hold_timeout_ms": 10 * MINUTE},
+            "sched/greedy": {**_SKIP, "rest": "Resources"},
+        },
         calc_period=0,  # submit order never changes
         description="Vanilla Kubernetes: pods placed one by one, spread, no gang.",
     ),
     "kueue": Profile(
         name="kueue",
-        scheduler="sched/greedy",
-        priority="priority/basic",
-        select="select/spread",
-        admit=("admit/quota",),
+        queue_sort="priority/basic",
+        pre_filter=("admit/quota",),
+        score="select/spread",
+        reservation="sched/greedy",
         calc_period=0,  # submit order never changes
         description="Kueue: gang admission against quota with cohort borrowing, BestEffortFIFO.",
     ),
     "volcano": Profile(
         name="volcano",
-        scheduler="sched/drf",
-        priority="priority/basic",
-        select="select/binpack",
+        queue_sort="priority/drf",
+        score="select/binpack",
+        reservation="sched/greedy",
+        params={"sched/greedy": {**_SKIP, "rest": "none"}},
         calc_period=0,  # submit order never changes
         description="Volcano: gangs, DRF between accounts, binpack, no backfill.",
     ),
     "tiresias": Profile(
         name="tiresias",
-        scheduler="sched/tiresias",
-        priority="priority/las",
-        select="select/topology",
+        queue_sort="priority/las",
+        score="select/topology",
+        post_filter="preempt/las",
+        reservation="sched/tiresias",
         pass_on_recalc=True,
-        description="Tiresias: discretised 2D-LAS with preemption.",
+        # Tiresias suspends a preempted job with a checkpoint taken at preemption: every victim
+        # is asked to save at the signal and gets a minute for it before the kill
+        # (docs/baselines.md).
+        suspend_grace=1 * MINUTE,
+        description=(
+            "Tiresias: discretised 2D-LAS (3 queues by GPU-time, PromoteKnob), preemption that "
+            "suspends victims with a checkpoint."
+        ),
     ),
     "phalanx": Profile(
         name="phalanx",
-        scheduler="sched/backfill",
-        priority="priority/multifactor",
-        select="select/topology",
-        preempt="preempt/checkpoint",
+        queue_sort="priority/multifactor",
+        score="select/topology",
+        post_filter="preempt/checkpoint",
+        reservation="sched/backfill",
         params={
-            # Up to 8 blocked jobs a pass may look for cheap victims (below).
+            # Up to 8 blocked jobs a pass may look for cheap victims (below). No Slurm bounds
+            # (bf_max_job_test, bf_interval): every pass backfills over the whole queue, since
+            # a short job deep in a long queue is what favouring short jobs is for, and the
+            # pass already stops early on a full cluster and skips shapes that failed.
             "sched/backfill": {"depth": 1, "victim_search_depth": 8},
             # Checkpoint-aware least-attained-service preemption, only where it costs next to
             # nothing: a job with under 1 GPU-hour of service may preempt one with over 10 that

@@ -13,8 +13,8 @@ from collections.abc import Mapping
 
 from phalanx.domain.cluster import Cluster, PreemptMode
 from phalanx.domain.time import HOUR, MINUTE, Instant
+from phalanx.sched.context import PassContext
 from phalanx.sched.job import Job
-from phalanx.sched.protocols import PassContext
 
 __all__ = ["CheckpointPreempt", "could_preempt_any", "lost_work", "may_preempt"]
 
@@ -55,7 +55,8 @@ def _ms(params: Mapping[str, object], key: str, default: int) -> int:
 
 
 class CheckpointPreempt:
-    """Victims by QOS or partition tier; with ``opportunistic``, also checkpointing jobs that
+    """``preempt/checkpoint`` (post-filter). Victims by QOS or partition tier; with
+    ``opportunistic``, also checkpointing jobs that
     have had a long run (attained service of ``victim_attained_gpu_ms`` or more) and would
     lose at most ``max_loss_ms`` since their last checkpoint, for a job that has had almost
     none (``job_attained_gpu_ms``): least-attained-service first, as Tiresias, but only where
@@ -123,6 +124,8 @@ class CheckpointPreempt:
         cheap = self.opportunistic and job.attained_at(now) < self.job_attained
         if not can and not cheap:
             return None
+        if ctx.victims_leaving(job):
+            return None  # its victims are still on their way out
         if can:
             candidates = [
                 r
@@ -137,6 +140,14 @@ class CheckpointPreempt:
             candidates = [r for r in self._cheap_candidates(job, ctx) if not ctx.is_preempting(r)]
         if not candidates:
             return None
+        # Whole GPUs free once the victims so far are gone, at most (a shared device counted
+        # as if it became whole): while fewer than the job needs, placing cannot succeed and
+        # is not tried. Not with a switch limit, whose failed placement asks for a wake-up.
+        counting = job.shape.switches is None
+        need = job.shape.nodes_min * job.shape.gpus
+        could = ctx.state.free_gpus
+        if counting and could + sum(_devices(r) for r in candidates) < need:
+            return None
         candidates.sort(key=lambda r: (lost_work(r, now), -(r.alloc.gpus if r.alloc else 0), r.seq))
         cap = ctx.state.cap.copy()
         chosen: list[Job] = []
@@ -144,6 +155,9 @@ class CheckpointPreempt:
             assert r.alloc is not None
             cap.give(r.alloc)
             chosen.append(r)
+            could += _devices(r)
+            if counting and could < need:
+                continue
             if ctx.place(job, cap) is not None:
                 break
         else:
@@ -156,3 +170,9 @@ class CheckpointPreempt:
             else:
                 chosen.remove(r)
         return chosen
+
+
+def _devices(job: Job) -> int:
+    """GPU devices a running job holds (whole, or a share of one)."""
+    alloc = job.alloc
+    return sum(len(d) for d in alloc.devices) if alloc is not None else 0

@@ -14,12 +14,12 @@ Defaults are the weights of the reference Slurm in ``shared/slurm`` (Age 1000, F
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 
 from phalanx.domain.time import DAY, Instant
 from phalanx.policies.fairshare_tree import FairShareTree
+from phalanx.sched.context import PassContext
 from phalanx.sched.job import Job
-from phalanx.sched.protocols import PassContext
 
 __all__ = ["MultifactorPriority"]
 
@@ -116,19 +116,17 @@ class MultifactorPriority:
         # grow with every job a long-lived controller has seen).
         old = self._statics
         statics: dict[int, tuple[float, float, float, float, float]] = {}
-        for job in jobs:
-            kept = old.get(job.seq)
-            if kept is not None:
-                statics[job.seq] = kept
         self._statics = statics
         fs_of: dict[str, float] = {}
         max_age, w_age_max, w_fs = self.max_age, self.w_age, self.w_fs
         out: list[tuple[float, Mapping[str, float]]] = []
         append = out.append
         for job in jobs:
-            static = statics.get(job.seq)
+            seq = job.seq
+            static = old.get(seq)
             if static is None:
-                static = statics[job.seq] = self._static(job, ctx)
+                static = self._static(job, ctx)
+            statics[seq] = static
             account = job.spec.account
             fs = fs_of.get(account)
             if fs is None:
@@ -139,11 +137,14 @@ class MultifactorPriority:
             append((w_age + fs + static[4] + nice, _Factors(w_age, fs, static, nice)))
         return out
 
+    def order(self, jobs: Sequence[Job], ctx: PassContext) -> Iterable[Job]:
+        return jobs  # the queue's own order
+
 
 class _Factors(Mapping[str, float]):
     """The breakdown ``sprio`` prints, built only when someone reads it."""
 
-    __slots__ = ("_values",)
+    __slots__ = ("_age", "_fs", "_nice", "_static")
     _NAMES = ("age", "fairshare", "jobsize", "partition", "qos", "short", "nice")
 
     def __init__(
@@ -153,13 +154,21 @@ class _Factors(Mapping[str, float]):
         static: tuple[float, float, float, float, float],
         nice: float,
     ) -> None:
-        self._values = (age, fs, static[0], static[1], static[2], static[3], float(nice))
+        # Built for every pending job at every recalculation, read rarely (sprio): keep the
+        # parts as given and lay them out only when read.
+        self._age = age
+        self._fs = fs
+        self._static = static
+        self._nice = nice
 
     def __getitem__(self, key: str) -> float:
         try:
-            return self._values[self._NAMES.index(key)]
+            i = self._NAMES.index(key)
         except ValueError:
             raise KeyError(key) from None
+        if i < 2:
+            return self._age if i == 0 else self._fs
+        return self._static[i - 2] if i < 6 else float(self._nice)
 
     def __iter__(self) -> Iterator[str]:
         return iter(self._NAMES)

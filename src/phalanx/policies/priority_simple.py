@@ -2,17 +2,17 @@
 
 2D-LAS (Tiresias, NSDI'19): a job's attained service is GPUs x time it has run. Jobs are
 placed in K queues by thresholds on attained service; a lower queue index is served first,
-FIFO within a queue. A job that has waited longer than ``starve_factor`` times the time it has
-run is promoted to the first queue, so long jobs are not starved.
+FIFO (submit order) within a queue. A job that has waited longer than ``promote_knob`` times
+the time it has run is promoted to the first queue, so long jobs are not starved.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 
-from phalanx.domain.time import HOUR, Instant
+from phalanx.domain.time import SECOND, Instant
+from phalanx.sched.context import PassContext
 from phalanx.sched.job import Job
-from phalanx.sched.protocols import PassContext
 
 __all__ = ["BasicPriority", "LasPriority", "las_queue"]
 
@@ -33,9 +33,16 @@ class BasicPriority:
     ) -> list[tuple[float, Mapping[str, float]]]:
         return [(0.0, {})] * len(jobs)
 
+    def order(self, jobs: Sequence[Job], ctx: PassContext) -> Iterable[Job]:
+        return jobs  # the queue's own order
 
-DEFAULT_THRESHOLDS: tuple[int, ...] = (1 * HOUR, 10 * HOUR)
-"""GPU-ms of attained service that move a job to the next queue (1 and 10 GPU-hours)."""
+
+DEFAULT_THRESHOLDS: tuple[int, ...] = (3250 * SECOND, 7200 * SECOND)
+"""GPU-ms of LAS service that move a job down to the next queue: three queues, as the
+authors' release runs ``dlas-gpu`` (SymbioticLab/Tiresias, ``simulator/jobs.py``:
+``num_queue = 3``, ``queue_limit = [3250, 7200, ...]`` GPU-seconds)."""
+DEFAULT_PROMOTE_KNOB = 8.0
+"""PromoteKnob: a job waiting longer than this many times its LAS run time is promoted."""
 
 
 def las_queue(attained_gpu_ms: int, thresholds: Sequence[int]) -> int:
@@ -46,31 +53,61 @@ def las_queue(attained_gpu_ms: int, thresholds: Sequence[int]) -> int:
 
 
 class LasPriority:
+    """Discretised 2D-LAS with starvation promotion, as the authors' release does it
+    (``run_sim.py: dlas_sim_jobs``): a job's LAS service is the GPU-time it attained since it
+    was last promoted; a job in a lower queue that has waited, since it first ran or was last
+    promoted, ``promote_knob`` times as long as it ran in that span goes back to the first
+    queue with its LAS service counted from zero again. 0 turns promotion off.
+
+    Where the service was last reset is kept in the job's factors (``service_base_gpu_ms``,
+    ``service_base_at``), which the engine stores with the priority, so that the scheduler and
+    ``sprio`` see the same queue."""
+
     def __init__(self, params: Mapping[str, object]) -> None:
         raw = params.get("thresholds_gpu_ms", DEFAULT_THRESHOLDS)
         self.thresholds = (
             tuple(int(x) for x in raw) if isinstance(raw, list | tuple) else (DEFAULT_THRESHOLDS)
         )
-        starve = params.get("starve_factor", 8.0)
-        self.starve_factor = float(starve) if isinstance(starve, int | float) else 8.0
+        knob = params.get("promote_knob", DEFAULT_PROMOTE_KNOB)
+        self.promote_knob = float(knob) if isinstance(knob, int | float) else DEFAULT_PROMOTE_KNOB
+
+    @staticmethod
+    def _base(job: Job) -> tuple[int, Instant | None]:
+        base = job.factors.get("service_base_gpu_ms")
+        at = job.factors.get("service_base_at")
+        if base is None or at is None:
+            return 0, job.first_start
+        return int(base), int(at)
+
+    def service(self, job: Job, now: Instant) -> int:
+        """GPU-ms of LAS service: attained since the last promotion."""
+        return job.attained_at(now) - self._base(job)[0]
 
     def queue(self, job: Job, now: Instant) -> int:
-        q = las_queue(job.attained_at(now), self.thresholds)
-        if job.start is None and job.attained_gpu_ms > 0 and job.end is not None:
-            # Pending after a preemption: promote if it has waited long relative to its run.
-            waited = now - job.end
-            ran = job.attained_gpu_ms / max(job.gpus, 1e-9)
-            if waited > self.starve_factor * ran:
-                return 0
-        return q
+        """The queue ``job`` is in now (0 first); promotion is decided by ``compute``."""
+        return las_queue(self.service(job, now), self.thresholds)
 
     def compute(
         self, job: Job, ctx: PassContext, now: Instant
     ) -> tuple[float, Mapping[str, float]]:
-        q = self.queue(job, now)
-        return float(-q), {"queue": float(q)}
+        base, base_at = self._base(job)
+        attained = job.attained_at(now)
+        q = las_queue(attained - base, self.thresholds)
+        if q > 0 and job.start is None and base_at is not None and self.promote_knob > 0:
+            ran = (attained - base) / max(job.gpus, 1e-9)
+            waited = now - base_at - ran
+            if ran > 0 and waited >= self.promote_knob * ran:
+                base, base_at, q = attained, now, 0
+        factors = {"queue": float(q)}
+        if base_at is not None:
+            factors["service_base_gpu_ms"] = float(base)
+            factors["service_base_at"] = float(base_at)
+        return float(-q), factors
 
     def compute_many(
         self, jobs: Sequence[Job], ctx: PassContext, now: Instant
     ) -> list[tuple[float, Mapping[str, float]]]:
         return [self.compute(job, ctx, now) for job in jobs]
+
+    def order(self, jobs: Sequence[Job], ctx: PassContext) -> Iterable[Job]:
+        return jobs  # the queue's own order

@@ -1,4 +1,4 @@
-"""``admit/quota``: Kueue-style admission of whole gangs against per-account quota.
+"""``admit/quota`` (pre-filter): Kueue-style admission of whole gangs against per-account quota.
 
 Each account (a Kueue ClusterQueue) has a nominal GPU quota: its ``quota_gpus`` if set, else
 the cluster's GPUs split by the shares of the accounts seen. All accounts form one cohort: an
@@ -11,8 +11,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from phalanx.domain.state import Reason
+from phalanx.sched.context import PassContext
 from phalanx.sched.job import Job
-from phalanx.sched.protocols import PassContext
 from phalanx.sched.status import OK, Status
 
 __all__ = ["QuotaAdmission"]
@@ -43,7 +43,7 @@ class QuotaAdmission:
         acct = ctx.cluster.accounts.get(account)
         return acct.shares if acct is not None else 1
 
-    def admit(self, job: Job, ctx: PassContext) -> Status:
+    def pre_filter(self, job: Job, ctx: PassContext) -> Status:
         state = ctx.state
         used = state.account_gpus.get(job.account, 0.0)
         if used + job.gpus <= self.nominal(job.account, ctx):

@@ -12,7 +12,7 @@ from collections.abc import Mapping
 import numpy as np
 
 from phalanx.sched.capacity import Capacity
-from phalanx.sched.occupancy import Occupancy
+from phalanx.sched.occupancy import BoolArray, Occupancy
 from phalanx.sched.shape import Shape
 
 __all__ = ["BinpackSelect", "SpreadSelect"]
@@ -29,11 +29,11 @@ class _NodeOrderSelect:
         state: Occupancy,
         cap: Capacity,
         shape: Shape,
+        mask: BoolArray,
         nodes: int,
         max_leaves: int | None,
     ) -> list[int] | None:
         del max_leaves  # no topology
-        mask = state.eligible(cap, shape)
         idx = np.flatnonzero(mask)
         if len(idx) < nodes:
             return None

@@ -52,10 +52,10 @@ class TopologySelect:
         state: Occupancy,
         cap: Capacity,
         shape: Shape,
+        mask: BoolArray,
         nodes: int,
         max_leaves: int | None,
     ) -> list[int] | None:
-        mask = state.eligible(cap, shape)
         if nodes == 1:
             if not mask.any():
                 return None

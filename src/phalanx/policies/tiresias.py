@@ -1,74 +1,96 @@
-"""``sched/tiresias``: 2D-LAS with preemption (Tiresias, NSDI'19), no backfill reservations.
+"""``preempt/las``: Tiresias' preemption (2D-LAS, NSDI'19) as a post-filter.
 
-Each pass, pending jobs in queue order start where they fit (consolidated placement by the
-profile's select plugin). A pending job that does not fit preempts running jobs of strictly
-lower-priority queues (highest queue index first, then the newest), as few as it needs; the
-victims requeue and lose the work since their last checkpoint. A job that started less than
-``min_run_ms`` ago is not a victim (the lease of the paper's scheduling interval).
+A pending job that fits nowhere preempts running jobs of strictly lower-priority LAS queues
+(highest queue index first, then the newest), as few as it needs; a job whose earlier victims
+are still saving and would let it fit waits for them. The victims are suspended: signalled to
+checkpoint now, given the profile's ``suspend_grace`` to save, and requeued with their work up
+to the signal. A job that started less than ``min_run_ms`` ago is not a victim (the lease of
+the paper's scheduling interval). The queues are ``priority/las``'s with these parameters
+(the same defaults; a profile that sets thresholds sets them for both). Tiresias' profile puts
+``priority/las`` at queue sort and ``sched/greedy`` (no reservations, every blocked job
+searches) at the reservation step.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import bisect
+import itertools
+from collections.abc import Iterable, Mapping
+from operator import itemgetter
 
-from phalanx.domain.state import Reason
-from phalanx.domain.time import MINUTE
-from phalanx.policies.priority_simple import LasPriority, las_queue
+from phalanx.domain.time import MINUTE, Instant
+from phalanx.policies.backfill import GreedyScheduler
+from phalanx.policies.priority_simple import LasPriority
+from phalanx.sched.context import PassContext
 from phalanx.sched.job import Job
-from phalanx.sched.protocols import PassContext
-from phalanx.sched.status import Status
 
-__all__ = ["TiresiasScheduler"]
+__all__ = ["LasPreempt", "TiresiasStep"]
+
+_first_two = itemgetter(0, 1)
 
 
-class TiresiasScheduler:
-    plugin = "sched/tiresias"
+class LasPreempt:
+    plugin = "preempt/las"
 
     def __init__(self, params: Mapping[str, object]) -> None:
+        self._params = params
         self.las = LasPriority(params)
+        self._las_from_priority = False
         max_victims = params.get("max_victims", 16)
         self.max_victims = int(max_victims) if isinstance(max_victims, int) else 16
         min_run = params.get("min_run_ms", 5 * MINUTE)
         self.min_run = int(min_run) if isinstance(min_run, int) else 5 * MINUTE
 
-    def schedule(self, ctx: PassContext) -> None:
-        now = ctx.now
-        state = ctx.state
-        failed: dict[object, Status] = {}
-        running_q: list[tuple[int, int, Job]] | None = None
-        for job in ctx.pending():
-            known = failed.get(job.key)
-            if known is not None:
-                ctx.wait(job, known)
-                continue
-            need = job.shape.nodes_min * job.shape.gpus
-            if need <= state.free_gpus:
-                alloc = ctx.place(job, None)
-                if alloc is not None:
-                    ctx.start(job, alloc)
-                    continue
-            # Starvation promotion only reorders the queue; preemption goes by attained service.
-            q = las_queue(job.attained_at(now), self.las.thresholds)
-            if running_q is None:
-                running_q = sorted(
-                    ((self.las.queue(r, now), r.seq, r) for r in ctx.running()),
-                    key=lambda t: (-t[0], -t[1]),
-                )
-            victims = self._victims(job, q, running_q, ctx)
-            if victims:
-                ctx.preempt(victims, job)
-                chosen = {v.id for v in victims}
-                running_q = [t for t in running_q if t[2].id not in chosen]
-                ctx.wait(job, Status.wait(Reason.RESOURCES, self.plugin))
-                continue
-            status = Status.wait(Reason.RESOURCES, self.plugin)
-            failed[job.key] = status
-            ctx.wait(job, status)
+    def _running(self, ctx: PassContext) -> list[tuple[int, int, Job]]:
+        """Running jobs by LAS queue, lowest priority first: once per pass (jobs started
+        later in the pass are in the first queue and just started, never victims)."""
+        found = ctx.scratch.get(self.plugin)
+        if found is None:
+            found = ctx.scratch[self.plugin] = self._by_queue(ctx.running(), ctx.now)
+        assert isinstance(found, list)
+        return found
 
-    def _victims(
-        self, job: Job, q: int, running_q: list[tuple[int, int, Job]], ctx: PassContext
-    ) -> list[Job] | None:
+    def _by_queue(self, running: Iterable[Job], now: Instant) -> list[tuple[int, int, Job]]:
+        """Running jobs as ``(queue, seq, job)``, lowest-priority queue first, then newest.
+
+        ``LasPriority.queue`` of a running job inlined (its LAS service: attained since its
+        last promotion, which ``service_base_gpu_ms`` in its factors records): a deep queue
+        blocks in nearly every pass, and every pass needs this order afresh."""
+        thresholds = self.las.thresholds
+        ordered = all(a <= b for a, b in itertools.pairwise(thresholds))
+        last = len(thresholds)
+        keyed: list[tuple[int, int, Job]] = []
+        for r in running:
+            attained = r.attained_gpu_ms - int(r.factors.get("service_base_gpu_ms", 0.0))
+            if r.start is not None and r.alloc is not None:
+                attained += int(r.alloc.gpus * (now - r.start))
+            if ordered:
+                q = bisect.bisect_right(thresholds, attained)
+            else:
+                q = next((i for i, t in enumerate(thresholds) if attained < t), last)
+            keyed.append((-q, -r.seq, r))
+        keyed.sort(key=_first_two)  # seq is unique: jobs themselves are never compared
+        return [(-nq, -ns, r) for nq, ns, r in keyed]
+
+    def victims(self, job: Job, ctx: PassContext) -> list[Job] | None:
+        """Running jobs of lower queues whose GPUs let ``job`` start, as few as needed; ``[]``
+        when the victims already on their way out are enough; None when no set is."""
+        if not self._las_from_priority:
+            # The queues are the priority plugin's: its thresholds, unless set here as well.
+            self.las = LasPriority({**ctx.params("priority/las"), **self._params})
+            self._las_from_priority = True
+        # The job's queue with its promotion (release: a promoted job preempts as a Q0 job).
+        q = self.las.queue(job, ctx.now)
+        running_q = self._running(ctx)
         cap = ctx.state.cap.copy()
+        # Victims still saving their checkpoint give their GPUs back soon: a job that fits with
+        # those waits for them rather than preempting more (several passes run within a grace).
+        coming = [r.alloc for _, _, r in running_q if r.alloc and ctx.is_preempting(r)]
+        if coming:
+            for alloc in coming:
+                cap.give(alloc)
+            if ctx.place(job, cap) is not None:
+                return []
         chosen: list[Job] = []
         for rq, _, r in running_q:
             if rq <= q or len(chosen) >= self.max_victims:
@@ -80,5 +102,17 @@ class TiresiasScheduler:
             cap.give(r.alloc)
             chosen.append(r)
             if ctx.place(job, cap) is not None:
+                # They leave this pass's list: later jobs do not count them as coming.
+                ctx.scratch[self.plugin] = [t for t in running_q if t[2] not in chosen]
                 return chosen
         return None
+
+
+class TiresiasStep(GreedyScheduler):
+    """``sched/tiresias``: the reservation step of Tiresias' profile: nothing reserved, every
+    blocked job waits for Resources after asking the post-filter for victims."""
+
+    plugin = "sched/tiresias"
+
+    def __init__(self, params: Mapping[str, object]) -> None:
+        super().__init__({**params, "reason": "Resources", "victim_search_depth": "all"})

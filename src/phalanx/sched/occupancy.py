@@ -67,7 +67,7 @@ class Occupancy:
         """Whole free GPUs on nodes that are up: a quick upper bound before placing."""
         self.account_gpus: dict[str, float] = {}
         self.version = 0
-        """Bumped on every change, so callers can cache what they derive."""
+        """Bumped on every change (of ``cap`` too), so callers can cache what they derive."""
         self.gives = 0
         """Bumped whenever resources come back (an end, a node up): until then, starts can
         only make a blocked job's earliest start later, never earlier."""
@@ -136,11 +136,13 @@ class Occupancy:
         """Take an allocation out of the free capacity (a start, or a k8s pod held)."""
         self.cap.take(alloc)
         self._count(alloc, -1)
+        self.version += 1
 
     def give(self, alloc: Allocation) -> None:
         self.cap.give(alloc)
         self._count(alloc, +1)
         self.gives += 1
+        self.version += 1
 
     def _count(self, alloc: Allocation, sign: int) -> None:
         if alloc.milli:

@@ -32,7 +32,12 @@ class Status:
 
     @staticmethod
     def wait(reason: str, plugin: str) -> Status:
-        return Status(Code.WAIT, reason, plugin)
+        # Passes ask for the same few statuses for every job they pass over: one each.
+        key = (reason, plugin)
+        status = _WAITS.get(key)
+        if status is None:
+            status = _WAITS[key] = Status(Code.WAIT, reason, plugin)
+        return status
 
     @staticmethod
     def never(reason: str, plugin: str) -> Status:
@@ -40,3 +45,4 @@ class Status:
 
 
 OK = Status(Code.SUCCESS)
+_WAITS: dict[tuple[str, str], Status] = {}

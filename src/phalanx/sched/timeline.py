@@ -38,9 +38,12 @@ class Reservation:
 class Timeline:
     """The reservations of one pass, over the running jobs of ``state``."""
 
-    def __init__(self, state: Occupancy, now: Instant) -> None:
+    def __init__(self, state: Occupancy, now: Instant, resolution: Duration = 0) -> None:
         self.state = state
         self.now = now
+        self.resolution = resolution
+        """Running jobs' ends are rounded up to a multiple of this (Slurm's bf_resolution:
+        coarser times, fewer distinct instants to try); 0 keeps them exact."""
         self.reservations: list[Reservation] = []
         self._bounds: dict[tuple[int, int], Instant | None] = {}
 
@@ -62,7 +65,7 @@ class Timeline:
         state = self.state
         # With no reservation yet, the answer depends only on the running jobs: between two
         # passes where none started or ended (arrivals only), it is the same.
-        memo_key = (job_id, duration, horizon) if not self.reservations else None
+        memo_key = (job_id, duration, horizon, self.resolution) if not self.reservations else None
         if memo_key is not None:
             hit = state.memo().get(memo_key)
             if isinstance(hit, tuple):
@@ -94,7 +97,7 @@ class Timeline:
             if cached is not None and cached[0] == state.gives:
                 return cached[1]
         memo = state.memo()
-        mkey = (job_id, "bound", len(self.reservations))
+        mkey = (job_id, "bound", len(self.reservations), self.resolution)
         if mkey in memo:
             hit = memo[mkey]
             bound = hit if isinstance(hit, int) else None
@@ -123,6 +126,10 @@ class Timeline:
             (state.base_mask(shape) & (cap.gpus >= g) & (cap.cpus >= c) & (cap.mem >= m)).sum()
         )
         ends = state.ends()
+        res = self.resolution
+        if res > 1:
+            # Rounding up keeps the order; ties merge into one instant, as in Slurm's map.
+            ends = [(-(-e // res) * res, j) for e, j in ends]
         running = state.running
         released: list[Allocation] = []
         first = self.now + 1

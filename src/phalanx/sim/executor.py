@@ -1,24 +1,56 @@
 """The simulated executor: runs jobs in virtual time and books where their GPU time went.
 
 It is the simulator's side of the engine's commands: a ``Launch`` becomes a ``TasksExited``
-after the launch latency plus the work the job has left; a ``Kill`` ends the run at once,
-keeping the work up to the last checkpoint; a ``Cleanup`` becomes ``CleanupDone`` after the
-epilog time. Every GPU-millisecond a job holds is booked to one term of the efficiency model
+after the launch latency (plus the restore of a checkpoint, for a job that resumes) and the work
+the job has left; a ``Kill`` ends the run at once, keeping the work up to the last checkpoint; a
+``Signal`` (SIGTERM) makes a job that checkpoints on the signal (its spec says so, or the
+preemption asked for a suspension) save its work and exit ``checkpoint_save_ms`` later, as a
+live job that catches SIGTERM does; a ``Cleanup`` becomes ``CleanupDone`` after the epilog
+time. Every GPU-millisecond a job holds is booked to one term of the efficiency model
 (``phalanx.sim.records.JobRecord``).
 """
 
 from __future__ import annotations
 
-from phalanx.domain.time import Instant
-from phalanx.engine.decisions import Decision
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from phalanx.domain.jobspec import SIGNALS
+from phalanx.domain.time import SECOND, Duration, Instant
+from phalanx.engine.decisions import (
+    Cancelled,
+    Decision,
+    Ended,
+    Held,
+    NodeFailure,
+    Preempted,
+    Rejected,
+    Requeued,
+    TimedOut,
+    Unheld,
+)
 from phalanx.engine.events import CleanupDone, TasksExited
 from phalanx.sim.records import JobRecord, Segment
 
-__all__ = ["RunState", "SimulatedExecutor"]
+__all__ = ["CHECKPOINT_RESTORE_MS", "CHECKPOINT_SAVE_MS", "RunState", "SimulatedExecutor"]
+
+CHECKPOINT_SAVE_MS: Duration = 15 * SECOND
+"""Time a job takes to save a checkpoint when signalled (Tiresias, NSDI'19, counts a
+preemption as a save and a restore of tens of seconds together)."""
+CHECKPOINT_RESTORE_MS: Duration = 15 * SECOND
+"""Time a job that resumes from a checkpoint takes to load it before it does work again."""
 
 
 class RunState:
-    __slots__ = ("alloc_nodes", "gpus", "launched", "run", "running_from", "stopped")
+    __slots__ = (
+        "alloc_nodes",
+        "gpus",
+        "launched",
+        "run",
+        "running_from",
+        "saving_from",
+        "stopped",
+    )
 
     def __init__(self, run: int, gpus: float, nodes: tuple[int, ...], at: Instant, lat: int):
         self.run = run
@@ -26,6 +58,8 @@ class RunState:
         self.alloc_nodes = nodes
         self.launched = at
         self.running_from = at + lat
+        self.saving_from: Instant | None = None
+        """When the job began saving a checkpoint on a signal (it exits once saved)."""
         self.stopped = False
 
 
@@ -39,13 +73,21 @@ class SimulatedExecutor:
         launch_latency_ms: int,
         cleanup_ms: int,
         keep_segments: bool = True,
+        checkpoint_save_ms: Duration = CHECKPOINT_SAVE_MS,
+        checkpoint_restore_ms: Duration = CHECKPOINT_RESTORE_MS,
     ) -> None:
         self.records = records
         self.remaining = remaining
         """Work (ms) each job still has to do; shrinks at each checkpoint kept."""
         self.checkpoints = checkpoints
+        self.savers: set[int] = set()
+        """Jobs that checkpoint on SIGTERM (``JobSpec.checkpoint_on_signal``)."""
+        self.suspending: set[int] = set()
+        """Jobs whose preemption asked them to checkpoint now (a suspension, Tiresias)."""
         self.latency = launch_latency_ms
         self.cleanup = cleanup_ms
+        self.save_ms = checkpoint_save_ms
+        self.restore_ms = checkpoint_restore_ms
         self.keep_segments = keep_segments
         self.runs: dict[int, RunState] = {}
         self.preempted_at: dict[int, Instant] = {}
@@ -58,6 +100,18 @@ class SimulatedExecutor:
         self.timeline: list[tuple[Instant, float]] = [(0, 0.0)]
         self.segments: list[Segment] = []
         self.finished = 0
+        self._on: dict[type, Callable[[Any], None]] = {
+            Preempted: self._preempted,
+            TimedOut: self._final_kill,
+            Cancelled: self._final_kill,
+            NodeFailure: self._node_failure,
+            Requeued: self._requeued,
+            Ended: self._ended,
+            Rejected: self._rejected,
+            Held: self._held,
+            Unheld: self._unheld,
+        }
+        """What each kind of decision books (the others book nothing here)."""
 
     # -- allocation timeline --------------------------------------------------------------
     def _alloc(self, at: Instant, delta: float) -> None:
@@ -72,9 +126,11 @@ class SimulatedExecutor:
     def launch(
         self, at: Instant, job_id: int, run: int, gpus: float, nodes: tuple[int, ...]
     ) -> TasksExited:
-        state = RunState(run, gpus, nodes, at, self.latency)
-        self.runs[job_id] = state
         rec = self.records[job_id]
+        resumes = self.remaining[job_id] < rec.runtime_ms
+        # Loading the checkpoint holds the GPUs like the launch does (booked with it).
+        state = RunState(run, gpus, nodes, at, self.latency + (self.restore_ms if resumes else 0))
+        self.runs[job_id] = state
         if rec.first_start is None:
             rec.first_start = at
         self._alloc(at, gpus)
@@ -86,10 +142,59 @@ class SimulatedExecutor:
         if state is None or state.run != run or state.stopped:
             return False
         state.stopped = True
+        self.preempted_at.pop(job_id, None)  # it finished within its grace: nothing evicted
+        self.suspending.discard(job_id)
         rec = self.records[job_id]
         rec.launch_gpu_ms += int(state.gpus * (state.running_from - state.launched))
         rec.compute_gpu_ms += int(state.gpus * (at - state.running_from))
         self.remaining[job_id] = 0
+        return True
+
+    def signal(self, at: Instant, job_id: int, run: int, signum: int) -> TasksExited | None:
+        """SIGTERM to a job that checkpoints on it, or that a suspension asked to: it saves its
+        work up to now and exits when the save is done (the returned exit, to hand to ``saved``
+        then). Other jobs and signals change nothing (a job that does not catch SIGTERM is
+        killed at the end of its grace)."""
+        state = self.runs.get(job_id)
+        if (
+            signum != SIGNALS["TERM"]
+            or (job_id not in self.savers and job_id not in self.suspending)
+            or state is None
+            or state.run != run
+            or state.stopped
+            or state.saving_from is not None
+        ):
+            return None
+        state.saving_from = at
+        return TasksExited(at + self.save_ms, job_id, run, 0, 0)
+
+    def saved(self, at: Instant, job_id: int, run: int) -> bool:
+        """The exit of a job whose checkpoint on a signal is saved: True if the run is still
+        current (not ended or killed before the save was done). The work up to the signal is
+        kept; the save is booked as eviction when a preemption asked for it."""
+        state = self.runs.get(job_id)
+        if (
+            state is None
+            or state.run != run
+            or state.stopped
+            or state.saving_from is None
+            or at != state.saving_from + self.save_ms  # another exit of the run, not the save's
+        ):
+            return False
+        state.stopped = True
+        self.suspending.discard(job_id)
+        rec = self.records[job_id]
+        g = state.gpus
+        work_end = max(state.saving_from, state.launched)
+        rec.launch_gpu_ms += int(g * (min(state.running_from, work_end) - state.launched))
+        progress = min(max(0, work_end - state.running_from), self.remaining[job_id])
+        rec.compute_gpu_ms += int(g * progress)
+        self.remaining[job_id] -= progress
+        self.final_kill.discard(job_id)
+        if self.preempted_at.pop(job_id, None) is not None:
+            rec.evict_gpu_ms += int(g * (at - work_end))
+        else:
+            rec.compute_gpu_ms += int(g * (at - work_end))
         return True
 
     def kill(self, at: Instant, job_id: int, run: int) -> TasksExited | None:
@@ -97,6 +202,7 @@ class SimulatedExecutor:
         if state is None or state.run != run or state.stopped:
             return None
         state.stopped = True
+        self.suspending.discard(job_id)
         rec = self.records[job_id]
         g = state.gpus
         signalled = self.preempted_at.pop(job_id, None)
@@ -136,39 +242,49 @@ class SimulatedExecutor:
         del self.runs[job_id]
 
     # -- what the engine decided ----------------------------------------------------------
-    def observe(self, decisions: list[Decision]) -> None:
-        for at, kind, job_id, detail in decisions:
-            if kind == "preempt":
-                self.preempted_at[job_id] = at
-                self.records[job_id].preemptions += 1
-            elif kind in ("timeout", "cancel"):
-                self.final_kill.add(job_id)
-            elif kind == "node_fail":
-                self.records[job_id].node_failures += 1
-            elif kind == "requeue":
-                self.records[job_id].restarts += 1
-            elif kind == "end":
-                rec = self.records[job_id]
-                rec.state = str(detail[1])
-                rec.end = at
-                self.finished += 1
-            elif kind == "reject":
-                rec = self.records[job_id]
-                rec.rejected = str(detail[0])
-                rec.state = "REJECTED"
-                rec.end = at
-                self.finished += 1
-            elif kind == "hold":
-                nodes, gpus = detail
-                assert isinstance(nodes, tuple) and isinstance(gpus, float)
-                self.holds.setdefault((job_id, nodes), []).append(at)
-                self._alloc(at, gpus)
-                rec = self.records[job_id]
-                if rec.first_start is None:
-                    rec.first_start = at
-            elif kind == "unhold":
-                nodes, gpus = detail
-                assert isinstance(nodes, tuple) and isinstance(gpus, float)
-                since = self.holds[(job_id, nodes)].pop()
-                self.records[job_id].gang_wait_gpu_ms += int(gpus * (at - since))
-                self._alloc(at, -gpus)
+    def observe(self, decisions: Sequence[Decision]) -> None:
+        on = self._on
+        for d in decisions:
+            book = on.get(type(d))
+            if book is not None:
+                book(d)
+
+    def _preempted(self, d: Preempted) -> None:
+        self.preempted_at[d.job_id] = d.at
+        if d.suspend:
+            self.suspending.add(d.job_id)
+        self.records[d.job_id].preemptions += 1
+
+    def _final_kill(self, d: TimedOut | Cancelled) -> None:
+        self.final_kill.add(d.job_id)
+
+    def _node_failure(self, d: NodeFailure) -> None:
+        self.records[d.job_id].node_failures += 1
+
+    def _requeued(self, d: Requeued) -> None:
+        self.records[d.job_id].restarts += 1
+
+    def _ended(self, d: Ended) -> None:
+        rec = self.records[d.job_id]
+        rec.state = d.state.value
+        rec.end = d.at
+        self.finished += 1
+
+    def _rejected(self, d: Rejected) -> None:
+        rec = self.records[d.job_id]
+        rec.rejected = d.problem
+        rec.state = "REJECTED"
+        rec.end = d.at
+        self.finished += 1
+
+    def _held(self, d: Held) -> None:
+        self.holds.setdefault((d.job_id, d.nodes), []).append(d.at)
+        self._alloc(d.at, d.gpus)
+        rec = self.records[d.job_id]
+        if rec.first_start is None:
+            rec.first_start = d.at
+
+    def _unheld(self, d: Unheld) -> None:
+        since = self.holds[(d.job_id, d.nodes)].pop()
+        self.records[d.job_id].gang_wait_gpu_ms += int(d.gpus * (d.at - since))
+        self._alloc(d.at, -d.gpus)

@@ -33,11 +33,13 @@ class JobRecord:
     gang_wait_gpu_ms: int = 0
     """GPUs held idle by placed pods while the rest of the gang waited (k8s-default)."""
     launch_gpu_ms: int = 0
-    """GPUs held between allocation and the processes running."""
+    """GPUs held between allocation and the processes running (a resuming job's checkpoint
+    restore included)."""
     cleanup_gpu_ms: int = 0
     """GPUs held in COMPLETING (epilog) after the processes ended."""
     evict_gpu_ms: int = 0
-    """GPUs held between a preemption signal and the kill (grace time)."""
+    """GPUs held between a preemption signal and the kill (grace time), or the exit of a job
+    that saved a checkpoint on the signal."""
     lost_gpu_ms: int = 0
     """Work done since the last checkpoint and thrown away by a preemption or node failure."""
     preemptions: int = 0

@@ -1,41 +1,43 @@
-"""The discrete-event simulator: a heap of events in virtual time driving one ``Engine``.
+"""The discrete-event simulator: the driver loop on a virtual clock with simulated runs.
 
-Heap entries are ``(time, order, seq, event)``, the order of ``phalanx.engine.ordering`` (ends,
-arrivals, timers, the pass last); ``seq`` makes it total and deterministic.
+``phalanx.runtime.Driver`` orders the events (ends, arrivals, timers, the pass last) and hands
+them to one ``Engine``; the simulator only fills its two ports: a ``VirtualClock``, which jumps
+to each next event, and the simulated executor (``SimulatedRuns``), which turns launches into
+exits after the work a job has left and books where the GPU time went.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import heapq
 import time
 from collections.abc import Callable, Sequence
 
 from phalanx.domain.cluster import Cluster
-from phalanx.domain.time import SECOND
+from phalanx.domain.time import SECOND, Instant
 from phalanx.engine import (
     Cleanup,
     CleanupDone,
+    Command,
     Engine,
     Event,
     Kill,
     Launch,
-    NodeDown,
-    NodeUp,
+    Signal,
     Submit,
     TasksExited,
-    TimerFired,
-    WakeAt,
 )
-from phalanx.engine.commands import PASS, Command
-from phalanx.engine.ordering import ARRIVAL, END, PASS_ORDER, TIMER
+from phalanx.engine.decisions import Decision
+from phalanx.runtime import Driver, VirtualClock
 from phalanx.sched.profile import Profile
-from phalanx.sim.executor import SimulatedExecutor
+from phalanx.sim.executor import CHECKPOINT_RESTORE_MS, CHECKPOINT_SAVE_MS, SimulatedExecutor
 from phalanx.sim.faults import FaultModel
 from phalanx.sim.records import JobRecord, RunRecord
 from phalanx.sim.workload import TraceJob
 
-__all__ = ["Simulator"]
+__all__ = ["SimulatedRuns", "Simulator"]
+
+_PROGRESS_EVERY = 4096
+"""Events between two progress reports."""
 
 
 class Simulator:
@@ -50,10 +52,13 @@ class Simulator:
         faults: FaultModel | None = None,
         mfu: float = 0.4,
         keep_segments: bool = True,
+        checkpoint_save_ms: int = CHECKPOINT_SAVE_MS,
+        checkpoint_restore_ms: int = CHECKPOINT_RESTORE_MS,
     ) -> None:
         self.cluster = cluster
         self.profile = profile
-        self.workload = workload
+        # Submissions of one instant are handled in the trace's order: a stable sort keeps it.
+        self.workload = sorted(workload, key=lambda tj: tj.submit)
         # A replay refuses what could never run here, as Slurm with EnforcePartLimits does:
         # such trace jobs are reported as rejected, not left pending to the end of the run.
         self.engine = Engine(dataclasses.replace(cluster, enforce_part_limits=True), profile)
@@ -69,65 +74,44 @@ class Simulator:
             launch_latency_ms=launch_latency_ms,
             cleanup_ms=cleanup_ms,
             keep_segments=keep_segments,
+            checkpoint_save_ms=checkpoint_save_ms,
+            checkpoint_restore_ms=checkpoint_restore_ms,
         )
-        self._heap: list[tuple[int, int, int, object]] = []
-        self._seq = 0
-
-    def _push(self, at: int, prio: int, item: object) -> None:
-        self._seq += 1
-        heapq.heappush(self._heap, (at, prio, self._seq, item))
+        self.driver = Driver(self.engine, VirtualClock())
+        runs = SimulatedRuns(self.executor, self.driver.deliver)
+        self.driver.observer = runs
+        self.driver.attach(runs)
 
     def run(self, progress: Callable[[int, int], None] | None = None) -> RunRecord:
         wall0 = time.perf_counter()
-        heap = self._heap
-        for i, tj in enumerate(self.workload):
-            heap.append((tj.submit, ARRIVAL, -len(self.workload) + i, tj))
+        driver = self.driver
+        executor = self.executor
+        total = len(self.workload)
+        # Job ids are handed out in the order submissions are handled: the trace's.
+        job_id = self.engine.next_id
+        for tj in self.workload:
+            driver.deliver(Submit(tj.submit, tj.spec))
+            count = len(tj.spec.array.task_ids) if tj.spec.array is not None else 1
+            for _ in range(count):
+                self._register(job_id, tj)
+                job_id += 1
         if self.faults is not None and self.workload:
             horizon = max(tj.submit for tj in self.workload) + max(
                 tj.runtime for tj in self.workload
             )
             for ev in self.faults.events(len(self.cluster.nodes), horizon):
-                heap.append((ev.at, ARRIVAL, self._seq, ev))
-                self._seq += 1
-        heapq.heapify(heap)
-        engine = self.engine
-        executor = self.executor
-        decisions = engine.decisions
-        seen = 0
-        total = len(self.workload)
-        submitted = 0
-        steps = 0
-        pop = heapq.heappop
-        while heap:
-            at, _, _, item = pop(heap)
-            if isinstance(item, TraceJob):
-                event: Event = Submit(at, item.spec)
-                first = engine.next_id
-                commands = engine.handle(event)
-                for job_id in range(first, engine.next_id):
-                    self._register(job_id, item)
-                submitted += 1
-            elif isinstance(item, TasksExited):
-                if not executor.exited(at, item.job_id, item.run):
-                    continue
-                commands = engine.handle(item)
-            elif isinstance(item, _Killed):
-                commands = engine.handle(item.event)
-            else:
-                assert isinstance(item, CleanupDone | TimerFired | NodeDown | NodeUp)
-                if isinstance(item, CleanupDone):
-                    executor.cleanup_done(at, item.job_id)
-                commands = engine.handle(item)
-            if len(decisions.entries) > seen:
-                executor.observe(decisions.since(seen))
-                seen = len(decisions.entries)
-            if commands:
-                self._carry_out(at, commands)
-            steps += 1
-            if progress is not None and steps % 4096 == 0:
+                driver.deliver(ev)
+        jobs = len(self.records)
+
+        def finished() -> bool:
+            return executor.finished >= jobs
+
+        while (
+            driver.run_due(stop=finished, limit=_PROGRESS_EVERY) == _PROGRESS_EVERY
+            and not finished()
+        ):
+            if progress is not None:
                 progress(executor.finished, total)
-            if submitted == total and executor.finished >= len(self.records):
-                break
         if progress is not None:
             progress(executor.finished, total)
         return RunRecord(
@@ -137,10 +121,10 @@ class Simulator:
             jobs=list(self.records.values()),
             alloc_timeline=executor.timeline,
             segments=executor.segments,
-            deadlocks=engine.deadlocks,
+            deadlocks=self.engine.deadlocks,
             sim_wall_s=time.perf_counter() - wall0,
             mfu=self.mfu,
-            passes=engine.passes,
+            passes=self.engine.passes,
         )
 
     def _register(self, job_id: int, tj: TraceJob) -> None:
@@ -155,30 +139,51 @@ class Simulator:
         )
         self._remaining[job_id] = tj.runtime
         self._checkpoints[job_id] = spec.checkpoint_interval
+        if spec.checkpoint_on_signal:
+            self.executor.savers.add(job_id)
 
-    def _carry_out(self, at: int, commands: list[Command]) -> None:
+
+class SimulatedRuns:
+    """The simulator's executor port over ``SimulatedExecutor``: what a command becomes is
+    computed at once and queued for its instant (``deliver``, not journaled: nothing here
+    comes from outside). It also watches each handled event, to book a run's natural end and
+    its epilog when the engine takes them, and to see the engine's decisions."""
+
+    __slots__ = ("deliver", "executor")
+
+    def __init__(self, executor: SimulatedExecutor, deliver: Callable[[Event], None]) -> None:
+        self.executor = executor
+        self.deliver = deliver
+
+    def launch(self, cmd: Launch, at: Instant) -> None:
+        alloc = cmd.alloc
+        self.deliver(self.executor.launch(at, cmd.job_id, cmd.run, alloc.gpus, alloc.nodes))
+
+    def signal(self, cmd: Signal, at: Instant) -> None:
+        # A job that checkpoints on SIGTERM (or is asked to) exits once saved; others ignore it.
+        saved = self.executor.signal(at, cmd.job_id, cmd.run, cmd.signal)
+        if saved is not None:
+            self.deliver(saved)
+
+    def kill(self, cmd: Kill, at: Instant) -> None:
+        killed = self.executor.kill(at, cmd.job_id, cmd.run)
+        if killed is not None:
+            self.deliver(killed)
+
+    def cleanup(self, cmd: Cleanup, at: Instant) -> None:
+        self.deliver(self.executor.cleanup_started(at, cmd.job_id, cmd.run))
+
+    def handled(
+        self, event: Event, decisions: Sequence[Decision], commands: Sequence[Command]
+    ) -> None:
         executor = self.executor
-        for cmd in commands:
-            if isinstance(cmd, WakeAt):
-                prio = PASS_ORDER if cmd.key == PASS else TIMER
-                self._push(cmd.at, prio, TimerFired(cmd.at, cmd.key))
-            elif isinstance(cmd, Launch):
-                ev = executor.launch(at, cmd.job_id, cmd.run, cmd.alloc.gpus, cmd.alloc.nodes)
-                self._push(ev.at, END, ev)
-            elif isinstance(cmd, Kill):
-                killed = executor.kill(at, cmd.job_id, cmd.run)
-                if killed is not None:
-                    self._push(at, END, _Killed(killed))
-            elif isinstance(cmd, Cleanup):
-                done = executor.cleanup_started(at, cmd.job_id, cmd.run)
-                self._push(done.at, END, done)
-            # Signal and Persist need nothing in simulation: simulated jobs ignore signals.
-
-
-class _Killed:
-    """A kill's exit: already booked by the executor, so it goes straight to the engine."""
-
-    __slots__ = ("event",)
-
-    def __init__(self, event: TasksExited) -> None:
-        self.event = event
+        if type(event) is TasksExited:
+            # The exit of a job that saved a checkpoint on a signal books what it kept; a
+            # natural end books the run's work; the end of a run killed before it (stale,
+            # ignored by the engine too) and a kill's own exit book nothing here.
+            if not executor.saved(event.at, event.job_id, event.run):
+                executor.exited(event.at, event.job_id, event.run)
+        elif type(event) is CleanupDone:
+            executor.cleanup_done(event.at, event.job_id)
+        if decisions:
+            executor.observe(decisions)

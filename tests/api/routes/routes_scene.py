@@ -16,11 +16,11 @@ from typing import Any
 
 from phalanx.api.routes import Access, create_app
 from phalanx.config.clusterspec import regular_cluster
-from phalanx.live.clock import FakeClock
 from phalanx.live.controller import Controller
 from phalanx.live.journal import MemoryJournal
 from phalanx.policies.catalog import profile
 from phalanx.protocol.agent import AgentHello
+from phalanx.runtime import FakeClock
 
 with warnings.catch_warnings():
     # Starlette asks for its httpx2 fork when plain httpx is what is installed; the test

@@ -10,10 +10,10 @@ from routes_scene import CMD, ROOT, START, USER, Api, serve
 
 from phalanx.api.routes import Access
 from phalanx.config.clusterspec import regular_cluster
-from phalanx.live.clock import FakeClock
 from phalanx.live.controller import Controller
 from phalanx.live.journal import MemoryJournal
 from phalanx.policies.catalog import profile
+from phalanx.runtime import FakeClock
 
 # ---------------------------------------------------------------------------- submit
 

@@ -19,6 +19,7 @@ key                    required  meaning
 ``mem_mb``             no        memory per node, MB, default 0
 ``gpu_model``          no        allowed GPU models, ``A|B``; default any
 ``checkpoint_interval``  no      seconds between checkpoints; default none
+``checkpoint_on_signal``  no     ``true``: the job also checkpoints on SIGTERM; default false
 =====================  ========  ==========================================================
 
 Without ``nodes`` or ``gpus_per_node`` the gang comes from ``gang.gang_shape`` (8-GPU nodes).
@@ -136,6 +137,7 @@ def _parse(cells: Cells, index: int) -> _Job:
             gpu_models=frozenset(m for m in cells.text("gpu_model", "").split("|") if m),
             time_limit=_seconds(cells, "time_limit"),
             checkpoint_interval=_seconds(cells, "checkpoint_interval"),
+            checkpoint_on_signal=cells.flag("checkpoint_on_signal"),
         )
     except SpecError as exc:
         raise cells.error(exc.message, exc.field) from None

@@ -128,6 +128,21 @@ class Cells:
             raise self.error(f"not a whole number: {number:g}", field)
         return int(number)
 
+    def flag(self, field: str, default: bool = False) -> bool:
+        """A yes/no field: JSON ``true``/``false``, or ``true``/``false``/``yes``/``no``/``1``/``0``
+        in any case; ``default`` if absent."""
+        value = self.raw(field)
+        if value is None:
+            return default
+        if isinstance(value, bool):
+            return value
+        text = str(value).strip().lower()
+        if text in ("true", "yes", "1"):
+            return True
+        if text in ("false", "no", "0"):
+            return False
+        raise self.error(f"not true or false: {value!r}", field)
+
     def count(self, field: str, default: int | None = None) -> int:
         """A whole number that may not be negative (GPUs, CPUs, memory); ``default`` if absent."""
         value = self.opt_integer(field)

@@ -1,4 +1,6 @@
-"""The control loop drives the engine exactly as the simulator does, persisting first."""
+"""One driver loop: with a fake clock and a fake executor it gives the simulator's decision
+log; inputs are journaled before they are queued, and a replay of the journal continues
+exactly."""
 
 from __future__ import annotations
 
@@ -10,12 +12,18 @@ import pytest
 from phalanx.config.clusterspec import regular_cluster
 from phalanx.domain.jobspec import JobSpec
 from phalanx.domain.time import HOUR, MINUTE
-from phalanx.engine import Engine, Event, Launch, Submit, TasksExited
-from phalanx.live.clock import FakeClock
-from phalanx.live.executor import FakeExecutor
-from phalanx.live.journal import Journal, JournalError, MemoryJournal, SqliteJournal
-from phalanx.live.loop import ControlLoop
+from phalanx.engine import Engine, Event, Launch, Submit
+from phalanx.live.journal import SqliteJournal
 from phalanx.policies.catalog import profile
+from phalanx.runtime import (
+    Driver,
+    FakeClock,
+    FakeExecutor,
+    Journal,
+    JournalError,
+    MemoryJournal,
+    VirtualClock,
+)
 from phalanx.sim.generator import generate
 from phalanx.sim.simulator import Simulator
 from phalanx.sim.workload import TraceJob
@@ -48,11 +56,11 @@ def _workload() -> list[TraceJob]:
 
 def _run_live(
     policy: str, workload: list[TraceJob], journal: Journal | None = None, stop: int | None = None
-) -> tuple[Engine, ControlLoop]:
+) -> tuple[Engine, Driver]:
     """Replay ``workload`` through the live loop with a fake clock, up to instant ``stop``."""
     clock = FakeClock()
     engine = Engine(regular_cluster(16, 8, 4), profile(policy))
-    loop = ControlLoop(engine, clock, journal)
+    loop = Driver(engine, clock, journal)
     runtimes = {i + 1: tj.runtime for i, tj in enumerate(workload)}
     loop.attach(FakeExecutor(loop.report, runtimes, launch_latency_ms=2_000, cleanup_ms=1_000))
     for tj in workload:
@@ -61,7 +69,7 @@ def _run_live(
     return engine, loop
 
 
-def _drive(loop: ControlLoop, clock: FakeClock, stop: int | None = None) -> None:
+def _drive(loop: Driver, clock: FakeClock, stop: int | None = None) -> None:
     while (due := loop.next_due()) is not None and (stop is None or due <= stop):
         clock.set(due)
         loop.run_due()
@@ -90,7 +98,7 @@ def test_a_replay_of_the_journal_after_a_crash_continues_exactly(tmp_path: Path)
     # The new controller: a fresh engine and clock, the old journal.
     clock = FakeClock(stop)
     engine = Engine(regular_cluster(16, 8, 4), profile("phalanx"))
-    loop = ControlLoop(engine, clock, SqliteJournal(path))
+    loop = Driver(engine, clock, SqliteJournal(path))
     runtimes = {i + 1: tj.runtime for i, tj in enumerate(workload)}
     executor = FakeExecutor(loop.report, runtimes, launch_latency_ms=2_000, cleanup_ms=1_000)
     loop.attach(executor)
@@ -116,7 +124,7 @@ def test_every_launch_follows_the_commit_of_its_inputs() -> None:
 
     clock = FakeClock()
     engine = Engine(regular_cluster(2, 8, 2), profile("slurm"))
-    loop = ControlLoop(engine, clock, Recorder())
+    loop = Driver(engine, clock, Recorder())
     loop.attach(Launcher(loop.report, {1: 60_000, 2: 60_000}))
     spec = JobSpec(gpus_per_task=8, command=("true",))
     assert loop.submit_many([spec, spec]) == [[1], [2]]
@@ -129,7 +137,7 @@ def test_every_launch_follows_the_commit_of_its_inputs() -> None:
 def test_a_full_journal_refuses_a_submission_and_queues_nothing() -> None:
     journal = MemoryJournal()
     engine = Engine(regular_cluster(2, 8, 2), profile("slurm"))
-    loop = ControlLoop(engine, FakeClock(), journal)
+    loop = Driver(engine, FakeClock(), journal)
     loop.attach(FakeExecutor(loop.report, {}))
     journal.fail = True
     with pytest.raises(JournalError):
@@ -139,21 +147,60 @@ def test_a_full_journal_refuses_a_submission_and_queues_nothing() -> None:
     assert loop.submit(JobSpec(command=("true",))) == [1]
 
 
-def test_sqlite_journal_is_wal_and_keeps_inputs_across_reopen(tmp_path: Path) -> None:
-    path = str(tmp_path / "state.db")
-    journal = SqliteJournal(path)
-    assert journal.journal_mode == "wal"
-    spec = JobSpec(name="a", command=("sh", "-c", "echo $X"), environment=(("X", "1"),))
-    journal.write([Submit(5, spec), TasksExited(9, 1, 1, 3, 0)])
-    journal.close()
-    again = SqliteJournal(path)
-    assert list(again.read()) == [Submit(5, spec), TasksExited(9, 1, 1, 3, 0)]
-    again.close()
-
-
 def test_fake_clock_never_goes_back() -> None:
     clock = FakeClock(10)
     clock.advance(5)
     assert clock.now() == 15
     with pytest.raises(ValueError, match="cannot go back"):
         clock.set(3)
+
+
+def test_a_virtual_clock_jumps_to_each_event_and_runs_everything() -> None:
+    clock = VirtualClock()
+    engine = Engine(regular_cluster(2, 8, 2), profile("slurm"))
+    driver = Driver(engine, clock)
+    driver.attach(FakeExecutor(driver.deliver, {1: HOUR, 2: HOUR}, cleanup_ms=1_000))
+    spec = JobSpec(gpus_per_task=8, nodes_min=2, nodes_max=2, time_limit=2 * HOUR)
+    driver.deliver(Submit(0, spec))
+    driver.deliver(Submit(MINUTE, spec))
+    driver.run_due()
+    assert driver.next_due() is None
+    assert [j.state.value for j in engine.jobs.values()] == ["COMPLETED", "COMPLETED"]
+    # The second waited for the first: 2 s launch + 1 h + 1 s epilog, then its own run.
+    assert engine.jobs[2].first_start == 2_000 + HOUR + 1_000
+    assert clock.now() == driver.last_at >= engine.jobs[2].end
+
+
+def test_a_fake_clock_holds_back_what_is_not_due() -> None:
+    clock = FakeClock()
+    engine = Engine(regular_cluster(2, 8, 2), profile("fifo"))
+    driver = Driver(engine, clock)
+    driver.attach(FakeExecutor(driver.report, {1: HOUR}))
+    [job_id] = driver.submit(JobSpec(gpus_per_task=8, time_limit=2 * HOUR))
+    assert driver.run_due() == 2  # the submission and the pass of its instant
+    assert engine.jobs[job_id].state.value == "RUNNING"
+    assert driver.next_due() == 2_000 + HOUR  # the run's end (its time limit comes later)
+    clock.set(HOUR)
+    assert driver.run_due() == 0
+    clock.set(2_000 + HOUR)
+    driver.run_due()
+    assert engine.jobs[job_id].state.value == "COMPLETING"
+
+
+def test_run_due_stops_after_limit_or_when_told() -> None:
+    engine = Engine(regular_cluster(2, 8, 2), profile("fifo"))
+    driver = Driver(engine, VirtualClock())
+    driver.attach(FakeExecutor(driver.deliver, {}))
+    for at in range(5):
+        driver.deliver(Submit(at * MINUTE, JobSpec(gpus_per_task=1, time_limit=HOUR)))
+    assert driver.run_due(limit=3) == 3
+    assert driver.run_due(stop=lambda: len(engine.jobs) == 4) >= 1
+    assert len(engine.jobs) == 4
+
+
+def test_commands_need_an_executor() -> None:
+    engine = Engine(regular_cluster(2, 8, 2), profile("fifo"))
+    driver = Driver(engine, VirtualClock())
+    driver.deliver(Submit(0, JobSpec(gpus_per_task=1)))
+    with pytest.raises(RuntimeError, match="no executor attached to carry out Launch"):
+        driver.run_due()

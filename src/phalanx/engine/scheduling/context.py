@@ -1,0 +1,125 @@
+"""The narrow view plugins get of a pass (``phalanx.sched.context``), not the engine itself.
+
+Placement lives here because every point that asks "where could this go" (the gang step, the
+reservation step, the post-filter) must get the same answer: filter, then score.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+
+from phalanx.domain.cluster import Cluster
+from phalanx.domain.time import Instant
+from phalanx.engine.scheduling.members import Holds
+from phalanx.engine.scheduling.points import Points
+from phalanx.engine.scheduling.preemption import Preemption
+from phalanx.engine.scheduling.statuses import Statuses
+from phalanx.sched.capacity import Allocation, Capacity
+from phalanx.sched.job import Job
+from phalanx.sched.occupancy import BoolArray, Occupancy
+from phalanx.sched.shape import Shape
+from phalanx.sched.usage import Usage
+
+__all__ = ["PassView"]
+
+
+class PassView:
+    """Implements ``GangContext`` (and so ``PassContext``) over the engine's state."""
+
+    def __init__(
+        self,
+        cluster: Cluster,
+        state: Occupancy,
+        usage: Usage,
+        running: dict[int, Job],
+        wake_at: Callable[[Instant], None],
+        points: Points,
+        statuses: Statuses,
+        holds: Holds,
+        preemption: Preemption,
+    ) -> None:
+        self.cluster = cluster
+        self.state = state
+        self.usage = usage
+        self.now: Instant = 0
+        """The ``at`` of the event being handled (the engine keeps it current)."""
+        self._running = running
+        self.wake_at = wake_at
+        self._statuses = statuses
+        self._holds = holds
+        self._preemption = preemption
+        self._filters = points.filter
+        self._score = points.score
+        self._reserve = points.reserve
+        self.params = points.params
+        self.scratch: dict[object, object] = {}
+
+    def begin(self) -> None:
+        """Step 1 of a pass: an empty scratch cache for the plugins."""
+        self.scratch.clear()
+
+    def running(self) -> Iterable[Job]:
+        return list(self._running.values())
+
+    def _mask(self, cap: Capacity, shape: Shape) -> BoolArray:
+        filters = self._filters
+        mask = filters[0].filter(self.state, cap, shape)
+        for more in filters[1:]:
+            mask = mask & more.filter(self.state, cap, shape)
+        return mask
+
+    def place(self, job: Job, cap: Capacity | None = None) -> Allocation | None:
+        shape = job.shape
+        max_leaves = shape.switches
+        now = self.now
+        if max_leaves is not None and now - job.submit >= job.spec.switches_wait:
+            max_leaves = None  # waited long enough: relax, as Slurm does after max-time
+        state = self.state
+        cap = state.cap if cap is None else cap
+        nodes = shape.nodes_max
+        while nodes >= shape.nodes_min:
+            chosen = self._choose(cap, shape, nodes, max_leaves)
+            if chosen is not None:
+                return state.allocation(cap, shape, chosen)
+            nodes = shape.nodes_min if nodes > shape.nodes_min else nodes - 1
+        if max_leaves is not None:
+            self.wake_at(job.submit + job.spec.switches_wait)  # when the limit relaxes
+        return None
+
+    def place_shape(
+        self, shape: Shape, nodes: int, cap: Capacity | None = None
+    ) -> Allocation | None:
+        state = self.state
+        cap = state.cap if cap is None else cap
+        chosen = self._choose(cap, shape, nodes, None)
+        return None if chosen is None else state.allocation(cap, shape, chosen)
+
+    def _choose(
+        self, cap: Capacity, shape: Shape, nodes: int, max_leaves: int | None
+    ) -> list[int] | None:
+        """Filter, then score."""
+        return self._score.place(self.state, cap, shape, self._mask(cap, shape), nodes, max_leaves)
+
+    def is_preempting(self, job: Job) -> bool:
+        return self._preemption.is_preempting(job)
+
+    def victims_leaving(self, job: Job) -> bool:
+        return self._preemption.victims_leaving(job)
+
+    def expect(self, job: Job, start: Instant | None) -> None:
+        self._statuses.expect(job, start)
+
+    def more_than_whole_gpus_pending(self) -> bool:
+        return self._statuses.nonwhole > 0
+
+    # -- GangContext ------------------------------------------------------------------------
+    def waiting(self) -> Sequence[Job]:
+        return self._holds.waiting()
+
+    def unreserve(self, job: Job) -> None:
+        self._holds.unreserve(job)
+        for plugin in self._reserve:
+            plugin.unreserve(job, self)
+
+    def note_deadlock(self, jobs: Sequence[Job]) -> None:
+        self._holds.note_deadlock(list(jobs))

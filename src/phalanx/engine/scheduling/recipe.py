@@ -1,0 +1,237 @@
+"""The scheduling pass as one numbered recipe (ARCHITECTURE.md, "Scheduling pass").
+
+1. Snapshot: the occupancy as it is now; the reservation step's timeline over it.
+2. Queue sort: the queue plugin's order of the eligible pending jobs.
+3. For each job: pre-filter (cluster limits, ``admit/*``) -> filter and score (``place``) ->
+   reserve -> permit -> start. A gang is placed whole; with ``members="pods"`` pod by pod,
+   each pod reserved while the permit plugin keeps the gang waiting for the rest.
+4. A job that cannot start: the reservation step (``sched/*``) reserves for it on the timeline
+   if it is among those that get one; later jobs start only where they delay no reservation.
+5. Post-filter: preemption, for blocked jobs the reservation step lets search.
+6. Every job that did not start carries a ``Status`` and, where known, its expected start.
+
+Plugin lists are resolved once (``Points``); a point with no plugin costs no call.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable, Iterator
+
+from phalanx.domain.state import Reason
+from phalanx.engine.scheduling.context import PassView
+from phalanx.engine.scheduling.limits import ClusterLimits
+from phalanx.engine.scheduling.members import Holds
+from phalanx.engine.scheduling.points import Points
+from phalanx.engine.scheduling.preemption import Preemption
+from phalanx.engine.scheduling.statuses import Statuses
+from phalanx.sched.capacity import Allocation
+from phalanx.sched.job import Job
+from phalanx.sched.members import member_count, merge, pod_shape
+from phalanx.sched.points import ReservationStep
+from phalanx.sched.shape import Shape
+from phalanx.sched.status import OK, Status
+
+__all__ = ["Recipe"]
+
+
+class Recipe:
+    """Runs one pass over the engine's eligible queue (``run``), calling the profile's
+    plugins at their points. Owns nothing between passes but a cache of pod shapes."""
+
+    def __init__(
+        self,
+        points: Points,
+        view: PassView,
+        statuses: Statuses,
+        holds: Holds,
+        preemption: Preemption,
+    ) -> None:
+        self.points = points
+        self.view = view
+        self.statuses = statuses
+        self.holds = holds
+        self.preemption = preemption
+        self._pods: dict[tuple[object, int], Shape] = {}
+
+    def connect(
+        self,
+        limits: ClusterLimits,
+        pending: Callable[[], list[Job]],
+        start: Callable[[Job, Allocation], None],
+    ) -> None:
+        """The engine's side: its limits, its eligible queue and how it starts a job."""
+        self.limits = limits
+        self._pending = pending
+        self._start = start
+
+    def pre_filter(self, job: Job) -> Status:
+        """Step 3a: the cluster's limits, then the profile's pre-filter plugins."""
+        if job.spec.array is not None or self.limits.any_rules:
+            status = self.limits.check(job)
+            if not status.ok:
+                return status
+        for plugin in self.points.pre_filter:
+            status = plugin.pre_filter(job, self.view)
+            if not status.ok:
+                return status
+        return OK
+
+    def reserve(self, job: Job, alloc: Allocation) -> Status:
+        """Step 3d: the reserve plugins, in order; on a refusal, those that had reserved are
+        told to unreserve, in reverse order."""
+        plugins = self.points.reserve
+        for i, plugin in enumerate(plugins):
+            status = plugin.reserve(job, alloc, self.view)
+            if not status.ok:
+                for done in reversed(plugins[:i]):
+                    done.unreserve(job, self.view)
+                return status
+        return OK
+
+    def run(self) -> None:
+        view, statuses, points = self.view, self.statuses, self.points
+        statuses.passes += 1
+        # 1. Snapshot.
+        view.begin()
+        state = view.state
+        preemption = self.preemption
+        could = preemption.could_preempt if preemption.preemptors > 0 else None
+        step = points.reservation.begin(view, could_preempt=could)
+        reserve, permit, post_filter = points.reserve, points.permit, points.post_filter
+        if permit is not None:
+            permit.begin(view)
+        # 2. Queue sort.
+        pending = self._pending()
+        order = points.queue_sort.order(pending, view)
+        # 3-5. Each job in order.
+        wait, start = statuses.wait, self._start
+        checks = bool(points.pre_filter) or self.limits.any_rules
+        pods = points.pods
+        # No node has more free GPUs than this (starts only lower it): a cheap test before
+        # a placement is tried.
+        most_free = int(state.cap.gpus.max()) if state.n else 0
+        full: set[Shape] = set()
+        failed = {} if pods else step.failed  # pod by pod, ``full`` is the memo
+        max_jobs = step.max_jobs if step.max_jobs is not None else -1
+        jobs = iter(order)
+        for index, job in enumerate(jobs):
+            if index == max_jobs:
+                break  # a bound on the jobs a pass looks at: the rest keep what they had
+            if state.free_gpus == 0 and step.exhausted(job):
+                self._rest(step, itertools.chain((job,), jobs), max_jobs - index)
+                break
+            known = step.known(job) if job.key in failed else None
+            if known is not None:
+                if job.reason is not known.reason:
+                    wait(job, known)
+                continue
+            if (checks or job.spec.array is not None) and not job.holds:
+                status = self.pre_filter(job)
+                if not status.ok:
+                    wait(job, status)
+                    continue
+            if pods:
+                self._members(job, full, step)
+                continue
+            # 3b-e. Filter and score the whole gang, reserve, permit (every member is placed
+            # at once, so nothing waits there), start.
+            if job.shape.nodes_min * job.shape.gpus <= state.free_gpus and (
+                job.shape.gpus <= most_free
+            ):
+                alloc = view.place(job, step.view(job))
+                if alloc is not None:
+                    status = self.reserve(job, alloc) if reserve else OK
+                    if status.ok:
+                        start(job, alloc)
+                        step.started(job, alloc)
+                    else:
+                        wait(job, status)
+                    continue
+            # 4-5. Blocked: the reservation step names the status; the post-filter looks for
+            # victims first (preemption), else the step reserves or remembers the failure.
+            blocked = step.blocked(job)
+            if post_filter is not None and step.search(job):
+                victims = preemption.victims(job, view)
+                if victims:
+                    preemption.preempt(victims, job, view.now)
+                    wait(job, Status.wait(Reason.RESOURCES, points.post_filter_id))
+                    step.preempting(job)
+                    if step.stop_at_blocked:
+                        self._rest(step, jobs, max_jobs - index - 1)
+                        break
+                    continue
+            if step.stop_at_blocked:
+                if blocked is not None:
+                    wait(job, blocked)
+                self._rest(step, jobs, max_jobs - index - 1)
+                break
+            settled = step.settle(job, blocked)
+            if settled is not None:
+                wait(job, settled)
+        # 6. Statuses and expected starts of the blocked jobs the step reserved for.
+        step.finish()
+        if permit is not None:
+            permit.end(view)
+
+    def _rest(self, step: ReservationStep, jobs: Iterator[Job], bound: int) -> None:
+        """The jobs a pass ended before (at most ``bound`` if it is not negative) get the
+        step's ``rest`` status (only those with none yet, with ``rest_new_only``)."""
+        status = step.rest
+        if status is None:
+            return
+        if bound >= 0:
+            jobs = itertools.islice(jobs, bound)
+        if step.rest_new_only:
+            for job in jobs:
+                if job.reason is Reason.NONE:
+                    self.statuses.wait(job, status)
+        elif status.reason is Reason.PRIORITY:
+            self.statuses.wait_rest_priority(status)  # all not looked at, bound or not
+        else:
+            for job in jobs:
+                self.statuses.wait(job, status)
+
+    def _members(self, job: Job, full: set[Shape], step: ReservationStep) -> None:
+        """Steps 3b-e pod by pod: each pod filtered, scored and reserved (held) on its own.
+        A gang with every pod reserved starts; one with some waits, as its permit plugin
+        says (nothing partial ever starts)."""
+        view, state = self.view, self.view.state
+        key = (job.key, job.spec.tasks_per_node)
+        shape = self._pods.get(key)
+        if shape is None:
+            shape = self._pods[key] = pod_shape(job)
+        total = member_count(job)
+        while len(job.holds) < total:
+            if shape in full or (shape.gpus and shape.gpus > state.free_gpus):
+                break
+            alloc = view.place(job, None) if total == 1 else view.place_shape(shape, 1)
+            if alloc is None:
+                full.add(shape)
+                break
+            if self.points.reserve:
+                refused = self.reserve(job, alloc)
+                if not refused.ok:
+                    if not job.holds:
+                        self.statuses.wait(job, refused)
+                        return
+                    break
+            if total == 1:
+                self._start(job, alloc)
+                return
+            self.holds.hold(job, alloc)
+        if job.holds:
+            permit = self.points.permit
+            status = OK if permit is None else permit.permit(job, total, view)
+            if status.ok and len(job.holds) == total:
+                parts = list(job.holds)
+                self.holds.unreserve(job)
+                self._start(job, merge(parts))
+                return
+            self.statuses.wait(
+                job, status if not status.ok else Status.wait(Reason.GANG_WAIT, "permit")
+            )
+            return
+        blocked = step.blocked(job)
+        if blocked is not None and job.reason is not blocked.reason:
+            self.statuses.wait(job, blocked)

@@ -1,0 +1,54 @@
+"""Step 6 of the pass: every pending job carries a ``Status`` and, where known, an expected
+start, cheaply (a full cluster must not cost a walk over a long queue)."""
+
+from __future__ import annotations
+
+from phalanx.domain.state import JobState, Reason
+from phalanx.domain.time import Instant
+from phalanx.sched.job import Job
+from phalanx.sched.status import Status
+
+__all__ = ["Statuses"]
+
+
+class Statuses:
+    def __init__(self, jobs: dict[int, Job], waiting: dict[int, Job]) -> None:
+        self._jobs = jobs
+        self._waiting = waiting
+        """Pending jobs that are not eligible (held, dependencies): not in any pass."""
+        self.passes = 0
+        self.nonwhole = 0
+        """Queued jobs that need no whole GPU (CPU-only or a GPU share)."""
+        self.not_priority: set[int] = set()
+        """Queued jobs whose reason is not Priority (what ``wait_rest_priority`` may change)."""
+
+    def wait(self, job: Job, status: Status, expected_start: Instant | None = None) -> None:
+        """Record why the job did not start this pass."""
+        job.reason = status.reason
+        job.reason_plugin = status.plugin
+        job.expected_start = expected_start
+        job.seen = self.passes
+        if status.reason is Reason.PRIORITY:
+            self.not_priority.discard(job.id)
+        else:
+            self.not_priority.add(job.id)
+
+    def expect(self, job: Job, start: Instant | None) -> None:
+        """A blocked job's expected start; its reason stays."""
+        self.wait(job, Status.wait(job.reason, job.reason_plugin), start)
+
+    def wait_rest_priority(self, status: Status) -> None:
+        """``wait`` with ``status`` (reason Priority) for every eligible pending job not
+        looked at in this pass, cheaply: a full cluster, where everyone below waits for
+        Priority, touches only the queued jobs that carry another reason, not the whole tail
+        of a long queue."""
+        reason, plugin = status.reason, status.plugin
+        for job_id in list(self.not_priority):
+            job = self._jobs[job_id]
+            if job.seen == self.passes:
+                continue
+            self.not_priority.discard(job_id)
+            if job.state is JobState.PENDING and job_id not in self._waiting:
+                job.reason = reason
+                job.reason_plugin = plugin
+                job.expected_start = None

@@ -1,0 +1,68 @@
+"""Timer keys: what a ``WakeAt`` asks for and the ``TimerFired`` it comes back as.
+
+One small frozen type per kind of timer, so the engine dispatches on the type (``match``), and
+a timer of a job's run names that run: a timer of an earlier run is recognised as stale.
+Timers are never journaled: a replay of the inputs sets them again.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+__all__ = [
+    "PASS",
+    "RECALC",
+    "WAKE",
+    "BeginTimer",
+    "KillTimer",
+    "LimitTimer",
+    "PassTimer",
+    "RecalcTimer",
+    "TimerKey",
+    "WakeTimer",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class PassTimer:
+    """Run a scheduling pass; drivers run it after the other events of the same instant."""
+
+
+@dataclass(frozen=True, slots=True)
+class WakeTimer:
+    """A plugin asked for a pass at this instant (a timeout it waits for)."""
+
+
+@dataclass(frozen=True, slots=True)
+class RecalcTimer:
+    """Recompute the priorities of the queue (``PriorityCalcPeriod``)."""
+
+
+@dataclass(frozen=True, slots=True)
+class LimitTimer:
+    """Run ``run`` of the job reaches its time limit, or the early ``--signal`` before it."""
+
+    job_id: int
+    run: int
+
+
+@dataclass(frozen=True, slots=True)
+class KillTimer:
+    """The grace after a SIGTERM to run ``run`` of the job is over: SIGKILL it."""
+
+    job_id: int
+    run: int
+
+
+@dataclass(frozen=True, slots=True)
+class BeginTimer:
+    """The job's ``--begin`` time has come: look at the jobs waiting again."""
+
+    job_id: int
+
+
+TimerKey = PassTimer | WakeTimer | RecalcTimer | LimitTimer | KillTimer | BeginTimer
+
+PASS = PassTimer()
+WAKE = WakeTimer()
+RECALC = RecalcTimer()

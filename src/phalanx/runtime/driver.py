@@ -1,0 +1,226 @@
+"""The driver loop: one event heap, one engine, commands out to an executor, time from a clock.
+
+Events wait in one heap ordered ``(at, order_of(event), seq)`` (``phalanx.engine.ordering``:
+ends, arrivals, timers, the pass last; ``seq`` makes the order total), so every driver --
+the simulator's, the live controller's, a test's -- gives the same decision log for the same
+inputs. They differ only in their ports: the clock says when an event is due, the executor
+carries out launches, signals, kills and epilogs.
+
+Inputs from outside the engine (submissions, cancels, ended runs, failed launches, node
+changes) are committed to the journal before they are queued (``accept``); the engine's own
+timers are not stored, because a replay of the inputs regenerates them. An accepted input is
+stamped no earlier than 1 ms after the last event handled: it then sorts after everything
+already handled, in the live run and in any replay alike.
+
+The loop itself never waits: whoever owns it (the simulator, an asyncio task, a test) calls
+``run_due`` and, live, sleeps until ``next_due``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import heapq
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from phalanx.domain.jobspec import JobSpec
+from phalanx.domain.time import Instant
+from phalanx.engine import (
+    Cleanup,
+    CleanupDone,
+    Command,
+    Engine,
+    Event,
+    Kill,
+    Launch,
+    Signal,
+    Submit,
+    TimerFired,
+    WakeAt,
+)
+from phalanx.engine.ordering import order_of, timer_order
+from phalanx.runtime.clock import Clock
+from phalanx.runtime.ports import Executor, Journal, MemoryJournal, Observer
+
+__all__ = ["Driver"]
+
+
+class Driver:
+    def __init__(
+        self,
+        engine: Engine,
+        clock: Clock,
+        journal: Journal | None = None,
+        *,
+        observer: Observer | None = None,
+    ) -> None:
+        """The executor comes with ``attach`` (it reports to this driver, so it is made
+        after it). ``observer`` sees every handled event with its decisions and commands."""
+        self.engine = engine
+        self.clock = clock
+        self.journal: Journal = journal if journal is not None else MemoryJournal()
+        self.observer = observer
+        self.executor: Executor | None = None
+        self.handled = 0
+        self._heap: list[tuple[Instant, int, int, Event]] = []
+        self._seq = 0
+        self._last_at: Instant = -1
+        self._accepted_until: Instant = -1
+        self._unhandled_ids = 0
+        """Job ids that queued, not yet handled, submissions will take."""
+        self._carry: dict[type, Callable[[Any, Instant], None]] = {
+            Launch: _unattached,
+            Signal: _unattached,
+            Kill: _unattached,
+            Cleanup: _unattached,
+            WakeAt: self._wake,
+        }
+        """How each command type is carried out: a table, filled by ``attach``."""
+
+    def attach(self, executor: Executor) -> None:
+        self.executor = executor
+        self._carry.update(
+            {
+                Launch: executor.launch,
+                Signal: executor.signal,
+                Kill: executor.kill,
+                Cleanup: executor.cleanup,
+            }
+        )
+
+    @property
+    def last_at(self) -> Instant:
+        """The instant of the last event handled (-1 before the first)."""
+        return self._last_at
+
+    # ------------------------------------------------------------------ inputs
+    def accept(self, events: Sequence[Event]) -> list[Event]:
+        """Commit inputs to the journal, then queue them; return them as stamped.
+
+        Raises ``JournalError`` (and queues nothing) when the journal cannot take them."""
+        floor = self._last_at + 1
+        stamped = [e if e.at >= floor else dataclasses.replace(e, at=floor) for e in events]
+        self.journal.write(stamped)
+        if stamped:
+            self._accepted_until = max(self._accepted_until, max(e.at for e in stamped))
+        for event in stamped:
+            self._push(event)
+        return stamped
+
+    def deliver(self, event: Event) -> None:
+        """Queue an event that needs no journal: one the engine's own commands imply (a
+        timer, an epilog's end), or one a simulation computes."""
+        self._push(event)
+
+    def report(self, event: Event) -> None:
+        """What an executor calls with what happened: ends of runs and failed launches are
+        inputs (journaled); an epilog's end follows from the journal and is only queued."""
+        if isinstance(event, CleanupDone | TimerFired):
+            self.deliver(event)
+        else:
+            self.accept([event])
+
+    def submit_many(self, specs: Sequence[JobSpec]) -> list[list[int]]:
+        """Submit now; return each request's job ids (one per array task), known before the
+        engine handles them because submissions are handled in the order queued."""
+        now = self.clock.now()
+        first = self.engine.next_id + self._unhandled_ids
+        self.accept([Submit(now, spec) for spec in specs])
+        out = []
+        for spec in specs:
+            n = _id_count(spec)
+            out.append(list(range(first, first + n)))
+            first += n
+        return out
+
+    def submit(self, spec: JobSpec) -> list[int]:
+        return self.submit_many([spec])[0]
+
+    # ------------------------------------------------------------------ running
+    def next_due(self) -> Instant | None:
+        return self._heap[0][0] if self._heap else None
+
+    def run_due(
+        self,
+        until: Instant | None = None,
+        *,
+        stop: Callable[[], bool] | None = None,
+        limit: int | None = None,
+    ) -> int:
+        """Handle, in order, every event that is due: by the clock, or at or before ``until``
+        if given. Stop early once ``stop()`` holds after an event, or after ``limit`` events.
+        Return how many were handled."""
+        heap = self._heap
+        due = self.clock.due if until is None else until.__ge__
+        handle = self.handle
+        pop = heapq.heappop
+        handled = 0
+        left = -1 if limit is None else limit
+        while heap and handled != left and due(heap[0][0]):
+            event = pop(heap)[3]
+            if type(event) is Submit:
+                self._unhandled_ids -= _id_count(event.spec)
+            handle(event)
+            handled += 1
+            if stop is not None and stop():
+                break
+        self.handled += handled
+        return handled
+
+    def handle(self, event: Event) -> list[Command]:
+        """Hand one event to the engine now (the heap is bypassed) and carry out the
+        commands it gives; return them."""
+        at = event.at
+        self._last_at = at
+        engine = self.engine
+        observer = self.observer
+        if observer is None:
+            commands = engine.handle(event)
+        else:
+            entries = engine.decisions.entries
+            logged = len(entries)
+            commands = engine.handle(event)
+            observer.handled(event, entries[logged:], commands)
+        carry = self._carry
+        for cmd in commands:
+            carry[type(cmd)](cmd, at)
+        return commands
+
+    def replay(self, until: Instant) -> int:
+        """Rebuild the engine from the journal: queue every committed input and handle all
+        that was due by ``until`` (the executor sees the commands again: it must tell those
+        already carried out from new ones). Return how many inputs were read."""
+        count = 0
+        for event in self.journal.read():
+            self._push(event)
+            count += 1
+        self.run_due(until)
+        return count
+
+    def settle(self) -> int:
+        """Handle every input accepted so far (and what falls due before it), even if the
+        clock has not reached the stamp yet (it is at most 1 ms ahead): a query or cancel
+        then sees the jobs it has just been told about."""
+        if self._accepted_until > self._last_at:
+            return self.run_due(max(self._accepted_until, self.clock.now()))
+        return 0
+
+    # ------------------------------------------------------------------ internals
+    def _push(self, event: Event) -> None:
+        self._seq += 1
+        heapq.heappush(self._heap, (event.at, order_of(event), self._seq, event))
+        if type(event) is Submit:
+            self._unhandled_ids += _id_count(event.spec)
+
+    def _wake(self, cmd: WakeAt, at: Instant) -> None:
+        event = TimerFired(cmd.at, cmd.key)
+        self._seq += 1
+        heapq.heappush(self._heap, (cmd.at, timer_order(event), self._seq, event))
+
+
+def _unattached(cmd: Command, at: Instant) -> None:
+    raise RuntimeError(f"no executor attached to carry out {type(cmd).__name__}")
+
+
+def _id_count(spec: JobSpec) -> int:
+    return len(spec.array.task_ids) if spec.array is not None else 1
