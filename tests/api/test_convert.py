@@ -6,10 +6,20 @@ from typing import Any
 
 import pytest
 
-from phalanx.api.convert import JOB_FIELDS, acct_record, job_info, job_table, to_spec
-from phalanx.api.wire import AcctRecord, JobInfo, JobRequest
+from phalanx.api.convert import (
+    JOB_FIELDS,
+    acct_record,
+    job_info,
+    job_table,
+    share_info,
+    step_spec,
+    to_spec,
+)
+from phalanx.api.wire import AcctRecord, JobInfo, JobRequest, StepRequest
 from phalanx.domain.caller import Caller
+from phalanx.domain.fairshare import ShareRow
 from phalanx.domain.jobspec import SIGNALS, ArraySpec, Dependency, DepKind, JobSpec
+from phalanx.domain.jobstep import StepSpec
 from phalanx.domain.time import HOUR, MINUTE, SECOND
 from phalanx.errors import InputError, SpecError
 from phalanx.testing import EngineDriver, make_job, small_cluster
@@ -327,3 +337,42 @@ def test_table_refuses_an_unknown_field() -> None:
     with pytest.raises(InputError) as info:
         job_table([], ["job_id", "colour"], d.engine.cluster)
     assert info.value.field == "fields" and "colour" in str(info.value)
+
+
+def test_a_step_request_keeps_every_field_and_leaves_the_rest_to_the_job() -> None:
+    req = StepRequest(
+        command=["a", "b"],
+        ntasks=4,
+        nodes=2,
+        ntasks_per_node=2,
+        environment={"X": "1"},
+        workdir="/w",
+        output="o-%t",
+        error="e-%t",
+    )
+    assert step_spec(req) == StepSpec(
+        command=("a", "b"),
+        ntasks=4,
+        nodes=2,
+        ntasks_per_node=2,
+        environment=(("X", "1"),),
+        workdir="/w",
+        output="o-%t",
+        error="e-%t",
+    )
+    assert step_spec(StepRequest(command=["a"])) == StepSpec(command=("a",))
+    # An empty environment is the job's, as srun without --export.
+    assert step_spec(StepRequest(command=["a"], environment={})).environment is None
+
+
+def test_a_share_row_as_sshare_reads_it() -> None:
+    row = ShareRow("ml", "root", 3, 0.75, 12.5, 0.25, 0.8)
+    assert share_info(row).model_dump() == {
+        "account": "ml",
+        "parent": "root",
+        "raw_shares": 3,
+        "norm_shares": 0.75,
+        "raw_usage": 12.5,
+        "effective_usage": 0.25,
+        "fairshare": 0.8,
+    }

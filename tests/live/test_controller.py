@@ -11,6 +11,7 @@ import pytest
 from phalanx.config.clusterspec import regular_cluster
 from phalanx.domain.caller import Caller
 from phalanx.domain.jobspec import JobSpec
+from phalanx.domain.jobstep import StepSpec
 from phalanx.domain.rusage import RunUsage
 from phalanx.domain.time import HOUR
 from phalanx.errors import NotAllowed, NotFound, SpecError
@@ -127,7 +128,7 @@ def test_measured_usage_is_kept_with_the_end_and_survives_a_restart(tmp_path: Pa
     [job_id] = c.submit([_spec(nodes_min=2, nodes_max=2)])[0]
     _tick(c, clock)
     job = c.job(job_id)
-    step = c.start_step(job_id, ALICE, {"command": ["true"], "nodes": 1, "ntasks": 1})
+    step = c.start_step(job_id, ALICE, StepSpec(command=("true",), nodes=1, ntasks=1))
     _exited(c, "n001", job_id, step_run(job.run, step.step), 200, 10, 4_096)
     assert step.usage == RunUsage(200, 10, 4_096)
     # A gang over two nodes: CPU adds up, the peak is one task's.

@@ -1,5 +1,6 @@
-"""Between the wire and the domain: requests to ``JobSpec``, jobs to ``JobInfo`` rows, and
-jobs to ``JobTable`` rows (chosen ``JobInfo`` fields, as lists)."""
+"""Between the wire and the domain: requests to ``JobSpec`` and ``StepSpec``, jobs to
+``JobInfo`` rows, jobs to ``JobTable`` rows (chosen ``JobInfo`` fields, as lists), and the
+fair-share tree to ``ShareInfo``."""
 
 from __future__ import annotations
 
@@ -8,12 +9,13 @@ from collections.abc import Callable, Sequence
 from operator import attrgetter
 from typing import Any
 
-from phalanx.api.wire import AcctRecord, JobRequest
+from phalanx.api.wire import AcctRecord, JobRequest, ShareInfo, StepRequest
 from phalanx.domain.caller import Caller
 from phalanx.domain.cluster import Cluster
+from phalanx.domain.fairshare import ShareRow
 from phalanx.domain.hostlist import compress, expand
 from phalanx.domain.jobspec import JobSpec
-from phalanx.domain.jobstep import StepRecord
+from phalanx.domain.jobstep import StepRecord, StepSpec
 from phalanx.domain.request import (
     parse_array,
     parse_dependency,
@@ -33,7 +35,9 @@ __all__ = [
     "acct_record",
     "job_info",
     "job_table",
+    "share_info",
     "step_info",
+    "step_spec",
     "to_spec",
     "usage_info",
 ]
@@ -188,6 +192,33 @@ def step_info(step: StepRecord) -> dict[str, Any]:
         "start": step.start,
         "end": step.end,
     }
+
+
+def step_spec(req: StepRequest) -> StepSpec:
+    """A ``StepRequest`` as the ``StepSpec`` the service starts."""
+    return StepSpec(
+        command=tuple(req.command),
+        ntasks=req.ntasks,
+        nodes=req.nodes,
+        ntasks_per_node=req.ntasks_per_node,
+        environment=tuple(req.environment.items()) if req.environment else None,
+        workdir=req.workdir,
+        output=req.output,
+        error=req.error,
+    )
+
+
+def share_info(row: ShareRow) -> ShareInfo:
+    """An account of the fair-share tree as ``sshare`` reads it."""
+    return ShareInfo(
+        account=row.account,
+        parent=row.parent,
+        raw_shares=row.raw_shares,
+        norm_shares=row.norm_shares,
+        raw_usage=row.raw_usage,
+        effective_usage=row.effective_usage,
+        fairshare=row.fairshare,
+    )
 
 
 _ACCT = tuple(AcctRecord.model_fields)

@@ -1,20 +1,28 @@
-"""The service port the routes call: what the live controller offers the API."""
+"""The service port the routes call: what the live controller offers the API.
+
+Its values are typed: domain values (``JobSpec``, ``Job``, ``Forecast``, ``StepSpec``,
+``ShareRow``) and the agent protocol's models, which the controller shares with the agents;
+never the API's own wire schemas, which the live layer does not import. The routes turn
+them into wire bodies (``phalanx.api.convert``).
+"""
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence, Set
-from typing import Any, Protocol
+from typing import Protocol
 
 from phalanx.domain.caller import Caller
 from phalanx.domain.cluster import Cluster
+from phalanx.domain.fairshare import ShareRow
+from phalanx.domain.forecast import Forecast
 from phalanx.domain.jobspec import JobSpec
-from phalanx.domain.jobstep import StepRecord
+from phalanx.domain.jobstep import StepRecord, StepSpec
 from phalanx.domain.rusage import RunUsage
 from phalanx.domain.time import Instant
-from phalanx.protocol.agent import AgentCommand, AgentHello, AgentReports
+from phalanx.protocol.agent import AgentCommand, AgentHello, AgentReports, NodeFacts
 from phalanx.sched.job import Job
 
-__all__ = ["Figures", "Service"]
+__all__ = ["Figures", "Service", "StepView"]
 
 
 class Figures(Protocol):
@@ -39,7 +47,9 @@ class StepView(Protocol):
     def tasks(self) -> int: ...
 
     @property
-    def nodes(self) -> Mapping[str, Any]: ...
+    def nodes(self) -> Mapping[str, AgentCommand]:
+        """Node name -> the launch of the step's tasks there."""
+        ...
 
     @property
     def state(self) -> str: ...
@@ -69,6 +79,10 @@ class StepView(Protocol):
 
 
 class Service(Protocol):
+    """What the routes call; the live ``Controller`` implements it. Called from the event
+    loop's thread only. Refusals are ``PhalanxError``s (``NotFound``, ``NotAllowed``,
+    ``Conflict``, ``SpecError``, ``StateStoreError``), which the routes answer as 4xx/507."""
+
     @property
     def cluster(self) -> Cluster: ...
 
@@ -82,9 +96,15 @@ class Service(Protocol):
         """Raise ``SpecError`` for a request that can never run here."""
         ...
 
-    def submit(self, specs: Sequence[JobSpec]) -> list[list[int]]: ...
+    def submit(self, specs: Sequence[JobSpec]) -> list[list[int]]:
+        """Queue ``specs`` (each passed ``check``): per spec, its job ids (an array's
+        tasks); ``StateStoreError`` when the journal cannot take them."""
+        ...
 
-    def will_run(self, spec: JobSpec) -> dict[str, Any]: ...
+    def will_run(self, spec: JobSpec) -> Forecast:
+        """``sbatch --test-only`` for ``spec`` (passed ``check``); ``SpecError`` if no
+        placement is possible."""
+        ...
 
     def cancel(self, job_id: int, caller: Caller) -> list[int]: ...
 
@@ -108,7 +128,11 @@ class Service(Protocol):
         self, job_id: int, caller: Caller, signal: int, target: str = "steps"
     ) -> list[int]: ...
 
-    def start_step(self, job_id: int, caller: Caller, request: Mapping[str, Any]) -> StepView: ...
+    def start_step(self, job_id: int, caller: Caller, request: StepSpec) -> StepView:
+        """``srun`` in the running job ``job_id``: ``NotAllowed`` for another user's job,
+        ``Conflict`` if it is not running, ``SpecError`` for a step its allocation cannot
+        hold."""
+        ...
 
     async def step_info(self, job_id: int, step_no: int, wait: float) -> StepView: ...
 
@@ -119,7 +143,9 @@ class Service(Protocol):
         number. An ended job's steps are on the job (``Job.steps``)."""
         ...
 
-    def fairshare(self) -> list[dict[str, Any]]: ...
+    def fairshare(self) -> list[ShareRow]:
+        """The fair-share tree as of now, parents before children."""
+        ...
 
     def jobs(
         self,
@@ -156,16 +182,18 @@ class Service(Protocol):
         epoch: int,
         after: int,
         wait: float,
-        health: Mapping[str, Any] | None = None,
+        health: NodeFacts | None = None,
     ) -> list[AgentCommand]:
-        """The holder's commands after ``after``; ``Fenced`` for anyone else."""
+        """The holder's commands after ``after`` (waiting up to ``wait`` s for some);
+        ``health`` (``cpu_load``, ``free_mem_mb``) updates its node's facts. ``Fenced`` for
+        anyone else."""
         ...
 
     def node_down(self, name: str) -> bool: ...
 
     def agent_registered(self, name: str) -> bool: ...
 
-    def node_facts(self, name: str) -> Mapping[str, Any]:
+    def node_facts(self, name: str) -> NodeFacts:
         """``NodeInfo``'s fields from the node's agent (address, arch, os, boot_time,
         agent_start, cpu_load, free_mem_mb); empty without a registered agent."""
         ...

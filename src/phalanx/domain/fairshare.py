@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 from phalanx.domain.time import DAY, Duration
 
-__all__ = ["DEFAULT_HALF_LIFE", "classic_factor", "decay_multiplier"]
+__all__ = ["DEFAULT_HALF_LIFE", "ShareRow", "classic_factor", "decay_multiplier"]
 
 DEFAULT_HALF_LIFE: Duration = 7 * DAY
 
@@ -23,3 +24,18 @@ def classic_factor(effective_usage: float, norm_shares: float) -> float:
     if norm_shares <= 0:
         return 0.0
     return float(math.pow(2.0, -effective_usage / norm_shares))
+
+
+@dataclass(frozen=True, slots=True)
+class ShareRow:
+    """One account of the fair-share tree as ``sshare`` shows it: its ``parent`` (None for
+    ``root``), configured and normalised shares, decayed usage in GPU-seconds, usage as a
+    fraction of the root's, and its fair-share factor in [0, 1]."""
+
+    account: str
+    parent: str | None
+    raw_shares: int
+    norm_shares: float
+    raw_usage: float
+    effective_usage: float
+    fairshare: float

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from phalanx.domain.rusage import RunUsage
 from phalanx.domain.time import Instant
 
-__all__ = ["StepRecord", "step_name"]
+__all__ = ["StepRecord", "StepSpec", "step_name"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,6 +39,24 @@ class StepRecord:
     signal: int = 0
     reason: str = ""
     usage: RunUsage | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class StepSpec:
+    """What ``srun`` in an allocation asks for: ``command`` run as ``ntasks`` tasks over
+    ``nodes`` of the job's nodes (``ntasks_per_node`` each). None (and an empty
+    ``environment``) leaves a field to the job's: all its nodes, its tasks per node, its
+    environment, working directory and output pattern; ``output`` and ``error`` are per-task
+    patterns (``%t``)."""
+
+    command: tuple[str, ...]
+    ntasks: int | None = None
+    nodes: int | None = None
+    ntasks_per_node: int | None = None
+    environment: tuple[tuple[str, str], ...] | None = None
+    workdir: str | None = None
+    output: str | None = None
+    error: str | None = None
 
 
 def step_name(command: tuple[str, ...] | list[str]) -> str:

@@ -13,8 +13,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Callable, Mapping
-from typing import Any
+from collections.abc import Callable
 
 from phalanx.domain.time import SECOND, Duration, Instant
 from phalanx.engine import NodeDown, NodeUp
@@ -22,15 +21,12 @@ from phalanx.errors import NotFound, PhalanxError
 from phalanx.live.epochs import EpochStore
 from phalanx.live.fencing import admit, check
 from phalanx.live.fleet import Agent, Fleet, RunKey
-from phalanx.protocol.agent import AgentCommand, AgentHello, AgentReports
+from phalanx.protocol.agent import AgentCommand, AgentHello, AgentReports, NodeFacts
 from phalanx.runtime import Clock, Driver
 
 __all__ = ["AgentDesk"]
 
 log = logging.getLogger("phalanx.controller")
-
-_FACTS = ("arch", "os", "boot_time", "cpu_load", "free_mem_mb")
-"""What an agent's hello tells of its machine, kept for ``scontrol show node``."""
 
 
 class AgentDesk:
@@ -90,7 +86,7 @@ class AgentDesk:
         acked = self.fleet.register(
             hello.node, hello.boot_id, hello.address, hello.runs, now, epoch=epoch
         )
-        agent.facts = {k: getattr(hello, k) for k in _FACTS if getattr(hello, k) is not None}
+        agent.facts = _facts(hello)
         if hello.node in self._down:
             self._down.discard(hello.node)
             index = self.fleet.cluster.node_index(hello.node)
@@ -120,7 +116,7 @@ class AgentDesk:
         epoch: int,
         after: int,
         wait: float,
-        health: Mapping[str, Any] | None = None,
+        health: NodeFacts | None = None,
     ) -> list[AgentCommand]:
         """The node's commands after ``after`` for its holder (``boot_id`` at ``epoch``),
         waiting up to ``wait`` s for some; ``health`` (``cpu_load``, ``free_mem_mb``) is how
@@ -129,7 +125,7 @@ class AgentDesk:
         agent = self._agent(node)
         check(agent, boot_id, epoch)
         if health:
-            agent.facts.update((k, v) for k, v in health.items() if v is not None)
+            agent.facts.update(health)
         out = self.fleet.take(node, after, self.clock.now())
         if out or wait <= 0:
             return out
@@ -201,10 +197,26 @@ class AgentDesk:
         agent = self.fleet.agents.get(name)
         return agent is not None and agent.registered
 
-    def node_facts(self, name: str) -> dict[str, Any]:
+    def node_facts(self, name: str) -> NodeFacts:
         """What the node's agent told of its machine, and where and when it registered
         (``NodeInfo`` fields; none without a registered agent)."""
         agent = self.fleet.agents.get(name)
         if agent is None or not agent.registered:
-            return {}
+            return NodeFacts()
         return {**agent.facts, "address": agent.address, "agent_start": agent.started}
+
+
+def _facts(hello: AgentHello) -> NodeFacts:
+    """What an agent's hello tells of its machine, kept for ``scontrol show node``."""
+    facts = NodeFacts()
+    if hello.arch is not None:
+        facts["arch"] = hello.arch
+    if hello.os is not None:
+        facts["os"] = hello.os
+    if hello.boot_time is not None:
+        facts["boot_time"] = hello.boot_time
+    if hello.cpu_load is not None:
+        facts["cpu_load"] = hello.cpu_load
+    if hello.free_mem_mb is not None:
+        facts["free_mem_mb"] = hello.free_mem_mb
+    return facts

@@ -16,13 +16,15 @@ import logging
 import time
 import uuid
 from collections import Counter, deque
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 from phalanx.domain.caller import Caller
 from phalanx.domain.cluster import Cluster
+from phalanx.domain.fairshare import ShareRow
+from phalanx.domain.forecast import Forecast
 from phalanx.domain.jobspec import JobSpec
+from phalanx.domain.jobstep import StepSpec
 from phalanx.domain.state import JobState, Reason
 from phalanx.domain.time import Duration, Instant
 from phalanx.engine import Cancel, Engine, Requeue, Signal, Update
@@ -33,7 +35,7 @@ from phalanx.live.epochs import EpochStore, MemoryEpochs
 from phalanx.live.fleet import DEAD_AFTER, Fleet, RunKey, Step, StepError
 from phalanx.live.journal import Journal
 from phalanx.live.ledger import Ledger
-from phalanx.protocol.agent import AgentCommand, AgentHello, AgentReports
+from phalanx.protocol.agent import AgentCommand, AgentHello, AgentReports, NodeFacts
 from phalanx.runtime import Clock, Driver
 from phalanx.sched.job import Job
 from phalanx.sched.profile import Profile
@@ -186,7 +188,7 @@ class Controller:
         if problem is not None:
             raise SpecError(problem, field="resources")
 
-    def will_run(self, spec: JobSpec) -> dict[str, Any]:
+    def will_run(self, spec: JobSpec) -> Forecast:
         """``sbatch --test-only``: the id the job would get, when and where it would start
         (``spec`` has passed ``check``, as every request does at the API)."""
         self.loop.settle()
@@ -196,13 +198,13 @@ class Controller:
             raise SpecError("Requested node configuration is not available", field="resources")
         start, alloc = found
         part = self.cluster.partition(spec.partition)
-        return {
-            "job_id": self.engine.next_id,
-            "start": start,
-            "nodes": [self.cluster.nodes[i].name for i in alloc.nodes],
-            "cpus": alloc.cpus * len(alloc.nodes),
-            "partition": part.name if part is not None else "",
-        }
+        return Forecast(
+            job_id=self.engine.next_id,
+            start=start,
+            nodes=tuple(self.cluster.nodes[i].name for i in alloc.nodes),
+            cpus=alloc.cpus * len(alloc.nodes),
+            partition=part.name if part is not None else "",
+        )
 
     def cancel(self, job_id: int, caller: Caller) -> list[int]:
         self.loop.settle()
@@ -269,7 +271,7 @@ class Controller:
             self.loop.settle()
         return [j.id for j in chosen]
 
-    def start_step(self, job_id: int, caller: Caller, request: Mapping[str, Any]) -> Step:
+    def start_step(self, job_id: int, caller: Caller, request: StepSpec) -> Step:
         """``srun`` in an allocation: tasks of a step over the job's nodes."""
         job = self.job(job_id)
         if not (caller.admin or job.spec.user == caller.name):
@@ -326,7 +328,7 @@ class Controller:
         self.loop.settle()
         return [j for j in self.engine.pending() if j.state is JobState.PENDING]
 
-    def fairshare(self) -> list[dict[str, Any]]:
+    def fairshare(self) -> list[ShareRow]:
         """The fair-share tree as ``sshare`` shows it: shares, usage, factor per account."""
         from phalanx.policies.fairshare_tree import FairShareTree
 
@@ -345,17 +347,17 @@ class Controller:
         for name in sorted(norm, key=lambda a: (len(usage.path(a)), a)):
             acct = self.cluster.accounts.get(name)
             out.append(
-                {
-                    "account": name,
-                    "parent": acct.parent
+                ShareRow(
+                    account=name,
+                    parent=acct.parent
                     if acct is not None
                     else (None if name == "root" else "root"),
-                    "raw_shares": acct.shares if acct is not None else 1,
-                    "norm_shares": norm[name],
-                    "raw_usage": usage.of(name) / 1000.0,  # GPU-seconds, decayed
-                    "effective_usage": usage.of(name) / total,
-                    "fairshare": tree.factor(name),
-                }
+                    raw_shares=acct.shares if acct is not None else 1,
+                    norm_shares=norm[name],
+                    raw_usage=usage.of(name) / 1000.0,  # GPU-seconds, decayed
+                    effective_usage=usage.of(name) / total,
+                    fairshare=tree.factor(name),
+                )
             )
         return out
 
@@ -442,7 +444,7 @@ class Controller:
         epoch: int,
         after: int,
         wait: float,
-        health: Mapping[str, Any] | None = None,
+        health: NodeFacts | None = None,
     ) -> list[AgentCommand]:
         return await self.agents.commands(node, boot_id, epoch, after, wait, health)
 
@@ -452,7 +454,7 @@ class Controller:
     def agent_registered(self, name: str) -> bool:
         return self.agents.registered(name)
 
-    def node_facts(self, name: str) -> dict[str, Any]:
+    def node_facts(self, name: str) -> NodeFacts:
         return self.agents.node_facts(name)
 
     # ------------------------------------------------------------------ figures

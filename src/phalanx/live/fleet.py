@@ -25,13 +25,12 @@ import dataclasses
 import logging
 import os
 from collections import deque
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any
 
 from phalanx.domain.cluster import Cluster
 from phalanx.domain.hostlist import compress
-from phalanx.domain.jobstep import step_name
+from phalanx.domain.jobstep import StepSpec, step_name
 from phalanx.domain.rusage import RunUsage, combined
 from phalanx.domain.time import SECOND, Duration, Instant
 from phalanx.engine import (
@@ -48,7 +47,7 @@ from phalanx.engine import (
 from phalanx.live.launches import DEFAULT_PATH, launch_commands, master_port
 from phalanx.live.steps import STEP_JOBS_KEPT, STEP_RUNS, Step, StepError, step_run
 from phalanx.live.taskenv import TaskPlace, step_environment
-from phalanx.protocol.agent import AgentCommand, RunReport
+from phalanx.protocol.agent import AgentCommand, NodeFacts, RunReport
 from phalanx.sched.capacity import Allocation
 
 __all__ = [
@@ -95,7 +94,7 @@ class Agent:
     (0: it said it had the run when it registered)."""
     started: Instant | None = None
     """When this incarnation first registered."""
-    facts: dict[str, Any] = field(default_factory=dict)
+    facts: NodeFacts = field(default_factory=lambda: NodeFacts())
     """What it said of its machine (``arch``, ``os``, ``boot_time``, ``cpu_load``,
     ``free_mem_mb``), the load and free memory as of its last poll."""
 
@@ -409,26 +408,24 @@ class Fleet:
         return [key]
 
     # ------------------------------------------------------------------ steps
-    def start_step(self, job_id: int, run: int, request: Mapping[str, Any], now: Instant) -> Step:
-        """Start a step of a running job over (part of) its allocation at ``now``: ``request``
-        has ``command``, and optionally ``ntasks``, ``nodes``, ``ntasks_per_node``,
-        ``environment``, ``workdir``, ``output``, ``error``."""
+    def start_step(self, job_id: int, run: int, request: StepSpec, now: Instant) -> Step:
+        """Start a step of a running job over (part of) its allocation at ``now``; what
+        ``request`` leaves out is the job's."""
         launch = self.runs.get((job_id, run))
         if launch is None:
             raise StepError(f"job {job_id} is not running")
         cmd = launch.launch
         spec, alloc = cmd.spec, cmd.alloc
-        nodes = int(request.get("nodes") or len(alloc.nodes))
+        nodes = request.nodes or len(alloc.nodes)
         if not 1 <= nodes <= len(alloc.nodes):
             raise StepError(f"the allocation has {len(alloc.nodes)} node(s), not {nodes}")
-        per_node = request.get("ntasks_per_node")
-        ntasks = request.get("ntasks")
+        per_node = request.ntasks_per_node
+        ntasks = request.ntasks
         if ntasks is None:
-            ntasks = nodes * int(per_node or spec.tasks_per_node)
-        ntasks = int(ntasks)
+            ntasks = nodes * (per_node or spec.tasks_per_node)
         if ntasks < nodes:
             nodes = ntasks  # Slurm: at least one task per node of the step
-        per_node = int(per_node or -(-ntasks // nodes))
+        per_node = per_node or -(-ntasks // nodes)
         step_no = self._next_step.get(job_id, 0)
         self._next_step[job_id] = step_no + 1
         sub = Allocation(
@@ -440,11 +437,11 @@ class Fleet:
             nodes_min=nodes,
             nodes_max=nodes,
             batch=False,
-            command=tuple(request["command"]),
-            environment=tuple(sorted(dict(request.get("environment") or spec.environment).items())),
-            workdir=str(request.get("workdir") or spec.workdir),
-            output=request.get("output") or spec.output,
-            error=request.get("error"),
+            command=request.command,
+            environment=tuple(sorted(request.environment or spec.environment)),
+            workdir=request.workdir or spec.workdir,
+            output=request.output or spec.output,
+            error=request.error,
         )
         step_cmd = Launch(
             job_id,

@@ -16,7 +16,7 @@ Refusal reasons (409, ``Refusal``):
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Literal, TypedDict
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -29,6 +29,7 @@ __all__ = [
     "AgentHello",
     "AgentReports",
     "AgentWelcome",
+    "NodeFacts",
     "Refusal",
     "RefusalReason",
     "ReportsAck",
@@ -46,6 +47,22 @@ EPOCH_MAX = 2**62
 """Epochs stay far below SQLite's integer limit, whatever a caller claims to have held."""
 
 RefusalReason = Literal["fenced", "held", "unregistered"]
+
+
+class NodeFacts(TypedDict, total=False):
+    """What a node's agent told of its machine (its hello; ``cpu_load`` and ``free_mem_mb``
+    as of its last poll), with where and when it registered: ``NodeInfo``'s fields of the
+    same names. A key is absent when the agent did not say."""
+
+    address: str
+    arch: str
+    os: str
+    boot_time: int
+    """ms since the epoch."""
+    agent_start: int | None
+    """When the incarnation first registered, ms since the epoch."""
+    cpu_load: float
+    free_mem_mb: int
 
 
 class _Wire(BaseModel):

@@ -1,0 +1,51 @@
+"""What ``sprio``, ``sshare`` and ``sacct`` read: pending jobs' priority factors, the
+fair-share tree, and finished jobs."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter
+from fastapi.responses import JSONResponse, Response
+
+from phalanx.api.convert import acct_record, share_info
+from phalanx.api.routes.deps import Svc, Who, job_ids
+from phalanx.api.wire import AcctRecord, PriorityInfo, ShareInfo
+
+__all__ = ["router"]
+
+router = APIRouter()
+
+
+@router.get("/v1/priority", response_model=list[PriorityInfo])
+async def priority(who: Who, service: Svc) -> Response:
+    return JSONResponse(
+        [
+            {
+                "job_id": j.id,
+                "user": j.spec.user,
+                "account": j.account,
+                "partition": j.partition,
+                "priority": float(j.priority),
+                "factors": {k: float(v) for k, v in j.factors.items()},
+            }
+            for j in service.priorities()
+        ]
+    )
+
+
+@router.get("/v1/fairshare", response_model=list[ShareInfo])
+async def fairshare(who: Who, service: Svc) -> list[ShareInfo]:
+    return [share_info(row) for row in service.fairshare()]
+
+
+@router.get("/v1/accounting", response_model=list[AcctRecord])
+async def accounting(
+    who: Who,
+    service: Svc,
+    user: str | None = None,
+    since: int | None = None,
+    until: int | None = None,
+    ids: str | None = None,
+) -> Response:
+    found = service.finished(user=user, since=since, until=until, ids=job_ids(ids))
+    cluster = service.cluster
+    return JSONResponse([acct_record(j, cluster) for j in found])

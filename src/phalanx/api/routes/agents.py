@@ -1,0 +1,63 @@
+"""The agent protocol (``phalanx.protocol.agent``): register, long-poll for commands, report
+ended runs. Only administrators (the agents run as root or as the controller's owner) may
+call; the fencing rules answer 409 with a ``Refusal`` to an incarnation that does not hold
+its node."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, Path, Query
+
+from phalanx.api.routes.deps import Admin, Svc
+from phalanx.api.routes.errors import AGENT_ERRORS
+from phalanx.api.wire import AgentCommands, AgentHello, AgentReports, AgentWelcome, ReportsAck
+from phalanx.protocol.agent import BOOT_ID_PATTERN, EPOCH_MAX, NODE_PATTERN, NodeFacts
+
+__all__ = ["HEARTBEAT_S", "router"]
+
+HEARTBEAT_S = 10.0
+"""How long an agent's poll waits at most by default, and how often it is told to call."""
+
+router = APIRouter()
+
+
+@router.post("/v1/agents/register", response_model=AgentWelcome, responses=AGENT_ERRORS)
+async def register(hello: AgentHello, who: Admin, service: Svc) -> AgentWelcome:
+    epoch, acked = service.register(hello)
+    return AgentWelcome(
+        controller_id=service.id,
+        node=hello.node,
+        epoch=epoch,
+        heartbeat_s=HEARTBEAT_S,
+        acked=[list(k) for k in acked],
+    )
+
+
+@router.get("/v1/agents/{node}/commands", response_model=AgentCommands, responses=AGENT_ERRORS)
+async def commands(
+    node: Annotated[str, Path(pattern=NODE_PATTERN)],
+    who: Admin,
+    service: Svc,
+    boot_id: Annotated[str, Query(pattern=BOOT_ID_PATTERN)],
+    epoch: Annotated[int, Query(ge=1, le=EPOCH_MAX)],
+    after: Annotated[int, Query(ge=0)] = 0,
+    wait: Annotated[float, Query(ge=0, le=60)] = HEARTBEAT_S,
+    cpu_load: Annotated[float | None, Query(ge=0)] = None,
+    free_mem_mb: Annotated[int | None, Query(ge=0)] = None,
+) -> AgentCommands:
+    health = NodeFacts()
+    if cpu_load is not None:
+        health["cpu_load"] = cpu_load
+    if free_mem_mb is not None:
+        health["free_mem_mb"] = free_mem_mb
+    out = await service.commands(node, boot_id, epoch, after, wait, health)
+    return AgentCommands(controller_id=service.id, epoch=epoch, commands=out)
+
+
+@router.post("/v1/agents/{node}/reports", response_model=ReportsAck, responses=AGENT_ERRORS)
+async def reports(
+    node: Annotated[str, Path(pattern=NODE_PATTERN)], body: AgentReports, who: Admin, service: Svc
+) -> ReportsAck:
+    acked = service.reports(node, body)
+    return ReportsAck(acked=[list(k) for k in acked])

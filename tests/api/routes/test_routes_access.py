@@ -1,0 +1,61 @@
+"""Who is asking: callers without a known token are refused before anything is done."""
+
+from __future__ import annotations
+
+import pwd
+from typing import Any
+
+import pytest
+from routes_scene import CMD, Api
+from starlette.requests import Request
+
+from phalanx.api.routes.access import Access, Unauthorized
+
+
+@pytest.mark.parametrize(
+    "headers",
+    [
+        {},
+        {"Authorization": "Bearer wrong"},
+        {"Authorization": "Bearer "},
+        {"Authorization": "Basic t-alice"},
+        {"Authorization": "t-alice"},
+    ],
+)
+def test_unknown_callers_are_refused(api: Api, headers: dict[str, str]) -> None:
+    for method, path in [("GET", "/v1/jobs"), ("POST", "/v1/jobs"), ("GET", "/v1/nodes")]:
+        r = api.client.request(method, path, headers=headers, json={"command": CMD})
+        assert r.status_code == 401
+        assert "token" in r.json()["error"]
+    assert api.journal.events == []
+
+
+def _request(peer: tuple[int, int, int] | None = None, auth: str = "") -> Request:
+    headers = [(b"authorization", auth.encode())] if auth else []
+    scope: dict[str, Any] = {"type": "http", "headers": headers}
+    if peer is not None:
+        scope["phalanx.peer"] = peer  # (pid, uid, gid), as phalanx.api.peer puts it
+    return Request(scope)
+
+
+def test_socket_peers_are_known_by_uid_administrators_by_uid_or_name() -> None:
+    access = Access(owner_uid=4242, admins=frozenset({"nobody"}))
+    root = access.caller(_request((1, 0, 0)))
+    assert (root.uid, root.name, root.admin) == (0, "root", True)
+    owner = access.caller(_request((1, 4242, 4242)))
+    assert (owner.uid, owner.admin) == (4242, True)
+    named = access.caller(_request((1, pwd.getpwnam("nobody").pw_uid, 0)))
+    assert (named.name, named.admin) == ("nobody", True)
+    unknown = Access().caller(_request((1, 987_654, 0)))  # no passwd entry: the uid as name
+    assert (unknown.uid, unknown.name, unknown.admin) == (987_654, "987654", False)
+
+
+def test_tcp_callers_are_known_by_token_and_a_peer_needs_none() -> None:
+    access = Access(tokens={"t1": "nobody", "t2": "ghost"}, admins=frozenset({"ghost"}))
+    who = access.caller(_request(auth="Bearer t1"))
+    assert (who.name, who.uid, who.admin) == ("nobody", pwd.getpwnam("nobody").pw_uid, False)
+    ghost = access.caller(_request(auth="bearer t2"))  # the scheme in any case
+    assert (ghost.name, ghost.uid, ghost.admin) == ("ghost", -1, True)
+    with pytest.raises(Unauthorized):
+        access.caller(_request(auth="Bearer t3"))
+    assert access.caller(_request((1, 0, 0), auth="Bearer nope")).name == "root"
