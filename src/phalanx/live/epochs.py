@@ -12,7 +12,7 @@ from __future__ import annotations
 import sqlite3
 from typing import Protocol
 
-from phalanx.live.journal import JournalError
+from phalanx.live.journal import JournalError, open_state_db
 
 __all__ = ["EpochStore", "MemoryEpochs", "SqliteEpochs"]
 
@@ -47,16 +47,10 @@ class MemoryEpochs:
 class SqliteEpochs:
     def __init__(self, path: str) -> None:
         self.path = path
-        try:
-            self._db = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
-            self._db.execute("PRAGMA journal_mode=WAL")
-            self._db.execute("PRAGMA synchronous=FULL")
-            self._db.execute(
-                "CREATE TABLE IF NOT EXISTS agent_epochs ("
-                " node TEXT PRIMARY KEY, epoch INTEGER NOT NULL, boot_id TEXT NOT NULL)"
-            )
-        except sqlite3.Error as exc:
-            raise JournalError(f"cannot open the state database {path}: {exc}") from None
+        self._db = open_state_db(
+            path,
+            "agent_epochs (node TEXT PRIMARY KEY, epoch INTEGER NOT NULL, boot_id TEXT NOT NULL)",
+        )
 
     def load(self) -> dict[str, Holder]:
         rows = self._db.execute("SELECT node, epoch, boot_id FROM agent_epochs").fetchall()

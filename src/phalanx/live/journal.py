@@ -16,25 +16,33 @@ from phalanx.engine import Event
 from phalanx.live.codec import decode, encode
 from phalanx.runtime.ports import Journal, JournalError, MemoryJournal
 
-__all__ = ["Journal", "JournalError", "MemoryJournal", "SqliteJournal"]
+__all__ = ["Journal", "JournalError", "MemoryJournal", "SqliteJournal", "open_state_db"]
 """``Journal`` (the port), ``JournalError`` and ``MemoryJournal`` (its in-memory twin) are
 the driver's (``phalanx.runtime.ports``); they are named here too, beside the durable one."""
+
+
+def open_state_db(path: str, table: str) -> sqlite3.Connection:
+    """The state database at ``path`` (WAL, autocommit) with ``table`` (its ``CREATE TABLE IF
+    NOT EXISTS`` body) made; ``JournalError`` if it cannot be opened."""
+    try:
+        db = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+        db.execute("PRAGMA journal_mode=WAL")
+        # FULL: a commit survives a power cut, not only a crash of this process.
+        db.execute("PRAGMA synchronous=FULL")
+        db.execute(f"CREATE TABLE IF NOT EXISTS {table}")
+    except sqlite3.Error as exc:
+        raise JournalError(f"cannot open the state database {path}: {exc}") from None
+    return db
 
 
 class SqliteJournal:
     def __init__(self, path: str) -> None:
         self.path = path
-        try:
-            self._db = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
-            self._db.execute("PRAGMA journal_mode=WAL")
-            # FULL: a commit survives a power cut, not only a crash of this process.
-            self._db.execute("PRAGMA synchronous=FULL")
-            self._db.execute(
-                "CREATE TABLE IF NOT EXISTS inputs ("
-                " seq INTEGER PRIMARY KEY AUTOINCREMENT, kind TEXT NOT NULL, body TEXT NOT NULL)"
-            )
-        except sqlite3.Error as exc:
-            raise JournalError(f"cannot open the state database {path}: {exc}") from None
+        self._db = open_state_db(
+            path,
+            "inputs (seq INTEGER PRIMARY KEY AUTOINCREMENT,"
+            " kind TEXT NOT NULL, body TEXT NOT NULL)",
+        )
 
     @property
     def journal_mode(self) -> str:
