@@ -101,3 +101,18 @@ def test_a_job_larger_than_its_partition_delays_no_other(
     kept = [start for start, (_, is_big) in zip(with_big, mixed, strict=True) if not is_big]
     assert kept == _starts(cluster, profile, fits)
     assert all(start is None for start, (_, is_big) in zip(with_big, mixed, strict=True) if is_big)
+
+
+def test_the_expected_start_of_a_gang_held_for_one_leaf_is_when_one_leaf_frees() -> None:
+    # Found by the property above: the 2-node gang could start across two leaves when the
+    # 1-GPU job ends, but ``phalanx`` holds it for one leaf (its default switches@wait), so
+    # its expected start is when one leaf has room, not the count of free GPUs.
+    cluster = small_cluster(nodes=4, gpus=16, per_leaf=3, leaves_per_spine=2)
+    d = EngineDriver(cluster, "phalanx")
+    d.submit(make_job(gpus=1, time_limit=MINUTE), runtime=MINUTE)
+    d.submit(make_job(gpus=15, nodes=1, nodes_max=2, time_limit=2 * MINUTE), runtime=2 * MINUTE)
+    [gang] = d.submit(make_job(gpus=2, nodes=2, time_limit=MINUTE), runtime=MINUTE)
+    d.run(until=1)
+    assert d.job(gang).expected_start == 2 * MINUTE
+    d.run(max_events=1_000)
+    assert d.job(gang).first_start == 2 * MINUTE

@@ -211,10 +211,11 @@ class BackfillStep:
         """Expected starts of blocked jobs nobody needed to reserve for this pass.
 
         For the first one, with nothing reserved before it, the counting bound is its
-        reservation's start (whole GPUs, no switch limit); otherwise reserve for real."""
+        reservation's start (whole GPUs, no leaf limit in force); otherwise reserve for
+        real."""
         first = jobs[0]
         shape = first.shape
-        if exact and not (shape.milli or shape.exclusive or shape.switches):
+        if exact and not (shape.milli or shape.exclusive or self.ctx.leaf_limit(first) is not None):
             bound = self.timeline.lower_bound(first.id, shape)
             if self.horizon is not None and bound is not None and bound > self.horizon:
                 bound = None

@@ -53,6 +53,11 @@ class PassContext(Protocol):
         wake-up asked for that moment). Changes nothing: the caller starts, reserves or drops
         the result."""
 
+    def leaf_limit(self, job: Job) -> int | None:
+        """The most leaf switches ``place`` lets ``job`` span now: its ``--switches``, or the
+        profile's default for multi-node gangs, until it has waited long enough; ``None``
+        when unlimited."""
+
     def place_shape(
         self, shape: Shape, nodes: int, cap: Capacity | None = None
     ) -> Allocation | None:

@@ -73,7 +73,8 @@ class PassView:
             mask = mask & more.filter(self.state, cap, shape)
         return mask
 
-    def place(self, job: Job, cap: Capacity | None = None) -> Allocation | None:
+    def _leaf_limit(self, job: Job) -> tuple[int | None, int]:
+        """The leaf limit in force for ``job`` and how long it holds from submission."""
         shape = job.shape
         max_leaves = shape.switches
         switches_wait = job.spec.switches_wait
@@ -83,9 +84,16 @@ class PassView:
             and 1 < shape.nodes_min < len(self._fewest_leaves)
         ):
             max_leaves, switches_wait = self._fewest_leaves[shape.nodes_min], self._gang_wait
-        now = self.now
-        if max_leaves is not None and now - job.submit >= switches_wait:
+        if max_leaves is not None and self.now - job.submit >= switches_wait:
             max_leaves = None  # waited long enough: relax, as Slurm does after max-time
+        return max_leaves, switches_wait
+
+    def leaf_limit(self, job: Job) -> int | None:
+        return self._leaf_limit(job)[0]
+
+    def place(self, job: Job, cap: Capacity | None = None) -> Allocation | None:
+        shape = job.shape
+        max_leaves, switches_wait = self._leaf_limit(job)
         state = self.state
         cap = state.cap if cap is None else cap
         nodes = shape.nodes_max
