@@ -577,7 +577,7 @@ class Engine:
 
     def pending(self) -> list[Job]:
         """Eligible pending jobs, in the order a pass looks at them (before its queue sort)."""
-        return self.preemption.first(list(self._queue.jobs()))
+        return self._queue.with_first(self.preemption.claims, self.jobs)
 
     def pending_count(self) -> int:
         return len(self._queue) + len(self._waiting)

@@ -154,7 +154,11 @@ class BackfillStep:
 
     def known(self, job: Job) -> Status | None:
         known = self.failed.get(job.key)
-        if known is None or job.time_limit < known[0] or self.could_preempt(job):
+        if (
+            known is None
+            or job.time_limit < known[0]
+            or (self.preemptors and self.could_preempt(job))
+        ):
             return None
         self.searched += 1  # a blocked job passed over counts against the search budget
         return known[1]

@@ -93,19 +93,23 @@ class CheckpointPreempt:
             now, cluster, floor = ctx.now, ctx.cluster, self.victim_attained
             lease, max_loss = self.lease, self.max_loss
             # Most running jobs are short or far from a checkpoint: the inline tests reject
-            # them before the full check is called (this runs in every contended pass).
-            found = [
-                r
-                for r in ctx.running()
-                if r.start is not None
-                and r.alloc is not None
-                and (interval := r.spec.checkpoint_interval)
-                and now - r.start >= lease
-                and (now - r.start) % interval <= max_loss
-                and r.attained_gpu_ms + r.alloc.gpus * (now - r.start) >= floor
-                and self._cheap_victim(job, r, cluster, now)
-            ]
-            memo[key] = found
+            # them before the full check is called (this runs in every contended pass), the
+            # most selective first (a job is near a checkpoint a few minutes an interval).
+            cheap: list[Job] = []
+            for r in ctx.running():
+                start = r.start
+                if start is None:
+                    continue
+                ran = now - start
+                interval = r.spec.checkpoint_interval
+                if not interval or ran % interval > max_loss or ran < lease:
+                    continue
+                alloc = r.alloc
+                if alloc is None or r.attained_gpu_ms + alloc.gpus * ran < floor:
+                    continue
+                if self._cheap_victim(job, r, cluster, now):
+                    cheap.append(r)
+            found = memo[key] = cheap
         assert isinstance(found, list)
         return found
 
@@ -154,6 +158,26 @@ class CheckpointPreempt:
             candidates = [r for r in self._cheap_candidates(job, ctx) if not ctx.is_preempting(r)]
         if not candidates:
             return None
+        if can or ctx.leaf_limit(job) is not None:
+            return self._search(job, ctx, candidates, can)
+        # Cheap victims only, no leaf limit: the answer depends on the job's shape and the
+        # candidates alone while nothing changes (the snapshot's memo), and the search asks
+        # for no wake-up; jobs of one shape that are passed over for a shorter time limit
+        # would otherwise search again in the same pass.
+        memo = ctx.state.memo()
+        mkey = ("victims", now, job.key, tuple(r.id for r in candidates))
+        found = memo.get(mkey, ())
+        if found == ():
+            found = memo[mkey] = self._search(job, ctx, candidates, can)
+        assert found is None or isinstance(found, list)
+        return None if found is None else list(found)
+
+    def _search(
+        self, job: Job, ctx: PassContext, candidates: list[Job], can: bool
+    ) -> list[Job] | None:
+        """The victims among ``candidates`` (not empty), added cheapest first until ``job``
+        fits, then those not needed dropped, dearest first; None if it never fits."""
+        now = ctx.now
         # Whole GPUs free once the victims so far are gone, at most (a shared device counted
         # as if it became whole): while fewer than the job needs, placing cannot succeed and
         # is not tried. Not with a switch limit, whose failed placement asks for a wake-up.
@@ -161,6 +185,17 @@ class CheckpointPreempt:
         need = job.shape.nodes_min * job.shape.gpus
         could = ctx.state.free_gpus
         if counting and could + sum(_devices(r) for r in candidates) < need:
+            return None
+        if (
+            self.max_ratio is not None
+            and not can
+            and min(r.alloc.gpus if r.alloc else 0.0 for r in candidates)
+            > self.max_ratio * job.shape.gpu_equivalent(job.shape.nodes_min)
+            and ctx.leaf_limit(job) is None
+        ):
+            # Any victim set frees at least its smallest member's GPUs: over the ratio, the
+            # search below could only end in no victims (so it is not made; without a leaf
+            # limit, its placements would have asked for no wake-up either).
             return None
         candidates.sort(key=lambda r: (lost_work(r, now), -(r.alloc.gpus if r.alloc else 0), r.seq))
         cap = ctx.state.cap.copy()

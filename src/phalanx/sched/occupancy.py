@@ -46,6 +46,8 @@ class Occupancy:
         self.node_cpus: IntArray = np.array([nd.cpus for nd in nodes], dtype=np.int64)
         self.node_mem: IntArray = np.array([nd.memory_mb for nd in nodes], dtype=np.int64)
         self.leaf_of: IntArray = np.array([nd.leaf for nd in nodes], dtype=np.int64)
+        self.node_ids: IntArray = np.arange(self.n, dtype=np.int64)
+        self.total_gpus = int(self.node_gpus.sum())
         self.n_leaves = len(cluster.leaves)
         self.spine_of_leaf: IntArray = np.array(
             [lf.parent if lf.parent is not None else -1 for lf in cluster.leaves], dtype=np.int64
