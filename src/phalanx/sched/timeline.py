@@ -117,14 +117,13 @@ class Timeline:
         gl: list[int] = cap.gpus.tolist()
         cl: list[int] = cap.cpus.tolist()
         ml: list[int] = cap.mem.tolist()
-        ok_node: list[bool] = state.base_mask(shape).tolist()
+        base = state.base_mask(shape)
+        ok_node: list[bool] = base.tolist()
         g, c, m = shape.gpus, shape.cpus, shape.mem_mb
         # Shares and exclusive nodes are not counted exactly here: for them every release is
         # worth a try with ``place``.
         approximate = bool(shape.milli or shape.exclusive)
-        fitting = int(
-            (state.base_mask(shape) & (cap.gpus >= g) & (cap.cpus >= c) & (cap.mem >= m)).sum()
-        )
+        fitting = int((base & (cap.gpus >= g) & (cap.cpus >= c) & (cap.mem >= m)).sum())
         ends = state.ends()
         res = self.resolution
         if res > 1:
