@@ -9,6 +9,7 @@ always preempted whole.
 
 from __future__ import annotations
 
+import bisect
 from collections.abc import Mapping
 
 from phalanx.domain.cluster import Cluster, PreemptMode
@@ -64,6 +65,10 @@ class CheckpointPreempt:
 
     def __init__(self, params: Mapping[str, object]) -> None:
         self._can: dict[tuple[str, int], bool] = {}
+        self._phase_signature: tuple[int, int, int] | None = None
+        self._phases: dict[int, tuple[list[int], list[Job]]] = {}
+        """Running jobs that checkpoint, by interval: the phases of their starts (sorted),
+        and the jobs in that order (``_near_checkpoint``)."""
         self.opportunistic = bool(params.get("opportunistic", False))
         self.victim_attained = _ms(params, "victim_attained_gpu_ms", 10 * HOUR)
         self.job_attained = _ms(params, "job_attained_gpu_ms", 1 * HOUR)
@@ -90,28 +95,55 @@ class CheckpointPreempt:
         key = ("cheap-victims", ctx.now, job.spec.qos, job.tier)
         found = memo.get(key)
         if found is None:
-            now, cluster, floor = ctx.now, ctx.cluster, self.victim_attained
-            lease, max_loss = self.lease, self.max_loss
-            # Most running jobs are short or far from a checkpoint: the inline tests reject
-            # them before the full check is called (this runs in every contended pass), the
-            # most selective first (a job is near a checkpoint a few minutes an interval).
+            now, cluster, floor, lease = ctx.now, ctx.cluster, self.victim_attained, self.lease
             cheap: list[Job] = []
-            for r in ctx.running():
-                start = r.start
-                if start is None:
-                    continue
-                ran = now - start
-                interval = r.spec.checkpoint_interval
-                if not interval or ran % interval > max_loss or ran < lease:
-                    continue
+            for r in self._near_checkpoint(ctx):
+                assert r.start is not None
+                ran = now - r.start
                 alloc = r.alloc
-                if alloc is None or r.attained_gpu_ms + alloc.gpus * ran < floor:
+                if ran < lease or alloc is None or r.attained_gpu_ms + alloc.gpus * ran < floor:
                     continue
                 if self._cheap_victim(job, r, cluster, now):
                     cheap.append(r)
             found = memo[key] = cheap
         assert isinstance(found, list)
         return found
+
+    def _near_checkpoint(self, ctx: PassContext) -> list[Job]:
+        """Running jobs that checkpoint and took their last checkpoint at most ``max_loss_ms``
+        ago, found by bisection: running jobs are kept sorted by the phase of their starts in
+        their checkpoint interval until the running set changes (most running jobs are far
+        from a checkpoint, and this is asked in every contended pass). In no useful order."""
+        running = list(ctx.running())
+        state = ctx.state
+        signature = (id(state), state.starts, len(running))
+        if signature != self._phase_signature:
+            groups: dict[int, list[tuple[int, int, Job]]] = {}
+            for r in running:
+                interval, start = r.spec.checkpoint_interval, r.start
+                if interval and start is not None:
+                    groups.setdefault(interval, []).append((start % interval, r.seq, r))
+            self._phases = {}
+            for interval, entries in groups.items():
+                entries.sort(key=lambda e: (e[0], e[1]))
+                self._phases[interval] = ([e[0] for e in entries], [e[2] for e in entries])
+            self._phase_signature = signature
+        now, max_loss = ctx.now, self.max_loss
+        near: list[Job] = []
+        for interval, (phases, jobs) in self._phases.items():
+            if max_loss >= interval:
+                near.extend(jobs)
+                continue
+            # (now - start) % interval <= max_loss, with p = start % interval and
+            # a = now % interval: a - max_loss <= p <= a, wrapping around below 0.
+            a = now % interval
+            low = a - max_loss
+            if low >= 0:
+                near.extend(jobs[bisect.bisect_left(phases, low) : bisect.bisect_right(phases, a)])
+            else:
+                near.extend(jobs[: bisect.bisect_right(phases, a)])
+                near.extend(jobs[bisect.bisect_left(phases, low + interval) :])
+        return near
 
     def _cheap_victim(self, job: Job, victim: Job, cluster: Cluster, now: Instant) -> bool:
         interval = victim.spec.checkpoint_interval
