@@ -27,7 +27,8 @@ from phalanx.domain.jobspec import JobSpec
 from phalanx.domain.jobstep import StepSpec
 from phalanx.domain.state import JobState, Reason
 from phalanx.domain.time import Duration, Instant
-from phalanx.engine import Cancel, Engine, Requeue, Signal, Update
+from phalanx.engine import Cancel, Engine, NodeUpdate, Requeue, Signal, Update
+from phalanx.engine.nodes import UPDATE_STATES, NodeNote
 from phalanx.errors import Conflict, NotAllowed, NotFound, SpecError
 from phalanx.live.agentdesk import AgentDesk
 from phalanx.live.clock import WallClock
@@ -449,7 +450,49 @@ class Controller:
         return await self.agents.commands(node, boot_id, epoch, after, wait, health)
 
     def node_down(self, name: str) -> bool:
-        return self.agents.node_down(name)
+        index = self.cluster.node_index(name)
+        admin_down = index is not None and self.engine.nodes.is_down(index)
+        return admin_down or self.agents.node_down(name)
+
+    # ------------------------------------------------------------------ node states
+    def update_nodes(
+        self, names: Sequence[str], state: str, reason: str, caller: Caller, *, kill: bool = False
+    ) -> None:
+        """``scontrol update NodeName=... State=... Reason=...``: ``drain`` (running jobs go
+        on, none start; ``kill`` ends them now, as a fatal fault does), ``down`` (its jobs end
+        as on a node failure), ``resume`` or ``undrain`` (back in service). Administrators
+        only; a reason is required to drain or down; every node is checked before any
+        changes."""
+        if not caller.admin:
+            raise NotAllowed(f"{caller.name} is not an administrator")
+        state = "resume" if state.lower() == "undrain" else state.lower()
+        if state not in UPDATE_STATES:
+            raise SpecError(
+                f"invalid node state {state!r}: one of drain, down, resume, undrain", field="state"
+            )
+        if state != "resume" and not reason.strip():
+            raise SpecError("a reason is required to drain or down a node", field="reason")
+        if not names:
+            raise SpecError("no node named", field="nodes")
+        self.loop.settle()
+        indexes = []
+        for name in names:
+            index = self.cluster.node_index(name)
+            if index is None:
+                raise NotFound(f"no node {name!r}")
+            if state == "resume" and index not in self.engine.nodes.notes:
+                raise Conflict(f"node {name} is neither drained nor down")
+            indexes.append(index)
+        now = self.clock.now()
+        self.loop.accept([NodeUpdate(now, i, state, reason, caller.name, kill) for i in indexes])
+        self._accepted()
+        self.loop.settle()  # the answer shows the nodes as they are now
+
+    def node_note(self, name: str) -> NodeNote | None:
+        """The administrator's (or health check's) note on the node, if it is drained or
+        downed."""
+        index = self.cluster.node_index(name)
+        return None if index is None else self.engine.nodes.notes.get(index)
 
     def agent_registered(self, name: str) -> bool:
         return self.agents.registered(name)
