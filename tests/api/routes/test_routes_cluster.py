@@ -140,3 +140,5 @@ def test_a_downed_node_ends_its_jobs_and_stays_down_until_resumed(api: Api) -> N
     [later] = api.submit(gpus_per_task=8)
     [node] = [n for n in api.client.get("/v1/nodes", headers=USER).json() if n["name"] == busy]
     assert node["state"] == "down" and node["gpus_alloc"] == 0
+    placed = next(j for j in api.jobs() if j["job_id"] == later)
+    assert placed["state"] == "RUNNING" and placed["nodelist"] != busy
