@@ -20,7 +20,13 @@ from phalanx.domain.jobstep import StepRecord, StepSpec
 from phalanx.domain.rusage import RunUsage
 from phalanx.domain.time import Instant
 from phalanx.engine.nodes import NodeNote
-from phalanx.protocol.agent import AgentCommand, AgentHello, AgentReports, NodeFacts
+from phalanx.protocol.agent import (
+    AgentCommand,
+    AgentFault,
+    AgentHello,
+    AgentReports,
+    NodeFacts,
+)
 from phalanx.sched.job import Job
 
 __all__ = ["Figures", "Service", "StepView"]
@@ -191,6 +197,10 @@ class Service(Protocol):
         ...
 
     def node_down(self, name: str) -> bool: ...
+
+    def fault(self, node: str, body: AgentFault) -> None:
+        """The node's holder found a fault: drain the node (``Fenced`` for anyone else)."""
+        ...
 
     def update_nodes(
         self, names: Sequence[str], state: str, reason: str, caller: Caller, *, kill: bool = False

@@ -36,7 +36,13 @@ from phalanx.live.epochs import EpochStore, MemoryEpochs
 from phalanx.live.fleet import DEAD_AFTER, Fleet, RunKey, Step, StepError
 from phalanx.live.journal import Journal
 from phalanx.live.ledger import Ledger
-from phalanx.protocol.agent import AgentCommand, AgentHello, AgentReports, NodeFacts
+from phalanx.protocol.agent import (
+    AgentCommand,
+    AgentFault,
+    AgentHello,
+    AgentReports,
+    NodeFacts,
+)
 from phalanx.runtime import Clock, Driver
 from phalanx.sched.job import Job
 from phalanx.sched.profile import Profile
@@ -448,6 +454,9 @@ class Controller:
         health: NodeFacts | None = None,
     ) -> list[AgentCommand]:
         return await self.agents.commands(node, boot_id, epoch, after, wait, health)
+
+    def fault(self, node: str, body: AgentFault) -> None:
+        self.agents.fault(node, body)
 
     def node_down(self, name: str) -> bool:
         index = self.cluster.node_index(name)
