@@ -22,6 +22,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import signal as signals
+import time
 import uuid
 from collections.abc import Iterable
 from typing import Any
@@ -30,14 +31,17 @@ import httpx
 import pydantic
 
 from phalanx.agent.cgroup import Cgroups
+from phalanx.agent.health import Fault, GpuProbe, run_program
 from phalanx.agent.machine import Machine, health, host
 from phalanx.agent.tasks import TaskRunner
 from phalanx.protocol.agent import (
     AgentCommand,
     AgentCommands,
+    AgentFault,
     AgentHello,
     AgentReports,
     AgentWelcome,
+    HealthConfig,
     Refusal,
     ReportsAck,
     RunReport,
@@ -110,6 +114,9 @@ class Agent:
         self._epoch = 0
         """This incarnation's epoch (0 until the first registration)."""
         self._heartbeat_s = 30.0
+        self._health = HealthConfig(gpus=False)
+        """What to check of the node: the controller says at registration."""
+        self._health_known = asyncio.Event()
         self._after = 0
         self._http: httpx.AsyncClient | None = None
 
@@ -172,6 +179,7 @@ class Agent:
                 group.create_task(self._send_reports())
                 group.create_task(self._reap_now_and_then())
                 group.create_task(self._send_inventory())
+                group.create_task(self._check_health())
         except* _Fenced:
             raise _Fenced() from None
         except* _Refused:
@@ -236,6 +244,8 @@ class Agent:
         self._controller_id = welcome.controller_id
         self._epoch = welcome.epoch
         self._heartbeat_s = welcome.heartbeat_s
+        self._health = welcome.health
+        self._health_known.set()
         self._after = 0  # the new session numbers its commands afresh
         self._generation += 1
         log.info(
@@ -389,6 +399,53 @@ class Agent:
                 raise _Fenced()
             # Anything else (unregistered, a controller restarting): the other loops
             # re-register; the next inventory follows that.
+
+    async def _check_health(self) -> None:
+        """Probe the GPUs and run the health program, each at its interval, and report what
+        they find (every time: the controller drains once per reason, and again after an
+        administrator resumed a node still at fault)."""
+        await self._health_known.wait()
+        probe: GpuProbe | None = None
+        if self._health.gpus:
+            fatal = frozenset(self._health.fatal_xids)
+            probe = await asyncio.to_thread(GpuProbe.open, self.machine.gpus, fatal)
+        next_probe = next_program = time.monotonic()
+        try:
+            while True:
+                config = self._health
+                now = time.monotonic()
+                faults: list[Fault] = []
+                if probe is not None and now >= next_probe:
+                    next_probe = now + config.gpu_interval_s
+                    faults += await asyncio.to_thread(probe.probe)
+                if config.program and config.interval_s > 0 and now >= next_program:
+                    next_program = now + config.interval_s
+                    found = await asyncio.to_thread(
+                        run_program, config.program, node=self.machine.name
+                    )
+                    faults += [found] if found is not None else []
+                for fault in faults:
+                    await self._report_fault(fault)
+                due = [next_probe] if probe is not None else []
+                if config.program and config.interval_s > 0:
+                    due.append(next_program)
+                await asyncio.sleep(max(0.05, min(due) - time.monotonic()) if due else 60.0)
+        finally:
+            if probe is not None:
+                probe.close()
+
+    async def _report_fault(self, fault: Fault) -> None:
+        body = AgentFault(
+            boot_id=self.boot_id, epoch=max(self._epoch, 1), reason=fault.reason, fatal=fault.fatal
+        )
+        path = f"/v1/agents/{self.machine.name}/faults"
+        try:
+            resp = await self._http_client.post(path, json=body.model_dump(mode="json"))
+        except httpx.HTTPError as exc:
+            log.warning("reporting %r failed: %s", fault.reason, exc)
+            return
+        if resp.status_code != 204:
+            log.warning("reporting %r failed (%d): %s", fault.reason, resp.status_code, resp.text)
 
     async def _reap_now_and_then(self) -> None:
         # SIGCHLDs arriving together are delivered as one; reap() takes all, but a signal

@@ -12,7 +12,14 @@ from fastapi import APIRouter, Path, Query
 from phalanx.api.routes.deps import Admin, Svc
 from phalanx.api.routes.errors import AGENT_ERRORS
 from phalanx.api.wire import AgentCommands, AgentHello, AgentReports, AgentWelcome, ReportsAck
-from phalanx.protocol.agent import BOOT_ID_PATTERN, EPOCH_MAX, NODE_PATTERN, NodeFacts
+from phalanx.protocol.agent import (
+    BOOT_ID_PATTERN,
+    EPOCH_MAX,
+    NODE_PATTERN,
+    AgentFault,
+    HealthConfig,
+    NodeFacts,
+)
 
 __all__ = ["HEARTBEAT_S", "router"]
 
@@ -25,12 +32,20 @@ router = APIRouter()
 @router.post("/v1/agents/register", response_model=AgentWelcome, responses=AGENT_ERRORS)
 async def register(hello: AgentHello, who: Admin, service: Svc) -> AgentWelcome:
     epoch, acked = service.register(hello)
+    health = service.cluster.health
     return AgentWelcome(
         controller_id=service.id,
         node=hello.node,
         epoch=epoch,
         heartbeat_s=HEARTBEAT_S,
         acked=[list(k) for k in acked],
+        health=HealthConfig(
+            program=health.program,
+            interval_s=health.interval_s,
+            fatal_xids=sorted(health.fatal_xids),
+            gpus=health.gpus,
+            gpu_interval_s=health.gpu_interval_s,
+        ),
     )
 
 
@@ -61,3 +76,11 @@ async def reports(
 ) -> ReportsAck:
     acked = service.reports(node, body)
     return ReportsAck(acked=[list(k) for k in acked])
+
+
+@router.post("/v1/agents/{node}/faults", status_code=204, responses=AGENT_ERRORS)
+async def fault(
+    node: Annotated[str, Path(pattern=NODE_PATTERN)], body: AgentFault, who: Admin, service: Svc
+) -> None:
+    """A health check failed on the node: it is drained (a fatal fault ends its jobs now)."""
+    service.fault(node, body)
