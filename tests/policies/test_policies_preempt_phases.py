@@ -62,6 +62,13 @@ def test_near_checkpoint_is_the_job_by_job_test() -> None:
             for _ in range(rng.randint(0, 2)):
                 if ctx.jobs:
                     ctx.jobs.pop(rng.randrange(len(ctx.jobs)))
+            if ctx.jobs and rng.random() < 0.3:
+                # Requeued and started again (a new run, a new start) between two looks.
+                again = ctx.jobs.pop(rng.randrange(len(ctx.jobs)))
+                again.run += 1
+                again.start = ctx.now - rng.randint(0, 60) * MINUTE
+                ctx.jobs.append(again)
+                ctx.state.starts += 1
             for _ in range(3):
                 # Whole minutes mostly: jobs exactly at the window's edges are tested too.
                 ctx.now += rng.randint(0, 40) * MINUTE + rng.choice([0, 0, rng.randint(1, 59_999)])

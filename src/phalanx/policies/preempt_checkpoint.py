@@ -19,6 +19,9 @@ from phalanx.sched.job import Job
 
 __all__ = ["CheckpointPreempt", "could_preempt_any", "lost_work", "may_preempt"]
 
+_FIRST, _LAST = -1, 1 << 62
+"""Below and above every job's ``seq``: bounds of a range of phases in (phase, seq) keys."""
+
 
 def lost_work(job: Job, now: Instant) -> float:
     """GPU-ms a preemption at ``now`` would throw away."""
@@ -66,9 +69,12 @@ class CheckpointPreempt:
     def __init__(self, params: Mapping[str, object]) -> None:
         self._can: dict[tuple[str, int], bool] = {}
         self._phase_signature: tuple[int, int, int] | None = None
-        self._phases: dict[int, tuple[list[int], list[Job]]] = {}
-        """Running jobs that checkpoint, by interval: the phases of their starts (sorted),
-        and the jobs in that order (``_near_checkpoint``)."""
+        self._phases: dict[int, tuple[list[tuple[int, int]], list[Job]]] = {}
+        """Running jobs that checkpoint, by interval: (phase of the start, seq), sorted, and
+        the jobs in that order (``_near_checkpoint``)."""
+        self._phased: dict[tuple[int, int], tuple[int, tuple[int, int]] | None] = {}
+        """The runs (job id, run) in ``_phases``, with their interval and entry (None for a
+        run that does not checkpoint)."""
         self.opportunistic = bool(params.get("opportunistic", False))
         self.victim_attained = _ms(params, "victim_attained_gpu_ms", 10 * HOUR)
         self.job_attained = _ms(params, "job_attained_gpu_ms", 1 * HOUR)
@@ -112,25 +118,18 @@ class CheckpointPreempt:
     def _near_checkpoint(self, ctx: PassContext) -> list[Job]:
         """Running jobs that checkpoint and took their last checkpoint at most ``max_loss_ms``
         ago, found by bisection: running jobs are kept sorted by the phase of their starts in
-        their checkpoint interval until the running set changes (most running jobs are far
-        from a checkpoint, and this is asked in every contended pass). In no useful order."""
+        their checkpoint interval, updated with the runs that started or ended since (most
+        running jobs are far from a checkpoint, and this is asked in every contended pass).
+        In no useful order."""
         running = list(ctx.running())
         state = ctx.state
         signature = (id(state), state.starts, len(running))
         if signature != self._phase_signature:
-            groups: dict[int, list[tuple[int, int, Job]]] = {}
-            for r in running:
-                interval, start = r.spec.checkpoint_interval, r.start
-                if interval and start is not None:
-                    groups.setdefault(interval, []).append((start % interval, r.seq, r))
-            self._phases = {}
-            for interval, entries in groups.items():
-                entries.sort(key=lambda e: (e[0], e[1]))
-                self._phases[interval] = ([e[0] for e in entries], [e[2] for e in entries])
+            self._update_phases(running)
             self._phase_signature = signature
         now, max_loss = ctx.now, self.max_loss
         near: list[Job] = []
-        for interval, (phases, jobs) in self._phases.items():
+        for interval, (keys, jobs) in self._phases.items():
             if max_loss >= interval:
                 near.extend(jobs)
                 continue
@@ -138,12 +137,37 @@ class CheckpointPreempt:
             # a = now % interval: a - max_loss <= p <= a, wrapping around below 0.
             a = now % interval
             low = a - max_loss
+            upto = bisect.bisect_right(keys, (a, _LAST))
             if low >= 0:
-                near.extend(jobs[bisect.bisect_left(phases, low) : bisect.bisect_right(phases, a)])
+                near.extend(jobs[bisect.bisect_left(keys, (low, _FIRST)) : upto])
             else:
-                near.extend(jobs[: bisect.bisect_right(phases, a)])
-                near.extend(jobs[bisect.bisect_left(phases, low + interval) :])
+                near.extend(jobs[:upto])
+                near.extend(jobs[bisect.bisect_left(keys, (low + interval, _FIRST)) :])
         return near
+
+    def _update_phases(self, running: list[Job]) -> None:
+        """``_phases`` for the runs in ``running``: those gone out, those new in (a run is
+        a job id and its run number: a job requeued and started again is a new run)."""
+        current = {(r.id, r.run): r for r in running}
+        phased = self._phased
+        for run in phased.keys() - current.keys():
+            placed = phased.pop(run)
+            if placed is not None:
+                keys, jobs = self._phases[placed[0]]
+                i = bisect.bisect_left(keys, placed[1])
+                del keys[i], jobs[i]
+        for run in current.keys() - phased.keys():
+            r = current[run]
+            interval, start = r.spec.checkpoint_interval, r.start
+            if not interval or start is None:
+                phased[run] = None
+                continue
+            entry = (start % interval, r.seq)
+            keys, jobs = self._phases.setdefault(interval, ([], []))
+            i = bisect.bisect_left(keys, entry)
+            keys.insert(i, entry)
+            jobs.insert(i, r)
+            phased[run] = (interval, entry)
 
     def _cheap_victim(self, job: Job, victim: Job, cluster: Cluster, now: Instant) -> bool:
         interval = victim.spec.checkpoint_interval
