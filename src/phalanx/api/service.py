@@ -99,6 +99,11 @@ class Service(Protocol):
     @property
     def stats(self) -> Figures: ...
 
+    @property
+    def agent_lease_s(self) -> float:
+        """How long an agent keeps its tasks without reaching the controller."""
+        ...
+
     def check(self, spec: JobSpec) -> None:
         """Raise ``SpecError`` for a request that can never run here."""
         ...

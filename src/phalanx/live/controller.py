@@ -455,6 +455,10 @@ class Controller:
     ) -> list[AgentCommand]:
         return await self.agents.commands(node, boot_id, epoch, after, wait, health)
 
+    @property
+    def agent_lease_s(self) -> float:
+        return self.agents.agent_lease_s
+
     def fault(self, node: str, body: AgentFault) -> None:
         self.agents.fault(node, body)
 
