@@ -61,6 +61,7 @@ _REGISTER_BACKOFF_CAP_S = 2.0
 _REPORT_BACKOFF_CAP_S = 1.0
 _FIRST_BACKOFF_S = 0.1
 _SAFETY_REAP_S = 1.0
+_LEASE_CHECK_S = 0.2
 _STOP_GRACE_S = 3.0
 _FINAL_REPORT_TIMEOUT_S = 2.0
 _COMMANDS_PER_TURN = 32
@@ -117,6 +118,10 @@ class Agent:
         self._health = HealthConfig(gpus=False)
         """What to check of the node: the controller says at registration."""
         self._health_known = asyncio.Event()
+        self._lease_s = 0.0
+        """Kill every task after this long without an answered call (the controller's)."""
+        self._heard = time.monotonic()
+        """When the last call the controller answered was sent."""
         self._after = 0
         self._http: httpx.AsyncClient | None = None
 
@@ -180,6 +185,7 @@ class Agent:
                 group.create_task(self._reap_now_and_then())
                 group.create_task(self._send_inventory())
                 group.create_task(self._check_health())
+                group.create_task(self._keep_lease())
         except* _Fenced:
             raise _Fenced() from None
         except* _Refused:
@@ -246,6 +252,7 @@ class Agent:
         self._heartbeat_s = welcome.heartbeat_s
         self._health = welcome.health
         self._health_known.set()
+        self._lease_s = welcome.lease_s
         self._after = 0  # the new session numbers its commands afresh
         self._generation += 1
         log.info(
@@ -434,6 +441,29 @@ class Agent:
             if probe is not None:
                 probe.close()
 
+    async def _keep_lease(self) -> None:
+        """A node cut off from its controller stops its jobs before the controller gives
+        them to other nodes: after ``lease_s`` without an answered call, every task is
+        killed and its run reported ``lost`` (requeued as on a node failure) once the
+        controller is back. No job runs on two nodes at once."""
+        while True:
+            await asyncio.sleep(_LEASE_CHECK_S)
+            silent = time.monotonic() - self._heard
+            if 0 < self._lease_s < silent and self._runner.running_count():
+                lost = self._runner.lose_all(
+                    f"its agent could not reach the controller for {silent:.1f} s"
+                )
+                if lost:
+                    log.warning("no controller for %.1f s: killed %d runs", silent, lost)
+
+    async def _sent(self, request: httpx.Request) -> None:
+        request.extensions["phalanx_sent"] = time.monotonic()
+
+    async def _answered(self, response: httpx.Response) -> None:
+        sent = response.request.extensions.get("phalanx_sent")
+        if sent is not None and sent > self._heard:
+            self._heard = sent
+
     async def _report_fault(self, fault: Fault) -> None:
         body = AgentFault(
             boot_id=self.boot_id, epoch=max(self._epoch, 1), reason=fault.reason, fatal=fault.fatal
@@ -519,6 +549,7 @@ class Agent:
             timeout=10.0,
             # The controller is ours to reach directly; a proxy from the environment is not.
             trust_env=False,
+            event_hooks={"request": [self._sent], "response": [self._answered]},
         )
 
     @property

@@ -99,11 +99,16 @@ class Service(Protocol):
     @property
     def stats(self) -> Figures: ...
 
+    @property
+    def agent_lease_s(self) -> float:
+        """How long an agent keeps its tasks without reaching the controller."""
+        ...
+
     def check(self, spec: JobSpec) -> None:
         """Raise ``SpecError`` for a request that can never run here."""
         ...
 
-    def submit(self, specs: Sequence[JobSpec]) -> list[list[int]]:
+    def submit(self, specs: Sequence[JobSpec], key: str = "") -> list[list[int]]:
         """Queue ``specs`` (each passed ``check``): per spec, its job ids (an array's
         tasks); ``StateStoreError`` when the journal cannot take them."""
         ...

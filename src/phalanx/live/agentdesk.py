@@ -175,6 +175,14 @@ class AgentDesk:
             raise NotFound(f"node {node!r} is not in the cluster definition")
         return agent
 
+    @property
+    def agent_lease_s(self) -> float:
+        """How long an agent keeps its tasks without reaching this controller: half the
+        liveness limit, so that a node cut off has stopped its jobs before they are
+        requeued elsewhere (the agent counts from when it sent its last call that was
+        answered, which is no later than when this controller saw it)."""
+        return self._dead_after / 2000
+
     def _holder_alive(self, agent: Agent, now: Instant) -> bool:
         """Whether the incarnation holding the node may still be acting for it: polling
         now, or heard from within a third of the liveness limit; one this controller has

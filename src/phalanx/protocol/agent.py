@@ -85,7 +85,9 @@ class RunReport(_Wire):
 
     job_id: int = Field(ge=0)
     run: int = Field(ge=0)
-    state: Literal["running", "exited", "failed"]
+    state: Literal["running", "exited", "failed", "lost"]
+    """``lost``: the agent killed it because it could not reach its controller for longer
+    than its lease (``AgentWelcome.lease_s``): it ends as on a node failure."""
     exit_code: int = 0
     signal: int = 0
     reason: str = ""
@@ -136,6 +138,13 @@ class AgentWelcome(_Wire):
     epoch: int = Field(ge=1, description="this incarnation's epoch: carry it on every call")
     heartbeat_s: float
     health: HealthConfig = Field(default_factory=HealthConfig)
+    lease_s: float = Field(
+        default=0.0,
+        ge=0,
+        description="kill every task when no call has reached the controller for this long "
+        "(0: never); shorter than the controller's --dead-after, so a node cut off stops "
+        "its jobs before they are requeued elsewhere",
+    )
     acked: list[list[int]] = Field(
         default_factory=list, description="[job_id, run] of ended runs now journaled: forget them"
     )
