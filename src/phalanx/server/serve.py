@@ -20,8 +20,7 @@ from phalanx.api.routes import Access, create_app
 from phalanx.domain.cluster import Cluster
 from phalanx.errors import PhalanxError
 from phalanx.live.controller import Controller
-from phalanx.live.epochs import SqliteEpochs
-from phalanx.live.journal import SqliteJournal
+from phalanx.live.store import open_store, sqlite_url
 from phalanx.policies.catalog import profile
 from phalanx.server.statedir import StateDir
 
@@ -41,6 +40,9 @@ class ControllerOptions:
     epilog_ms: int = 0
     dead_after_ms: int = 60_000
     tokens: dict[str, str] = field(default_factory=dict)
+    db: str | None = None
+    """The state store's URL (``phalanx.live.store``); None: ``state.db`` in the state
+    directory."""
 
 
 class _Server(uvicorn.Server):
@@ -85,15 +87,14 @@ async def serve(opts: ControllerOptions) -> None:
     import pwd
 
     tokens = {token: pwd.getpwuid(owner).pw_name, **opts.tokens}
-    journal = SqliteJournal(str(state.database))
-    epochs = SqliteEpochs(str(state.database))
+    store = open_store(opts.db or sqlite_url(state.database))
     controller = Controller(
         opts.cluster,
         profile(opts.policy),
-        journal,
+        store.journal,
         epilog_ms=opts.epilog_ms,
         dead_after=opts.dead_after_ms,
-        epochs=epochs,
+        epochs=store.epochs,
     )
     replayed = controller.recover()
     log.info("recovered %d journaled inputs; %d jobs known", replayed, len(controller.engine.jobs))
@@ -119,8 +120,7 @@ async def serve(opts: ControllerOptions) -> None:
     finally:
         controller.stop()
         await loop_task
-        journal.close()
-        epochs.close()
+        store.close()
         for path in (state.pid, state.socket):
             with contextlib.suppress(FileNotFoundError):
                 path.unlink()
