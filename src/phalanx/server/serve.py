@@ -97,7 +97,12 @@ async def serve(opts: ControllerOptions) -> None:
         epochs=store.epochs,
     )
     replayed = controller.recover()
-    log.info("recovered %d journaled inputs; %d jobs known", replayed, len(controller.engine.jobs))
+    log.info(
+        "recovered %d journaled inputs from the %s store; %d jobs known",
+        replayed,
+        store.backend,
+        len(controller.engine.jobs),
+    )
     app = create_app(controller, Access(tokens=tokens, admins=opts.admins, owner_uid=owner))
     sockets = [_unix_socket(state.socket), _tcp_socket(opts.host, opts.port)]
     port = sockets[1].getsockname()[1]
