@@ -3,8 +3,11 @@
 It answers the API (submit, cancel, queries, the agent protocol) from the event loop thread,
 so the engine is only ever touched by one thread. Inputs are journaled before they are
 acknowledged; effects follow commits (see ``phalanx.runtime.driver``: the simulator's loop,
-here with the wall clock and the fleet as its ports). At start it replays the
-journal and then waits for agents to say what still runs.
+here with the wall clock and the fleet as its ports). At start it restores the last snapshot
+and replays the journal after it (``phalanx.live.snapshot``), then waits for agents to say
+what still runs; while it runs it saves a snapshot every ``snapshot_every`` inputs or
+``snapshot_seconds``, forgetting ended jobs past their ``min_job_age`` once their accounting
+record is stored.
 """
 
 from __future__ import annotations
@@ -16,7 +19,7 @@ import logging
 import time
 import uuid
 from collections import Counter, deque
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
 from phalanx.domain.caller import Caller
@@ -29,12 +32,15 @@ from phalanx.domain.state import JobState, Reason
 from phalanx.domain.time import Duration, Instant
 from phalanx.engine import Cancel, Engine, Requeue, Signal, Update
 from phalanx.errors import Conflict, NotAllowed, NotFound, SpecError
+from phalanx.live import snapshot
+from phalanx.live.accounting import AccountingTable, MemoryAccounting, records
 from phalanx.live.agentdesk import AgentDesk
 from phalanx.live.clock import WallClock
 from phalanx.live.epochs import EpochStore, MemoryEpochs
 from phalanx.live.fleet import DEAD_AFTER, Fleet, RunKey, Step, StepError
 from phalanx.live.journal import Journal
 from phalanx.live.ledger import Ledger
+from phalanx.live.snapshot import Snapshots
 from phalanx.protocol.agent import AgentCommand, AgentHello, AgentReports, NodeFacts
 from phalanx.runtime import Clock, Driver
 from phalanx.sched.job import Job
@@ -67,7 +73,15 @@ class Controller:
         dead_after: Duration = DEAD_AFTER,
         run_as_submitter: bool | None = None,
         epochs: EpochStore | None = None,
+        accounting: AccountingTable | None = None,
+        record: Callable[[Job], str] | None = None,
+        snapshot_every: int = snapshot.SNAPSHOT_EVERY,
+        snapshot_seconds: float = snapshot.SNAPSHOT_SECONDS,
+        min_job_age: Duration = snapshot.MIN_JOB_AGE,
     ) -> None:
+        """``journal``: snapshots are saved only if it keeps them (a ``StoreJournal``).
+        ``record`` makes a job's accounting record (JSON) for ``accounting``; without it,
+        ended jobs are never forgotten."""
         self.cluster = cluster
         self.clock = clock or WallClock()
         self.id = uuid.uuid4().hex
@@ -98,13 +112,26 @@ class Controller:
         self._stop = False
         self._ends: deque[tuple[Instant, Job]] = deque()
         self._array_members: dict[int, list[int]] = {}
+        self.accounting = accounting if accounting is not None else MemoryAccounting()
+        self.snapshots = Snapshots(
+            self.loop,
+            self.fleet,
+            self.accounting,
+            record,
+            every=snapshot_every,
+            seconds=snapshot_seconds,
+            min_job_age=min_job_age,
+        )
 
     # ------------------------------------------------------------------ life cycle
     def recover(self) -> int:
-        """Replay the journal (before serving); return how many inputs it held."""
+        """Restore the last snapshot and replay the journal after it (before serving);
+        return how many inputs were replayed."""
         self.fleet.replaying = True
         try:
-            self.recovered = self.loop.replay(self.clock.now())
+            tail = self.snapshots.restore()
+            self.engine = self.loop.engine
+            self.recovered = self.loop.replay(self.clock.now(), tail)
         finally:
             running = self.engine.jobs.values()
             self.fleet.finish_replay((j.id, j.run) for j in running if j.state is JobState.RUNNING)
@@ -135,6 +162,12 @@ class Controller:
                 await asyncio.sleep(0)  # let the API in between batches
 
     def step(self) -> int:
+        handled = self._step()
+        if self.snapshots.due():
+            self.save_snapshot()
+        return handled
+
+    def _step(self) -> int:
         passes = self.engine.passes
         t0 = time.perf_counter()
         handled = self.loop.run_due()
@@ -147,6 +180,33 @@ class Controller:
             # Booked: the controller keeps no unbounded log (the journal is the history).
             entries.clear()
         return handled
+
+    # ------------------------------------------------------------------ snapshots
+    def save_snapshot(self) -> bool:
+        """Forget the ended jobs past ``min_job_age`` (their accounting stored first), then
+        save the state with the journal's position (``Snapshots.save``)."""
+        self.loop.settle()
+        forgotten = self.snapshots.save()
+        if forgotten is None:
+            return False
+        jobs = self.engine.jobs
+        for array in {j.array_job_id for j in forgotten if j.array_job_id is not None}:
+            members = self._array_members.get(array, [])
+            if all(m not in jobs for m in members):
+                self._array_members.pop(array, None)
+        return True
+
+    def archived(
+        self,
+        *,
+        user: str | None = None,
+        since: Instant | None = None,
+        until: Instant | None = None,
+        ids: Iterable[int | tuple[int, int]] | None = None,
+    ) -> list[str]:
+        """Accounting records (JSON) of the ended jobs no longer in memory, as ``finished``
+        filters them."""
+        return records(self.accounting, user=user, since=since, until=until, ids=ids)
 
     def stop(self) -> None:
         self._stop = True

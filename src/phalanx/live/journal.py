@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Iterator, Sequence
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
 from phalanx.engine import Event
 from phalanx.live.codec import decode, encode
@@ -37,6 +37,7 @@ READ_BATCH = 10_000
 """Rows fetched at a time on replay: memory stays flat however long the journal is."""
 
 
+@runtime_checkable
 class StoreJournal(Journal, Protocol):
     """A durable journal with positions and a snapshot slot.
 

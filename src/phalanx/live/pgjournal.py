@@ -15,11 +15,12 @@ from typing import Any
 import psycopg
 
 from phalanx.engine import Event
+from phalanx.live.accounting import COLUMNS, AcctRow, where
 from phalanx.live.codec import decode, encode
 from phalanx.live.epochs import Holder
 from phalanx.live.journal import READ_BATCH, JournalError
 
-__all__ = ["PostgresEpochs", "PostgresJournal", "connect", "safe_url"]
+__all__ = ["PostgresAccounting", "PostgresEpochs", "PostgresJournal", "connect", "safe_url"]
 
 _SCHEMA = (
     "CREATE TABLE IF NOT EXISTS inputs (seq BIGSERIAL PRIMARY KEY,"
@@ -28,6 +29,9 @@ _SCHEMA = (
     " position BIGINT NOT NULL, body BYTEA NOT NULL)",
     "CREATE TABLE IF NOT EXISTS agent_epochs (node TEXT PRIMARY KEY,"
     " epoch BIGINT NOT NULL, boot_id TEXT NOT NULL)",
+    "CREATE TABLE IF NOT EXISTS accounting (job_id BIGINT PRIMARY KEY, array_job_id BIGINT,"
+    " array_task_id BIGINT, user_name TEXT NOT NULL, submit_ms BIGINT NOT NULL,"
+    " end_ms BIGINT NOT NULL, record TEXT NOT NULL)",
 )
 
 
@@ -137,6 +141,40 @@ class PostgresEpochs:
             )
         except psycopg.Error as exc:
             raise JournalError(f"cannot write the state database {self.name}: {exc}") from None
+
+    def close(self) -> None:
+        self._conn.close()
+
+
+class PostgresAccounting:
+    def __init__(self, conn: psycopg.Connection[Any], name: str) -> None:
+        self._conn = conn
+        self.name = name
+
+    def archive(self, rows: Sequence[AcctRow]) -> None:
+        values = [
+            (r.job_id, r.array_job_id, r.array_task_id, r.user, r.submit, r.end, r.record)
+            for r in rows
+        ]
+        try:
+            with self._conn.transaction(), self._conn.cursor() as cur:
+                cur.executemany(
+                    f"INSERT INTO accounting ({COLUMNS}) VALUES (%s, %s, %s, %s, %s, %s, %s)"
+                    " ON CONFLICT (job_id) DO UPDATE SET record = excluded.record,"
+                    " end_ms = excluded.end_ms",
+                    values,
+                )
+        except psycopg.Error as exc:
+            raise JournalError(f"cannot write the state database {self.name}: {exc}") from None
+
+    def query(
+        self, *, user: str | None = None, since: int | None = None, until: int | None = None
+    ) -> list[AcctRow]:
+        sql, args = where(user, since, until, "%s")
+        rows = self._conn.execute(
+            f"SELECT {COLUMNS} FROM accounting{sql} ORDER BY job_id", args
+        ).fetchall()
+        return [AcctRow(*row) for row in rows]
 
     def close(self) -> None:
         self._conn.close()

@@ -1,11 +1,13 @@
 """The controller's state store, chosen by URL (``phalanx.live.dburl``): the journal (with
-its snapshot) and the agent epochs, in one database. ``sqlite:///PATH`` is the embedded
-default, a file in the state directory; ``postgresql://...`` a PostgreSQL database."""
+its snapshot), the agent epochs and the accounting of forgotten jobs, in one database.
+``sqlite:///PATH`` is the embedded default, a file in the state directory;
+``postgresql://...`` a PostgreSQL database."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+from phalanx.live.accounting import AccountingTable, SqliteAccounting
 from phalanx.live.dburl import check_url, sqlite_path, sqlite_url
 from phalanx.live.epochs import EpochStore, SqliteEpochs
 from phalanx.live.journal import SqliteJournal, StoreJournal
@@ -18,6 +20,7 @@ class Store:
     url: str
     journal: StoreJournal
     epochs: EpochStore
+    accounting: AccountingTable
 
     @property
     def backend(self) -> str:
@@ -26,9 +29,10 @@ class Store:
 
     def close(self) -> None:
         self.journal.close()
-        close = getattr(self.epochs, "close", None)
-        if close is not None:
-            close()
+        for part in (self.epochs, self.accounting):
+            close = getattr(part, "close", None)
+            if close is not None:
+                close()
 
 
 def open_store(url: str) -> Store:
@@ -36,10 +40,18 @@ def open_store(url: str) -> Store:
     kind, ``JournalError`` if the database cannot be opened."""
     path = sqlite_path(check_url(url))
     if path is not None:
-        return Store(url, SqliteJournal(path), SqliteEpochs(path))
+        return Store(url, SqliteJournal(path), SqliteEpochs(path), SqliteAccounting(path))
     # Imported here: psycopg is only loaded by controllers that use it.
-    from phalanx.live.pgjournal import PostgresEpochs, PostgresJournal, connect, safe_url
+    from phalanx.live.pgjournal import (
+        PostgresAccounting,
+        PostgresEpochs,
+        PostgresJournal,
+        connect,
+        safe_url,
+    )
 
     conn = connect(url)
     name = safe_url(url)
-    return Store(url, PostgresJournal(conn, name), PostgresEpochs(conn, name))
+    return Store(
+        url, PostgresJournal(conn, name), PostgresEpochs(conn, name), PostgresAccounting(conn, name)
+    )

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import logging
 import os
 import socket
@@ -15,6 +16,7 @@ from types import FrameType
 
 import uvicorn
 
+from phalanx.api.convert import acct_record
 from phalanx.api.peer import peer_protocol
 from phalanx.api.routes import Access, create_app
 from phalanx.domain.cluster import Cluster
@@ -95,6 +97,8 @@ async def serve(opts: ControllerOptions) -> None:
         epilog_ms=opts.epilog_ms,
         dead_after=opts.dead_after_ms,
         epochs=store.epochs,
+        accounting=store.accounting,
+        record=lambda job: json.dumps(acct_record(job, opts.cluster)),
     )
     replayed = controller.recover()
     log.info(
@@ -125,6 +129,7 @@ async def serve(opts: ControllerOptions) -> None:
     finally:
         controller.stop()
         await loop_task
+        controller.save_snapshot()  # the next start replays nothing
         store.close()
         for path in (state.pid, state.socket):
             with contextlib.suppress(FileNotFoundError):

@@ -1,0 +1,187 @@
+"""Snapshots: the controller's state saved with the journal position it reflects, so a
+restart (or a standby taking over) replays only the inputs after it.
+
+A snapshot is the driver's ``Checkpoint`` (the engine, the queue of accepted inputs and
+timers) and the launches of the runs the fleet knows, pickled together. Restored, then fed
+the journal's tail, it gives the same state and decisions as a replay of the whole journal
+from the snapshot's own starting point -- the state a controller that never stopped has.
+
+Before each snapshot the controller forgets jobs that ended more than ``MIN_JOB_AGE`` ago
+(Slurm's ``MinJobAge``, 300 s by default), once their accounting record is stored
+(``phalanx.live.accounting``): the saved state, and the controller's memory, then grow with
+the jobs in flight, not with the whole history. The jobs are forgotten by the running
+controller at the same instant, so it and a restarted one agree.
+
+Only this program's own snapshots are read back (pickle runs what it loads): the store is
+the controller's, as trusted as its journal. A snapshot of another version is ignored
+(``FORMAT``): the journal is replayed in full instead.
+"""
+
+from __future__ import annotations
+
+import logging
+import pickle
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+
+from phalanx.domain.time import SECOND, Duration
+from phalanx.engine import Event, Launch
+from phalanx.live.accounting import AccountingTable, AcctRow
+from phalanx.live.fleet import Fleet
+from phalanx.live.journal import JournalError, StoreJournal
+from phalanx.runtime.driver import Checkpoint, Driver
+from phalanx.sched.job import Job
+
+__all__ = [
+    "MIN_JOB_AGE",
+    "SNAPSHOT_EVERY",
+    "SNAPSHOT_SECONDS",
+    "Saved",
+    "Snapshots",
+    "dump",
+    "load",
+]
+
+log = logging.getLogger("phalanx.controller")
+
+FORMAT = 1
+"""Bumped whenever what a snapshot holds changes shape."""
+
+SNAPSHOT_EVERY = 50_000
+"""Inputs journaled between two snapshots (at most)."""
+SNAPSHOT_SECONDS = 300.0
+"""Seconds between two snapshots while inputs arrive (at most)."""
+MIN_JOB_AGE: Duration = 300 * SECOND
+"""How long an ended job stays in the controller's memory (Slurm's MinJobAge default)."""
+
+
+@dataclass
+class Saved:
+    position: int
+    """The journal position the state reflects: every input up to it, none after."""
+    checkpoint: Checkpoint
+    launches: list[Launch]
+    """The launch of each run the fleet knew (its agents say, after a restart, which
+    still run)."""
+
+
+def dump(saved: Saved) -> bytes:
+    return pickle.dumps((FORMAT, saved), protocol=pickle.HIGHEST_PROTOCOL)
+
+
+def load(body: bytes) -> Saved | None:
+    """The snapshot in ``body``, or None if it is of another format (or unreadable)."""
+    try:
+        version, saved = pickle.loads(body)
+    except Exception:  # a snapshot of another version's classes: replay in full instead
+        return None
+    if version != FORMAT or not isinstance(saved, Saved):
+        return None
+    return saved
+
+
+class Snapshots:
+    """When to save a snapshot, saving it, and restoring the last one, for one controller's
+    driver and fleet (the journal is the driver's: snapshots only if it keeps them)."""
+
+    def __init__(
+        self,
+        loop: Driver,
+        fleet: Fleet,
+        accounting: AccountingTable,
+        record: Callable[[Job], str] | None,
+        *,
+        every: int = SNAPSHOT_EVERY,
+        seconds: float = SNAPSHOT_SECONDS,
+        min_job_age: Duration = MIN_JOB_AGE,
+    ) -> None:
+        """``record`` makes an ended job's accounting record (JSON); without it, no job is
+        ever forgotten."""
+        self.loop = loop
+        self.fleet = fleet
+        self.accounting = accounting
+        self.record = record
+        self.every = every
+        self.seconds = seconds
+        self.min_job_age = min_job_age
+        self.position = 0
+        """The journal position of the last snapshot saved or restored (0: none)."""
+        self._accepted = 0
+        self._when = time.monotonic()
+
+    @property
+    def journal(self) -> StoreJournal | None:
+        journal = self.loop.journal
+        return journal if isinstance(journal, StoreJournal) else None
+
+    def restore(self) -> Iterator[Event] | None:
+        """Put the last snapshot into the driver (and its runs into the fleet, which must
+        be replaying) and return the journal's tail after it; None if there is none (the
+        whole journal is to be replayed)."""
+        journal = self.journal
+        found = journal.load_snapshot() if journal is not None else None
+        if journal is None or found is None:
+            return None
+        saved = load(found[1])
+        if saved is None:
+            log.warning("the snapshot is of another version: replaying the whole journal")
+            return None
+        self.loop.restore(saved.checkpoint)
+        for launch in saved.launches:
+            self.fleet.launch(launch, self.loop.last_at)
+        self.position = saved.position
+        return journal.read(saved.position)
+
+    def due(self) -> bool:
+        """Whether enough inputs (or time, with inputs) went by since the last snapshot."""
+        inputs = self.loop.accepted - self._accepted
+        if inputs >= self.every:
+            return True
+        return inputs > 0 and time.monotonic() - self._when >= self.seconds
+
+    def save(self) -> list[Job] | None:
+        """Forget the jobs past ``min_job_age`` (accounting stored first), then save the
+        state (every accepted input handled: ``Driver.settle`` first) with the journal's
+        position; return the jobs forgotten, or None (nothing forgotten or saved) if the
+        store cannot take it or keeps no snapshots."""
+        journal = self.journal
+        if journal is None:
+            return None
+        try:
+            forgotten = self._forget_old_jobs()
+            position = journal.position()
+            saved = Saved(
+                position,
+                self.loop.checkpoint(),
+                [run.launch for run in self.fleet.runs.values()],
+            )
+            journal.save_snapshot(position, dump(saved))
+        except JournalError as exc:
+            log.warning("no snapshot: %s", exc)
+            return None
+        finally:
+            self._accepted = self.loop.accepted
+            self._when = time.monotonic()
+        self.position = position
+        return forgotten
+
+    def _forget_old_jobs(self) -> list[Job]:
+        record = self.record
+        if record is None:
+            return []
+        horizon = self.loop.clock.now() - self.min_job_age
+        jobs = self.loop.engine.jobs
+        old = [j for j in jobs.values() if j.state.is_final and (j.end or 0) <= horizon]
+        if old:
+            rows = [
+                AcctRow(
+                    j.id, j.array_job_id, j.array_task_id, j.spec.user, j.submit, j.end or 0,
+                    record(j),
+                )
+                for j in old
+            ]  # fmt: skip
+            self.accounting.archive(rows)
+            for job in old:
+                del jobs[job.id]
+        return old
