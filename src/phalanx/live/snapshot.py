@@ -48,9 +48,11 @@ log = logging.getLogger("phalanx.controller")
 FORMAT = 1
 """Bumped whenever what a snapshot holds changes shape."""
 
-SNAPSHOT_EVERY = 50_000
-"""Inputs journaled between two snapshots (at most)."""
-SNAPSHOT_SECONDS = 300.0
+SNAPSHOT_EVERY = 10_000
+"""Inputs journaled between two snapshots (at most): a restart replays at most this many
+(about a second's work for the engine), and saving one costs about as much as handling
+a few hundred inputs."""
+SNAPSHOT_SECONDS = 60.0
 """Seconds between two snapshots while inputs arrive (at most)."""
 MIN_JOB_AGE: Duration = 300 * SECOND
 """How long an ended job stays in the controller's memory (Slurm's MinJobAge default)."""
