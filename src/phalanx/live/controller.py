@@ -31,6 +31,7 @@ from phalanx.domain.jobstep import StepSpec
 from phalanx.domain.state import JobState, Reason
 from phalanx.domain.time import Duration, Instant
 from phalanx.engine import Cancel, Engine, Requeue, Signal, Update
+from phalanx.engine.decisions import Ended
 from phalanx.errors import Conflict, NotAllowed, NotFound, SpecError
 from phalanx.live import snapshot
 from phalanx.live.accounting import AccountingTable, MemoryAccounting, records
@@ -176,7 +177,9 @@ class Controller:
             self.stats.durations.append(time.perf_counter() - t0)
         entries = self.engine.decisions.entries
         if entries:
-            self.ledger.consume(entries, self.engine.jobs)
+            jobs = self.engine.jobs
+            self.snapshots.account([jobs[e.job_id] for e in entries if type(e) is Ended])
+            self.ledger.consume(entries, jobs)
             # Booked: the controller keeps no unbounded log (the journal is the history).
             entries.clear()
         return handled

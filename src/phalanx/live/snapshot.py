@@ -168,22 +168,37 @@ class Snapshots:
         self.position = position
         return forgotten
 
-    def _forget_old_jobs(self) -> list[Job]:
+    def account(self, jobs: list[Job]) -> None:
+        """Store the accounting records of ``jobs``, which have just ended, so that they
+        can be read without a controller; a store that cannot take them is logged, and
+        they are stored again before they are forgotten."""
+        if self.record is None or not jobs:
+            return
+        try:
+            self.accounting.archive(self._rows(jobs))
+        except JournalError as exc:
+            log.warning("accounting not stored: %s", exc)
+
+    def _rows(self, jobs: list[Job]) -> list[AcctRow]:
         record = self.record
-        if record is None:
+        assert record is not None
+        return [
+            AcctRow(
+                j.id, j.array_job_id, j.array_task_id, j.spec.user, j.submit, j.end or 0,
+                record(j),
+            )
+            for j in jobs
+        ]  # fmt: skip
+
+    def _forget_old_jobs(self) -> list[Job]:
+        if self.record is None:
             return []
         horizon = self.loop.clock.now() - self.min_job_age
         jobs = self.loop.engine.jobs
         old = [j for j in jobs.values() if j.state.is_final and (j.end or 0) <= horizon]
         if old:
-            rows = [
-                AcctRow(
-                    j.id, j.array_job_id, j.array_task_id, j.spec.user, j.submit, j.end or 0,
-                    record(j),
-                )
-                for j in old
-            ]  # fmt: skip
-            self.accounting.archive(rows)
+            # Again, though most were stored as they ended: none is forgotten unstored.
+            self.accounting.archive(self._rows(old))
             for job in old:
                 del jobs[job.id]
         return old

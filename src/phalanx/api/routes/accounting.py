@@ -52,9 +52,13 @@ async def accounting(
     found = service.finished(user=user, since=since, until=until, ids=wanted)
     cluster = service.cluster
     rows = [acct_record(j, cluster) for j in found]
-    # Jobs the controller forgot (MinJobAge) are in the store's accounting, by job id.
+    # Jobs the controller forgot (MinJobAge) are only in the store's accounting; a job
+    # still in memory is as it is now (a requeued one may have changed since it ended).
     older = service.archived(user=user, since=since, until=until, ids=wanted)
     if older:
-        rows += [json.loads(record) for record in older]
+        parsed = [json.loads(record) for record in older]
+        held = service.jobs(finished=True, ids=[int(row["job_id"]) for row in parsed])
+        in_memory = {j.id for j in held}
+        rows += [row for row in parsed if int(row["job_id"]) not in in_memory]
         rows.sort(key=lambda row: int(row["job_id"]))
     return JSONResponse(rows)
