@@ -12,7 +12,7 @@ from phalanx.config.clusterspec import regular_cluster
 from phalanx.domain.jobspec import JobSpec
 from phalanx.engine import Submit
 from phalanx.live.controller import Controller
-from phalanx.live.store import Store
+from phalanx.live.store import Store, open_journal
 from phalanx.policies.catalog import profile
 from phalanx.protocol.agent import AgentHello, AgentReports, RunReport
 from phalanx.runtime import FakeClock
@@ -179,3 +179,19 @@ def test_without_a_store_that_keeps_snapshots_nothing_is_saved() -> None:
     c.submit([_spec()])
     assert not c.save_snapshot()
     assert c.snapshots.position == 0 and isinstance(journal.events[0], Submit)
+
+
+def test_a_snapshot_saved_in_the_background_is_restored_alike(
+    stores: Callable[[], Store],
+) -> None:
+    clock = FakeClock(1_000_000)
+    first = stores()
+    c = _controller(first, clock, reopen=lambda: open_journal(first.url))
+    _some_work(c, clock, 3)
+    assert c.save_snapshot(background=True)
+    c.submit([_spec()])  # the parent goes on while the child saves
+    _tick(c, clock)
+    assert c.snapshots.reap(wait=True)
+    assert 0 < c.snapshots.position < stores().journal.position()
+    again = _controller(stores(), clock)
+    assert again.recovered == 1 and _view(again) == _view(c)

@@ -39,7 +39,7 @@ from phalanx.live.agentdesk import AgentDesk
 from phalanx.live.clock import WallClock
 from phalanx.live.epochs import EpochStore, MemoryEpochs
 from phalanx.live.fleet import DEAD_AFTER, Fleet, RunKey, Step, StepError
-from phalanx.live.journal import Journal
+from phalanx.live.journal import Journal, StoreJournal
 from phalanx.live.ledger import Ledger
 from phalanx.live.snapshot import Snapshots
 from phalanx.protocol.agent import AgentCommand, AgentHello, AgentReports, NodeFacts
@@ -79,6 +79,7 @@ class Controller:
         snapshot_every: int = snapshot.SNAPSHOT_EVERY,
         snapshot_seconds: float = snapshot.SNAPSHOT_SECONDS,
         min_job_age: Duration = snapshot.MIN_JOB_AGE,
+        reopen: Callable[[], StoreJournal] | None = None,
     ) -> None:
         """``journal``: snapshots are saved only if it keeps them (a ``StoreJournal``).
         ``record`` makes a job's accounting record (JSON) for ``accounting``; without it,
@@ -122,6 +123,7 @@ class Controller:
             every=snapshot_every,
             seconds=snapshot_seconds,
             min_job_age=min_job_age,
+            reopen=reopen,
         )
 
     # ------------------------------------------------------------------ life cycle
@@ -165,7 +167,7 @@ class Controller:
     def step(self) -> int:
         handled = self._step()
         if self.snapshots.due():
-            self.save_snapshot()
+            self.save_snapshot(background=True)
         return handled
 
     def _step(self) -> int:
@@ -185,11 +187,12 @@ class Controller:
         return handled
 
     # ------------------------------------------------------------------ snapshots
-    def save_snapshot(self) -> bool:
+    def save_snapshot(self, *, background: bool = False) -> bool:
         """Forget the ended jobs past ``min_job_age`` (their accounting stored first), then
-        save the state with the journal's position (``Snapshots.save``)."""
+        save the state with the journal's position (``Snapshots.save``; saved when this
+        returns unless ``background``)."""
         self.loop.settle()
-        forgotten = self.snapshots.save()
+        forgotten = self.snapshots.save(background=background)
         if forgotten is None:
             return False
         jobs = self.engine.jobs

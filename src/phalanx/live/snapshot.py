@@ -20,6 +20,7 @@ the controller's, as trusted as its journal. A snapshot of another version is ig
 from __future__ import annotations
 
 import logging
+import os
 import pickle
 import time
 from collections.abc import Callable, Iterator
@@ -97,9 +98,12 @@ class Snapshots:
         every: int = SNAPSHOT_EVERY,
         seconds: float = SNAPSHOT_SECONDS,
         min_job_age: Duration = MIN_JOB_AGE,
+        reopen: Callable[[], StoreJournal] | None = None,
     ) -> None:
         """``record`` makes an ended job's accounting record (JSON); without it, no job is
-        ever forgotten."""
+        ever forgotten. ``reopen`` opens the journal's store anew: with it, a snapshot is
+        pickled and saved by a forked child process (the state copied on write, as Redis's
+        BGSAVE), so the controller does not stop for it; without it, in line."""
         self.loop = loop
         self.fleet = fleet
         self.accounting = accounting
@@ -111,6 +115,9 @@ class Snapshots:
         """The journal position of the last snapshot saved or restored (0: none)."""
         self._accepted = 0
         self._when = time.monotonic()
+        self.reopen = reopen
+        self._child: tuple[int, int] | None = None
+        """(pid, position) of the child saving a snapshot now."""
 
     @property
     def journal(self) -> StoreJournal | None:
@@ -137,19 +144,26 @@ class Snapshots:
 
     def due(self) -> bool:
         """Whether enough inputs (or time, with inputs) went by since the last snapshot."""
+        if self._child is not None:
+            self.reap()  # no zombie left while inputs pause
         inputs = self.loop.accepted - self._accepted
         if inputs >= self.every:
             return True
         return inputs > 0 and time.monotonic() - self._when >= self.seconds
 
-    def save(self) -> list[Job] | None:
+    def save(self, *, background: bool = True) -> list[Job] | None:
         """Forget the jobs past ``min_job_age`` (accounting stored first), then save the
         state (every accepted input handled: ``Driver.settle`` first) with the journal's
-        position; return the jobs forgotten, or None (nothing forgotten or saved) if the
-        store cannot take it or keeps no snapshots."""
+        position -- in a child process if ``background`` and ``reopen`` allow (``position``
+        moves when it is done), else before returning. Return the jobs forgotten, or None
+        (nothing forgotten or saved) if the store cannot take it, keeps no snapshots, or
+        a child is still saving the last one."""
         journal = self.journal
         if journal is None:
             return None
+        if self._child is not None and not self.reap(wait=not background):
+            return None  # one at a time; the next step asks again
+        background = background and self.reopen is not None
         try:
             forgotten = self._forget_old_jobs()
             position = journal.position()
@@ -158,15 +172,53 @@ class Snapshots:
                 self.loop.checkpoint(),
                 [run.launch for run in self.fleet.runs.values()],
             )
-            journal.save_snapshot(position, dump(saved))
+            if background:
+                self._fork(saved)
+            else:
+                journal.save_snapshot(position, dump(saved))
+                self.position = position
         except JournalError as exc:
             log.warning("no snapshot: %s", exc)
             return None
         finally:
             self._accepted = self.loop.accepted
             self._when = time.monotonic()
-        self.position = position
         return forgotten
+
+    def reap(self, *, wait: bool = False) -> bool:
+        """Whether no child is saving a snapshot any more (waiting for it if ``wait``);
+        the position moves to its snapshot's if it saved it."""
+        if self._child is None:
+            return True
+        pid, position = self._child
+        done, status = os.waitpid(pid, 0 if wait else os.WNOHANG)
+        if done == 0:
+            return False
+        self._child = None
+        if os.waitstatus_to_exitcode(status) == 0:
+            self.position = max(self.position, position)
+        else:
+            log.warning(
+                "the snapshot at position %d was not saved (the journal is whole)", position
+            )
+        return True
+
+    def _fork(self, saved: Saved) -> None:
+        reopen = self.reopen
+        assert reopen is not None
+        pid = os.fork()
+        if pid == 0:  # the child: a copy of the state as it is now
+            code = 1
+            try:
+                body = dump(saved)
+                target = reopen()
+                target.save_snapshot(saved.position, body)
+                target.close()
+                code = 0
+            finally:
+                # No finalizers, no atexit: the parent's connections stay the parent's.
+                os._exit(code)
+        self._child = (pid, saved.position)
 
     def account(self, jobs: list[Job]) -> None:
         """Store the accounting records of ``jobs``, which have just ended, so that they

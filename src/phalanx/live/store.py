@@ -12,7 +12,7 @@ from phalanx.live.dburl import check_url, sqlite_path, sqlite_url
 from phalanx.live.epochs import EpochStore, SqliteEpochs
 from phalanx.live.journal import SqliteJournal, StoreJournal
 
-__all__ = ["Store", "open_store", "sqlite_url"]
+__all__ = ["Store", "open_journal", "open_store", "sqlite_url"]
 
 
 @dataclass
@@ -55,3 +55,14 @@ def open_store(url: str) -> Store:
     return Store(
         url, PostgresJournal(conn, name), PostgresEpochs(conn, name), PostgresAccounting(conn, name)
     )
+
+
+def open_journal(url: str) -> StoreJournal:
+    """The journal alone of the store at ``url``, on a connection of its own (for a
+    process that only saves snapshots)."""
+    path = sqlite_path(check_url(url))
+    if path is not None:
+        return SqliteJournal(path)
+    from phalanx.live.pgjournal import PostgresJournal, connect, safe_url
+
+    return PostgresJournal(connect(url), safe_url(url))

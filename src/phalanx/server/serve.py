@@ -22,7 +22,7 @@ from phalanx.api.routes import Access, create_app
 from phalanx.domain.cluster import Cluster
 from phalanx.errors import PhalanxError
 from phalanx.live.controller import Controller
-from phalanx.live.store import open_store, sqlite_url
+from phalanx.live.store import open_journal, open_store, sqlite_url
 from phalanx.policies.catalog import profile
 from phalanx.server.statedir import StateDir
 
@@ -89,7 +89,8 @@ async def serve(opts: ControllerOptions) -> None:
     import pwd
 
     tokens = {token: pwd.getpwuid(owner).pw_name, **opts.tokens}
-    store = open_store(opts.db or sqlite_url(state.database))
+    url = opts.db or sqlite_url(state.database)
+    store = open_store(url)
     controller = Controller(
         opts.cluster,
         profile(opts.policy),
@@ -99,6 +100,7 @@ async def serve(opts: ControllerOptions) -> None:
         epochs=store.epochs,
         accounting=store.accounting,
         record=lambda job: json.dumps(acct_record(job, opts.cluster)),
+        reopen=lambda: open_journal(url),
     )
     replayed = controller.recover()
     log.info(
