@@ -18,9 +18,10 @@ from collections.abc import Callable
 from phalanx.domain.time import SECOND, Duration, Instant
 from phalanx.engine import NodeDown, NodeUp
 from phalanx.errors import NotFound, PhalanxError
+from phalanx.live.agents import Agent, RunKey
 from phalanx.live.epochs import EpochStore
 from phalanx.live.fencing import admit, check
-from phalanx.live.fleet import Agent, Fleet, RunKey
+from phalanx.live.fleet import Fleet
 from phalanx.protocol.agent import AgentCommand, AgentHello, AgentReports, NodeFacts
 from phalanx.runtime import Clock, Driver
 
@@ -53,12 +54,12 @@ class AgentDesk:
         self._accepted = accepted
         self._down: set[str] = set()
         for node, (epoch, boot_id) in epochs.load().items():
-            if node in fleet.agents:
-                fleet.holder(node, epoch, boot_id)
+            if node in fleet.registry.agents:
+                fleet.registry.holder(node, epoch, boot_id)
 
     def end_polls(self) -> None:
         """Answer every waiting long poll now (empty): the controller is stopping."""
-        for agent in self.fleet.agents.values():
+        for agent in self.fleet.registry.agents.values():
             agent.wake.set()
 
     # ------------------------------------------------------------------ the protocol
@@ -126,7 +127,7 @@ class AgentDesk:
         check(agent, boot_id, epoch)
         if health:
             agent.facts.update(health)
-        out = self.fleet.take(node, after, self.clock.now())
+        out = self.fleet.registry.take(node, after, self.clock.now())
         if out or wait <= 0:
             return out
         # An agent waiting here is alive; it comes back well within the liveness limit.
@@ -138,10 +139,10 @@ class AgentDesk:
         finally:
             agent.polling -= 1
         check(agent, boot_id, epoch)
-        return self.fleet.take(node, after, self.clock.now())
+        return self.fleet.registry.take(node, after, self.clock.now())
 
     def _agent(self, node: str) -> Agent:
-        agent = self.fleet.agents.get(node)
+        agent = self.fleet.registry.agents.get(node)
         if agent is None:
             raise NotFound(f"node {node!r} is not in the cluster definition")
         return agent
@@ -164,7 +165,7 @@ class AgentDesk:
             return  # a restarted controller gives agents time to come back
         dead = [
             a.node
-            for a in self.fleet.agents.values()
+            for a in self.fleet.registry.agents.values()
             if a.node not in self._down
             and not a.polling
             and now - max(a.seen, self.started) > self._dead_after
@@ -194,13 +195,13 @@ class AgentDesk:
         return name in self._down
 
     def registered(self, name: str) -> bool:
-        agent = self.fleet.agents.get(name)
+        agent = self.fleet.registry.agents.get(name)
         return agent is not None and agent.registered
 
     def node_facts(self, name: str) -> NodeFacts:
         """What the node's agent told of its machine, and where and when it registered
         (``NodeInfo`` fields; none without a registered agent)."""
-        agent = self.fleet.agents.get(name)
+        agent = self.fleet.registry.agents.get(name)
         if agent is None or not agent.registered:
             return NodeFacts()
         return {**agent.facts, "address": agent.address, "agent_start": agent.started}

@@ -345,12 +345,12 @@ class Controller:
         if job.state is not JobState.RUNNING:
             raise Conflict(f"job {job_id} is {job.state.value}, not RUNNING")
         try:
-            return self.fleet.start_step(job_id, job.run, request, self.clock.now())
+            return self.fleet.steps.start(job_id, job.run, request, self.clock.now())
         except StepError as exc:
             raise SpecError(str(exc), field="nodes") from None
 
     async def step_info(self, job_id: int, step_no: int, wait: float) -> Step:
-        step = self.fleet.step(job_id, step_no)
+        step = self.fleet.steps.get(job_id, step_no)
         if step is None:
             raise NotFound(f"no step {job_id}.{step_no}")
         if step.waiting and wait > 0:
@@ -361,15 +361,15 @@ class Controller:
     def running_steps(self, job_ids: Iterable[int] | None = None) -> list[Step]:
         """The steps of the jobs running now (of ``job_ids`` only, if given); an ended job's
         are on the job (``Job.steps``)."""
-        return self.fleet.running_steps(job_ids)
+        return self.fleet.steps.running(job_ids)
 
     def kill_step(self, job_id: int, step_no: int, caller: Caller) -> None:
         job = self.job(job_id)
         if not (caller.admin or job.spec.user == caller.name):
             raise NotAllowed(f"job {job.id} belongs to {job.spec.user}, not {caller.name}")
-        if self.fleet.step(job_id, step_no) is None:
+        if self.fleet.steps.get(job_id, step_no) is None:
             raise NotFound(f"no step {job_id}.{step_no}")
-        self.fleet.kill_step(job_id, step_no)
+        self.fleet.steps.kill(job_id, step_no)
 
     def signal(self, job_id: int, caller: Caller, signal: int, target: str = "steps") -> list[int]:
         """``scancel --signal``: send a signal to the tasks of running jobs; nothing changes
@@ -386,7 +386,7 @@ class Controller:
             if target != "steps" or not job.spec.batch:
                 self.fleet.signal(Signal(job.id, job.run, signal), self.clock.now())
             if target != "batch":
-                self.fleet.signal_steps(job.id, signal)
+                self.fleet.steps.signal(job.id, signal)
         return [j.id for j in running]
 
     def priorities(self) -> list[Job]:
