@@ -56,7 +56,7 @@ def _end(c: Controller, job_id: int, code: int = 0) -> None:
     assert job.alloc is not None
     for i in job.alloc.nodes:
         node = c.cluster.nodes[i].name
-        agent = c.fleet.agents[node]
+        agent = c.fleet.registry.agents[node]
         report = RunReport(job_id=job_id, run=job.run, state="exited", exit_code=code)
         c.reports(node, AgentReports(boot_id=agent.boot_id, epoch=agent.epoch, reports=[report]))
 
