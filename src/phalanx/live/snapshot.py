@@ -210,6 +210,8 @@ class Snapshots:
         if pid == 0:  # the child: a copy of the state as it is now
             code = 1
             try:
+                # Behind the controller for the CPU: on a small machine they share cores.
+                os.nice(10)
                 body = dump(saved)
                 target = reopen()
                 target.save_snapshot(saved.position, body)
