@@ -110,7 +110,7 @@ def build(store: Store, inputs: int, per_round: int) -> tuple[int, float]:
         loop.run_due()
         # The last interval gets no snapshot: a restart replays a whole interval's tail,
         # the worst case, not a lucky empty one.
-        if snaps.due() and loop.accepted + snaps.every <= inputs:
+        if snaps.due() and loop.accepted + snaps.cadence.every <= inputs:
             snaps.save()
         if jobs % 50_000 < per_round:
             print(f"  built {loop.accepted:,} inputs, {len(loop.engine.jobs):,} jobs in memory",

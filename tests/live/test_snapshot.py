@@ -12,6 +12,7 @@ from phalanx.config.clusterspec import regular_cluster
 from phalanx.domain.jobspec import JobSpec
 from phalanx.engine import Submit
 from phalanx.live.controller import Controller
+from phalanx.live.snapshot import Cadence
 from phalanx.live.store import Store, open_journal
 from phalanx.policies.catalog import profile
 from phalanx.protocol.agent import AgentHello, AgentReports, RunReport
@@ -122,7 +123,7 @@ def test_jobs_past_min_job_age_move_to_accounting_at_a_snapshot(
     stores: Callable[[], Store],
 ) -> None:
     clock = FakeClock(1_000_000)
-    c = _controller(stores(), clock, min_job_age=60_000)
+    c = _controller(stores(), clock, cadence=Cadence(min_job_age=60_000))
     _some_work(c, clock, 2)
     ended = sorted(j.id for j in c.jobs(finished=True) if j.state.is_final)
     assert ended
@@ -149,7 +150,7 @@ def test_jobs_past_min_job_age_move_to_accounting_at_a_snapshot(
 
 def test_a_snapshot_is_due_every_n_inputs(stores: Callable[[], Store]) -> None:
     clock = FakeClock(1_000_000)
-    c = _controller(stores(), clock, snapshot_every=5, snapshot_seconds=1e9)
+    c = _controller(stores(), clock, cadence=Cadence(every=5, seconds=1e9))
     c.submit([_spec(1)] * 4)
     _tick(c, clock)
     assert c.snapshots.position == 0

@@ -16,16 +16,25 @@ import logging
 from collections.abc import Callable
 
 from phalanx.domain.time import SECOND, Duration, Instant
-from phalanx.engine import NodeDown, NodeUp
+from phalanx.engine import NodeDown, NodeUp, NodeUpdate
 from phalanx.errors import NotFound, PhalanxError
 from phalanx.live.agents import Agent, RunKey
 from phalanx.live.epochs import EpochStore
 from phalanx.live.fencing import admit, check
 from phalanx.live.fleet import Fleet
-from phalanx.protocol.agent import AgentCommand, AgentHello, AgentReports, NodeFacts
+from phalanx.protocol.agent import (
+    AgentCommand,
+    AgentFault,
+    AgentHello,
+    AgentReports,
+    NodeFacts,
+)
 from phalanx.runtime import Clock, Driver
 
-__all__ = ["AgentDesk"]
+__all__ = ["HEALTH_USER", "AgentDesk"]
+
+HEALTH_USER = "healthcheck"
+"""Who drained a node whose agent found a fault (``sinfo -R``'s USER)."""
 
 log = logging.getLogger("phalanx.controller")
 
@@ -110,6 +119,25 @@ class AgentDesk:
         self._accepted()
         return acked
 
+    def fault(self, node: str, body: AgentFault) -> None:
+        """A fault the node's holder found: the node is drained (by ``HEALTH_USER``), once
+        per reason; a fatal one also ends its jobs now. A node an administrator took out of
+        service keeps the administrator's note."""
+        agent = self._agent(node)
+        check(agent, body.boot_id, body.epoch)
+        index = self.fleet.cluster.node_index(node)
+        assert index is not None
+        note = self.loop.engine.nodes.notes.get(index)
+        known = note is not None and (note.user != HEALTH_USER or note.reason == body.reason)
+        if known and not body.fatal:
+            return
+        log.warning("node %s: %s%s", node, body.reason, " (fatal)" if body.fatal else "")
+        now = self.clock.now()
+        self.loop.accept(
+            [NodeUpdate(now, index, "drain", body.reason, HEALTH_USER, kill=body.fatal)]
+        )
+        self._accepted()
+
     async def commands(
         self,
         node: str,
@@ -146,6 +174,14 @@ class AgentDesk:
         if agent is None:
             raise NotFound(f"node {node!r} is not in the cluster definition")
         return agent
+
+    @property
+    def agent_lease_s(self) -> float:
+        """How long an agent keeps its tasks without reaching this controller: half the
+        liveness limit, so that a node cut off has stopped its jobs before they are
+        requeued elsewhere (the agent counts from when it sent its last call that was
+        answered, which is no later than when this controller saw it)."""
+        return self._dead_after / 2000
 
     def _holder_alive(self, agent: Agent, now: Instant) -> bool:
         """Whether the incarnation holding the node may still be acting for it: polling

@@ -5,9 +5,8 @@ so the engine is only ever touched by one thread. Inputs are journaled before th
 acknowledged; effects follow commits (see ``phalanx.runtime.driver``: the simulator's loop,
 here with the wall clock and the fleet as its ports). At start it restores the last snapshot
 and replays the journal after it (``phalanx.live.snapshot``), then waits for agents to say
-what still runs; while it runs it saves a snapshot every ``snapshot_every`` inputs or
-``snapshot_seconds``, forgetting ended jobs past their ``min_job_age`` once their accounting
-record is stored.
+what still runs; while it runs it saves a snapshot as often as its ``Cadence`` says,
+forgetting ended jobs past MinJobAge once their accounting record is stored.
 """
 
 from __future__ import annotations
@@ -30,10 +29,10 @@ from phalanx.domain.jobspec import JobSpec
 from phalanx.domain.jobstep import StepSpec
 from phalanx.domain.state import JobState, Reason
 from phalanx.domain.time import Duration, Instant
-from phalanx.engine import Cancel, Engine, Requeue, Signal, Update
+from phalanx.engine import Cancel, Engine, NodeUpdate, Requeue, Signal, Update
 from phalanx.engine.decisions import Ended
+from phalanx.engine.nodes import UPDATE_STATES, NodeNote
 from phalanx.errors import Conflict, NotAllowed, NotFound, SpecError
-from phalanx.live import snapshot
 from phalanx.live.accounting import AccountingTable, MemoryAccounting, records
 from phalanx.live.agentdesk import AgentDesk
 from phalanx.live.clock import WallClock
@@ -41,8 +40,14 @@ from phalanx.live.epochs import EpochStore, MemoryEpochs
 from phalanx.live.fleet import DEAD_AFTER, Fleet, RunKey, Step, StepError
 from phalanx.live.journal import Journal, StoreJournal
 from phalanx.live.ledger import Ledger
-from phalanx.live.snapshot import Snapshots
-from phalanx.protocol.agent import AgentCommand, AgentHello, AgentReports, NodeFacts
+from phalanx.live.snapshot import Cadence, Snapshots
+from phalanx.protocol.agent import (
+    AgentCommand,
+    AgentFault,
+    AgentHello,
+    AgentReports,
+    NodeFacts,
+)
 from phalanx.runtime import Clock, Driver
 from phalanx.sched.job import Job
 from phalanx.sched.profile import Profile
@@ -76,14 +81,10 @@ class Controller:
         epochs: EpochStore | None = None,
         accounting: AccountingTable | None = None,
         record: Callable[[Job], str] | None = None,
-        snapshot_every: int = snapshot.SNAPSHOT_EVERY,
-        snapshot_seconds: float = snapshot.SNAPSHOT_SECONDS,
-        min_job_age: Duration = snapshot.MIN_JOB_AGE,
+        cadence: Cadence | None = None,
         reopen: Callable[[], StoreJournal] | None = None,
     ) -> None:
-        """``journal``: snapshots are saved only if it keeps them (a ``StoreJournal``).
-        ``record`` makes a job's accounting record (JSON) for ``accounting``; without it,
-        ended jobs are never forgotten."""
+        """Snapshots, ``accounting`` and ``reopen``: see ``Snapshots``."""
         self.cluster = cluster
         self.clock = clock or WallClock()
         self.id = uuid.uuid4().hex
@@ -120,16 +121,13 @@ class Controller:
             self.fleet,
             self.accounting,
             record,
-            every=snapshot_every,
-            seconds=snapshot_seconds,
-            min_job_age=min_job_age,
+            cadence=cadence,
             reopen=reopen,
         )
 
     # ------------------------------------------------------------------ life cycle
     def recover(self) -> int:
-        """Restore the last snapshot and replay the journal after it (before serving);
-        return how many inputs were replayed."""
+        """Restore the last snapshot, replay the journal after it; return the inputs read."""
         self.fleet.replaying = True
         try:
             tail = self.snapshots.restore()
@@ -165,12 +163,6 @@ class Controller:
                 await asyncio.sleep(0)  # let the API in between batches
 
     def step(self) -> int:
-        handled = self._step()
-        if self.snapshots.due():
-            self.save_snapshot(background=True)
-        return handled
-
-    def _step(self) -> int:
         passes = self.engine.passes
         t0 = time.perf_counter()
         handled = self.loop.run_due()
@@ -184,13 +176,14 @@ class Controller:
             self.ledger.consume(entries, jobs)
             # Booked: the controller keeps no unbounded log (the journal is the history).
             entries.clear()
+        if self.snapshots.due():
+            self.save_snapshot(background=True)
         return handled
 
     # ------------------------------------------------------------------ snapshots
     def save_snapshot(self, *, background: bool = False) -> bool:
-        """Forget the ended jobs past ``min_job_age`` (their accounting stored first), then
-        save the state with the journal's position (``Snapshots.save``; saved when this
-        returns unless ``background``)."""
+        """``Snapshots.save`` (done when this returns unless ``background``), and forget
+        the arrays whose every task it forgot."""
         self.loop.settle()
         forgotten = self.snapshots.save(background=background)
         if forgotten is None:
@@ -210,8 +203,7 @@ class Controller:
         until: Instant | None = None,
         ids: Iterable[int | tuple[int, int]] | None = None,
     ) -> list[str]:
-        """Accounting records (JSON) of the ended jobs no longer in memory, as ``finished``
-        filters them."""
+        """Accounting records (JSON) of ended jobs, as ``finished`` filters jobs."""
         return records(self.accounting, user=user, since=since, until=until, ids=ids)
 
     def stop(self) -> None:
@@ -514,8 +506,57 @@ class Controller:
     ) -> list[AgentCommand]:
         return await self.agents.commands(node, boot_id, epoch, after, wait, health)
 
+    @property
+    def agent_lease_s(self) -> float:
+        return self.agents.agent_lease_s
+
+    def fault(self, node: str, body: AgentFault) -> None:
+        self.agents.fault(node, body)
+
     def node_down(self, name: str) -> bool:
-        return self.agents.node_down(name)
+        index = self.cluster.node_index(name)
+        admin_down = index is not None and self.engine.nodes.is_down(index)
+        return admin_down or self.agents.node_down(name)
+
+    # ------------------------------------------------------------------ node states
+    def update_nodes(
+        self, names: Sequence[str], state: str, reason: str, caller: Caller, *, kill: bool = False
+    ) -> None:
+        """``scontrol update NodeName=... State=... Reason=...``: ``drain`` (running jobs go
+        on, none start; ``kill`` ends them now, as a fatal fault does), ``down`` (its jobs end
+        as on a node failure), ``resume`` or ``undrain`` (back in service). Administrators
+        only; a reason is required to drain or down; every node is checked before any
+        changes."""
+        if not caller.admin:
+            raise NotAllowed(f"{caller.name} is not an administrator")
+        state = "resume" if state.lower() == "undrain" else state.lower()
+        if state not in UPDATE_STATES:
+            raise SpecError(
+                f"invalid node state {state!r}: one of drain, down, resume, undrain", field="state"
+            )
+        if state != "resume" and not reason.strip():
+            raise SpecError("a reason is required to drain or down a node", field="reason")
+        if not names:
+            raise SpecError("no node named", field="nodes")
+        self.loop.settle()
+        indexes = []
+        for name in names:
+            index = self.cluster.node_index(name)
+            if index is None:
+                raise NotFound(f"no node {name!r}")
+            if state == "resume" and index not in self.engine.nodes.notes:
+                raise Conflict(f"node {name} is neither drained nor down")
+            indexes.append(index)
+        now = self.clock.now()
+        self.loop.accept([NodeUpdate(now, i, state, reason, caller.name, kill) for i in indexes])
+        self._accepted()
+        self.loop.settle()  # the answer shows the nodes as they are now
+
+    def node_note(self, name: str) -> NodeNote | None:
+        """The administrator's (or health check's) note on the node, if it is drained or
+        downed."""
+        index = self.cluster.node_index(name)
+        return None if index is None else self.engine.nodes.notes.get(index)
 
     def agent_registered(self, name: str) -> bool:
         return self.agents.registered(name)

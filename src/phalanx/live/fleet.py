@@ -169,7 +169,9 @@ class Fleet:
             if node not in run.waiting:
                 continue
             report = listed.pop(key, None)
-            if report is not None:
+            if report is not None and report.state == "lost":
+                acked.extend(self._lost(node, key, now, report.reason or "lost by its agent"))
+            elif report is not None:
                 agent.delivered[key] = 0
                 if report.state != "running":
                     acked.extend(self._ended(node, key, report, now))
@@ -223,6 +225,8 @@ class Fleet:
                 continue
             if key[1] >= STEP_RUNS:
                 acked.append(self._step_ended(node, key, report, now))
+            elif report.state == "lost":
+                acked.extend(self._lost(node, key, now, report.reason or "lost by its agent"))
             else:
                 acked.extend(self._ended(node, key, report, now))
         return acked

@@ -38,6 +38,7 @@ __all__ = [
     "MIN_JOB_AGE",
     "SNAPSHOT_EVERY",
     "SNAPSHOT_SECONDS",
+    "Cadence",
     "Saved",
     "Snapshots",
     "dump",
@@ -84,6 +85,16 @@ def load(body: bytes) -> Saved | None:
     return saved
 
 
+@dataclass(frozen=True)
+class Cadence:
+    every: int = SNAPSHOT_EVERY
+    """Inputs between two snapshots (at most)."""
+    seconds: float = SNAPSHOT_SECONDS
+    """Seconds between two snapshots while inputs arrive (at most)."""
+    min_job_age: Duration = MIN_JOB_AGE
+    """How long an ended job stays in memory."""
+
+
 class Snapshots:
     """When to save a snapshot, saving it, and restoring the last one, for one controller's
     driver and fleet (the journal is the driver's: snapshots only if it keeps them)."""
@@ -95,9 +106,7 @@ class Snapshots:
         accounting: AccountingTable,
         record: Callable[[Job], str] | None,
         *,
-        every: int = SNAPSHOT_EVERY,
-        seconds: float = SNAPSHOT_SECONDS,
-        min_job_age: Duration = MIN_JOB_AGE,
+        cadence: Cadence | None = None,
         reopen: Callable[[], StoreJournal] | None = None,
     ) -> None:
         """``record`` makes an ended job's accounting record (JSON); without it, no job is
@@ -108,9 +117,7 @@ class Snapshots:
         self.fleet = fleet
         self.accounting = accounting
         self.record = record
-        self.every = every
-        self.seconds = seconds
-        self.min_job_age = min_job_age
+        self.cadence = cadence or Cadence()
         self.position = 0
         """The journal position of the last snapshot saved or restored (0: none)."""
         self._accepted = 0
@@ -147,9 +154,9 @@ class Snapshots:
         if self._child is not None:
             self.reap()  # no zombie left while inputs pause
         inputs = self.loop.accepted - self._accepted
-        if inputs >= self.every:
+        if inputs >= self.cadence.every:
             return True
-        return inputs > 0 and time.monotonic() - self._when >= self.seconds
+        return inputs > 0 and time.monotonic() - self._when >= self.cadence.seconds
 
     def save(self, *, background: bool = True) -> list[Job] | None:
         """Forget the jobs past ``min_job_age`` (accounting stored first), then save the
@@ -247,7 +254,7 @@ class Snapshots:
     def _forget_old_jobs(self) -> list[Job]:
         if self.record is None:
             return []
-        horizon = self.loop.clock.now() - self.min_job_age
+        horizon = self.loop.clock.now() - self.cadence.min_job_age
         jobs = self.loop.engine.jobs
         old = [j for j in jobs.values() if j.state.is_final and (j.end or 0) <= horizon]
         if old:

@@ -45,6 +45,8 @@ class ControllerOptions:
     db: str | None = None
     """The state store's URL (``phalanx.live.store``); None: ``state.db`` in the state
     directory."""
+    agent_tokens: dict[str, str] = field(default_factory=dict)
+    """token -> node: agents on other hosts, each with its own node's credential."""
 
 
 class _Server(uvicorn.Server):
@@ -109,7 +111,10 @@ async def serve(opts: ControllerOptions) -> None:
         store.backend,
         len(controller.engine.jobs),
     )
-    app = create_app(controller, Access(tokens=tokens, admins=opts.admins, owner_uid=owner))
+    access = Access(
+        tokens=tokens, admins=opts.admins, owner_uid=owner, agent_tokens=opts.agent_tokens
+    )
+    app = create_app(controller, access)
     sockets = [_unix_socket(state.socket), _tcp_socket(opts.host, opts.port)]
     port = sockets[1].getsockname()[1]
     state.port.write_text(f"{port}\n")
