@@ -108,6 +108,8 @@ def build(store: Store, inputs: int, per_round: int) -> tuple[int, float]:
         loop.accept(ends.ended)
         ends.ended = []
         loop.run_due()
+        # As the controller's step does: decisions are booked, then dropped.
+        loop.engine.decisions.entries.clear()
         # The last interval gets no snapshot: a restart replays a whole interval's tail,
         # the worst case, not a lucky empty one.
         if snaps.due() and loop.accepted + snaps.cadence.every <= inputs:
