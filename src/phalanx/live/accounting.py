@@ -70,6 +70,24 @@ def records(
     return [r.record for r in rows]
 
 
+class ArchivedJobs:
+    """What a controller answers from its accounting table: the records of jobs it no
+    longer holds in memory."""
+
+    accounting: AccountingTable
+
+    def archived(
+        self,
+        *,
+        user: str | None = None,
+        since: int | None = None,
+        until: int | None = None,
+        ids: Iterable[int | tuple[int, int]] | None = None,
+    ) -> list[str]:
+        """Accounting records (JSON) of ended jobs, as ``finished`` filters jobs."""
+        return records(self.accounting, user=user, since=since, until=until, ids=ids)
+
+
 def _keep(row: AcctRow, user: str | None, since: int | None, until: int | None) -> bool:
     return (
         (user is None or row.user == user)

@@ -33,7 +33,7 @@ from phalanx.engine import Cancel, Engine, NodeUpdate, Requeue, Signal, Update
 from phalanx.engine.decisions import Ended
 from phalanx.engine.nodes import UPDATE_STATES, NodeNote
 from phalanx.errors import Conflict, NotAllowed, NotFound, SpecError
-from phalanx.live.accounting import AccountingTable, MemoryAccounting, records
+from phalanx.live.accounting import AccountingTable, ArchivedJobs, MemoryAccounting
 from phalanx.live.agentdesk import AgentDesk
 from phalanx.live.clock import WallClock
 from phalanx.live.epochs import EpochStore, MemoryEpochs
@@ -67,7 +67,7 @@ class PassStats:
     passes: int = 0
 
 
-class Controller:
+class Controller(ArchivedJobs):
     def __init__(
         self,
         cluster: Cluster,
@@ -194,17 +194,6 @@ class Controller:
             if all(m not in jobs for m in members):
                 self._array_members.pop(array, None)
         return True
-
-    def archived(
-        self,
-        *,
-        user: str | None = None,
-        since: Instant | None = None,
-        until: Instant | None = None,
-        ids: Iterable[int | tuple[int, int]] | None = None,
-    ) -> list[str]:
-        """Accounting records (JSON) of ended jobs, as ``finished`` filters jobs."""
-        return records(self.accounting, user=user, since=since, until=until, ids=ids)
 
     def stop(self) -> None:
         self._stop = True
