@@ -26,6 +26,13 @@ $(STAMP): pyproject.toml
 	    apt-get install -y -q gcc >/dev/null 2>&1 || \
 	    { apt-get update -q >/dev/null && apt-get install -y -q gcc >/dev/null; } || \
 	    echo "make: no C compiler: the Slurm shims will be Python" >&2; }
+	@# The tests run the PostgreSQL store against a server they start (initdb, pg_ctl).
+	@ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || command -v initdb >/dev/null || \
+	  ! command -v apt-get >/dev/null || \
+	  { echo "make: installing postgresql (apt) for the PostgreSQL store's tests"; \
+	    apt-get install -y -q postgresql >/dev/null 2>&1 || \
+	    { apt-get update -q >/dev/null && apt-get install -y -q postgresql >/dev/null; } || \
+	    echo "make: no postgresql: its tests will be skipped" >&2; }
 	@touch $(STAMP)
 
 # A live Phalanx on this machine: the controller and four emulated 8-GPU nodes (one agent

@@ -48,14 +48,23 @@ def python_cmd() -> str:
 
 
 @contextlib.contextmanager
-def fresh_cluster(nodes: int, gpus: int = 8, cpus: int = 64) -> Iterator[tuple[LocalCluster, str]]:
+def fresh_cluster(
+    nodes: int, gpus: int = 8, cpus: int = 64, *, db: str | None = None
+) -> Iterator[tuple[LocalCluster, str]]:
     """A started cluster of ``nodes`` x (``gpus``, ``cpus``) and a folder its jobs may use as
-    their working directory; both are gone when the block ends."""
+    their working directory; both are gone when the block ends. ``db``: the state store's
+    URL (default: SQLite in the state directory)."""
     with tempfile.TemporaryDirectory(prefix="phx-bench-") as tmp:
         root = Path(tmp)
         workdir = root / "work"
         workdir.mkdir()
-        cluster = LocalCluster(root / "state", cluster_yaml(nodes=nodes, gpus=gpus, cpus=cpus))
+        env = dict(os.environ)
+        env.pop("PHALANX_DB", None)
+        if db is not None:
+            env["PHALANX_DB"] = db
+        cluster = LocalCluster(
+            root / "state", cluster_yaml(nodes=nodes, gpus=gpus, cpus=cpus), env=env
+        )
         cluster.start()
         try:
             yield cluster, str(workdir)

@@ -25,7 +25,13 @@ Slurm peer (when ``../shared/slurm`` runs here): ``--slurm-jobs`` (200) serial
 ratios are Phalanx's medians over sbatch's. The script exits 0 whether the target is met or
 not, and prints PASS or FAIL.
 
-    .venv/bin/python bench/live_submit.py [--quick] [--repeat N]
+State stores: every variant runs on the default store (SQLite in the state directory).
+``--postgresql`` also runs the batch variants with the controller on PostgreSQL (a server
+this script starts in a temporary directory, durable: fsync on; a fresh database per run),
+prints them with their ratio to SQLite's (median / median), and holds them to the same
+target. ``--only-batch`` leaves out the single and CLI variants.
+
+    .venv/bin/python bench/live_submit.py [--quick] [--repeat N] [--postgresql] [--only-batch]
 """
 
 from __future__ import annotations
@@ -91,10 +97,13 @@ def _cli(cluster: LocalCluster, job: dict[str, Any], count: int) -> None:
         subprocess.run(argv, env=env, check=True, capture_output=True)
 
 
-def _measure(submit: Submitter, count: int, held: bool) -> tuple[float, float]:
-    """Jobs/s of one run on a fresh cluster, and the client's own CPU ms per job (this
-    process's; a CLI run's is in its children); also checks that every job arrived."""
-    with fresh_cluster(NODES, cpus=CPUS) as (cluster, workdir):
+def _measure(
+    submit: Submitter, count: int, held: bool, db: Callable[[], str | None] = lambda: None
+) -> tuple[float, float]:
+    """Jobs/s of one run on a fresh cluster (its store at ``db()``), and the client's own CPU
+    ms per job (this process's; a CLI run's is in its children); also checks that every job
+    arrived."""
+    with fresh_cluster(NODES, cpus=CPUS, db=db()) as (cluster, workdir):
         t0, c0 = time.perf_counter(), time.process_time()
         submit(cluster, _job(workdir, held), count)
         elapsed, cpu = time.perf_counter() - t0, time.process_time() - c0
@@ -124,6 +133,10 @@ def _args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--cli-jobs", type=int, default=None, help="default 50")
     parser.add_argument("--slurm-jobs", type=int, default=None, help="default 200")
     parser.add_argument("--quick", action="store_true", help="fewer jobs, one run each")
+    parser.add_argument(
+        "--postgresql", action="store_true", help="the batch variants on PostgreSQL too"
+    )
+    parser.add_argument("--only-batch", action="store_true", help="only the batch variants")
     args = parser.parse_args(argv)
     quick = args.quick
     defaults = {
@@ -154,10 +167,14 @@ def main(argv: list[str] | None = None) -> int:
         how = "held" if held else "run"
         variants += [
             (f"batch of {args.per_batch:,}, {how}", _batch(args.per_batch), args.batch_jobs, held),
-            (f"single, wirecall, {how}", _single_wirecall, args.single_jobs, held),
-            (f"single, keep-alive, {how}", _single_keepalive, args.single_jobs, held),
         ]
-    variants.append(("CLI phalanx submit -H", _cli, args.cli_jobs, True))
+        if not args.only_batch:
+            variants += [
+                (f"single, wirecall, {how}", _single_wirecall, args.single_jobs, held),
+                (f"single, keep-alive, {how}", _single_keepalive, args.single_jobs, held),
+            ]
+    if not args.only_batch:
+        variants.append(("CLI phalanx submit -H", _cli, args.cli_jobs, True))
 
     medians: dict[str, float] = {}
     print(f"  {'variant':<28}  {'jobs':>7}  {'client CPU':>10}  jobs/s over {args.repeat} runs")
@@ -169,7 +186,10 @@ def main(argv: list[str] | None = None) -> int:
         shown = "-" if submit is _cli else f"{cpu:.3f} ms"
         print(f"  {name:<28}  {count:>7,}  {shown:>10}  {spread(rates)}", flush=True)
 
-    if peer is not None:
+    if args.postgresql:
+        _postgresql(args, medians)
+
+    if peer is not None and not args.only_batch:
         rates = [_slurm(peer, args.slurm_jobs) for _ in range(args.repeat)]
         sbatch = statistics.median(rates)
         name = "Slurm sbatch -H, serial"
@@ -187,16 +207,50 @@ def main(argv: list[str] | None = None) -> int:
         print()
         print(NO_SLURM)
     print()
-    for how in ("held", "run"):
-        median = medians[f"batch of {args.per_batch:,}, {how}"]
-        print(
-            verdict(
-                median >= TARGET_BATCH_JOBS_PER_S,
-                f"batch ({how}): median {median:,.0f} jobs/s "
-                f"(target >= {TARGET_BATCH_JOBS_PER_S:,.0f} jobs/s)",
+    for store in ("", ", postgresql") if args.postgresql else ("",):
+        for how in ("held", "run"):
+            median = medians.get(f"batch of {args.per_batch:,}, {how}{store}")
+            if median is None:
+                continue
+            print(
+                verdict(
+                    median >= TARGET_BATCH_JOBS_PER_S,
+                    f"batch ({how}{store}): median {median:,.0f} jobs/s "
+                    f"(target >= {TARGET_BATCH_JOBS_PER_S:,.0f} jobs/s)",
+                )
             )
-        )
     return 0
+
+
+def _postgresql(args: argparse.Namespace, medians: dict[str, float]) -> None:
+    """The batch variants with the controller's store on PostgreSQL; ratios to SQLite's."""
+    from phalanx.testing.postgres import TempPostgres, pg_bin_dir
+
+    bin_dir = pg_bin_dir()
+    if bin_dir is None:
+        print("PostgreSQL: initdb/pg_ctl not found (apt-get install postgresql): skipped")
+        return
+    server = TempPostgres(bin_dir, durable=True).start()
+    try:
+        print()
+        print(f"on PostgreSQL ({bin_dir}), a fresh database per run; ratio to SQLite:")
+        for how, held in (("held", True), ("run", False)):
+            name = f"batch of {args.per_batch:,}, {how}"
+            runs = [
+                _measure(_batch(args.per_batch), args.batch_jobs, held, server.new_database)
+                for _ in range(args.repeat)
+            ]
+            rates = [rate for rate, _ in runs]
+            cpu = statistics.median(ms for _, ms in runs)
+            median = medians[f"{name}, postgresql"] = statistics.median(rates)
+            ratio = median / medians[name]
+            print(
+                f"  {name + ', pg':<28}  {args.batch_jobs:>7,}  {cpu:.3f} ms  {spread(rates)}"
+                f"  ({ratio:.2f}x SQLite)",
+                flush=True,
+            )
+    finally:
+        server.stop()
 
 
 if __name__ == "__main__":

@@ -1,13 +1,64 @@
-"""Test-wide settings: CI replays the same hypothesis examples on every run."""
+"""Test-wide settings: CI replays the same hypothesis examples on every run; the state
+stores every store test runs on."""
 
 from __future__ import annotations
 
 import os
+from collections.abc import Callable, Iterator
+from pathlib import Path
 
+import pytest
 from hypothesis import settings
+
+from phalanx.live.dburl import sqlite_url
+from phalanx.live.store import Store, open_store
+from phalanx.testing.postgres import TempPostgres, pg_bin_dir
 
 # Locally, each run explores new examples (and keeps failures in .hypothesis/ to replay);
 # in CI (CI=true) the examples are derived from the test itself, so a run is repeatable.
 settings.register_profile("ci", derandomize=True, database=None)
 if os.environ.get("CI"):
     settings.load_profile("ci")
+
+
+# ---------------------------------------------------------------------------- state stores
+# Every test that takes ``db_url`` runs on both stores: the embedded SQLite file and a
+# PostgreSQL server this session starts itself (nothing is assumed to be running).
+
+
+@pytest.fixture(scope="session")
+def postgres() -> Iterator[TempPostgres]:
+    bin_dir = pg_bin_dir()
+    if bin_dir is None:
+        pytest.skip(
+            "PostgreSQL's initdb and pg_ctl are not installed (apt-get install postgresql, "
+            "or set PHALANX_PG_BIN): the PostgreSQL store is not tested"
+        )
+    # No fsync: these tests measure nothing, and a crash of a process (not of the
+    # machine) loses no commit either way.
+    server = TempPostgres(bin_dir, durable=False).start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def db_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """The URL of an empty state store of each kind."""
+    if request.param == "sqlite":
+        return sqlite_url(tmp_path / "state.db")
+    server: TempPostgres = request.getfixturevalue("postgres")
+    return server.new_database()
+
+
+@pytest.fixture
+def stores(db_url: str) -> Iterator[Callable[[], Store]]:
+    """Opens the store at ``db_url`` (again and again: a restart), closing each at the end."""
+    opened: list[Store] = []
+
+    def open_one() -> Store:
+        opened.append(open_store(db_url))
+        return opened[-1]
+
+    yield open_one
+    for store in opened:
+        store.close()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -50,3 +51,28 @@ def test_python_m_phalanx_version() -> None:
     )
     assert done.returncode == 0
     assert done.stdout.startswith("phalanx ")
+
+
+@pytest.mark.parametrize(
+    ("argv", "env", "field"),
+    [
+        (["controller", "--db", "mysql://h/db"], None, "--db"),
+        (["up", "--detach"], "state.db", "PHALANX_DB"),
+    ],
+)
+def test_a_state_store_url_of_another_kind_exits_2_naming_where_it_came_from(
+    argv: list[str],
+    env: str | None,
+    field: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    monkeypatch.setenv("PHALANX_STATE_DIR", str(tmp_path))
+    if env is None:
+        monkeypatch.delenv("PHALANX_DB", raising=False)
+    else:
+        monkeypatch.setenv("PHALANX_DB", env)
+    assert main([*argv, "--port", "0", "--no-command-server"]) == 2
+    err = capsys.readouterr().err
+    assert field in err and "sqlite:///PATH" in err and "Traceback" not in err

@@ -13,6 +13,7 @@ from pathlib import Path
 from live_env import env
 
 from phalanx.client.wirecall import ControllerUnreachable
+from phalanx.live.store import open_store
 from phalanx.server.localcluster import LocalCluster, cluster_yaml
 from phalanx.server.statedir import StateDir
 
@@ -27,7 +28,7 @@ def _alive(pid: int) -> bool:
 
 
 def test_kill_9_of_the_controller_loses_nothing_and_runs_nothing_twice(
-    tmp_path: Path, workdir: Path
+    tmp_path: Path, workdir: Path, db_url: str
 ) -> None:
     runs = workdir / "runs.log"
 
@@ -35,7 +36,9 @@ def test_kill_9_of_the_controller_loses_nothing_and_runs_nothing_twice(
     def command(seconds: float, code: int = 0) -> list[str]:
         return ["sh", "-c", f'echo "$SLURM_JOB_ID $$" >> {runs}; sleep {seconds}; exit {code}']
 
-    with LocalCluster(tmp_path / "state", cluster_yaml(2, 8, cpus=64)) as cluster:
+    with LocalCluster(
+        tmp_path / "state", cluster_yaml(2, 8, cpus=64), env=dict(os.environ, PHALANX_DB=db_url)
+    ) as cluster:
         # Long jobs that must survive the crash, and one that ends while it is down.
         long_ids = [
             cluster.submit(
@@ -113,3 +116,9 @@ def test_kill_9_of_the_controller_loses_nothing_and_runs_nothing_twice(
         assert set(acknowledged) <= set(started)
     for name in ("controller", "agent-node1", "agent-node2"):
         assert "Traceback" not in cluster.log_tail(name, 500)
+    # Both controllers journaled into the store asked for: a submission each, and more.
+    store = open_store(db_url)
+    try:
+        assert store.journal.count() > len(acknowledged) + len(long_ids)
+    finally:
+        store.close()

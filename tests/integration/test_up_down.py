@@ -12,22 +12,25 @@ from pathlib import Path
 PHALANX = [sys.executable, "-m", "phalanx"]
 
 
-def _run(args: list[str], state: Path) -> subprocess.CompletedProcess[str]:
+def _run(args: list[str], state: Path, db: str | None = None) -> subprocess.CompletedProcess[str]:
+    """``phalanx ARGS`` on the state directory ``state`` (and the store at ``db``)."""
     env = dict(os.environ, PHALANX_STATE_DIR=str(state))
+    if db is not None:
+        env["PHALANX_DB"] = db
     env.pop("PHALANX_URL", None)
     return subprocess.run(
         [*PHALANX, *args], capture_output=True, text=True, env=env, timeout=120, check=False
     )
 
 
-def test_demo_then_the_client_commands_then_down(tmp_path: Path) -> None:
+def test_demo_then_the_client_commands_then_down(tmp_path: Path, db_url: str) -> None:
     state = tmp_path / "state"
-    demo = _run(["demo", "--port", "0"], state)
+    demo = _run(["demo", "--port", "0"], state, db_url)
     try:
         assert demo.returncode == 0, demo.stderr
         assert "Phalanx is up: 4 node(s), 32 GPU(s), 4 agent(s)" in demo.stdout
         assert "phalanx jobs --all" in demo.stdout
-        again = _run(["up", "--port", "0", "--detach"], state)
+        again = _run(["up", "--port", "0", "--detach"], state, db_url)
         assert again.returncode == 1 and "already runs" in again.stderr
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
@@ -59,7 +62,7 @@ def _job_state(state: Path, job_id: int) -> str:
 
 
 def test_up_after_a_killed_controller_runs_each_job_once_and_down_stops_every_agent(
-    tmp_path: Path,
+    tmp_path: Path, db_url: str
 ) -> None:
     from phalanx.server.localcluster import cluster_yaml
     from phalanx.server.statedir import StateDir
@@ -70,7 +73,7 @@ def test_up_after_a_killed_controller_runs_each_job_once_and_down_stops_every_ag
     ran = tmp_path / "ran.txt"
     up = ["up", "--detach", "--port", "0", "--config", str(config), "--agents", "all"]
     try:
-        first = _run(up, state)
+        first = _run(up, state, db_url)
         assert first.returncode == 0, first.stderr
         agents = StateDir(state).live_agents()
         assert sorted(agents) == ["node1", "node2"] and all(len(p) == 1 for p in agents.values())
@@ -79,7 +82,7 @@ def test_up_after_a_killed_controller_runs_each_job_once_and_down_stops_every_ag
         deadline = time.monotonic() + 10
         while time.monotonic() < deadline and Path(f"/proc/{controller}").exists():
             time.sleep(0.05)
-        second = _run(up, state)
+        second = _run(up, state, db_url)
         assert second.returncode == 0, second.stderr
         assert "kept    2 agent(s)" in second.stdout
         assert StateDir(state).live_agents() == agents  # the same agents, no second pair

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +19,7 @@ from phalanx.errors import Conflict, NotAllowed, NotFound, SpecError
 from phalanx.live.controller import Controller
 from phalanx.live.fleet import step_run
 from phalanx.live.journal import SqliteJournal
+from phalanx.live.store import Store
 from phalanx.policies.catalog import profile
 from phalanx.protocol.agent import AgentHello, AgentReports, RunReport, Usage
 from phalanx.runtime import FakeClock
@@ -27,11 +29,14 @@ BOB = Caller(1001, "bob")
 ROOT = Caller(0, "root", admin=True)
 
 
-def _controller(path: Path, clock: FakeClock, **kw: object) -> Controller:
+def _controller(where: Path | Callable[[], Store], clock: FakeClock, **kw: object) -> Controller:
+    """A controller on the SQLite file ``where`` or a store ``where()`` opens, recovered,
+    with both nodes' agents registered."""
+    journal = SqliteJournal(str(where)) if isinstance(where, Path) else where().journal
     c = Controller(
         regular_cluster(2, 8, 2, prefix="n"),
         profile("phalanx"),
-        SqliteJournal(str(path)),
+        journal,
         clock=clock,
         run_as_submitter=False,
         **kw,
@@ -92,9 +97,9 @@ def test_the_epilog_is_time_in_completing_and_counts_against_eta(tmp_path: Path)
     assert theta == 0.0
 
 
-def test_a_restarted_controller_knows_every_job_as_it_was(tmp_path: Path) -> None:
+def test_a_restarted_controller_knows_every_job_as_it_was(stores: Callable[[], Store]) -> None:
     clock = FakeClock(1_000_000)
-    c = _controller(tmp_path / "db", clock)
+    c = _controller(stores, clock)
     ids = [i for ids in c.submit([_spec(), _spec(), _spec(nodes_min=2, nodes_max=2)]) for i in ids]
     _tick(c, clock)
     _end(c, ids[0], code=3)
@@ -103,7 +108,7 @@ def test_a_restarted_controller_knows_every_job_as_it_was(tmp_path: Path) -> Non
     again = Controller(
         regular_cluster(2, 8, 2, prefix="n"),
         profile("phalanx"),
-        SqliteJournal(str(tmp_path / "db")),
+        stores().journal,
         clock=clock,
         run_as_submitter=False,
     )
@@ -122,9 +127,11 @@ def _exited(c: Controller, node: str, job_id: int, run: int, *used: int) -> None
     c.reports(node, told(c, node, RunReport(job_id=job_id, run=run, state="exited", usage=usage)))
 
 
-def test_measured_usage_is_kept_with_the_end_and_survives_a_restart(tmp_path: Path) -> None:
+def test_measured_usage_is_kept_with_the_end_and_survives_a_restart(
+    stores: Callable[[], Store],
+) -> None:
     clock = FakeClock(1_000_000)
-    c = _controller(tmp_path / "db", clock)
+    c = _controller(stores, clock)
     [job_id] = c.submit([_spec(nodes_min=2, nodes_max=2)])[0]
     _tick(c, clock)
     job = c.job(job_id)
@@ -140,7 +147,7 @@ def test_measured_usage_is_kept_with_the_end_and_survives_a_restart(tmp_path: Pa
     again = Controller(
         regular_cluster(2, 8, 2, prefix="n"),
         profile("phalanx"),
-        SqliteJournal(str(tmp_path / "db")),
+        stores().journal,
         clock=clock,
         run_as_submitter=False,
     )

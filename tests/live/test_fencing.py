@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-from pathlib import Path
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -12,10 +12,11 @@ from phalanx.config.clusterspec import regular_cluster
 from phalanx.domain.jobspec import JobSpec
 from phalanx.errors import Fenced
 from phalanx.live.controller import Controller
-from phalanx.live.epochs import MemoryEpochs, SqliteEpochs
+from phalanx.live.epochs import MemoryEpochs
 from phalanx.live.fencing import admit, check
 from phalanx.live.fleet import Agent
 from phalanx.live.journal import JournalError, MemoryJournal
+from phalanx.live.store import Store
 from phalanx.policies.catalog import profile
 from phalanx.protocol.agent import AgentHello, AgentReports, RunReport
 from phalanx.runtime import FakeClock
@@ -135,20 +136,19 @@ def test_a_waiting_poll_of_a_fenced_agent_is_refused_when_it_is_fenced() -> None
     asyncio.run(scenario())
 
 
-def test_epochs_survive_a_controller_restart(tmp_path: Path) -> None:
+def test_epochs_survive_a_controller_restart(stores: Callable[[], Store]) -> None:
     clock = FakeClock(1_000_000)
-    store = SqliteEpochs(str(tmp_path / "state.db"))
-    c = _controller(clock, store)
+    c = _controller(clock, stores().epochs)
     assert c.register(_hello("n001", "boot-a"))[0] == 1
     clock.advance(LEASE + 1)
     assert c.register(_hello("n001", "boot-b"))[0] == 2
-    again = _controller(clock, SqliteEpochs(str(tmp_path / "state.db")))
+    again = _controller(clock, stores().epochs)
     # The holder comes back to the new controller under its epoch ...
     assert again.register(_hello("n001", "boot-b", epoch=2))[0] == 2
     # ... and the fenced one stays fenced.
     with pytest.raises(Fenced):
         again.register(_hello("n001", "boot-a", epoch=1))
-    third = _controller(clock, SqliteEpochs(str(tmp_path / "state.db")))
+    third = _controller(clock, stores().epochs)
     with pytest.raises(Fenced) as held:  # the holder has the lease to come back
         third.register(_hello("n001", "boot-c"))
     assert held.value.reason == "held"

@@ -178,6 +178,18 @@ class Service(Protocol):
         ids: Iterable[int | tuple[int, int]] | None = None,
     ) -> list[Job]: ...
 
+    def archived(
+        self,
+        *,
+        user: str | None = None,
+        since: Instant | None = None,
+        until: Instant | None = None,
+        ids: Iterable[int | tuple[int, int]] | None = None,
+    ) -> list[str]:
+        """Accounting records (JSON, as ``acct_record`` makes them) of ended jobs no longer
+        in memory, filtered as ``finished`` filters jobs."""
+        ...
+
     def register(self, hello: AgentHello) -> tuple[int, list[tuple[int, int]]]:
         """Admit an agent incarnation: its epoch, and the runs whose end is journaled
         (``Fenced`` if it may not hold the node)."""

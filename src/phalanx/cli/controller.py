@@ -18,6 +18,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--state-dir", type=Path, help="default $PHALANX_STATE_DIR or ~/.local/state/phalanx"
     )
+    parser.add_argument(
+        "--db",
+        metavar="URL",
+        help="state store: sqlite:///PATH or postgresql://... (default $PHALANX_DB, else "
+        "state.db in the state directory)",
+    )
     definition = parser.add_mutually_exclusive_group()
     definition.add_argument(
         "--config", type=Path, help="cluster definition (YAML); default: this machine as one node"
@@ -108,6 +114,19 @@ def cluster_of(args: argparse.Namespace) -> Cluster:
     )
 
 
+def db_url(args: argparse.Namespace) -> str | None:
+    """The state store's URL: ``--db``, else ``$PHALANX_DB``, else None (the state
+    directory's SQLite file); ``InputError`` naming the flag or variable if it is unusable."""
+    import os
+
+    from phalanx.live.dburl import check_url
+
+    if args.db:
+        return check_url(args.db, "--db")
+    env = os.environ.get("PHALANX_DB")
+    return check_url(env, "PHALANX_DB") if env else None
+
+
 def run(args: argparse.Namespace) -> int:
     from phalanx.policies.catalog import POLICIES
     from phalanx.server.serve import ControllerOptions
@@ -125,6 +144,7 @@ def run(args: argparse.Namespace) -> int:
         )
     opts = ControllerOptions(
         state=StateDir(args.state_dir or default_state_dir()),
+        db=db_url(args),
         cluster=cluster_of(args),
         policy=args.policy,
         host=args.host,

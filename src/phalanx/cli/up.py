@@ -74,6 +74,9 @@ def _controller_argv(args: argparse.Namespace, state: Path) -> list[str]:
             argv += [f"--{flag.replace('_', '-')}", str(value)]
     if args.tokens is not None:
         argv += ["--tokens", str(args.tokens.resolve())]
+    db = controller_cli.db_url(args)
+    if db is not None:
+        argv += ["--db", db]
     for admin in args.admin:
         argv += ["--admin", admin]
     return argv

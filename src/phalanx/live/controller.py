@@ -3,8 +3,10 @@
 It answers the API (submit, cancel, queries, the agent protocol) from the event loop thread,
 so the engine is only ever touched by one thread. Inputs are journaled before they are
 acknowledged; effects follow commits (see ``phalanx.runtime.driver``: the simulator's loop,
-here with the wall clock and the fleet as its ports). At start it replays the
-journal and then waits for agents to say what still runs.
+here with the wall clock and the fleet as its ports). At start it restores the last snapshot
+and replays the journal after it (``phalanx.live.snapshot``), then waits for agents to say
+what still runs; while it runs it saves a snapshot as often as its ``Cadence`` says,
+forgetting ended jobs past MinJobAge once their accounting record is stored.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ import logging
 import time
 import uuid
 from collections import Counter, deque
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
 from phalanx.domain.caller import Caller
@@ -28,14 +30,17 @@ from phalanx.domain.jobstep import StepSpec
 from phalanx.domain.state import JobState, Reason
 from phalanx.domain.time import Duration, Instant
 from phalanx.engine import Cancel, Engine, NodeUpdate, Requeue, Signal, Update
+from phalanx.engine.decisions import Ended
 from phalanx.engine.nodes import UPDATE_STATES, NodeNote
 from phalanx.errors import Conflict, NotAllowed, NotFound, SpecError
+from phalanx.live.accounting import AccountingTable, ArchivedJobs, MemoryAccounting
 from phalanx.live.agentdesk import AgentDesk
 from phalanx.live.clock import WallClock
 from phalanx.live.epochs import EpochStore, MemoryEpochs
 from phalanx.live.fleet import DEAD_AFTER, Fleet, RunKey, Step, StepError
-from phalanx.live.journal import Journal
+from phalanx.live.journal import Journal, StoreJournal
 from phalanx.live.ledger import Ledger
+from phalanx.live.snapshot import Cadence, Snapshots
 from phalanx.protocol.agent import (
     AgentCommand,
     AgentFault,
@@ -62,7 +67,7 @@ class PassStats:
     passes: int = 0
 
 
-class Controller:
+class Controller(ArchivedJobs):
     def __init__(
         self,
         cluster: Cluster,
@@ -74,7 +79,12 @@ class Controller:
         dead_after: Duration = DEAD_AFTER,
         run_as_submitter: bool | None = None,
         epochs: EpochStore | None = None,
+        accounting: AccountingTable | None = None,
+        record: Callable[[Job], str] | None = None,
+        cadence: Cadence | None = None,
+        reopen: Callable[[], StoreJournal] | None = None,
     ) -> None:
+        """Snapshots, ``accounting`` and ``reopen``: see ``Snapshots``."""
         self.cluster = cluster
         self.clock = clock or WallClock()
         self.id = uuid.uuid4().hex
@@ -105,13 +115,24 @@ class Controller:
         self._stop = False
         self._ends: deque[tuple[Instant, Job]] = deque()
         self._array_members: dict[int, list[int]] = {}
+        self.accounting = accounting if accounting is not None else MemoryAccounting()
+        self.snapshots = Snapshots(
+            self.loop,
+            self.fleet,
+            self.accounting,
+            record,
+            cadence=cadence,
+            reopen=reopen,
+        )
 
     # ------------------------------------------------------------------ life cycle
     def recover(self) -> int:
-        """Replay the journal (before serving); return how many inputs it held."""
+        """Restore the last snapshot, replay the journal after it; return the inputs read."""
         self.fleet.replaying = True
         try:
-            self.recovered = self.loop.replay(self.clock.now())
+            tail = self.snapshots.restore()
+            self.engine = self.loop.engine
+            self.recovered = self.loop.replay(self.clock.now(), tail)
         finally:
             running = self.engine.jobs.values()
             self.fleet.finish_replay((j.id, j.run) for j in running if j.state is JobState.RUNNING)
@@ -150,10 +171,29 @@ class Controller:
             self.stats.durations.append(time.perf_counter() - t0)
         entries = self.engine.decisions.entries
         if entries:
-            self.ledger.consume(entries, self.engine.jobs)
+            jobs = self.engine.jobs
+            self.snapshots.account([jobs[e.job_id] for e in entries if type(e) is Ended])
+            self.ledger.consume(entries, jobs)
             # Booked: the controller keeps no unbounded log (the journal is the history).
             entries.clear()
+        if self.snapshots.due():
+            self.save_snapshot(background=True)
         return handled
+
+    # ------------------------------------------------------------------ snapshots
+    def save_snapshot(self, *, background: bool = False) -> bool:
+        """``Snapshots.save`` (done when this returns unless ``background``), and forget
+        the arrays whose every task it forgot."""
+        self.loop.settle()
+        forgotten = self.snapshots.save(background=background)
+        if forgotten is None:
+            return False
+        jobs = self.engine.jobs
+        for array in {j.array_job_id for j in forgotten if j.array_job_id is not None}:
+            members = self._array_members.get(array, [])
+            if all(m not in jobs for m in members):
+                self._array_members.pop(array, None)
+        return True
 
     def stop(self) -> None:
         self._stop = True

@@ -101,6 +101,13 @@ class Fleet:
     # ------------------------------------------------------------------ executor port
     def launch(self, cmd: Launch, at: Instant) -> None:
         key = (cmd.job_id, cmd.run)
+        if self.replaying:
+            # The agents' commands are made when the replay is over, for the runs still
+            # running then (``finish_replay``): most replayed runs ended long ago.
+            names = {self.cluster.nodes[i].name for i in cmd.alloc.nodes}
+            self.runs[key] = _Run(cmd, {}, names)
+            self.launches += 1
+            return
         try:
             per_node = self._commands(cmd)
         except (KeyError, ValueError) as exc:
@@ -109,8 +116,6 @@ class Fleet:
             return
         self.runs[key] = _Run(cmd, per_node, set(per_node))
         self.launches += 1
-        if self.replaying:
-            return  # sent, or not, before the crash: each agent's hello tells
         for node, command in per_node.items():
             self.registry.send(node, command)
 
@@ -255,6 +260,15 @@ class Fleet:
             keep = set(running)
             for key in [k for k in self.runs if k not in keep]:
                 del self.runs[key]
+        for key, run in list(self.runs.items()):
+            if run.nodes:
+                continue
+            try:
+                run.nodes = self._commands(run.launch)
+            except (KeyError, ValueError) as exc:
+                # As at a launch: its user is unknown here, nothing can have started.
+                del self.runs[key]
+                self._report(LaunchFailed(0, key[0], key[1], str(exc)))
 
     # ------------------------------------------------------------------ internals
     def _kill(self, run: _Run) -> None:

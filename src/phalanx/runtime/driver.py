@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import dataclasses
 import heapq
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from phalanx.domain.jobspec import JobSpec
@@ -42,7 +42,23 @@ from phalanx.engine.ordering import order_of, timer_order
 from phalanx.runtime.clock import Clock
 from phalanx.runtime.ports import Executor, Journal, MemoryJournal, Observer
 
-__all__ = ["Driver"]
+__all__ = ["Checkpoint", "Driver"]
+
+
+@dataclasses.dataclass
+class Checkpoint:
+    """Everything a driver and its engine hold between two events: the engine itself and
+    the queue (accepted inputs not handled yet, timers set). A copy of it (``pickle``) made
+    after input N and restored, then fed inputs N+1..., gives the decisions and the state a
+    driver that never stopped would have (the executor is not in it: see ``restore``)."""
+
+    engine: Engine
+    heap: list[tuple[Instant, int, int, Event]]
+    seq: int
+    last_at: Instant
+    accepted_until: Instant
+    unhandled_ids: int
+    handled: int
 
 
 class Driver:
@@ -62,6 +78,8 @@ class Driver:
         self.observer = observer
         self.executor: Executor | None = None
         self.handled = 0
+        self.accepted = 0
+        """Inputs committed to the journal by this driver (not counting a replay)."""
         self._heap: list[tuple[Instant, int, int, Event]] = []
         self._seq = 0
         self._last_at: Instant = -1
@@ -101,6 +119,7 @@ class Driver:
         floor = self._last_at + 1
         stamped = [e if e.at >= floor else dataclasses.replace(e, at=floor) for e in events]
         self.journal.write(stamped)
+        self.accepted += len(stamped)
         if stamped:
             self._accepted_until = max(self._accepted_until, max(e.at for e in stamped))
         for event in stamped:
@@ -190,16 +209,41 @@ class Driver:
             carry[type(cmd)](cmd, at)
         return commands
 
-    def replay(self, until: Instant) -> int:
-        """Rebuild the engine from the journal: queue every committed input and handle all
-        that was due by ``until`` (the executor sees the commands again: it must tell those
-        already carried out from new ones). Return how many inputs were read."""
+    def replay(self, until: Instant, events: Iterable[Event] | None = None) -> int:
+        """Rebuild the engine from the journal: queue every committed input (or ``events``,
+        the journal's tail after a restored ``Checkpoint``) and handle all that was due by
+        ``until`` (the executor sees the commands again: it must tell those already carried
+        out from new ones). Return how many inputs were read."""
         count = 0
-        for event in self.journal.read():
+        for event in self.journal.read() if events is None else events:
             self._push(event)
             count += 1
         self.run_due(until)
         return count
+
+    def checkpoint(self) -> Checkpoint:
+        """The state to save (shared, not copied: serialise it before the next event)."""
+        return Checkpoint(
+            self.engine,
+            self._heap,
+            self._seq,
+            self._last_at,
+            self._accepted_until,
+            self._unhandled_ids,
+            self.handled,
+        )
+
+    def restore(self, saved: Checkpoint) -> None:
+        """Continue from ``saved`` (before any event was handled here): its engine replaces
+        this driver's. The executor's own state is its owner's to rebuild: the commands it
+        carried out before ``saved`` are not given again."""
+        self.engine = saved.engine
+        self._heap = saved.heap
+        self._seq = saved.seq
+        self._last_at = saved.last_at
+        self._accepted_until = saved.accepted_until
+        self._unhandled_ids = saved.unhandled_ids
+        self.handled = saved.handled
 
     def settle(self) -> int:
         """Handle every input accepted so far (and what falls due before it), even if the

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import logging
 import os
 import socket
@@ -15,13 +16,13 @@ from types import FrameType
 
 import uvicorn
 
+from phalanx.api.convert import acct_record
 from phalanx.api.peer import peer_protocol
 from phalanx.api.routes import Access, create_app
 from phalanx.domain.cluster import Cluster
 from phalanx.errors import PhalanxError
 from phalanx.live.controller import Controller
-from phalanx.live.epochs import SqliteEpochs
-from phalanx.live.journal import SqliteJournal
+from phalanx.live.store import open_journal, open_store, sqlite_url
 from phalanx.policies.catalog import profile
 from phalanx.server.statedir import StateDir
 
@@ -41,6 +42,9 @@ class ControllerOptions:
     epilog_ms: int = 0
     dead_after_ms: int = 60_000
     tokens: dict[str, str] = field(default_factory=dict)
+    db: str | None = None
+    """The state store's URL (``phalanx.live.store``); None: ``state.db`` in the state
+    directory."""
     agent_tokens: dict[str, str] = field(default_factory=dict)
     """token -> node: agents on other hosts, each with its own node's credential."""
 
@@ -87,18 +91,26 @@ async def serve(opts: ControllerOptions) -> None:
     import pwd
 
     tokens = {token: pwd.getpwuid(owner).pw_name, **opts.tokens}
-    journal = SqliteJournal(str(state.database))
-    epochs = SqliteEpochs(str(state.database))
+    url = opts.db or sqlite_url(state.database)
+    store = open_store(url)
     controller = Controller(
         opts.cluster,
         profile(opts.policy),
-        journal,
+        store.journal,
         epilog_ms=opts.epilog_ms,
         dead_after=opts.dead_after_ms,
-        epochs=epochs,
+        epochs=store.epochs,
+        accounting=store.accounting,
+        record=lambda job: json.dumps(acct_record(job, opts.cluster)),
+        reopen=lambda: open_journal(url),
     )
     replayed = controller.recover()
-    log.info("recovered %d journaled inputs; %d jobs known", replayed, len(controller.engine.jobs))
+    log.info(
+        "recovered %d journaled inputs from the %s store; %d jobs known",
+        replayed,
+        store.backend,
+        len(controller.engine.jobs),
+    )
     access = Access(
         tokens=tokens, admins=opts.admins, owner_uid=owner, agent_tokens=opts.agent_tokens
     )
@@ -124,8 +136,8 @@ async def serve(opts: ControllerOptions) -> None:
     finally:
         controller.stop()
         await loop_task
-        journal.close()
-        epochs.close()
+        controller.save_snapshot()  # the next start replays nothing
+        store.close()
         for path in (state.pid, state.socket):
             with contextlib.suppress(FileNotFoundError):
                 path.unlink()

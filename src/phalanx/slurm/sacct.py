@@ -21,8 +21,10 @@ Filters on what a job has (``-A``, ``-r``, ``-q``, ``-N``, ``-C``, ``-g``, ``--n
 ``--reason``, ``-i``/``-I`` counts, ``-k``/``-K`` time limits) all apply; ``-M`` naming only
 other clusters lists nothing (Slurm asks its database for their jobs), ``-M all`` is no filter.
 Every option is in ``querytables.SACCT``.
-Exit status: 0, or 1 for a bad option or field, or no controller. An unknown job prints the
-header alone, rc 0, as Slurm does.
+Without a controller, the ended jobs' records are read from the state store itself
+(``acctdb``: $PHALANX_DB or the state directory's database), as Slurm's sacct reads slurmdbd.
+Exit status: 0, or 1 for a bad option or field, or neither a controller nor a store. An
+unknown job prints the header alone, rc 0, as Slurm does.
 """
 
 from __future__ import annotations
@@ -39,7 +41,7 @@ from phalanx.client.wirecall import (
     QueryValue,
     WireCaller,
 )
-from phalanx.slurm import jobids
+from phalanx.slurm import acctdb, jobids
 from phalanx.slurm.acctfields import FIELDS, LONG_FIELDS, VALUES, Row, cpu_time, rss
 from phalanx.slurm.commandline import CommandLineError, Usage, clusters_reached, parse_args
 from phalanx.slurm.format import (
@@ -327,8 +329,23 @@ def _fetch(opts: _Options, now: int) -> list[Job]:
     since = opts.since
     if since is None and opts.jobs is None:
         since = _midnight(now)
-    ended = _get(caller, "/v1/accounting", dict(query, since=since, until=opts.until))
-    active = _get(caller, "/v1/jobs", query)["jobs"]
+    offline = False
+    try:
+        ended = _get(caller, "/v1/accounting", dict(query, since=since, until=opts.until))
+        active = _get(caller, "/v1/jobs", query)["jobs"]
+    except ControllerUnreachable as exc:
+        # As Slurm's sacct reads slurmdbd: the ended jobs' records in the state store.
+        try:
+            user = query.get("user")
+            ended = acctdb.ended_jobs(
+                acctdb.store_url(),
+                user=str(user) if user is not None else None,
+                since=since,
+                until=opts.until,
+            )
+        except acctdb.StoreUnreadable as why:
+            raise ControllerUnreachable(exc.where, f"{exc.reason}; {why}") from None
+        active, offline = [], True
     seen: dict[int, Job] = {int(j["job_id"]): j for j in active}
     for job in ended:
         seen.setdefault(int(job["job_id"]), job)
@@ -348,7 +365,7 @@ def _fetch(opts: _Options, now: int) -> list[Job]:
             continue
         out.append(job)
     out.sort(key=lambda j: int(j["job_id"]))
-    if not opts.allocations:
+    if not opts.allocations and not offline:
         _running_steps(caller, out, opts.jobs is not None)
     return out
 

@@ -3,6 +3,8 @@ fair-share tree, and finished jobs."""
 
 from __future__ import annotations
 
+import json
+
 from fastapi import APIRouter
 from fastapi.responses import JSONResponse, Response
 
@@ -46,6 +48,17 @@ async def accounting(
     until: int | None = None,
     ids: str | None = None,
 ) -> Response:
-    found = service.finished(user=user, since=since, until=until, ids=job_ids(ids))
+    wanted = job_ids(ids)
+    found = service.finished(user=user, since=since, until=until, ids=wanted)
     cluster = service.cluster
-    return JSONResponse([acct_record(j, cluster) for j in found])
+    rows = [acct_record(j, cluster) for j in found]
+    # Jobs the controller forgot (MinJobAge) are only in the store's accounting; a job
+    # still in memory is as it is now (a requeued one may have changed since it ended).
+    older = service.archived(user=user, since=since, until=until, ids=wanted)
+    if older:
+        parsed = [json.loads(record) for record in older]
+        held = service.jobs(finished=True, ids=[int(row["job_id"]) for row in parsed])
+        in_memory = {j.id for j in held}
+        rows += [row for row in parsed if int(row["job_id"]) not in in_memory]
+        rows.sort(key=lambda row: int(row["job_id"]))
+    return JSONResponse(rows)
