@@ -142,11 +142,15 @@ class MultifactorPriority:
         # engine changes none of them while a job is queued).
         rows = self._rows
         row_of = rows.row_of
-        where = [row_of.get(job.seq, -1) for job in jobs]
-        if -1 in where:  # jobs never computed (not queued by the engine): rows for them
-            for i, job in enumerate(jobs):
-                if where[i] < 0:
-                    where[i] = rows.row(job.seq, job.submit, job.spec.nice, job.spec.account)
+        try:
+            where = [row_of[job.seq] for job in jobs]
+        except KeyError:  # jobs never computed (not queued by the engine): rows for them
+            where = [
+                rows.row(job.seq, job.submit, job.spec.nice, job.spec.account)
+                if job.seq not in row_of
+                else row_of[job.seq]
+                for job in jobs
+            ]
         idx = np.array(where, np.intp)
         # Static factors are reused only for jobs in the last calculation or computed since.
         for i in np.flatnonzero(rows.gen[idx] != rows.current).tolist():
