@@ -145,12 +145,12 @@ class MultifactorPriority:
         try:
             where = [row_of[job.seq] for job in jobs]
         except KeyError:  # jobs never computed (not queued by the engine): rows for them
-            where = [
+            missing = [job for job in jobs if job.seq not in row_of]
+            rows.reserve(len(missing))  # no row of these jobs may be given up meanwhile
+            for job in missing:
                 rows.row(job.seq, job.submit, job.spec.nice, job.spec.account)
-                if job.seq not in row_of
-                else row_of[job.seq]
-                for job in jobs
-            ]
+            row_of = rows.row_of
+            where = [row_of[job.seq] for job in jobs]
         idx = np.array(where, np.intp)
         # Static factors are reused only for jobs in the last calculation or computed since.
         for i in np.flatnonzero(rows.gen[idx] != rows.current).tolist():

@@ -39,7 +39,8 @@ class FactorRows:
         """The generation valid now: bumped by every whole-queue calculation."""
         self.accounts: list[str] = []
         self.account_index: dict[str, int] = {}
-        self._alloc(capacity)
+        self._initial = max(capacity, 1)
+        self._alloc(self._initial)
 
     def _alloc(self, capacity: int) -> None:
         self.submit: npt.NDArray[np.int64] = np.zeros(capacity, np.int64)
@@ -88,32 +89,42 @@ class FactorRows:
             float(self.nice[row]),
         )
 
+    def reserve(self, count: int) -> None:
+        """Room for ``count`` more rows without giving any up (while rows are being read)."""
+        need = len(self.views) + count
+        if need > len(self.gen):
+            self._resize(list(self.row_of.items()), max(need, 2 * len(self.gen)))
+
     def _make_room(self) -> int:
-        """Drop the rows not confirmed in the last calculation (their views keep their
-        values), then grow if still full; the next free row."""
+        """Give up the rows not confirmed in the last calculation (their views keep their
+        values; the engine queues no job without computing it, so none of them is queued),
+        then grow if still full; the next free row."""
         gen, current = self.gen, self.current
         keep = [(seq, row) for seq, row in self.row_of.items() if gen[row] == current]
         kept = {row for _, row in keep}
         for row, view in enumerate(self.views):
             if row not in kept:
                 view.freeze()
-        old = [self.submit, self.nice, self.account, self.gen]
-        old_f = [self.age_weight, self.static_sum, self.w_age, self.w_fs]
+        self._resize(keep, max(self._initial, 2 * len(keep)))
+        return len(keep)
+
+    def _resize(self, keep: list[tuple[int, int]], capacity: int) -> None:
+        """Columns of ``capacity`` rows holding the rows ``keep`` (seq, row), in order."""
         rows = np.array([row for _, row in keep], np.intp)
-        capacity = max(len(self.gen), 2 * len(keep) + 1024)
+        ints = (self.submit, self.nice, self.account, self.gen)
+        floats = (self.age_weight, self.static_sum, self.w_age, self.w_fs)
         self._alloc(capacity)
         n = len(keep)
-        for new, col in zip((self.submit, self.nice, self.account, self.gen), old, strict=True):
+        for new, col in zip((self.submit, self.nice, self.account, self.gen), ints, strict=True):
             new[:n] = col[rows]
-        cols = (self.age_weight, self.static_sum, self.w_age, self.w_fs)
-        for new_f, col_f in zip(cols, old_f, strict=True):
+        new_floats = (self.age_weight, self.static_sum, self.w_age, self.w_fs)
+        for new_f, col_f in zip(new_floats, floats, strict=True):
             new_f[:n] = col_f[rows]
         self.statics = [self.statics[row] for _, row in keep]
         self.views = [self.views[row] for _, row in keep]
         self.row_of = {seq: i for i, (seq, _) in enumerate(keep)}
         for i, view in enumerate(self.views):
             view.row = i
-        return n
 
 
 class Factors(Mapping[str, float]):
