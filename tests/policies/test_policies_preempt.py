@@ -10,6 +10,9 @@ from phalanx.domain.time import HOUR, MINUTE, SECOND
 from phalanx.engine.commands import Kill, Signal
 from phalanx.engine.decisions import Preempted, Requeued
 from phalanx.policies.catalog import profile as named_profile
+from phalanx.policies.tiresias import LasPreempt
+from phalanx.sched.capacity import Allocation
+from phalanx.sched.job import Job
 from phalanx.sched.profile import Profile
 from phalanx.testing import EngineDriver, make_job, small_cluster
 
@@ -176,3 +179,24 @@ def test_only_a_short_job_displaces_a_run_with_job_max_limit() -> None:
     assert not d.decisions(Preempted) and d.state(new) is JobState.PENDING
     d, long, new = _displace(_phalanx_with(job_max_limit_ms=2 * HOUR), 8)
     assert [e.job_id for e in d.decisions(Preempted)] == [long]
+
+
+def test_las_running_order_over_columns_is_the_order_job_by_job() -> None:
+    now = 10 * HOUR
+    running = []
+    for i in range(1, 41):
+        spec = make_job(gpus=1 + i % 4)
+        job = Job(i, (i * 7919) % 101, spec, 0, "gpu", 1, HOUR)
+        job.attained_gpu_ms = (i % 5) * 1500 * SECOND
+        if i % 3:
+            devices = (tuple(range(1 + i % 4)),)
+            job.alloc = Allocation((i % 4,), devices, 250 if i % 7 == 0 else 0, 1, 1)
+            job.start = now - (i % 9) * 10 * MINUTE
+        if i % 4 == 0:
+            job.factors = {"service_base_gpu_ms": float((i % 3) * 600 * SECOND)}
+        running.append(job)
+    las = LasPreempt({})
+    columns = las._by_queue(running, now)
+    one_by_one = las._by_queue_unordered(running, now)
+    assert columns == one_by_one
+    assert {q for q, _, _ in columns} == {0, 1, 2}  # every queue is represented

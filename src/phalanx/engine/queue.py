@@ -47,7 +47,12 @@ class PendingQueue:
     def resort(self) -> bool:
         """Restore the order after priorities changed; True if it changed."""
         jobs = self._jobs
-        keys = [(-j.tier, -j.priority, j.seq) for j in jobs]  # _key, inlined: every job
+        if not jobs:
+            return False
+        # _key, with the tier and sequence of the keys already held (neither changes while a
+        # job is queued): only the priorities are read again, from every job.
+        tiers, _, seqs = zip(*self._keys, strict=True)
+        keys = list(zip(tiers, [-j.priority for j in jobs], seqs, strict=True))
         order = sorted(range(len(keys)), key=keys.__getitem__)
         if order == list(range(len(keys))):
             self._keys = keys

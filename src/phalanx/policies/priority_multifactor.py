@@ -19,10 +19,14 @@ Defaults are the weights of the reference Slurm in ``shared/slurm`` (Age 1000, F
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+
+import numpy as np
+import numpy.typing as npt
 
 from phalanx.domain.time import DAY, Instant
 from phalanx.policies.fairshare_tree import FairShareTree
+from phalanx.policies.priority_rows import FactorRows, Static
 from phalanx.sched.context import PassContext
 from phalanx.sched.job import Job
 
@@ -52,13 +56,16 @@ class MultifactorPriority:
         self.favor_small = bool(params.get("favor_small", False))
         self.algorithm = str(params.get("fairshare", "fair_tree"))
         self._tree: FairShareTree | None = None
-        self._statics: dict[int, tuple[float, float, float, float, float, float]] = {}
+        self._rows = FactorRows()
         self._max_part: int | None = None
         self._max_qos = 0
         self._tree_version = -1.0
         self._fs: dict[str, float] = {}
 
     def _fairshare(self, job: Job, ctx: PassContext) -> float:
+        return self._fairshare_of(job.account, ctx)
+
+    def _fairshare_of(self, account: str, ctx: PassContext) -> float:
         if self.w_fs == 0:
             return 0.0
         usage = ctx.usage
@@ -70,15 +77,13 @@ class MultifactorPriority:
             tree.refresh(set(usage.raw))
             self._tree_version = usage.updated
             self._fs = {}
-        value = self._fs.get(job.account)
+        value = self._fs.get(account)
         if value is None:
             assert self._tree is not None
-            value = self._fs[job.account] = self._tree.factor(job.account)
+            value = self._fs[account] = self._tree.factor(account)
         return value
 
-    def _static(
-        self, job: Job, ctx: PassContext
-    ) -> tuple[float, float, float, float, float, float]:
+    def _static(self, job: Job, ctx: PassContext) -> Static:
         """Factors that never change while a job waits: size, partition, QOS, short; their
         sum; the job's own age weight."""
         cluster = ctx.cluster
@@ -106,9 +111,13 @@ class MultifactorPriority:
     def compute(
         self, job: Job, ctx: PassContext, now: Instant
     ) -> tuple[float, Mapping[str, float]]:
-        static = self._statics.get(job.seq)
-        if static is None:
-            static = self._statics[job.seq] = self._static(job, ctx)
+        rows = self._rows
+        row = rows.row(job.seq, job.submit, job.spec.nice, job.spec.account)
+        if rows.gen[row] == rows.current:
+            static = rows.statics[row]
+        else:
+            static = self._static(job, ctx)
+            rows.set_static(row, static)
         age = now - job.submit
         # Not cached: a job requeued after its factors were cached has restarts now.
         max_age = 0 if self.requeued_full_age and job.restarts else self.max_age
@@ -118,76 +127,66 @@ class MultifactorPriority:
             fs = self._fairshare(job, ctx)
         w_fs = self.w_fs * fs
         nice = -job.spec.nice
-        priority = w_age + w_fs + static[4] + nice
-        return priority, _Factors(w_age, w_fs, static, nice)
+        rows.w_age[row] = w_age
+        rows.w_fs[row] = w_fs
+        return w_age + w_fs + static[4] + nice, rows.views[row]
 
     def compute_many(
         self, jobs: Sequence[Job], ctx: PassContext, now: Instant
     ) -> list[tuple[float, Mapping[str, float]]]:
-        # The same sum as ``compute``, with the per-account fair share and the loop-invariant
-        # lookups hoisted: recalculation touches every pending job every period.
-        # Only the jobs still pending keep their cached static factors (the cache must not
-        # grow with every job a long-lived controller has seen).
-        old = self._statics
-        statics: dict[int, tuple[float, float, float, float, float, float]] = {}
-        self._statics = statics
-        fs_of: dict[str, float] = {}
+        # The same sum as ``compute``, term by term in the same order, over the rows' numpy
+        # columns: every operation is one IEEE double operation on the same operands as
+        # ``compute``'s (ints below 2**53 convert exactly), so the values, and with them the
+        # queue's order and its ties, are bit for bit those of ``compute``. A queued job's
+        # submit time, nice and account are those ``compute`` wrote when it was queued (the
+        # engine changes none of them while a job is queued).
+        rows = self._rows
+        row_of = rows.row_of
+        try:
+            where = [row_of[job.seq] for job in jobs]
+        except KeyError:  # jobs never computed (not queued by the engine): rows for them
+            missing = [job for job in jobs if job.seq not in row_of]
+            rows.reserve(len(missing))  # no row of these jobs may be given up meanwhile
+            for job in missing:
+                rows.row(job.seq, job.submit, job.spec.nice, job.spec.account)
+            row_of = rows.row_of
+            where = [row_of[job.seq] for job in jobs]
+        idx = np.array(where, np.intp)
+        # Static factors are reused only for jobs in the last calculation or computed since.
+        for i in np.flatnonzero(rows.gen[idx] != rows.current).tolist():
+            rows.set_static(where[i], self._static(jobs[i], ctx))
+        rows.current += 1
+        rows.gen[idx] = rows.current
+        n = len(jobs)
+        age = now - rows.submit[idx]
+        max_age = np.full(n, self.max_age, np.int64)
+        if self.requeued_full_age:
+            max_age[np.array([job.restarts for job in jobs], np.int64) > 0] = 0
+        # 1 from max_age on, age/max_age below it, 0 for no age yet (``compute``'s branches).
+        ratio = np.zeros(n)
+        np.divide(age, max_age, out=ratio, where=(age < max_age) & (age > 0))
+        ratio[age >= max_age] = 1.0
+        w_age = rows.age_weight[idx] * ratio
+        w_fs = self._weighted_fairshare(rows.account[idx], ctx)
+        rows.w_age[idx] = w_age
+        rows.w_fs[idx] = w_fs
+        total = w_age + w_fs
+        total += rows.static_sum[idx]
+        total += rows.nice[idx]
+        return list(zip(total.tolist(), map(rows.views.__getitem__, where), strict=True))
+
+    def _weighted_fairshare(
+        self, accounts: npt.NDArray[np.intp], ctx: PassContext
+    ) -> npt.NDArray[np.float64]:
+        """``w_fs`` x the fair-share factor of each account index, computed once each."""
+        if not self.w_fs:
+            return np.zeros(len(accounts))
         w_fs = self.w_fs
-        full_if_requeued = self.requeued_full_age
-        out: list[tuple[float, Mapping[str, float]]] = []
-        append = out.append
-        for job in jobs:
-            seq = job.seq
-            static = old.get(seq)
-            if static is None:
-                static = self._static(job, ctx)
-            statics[seq] = static
-            account = job.spec.account
-            fs = fs_of.get(account)
-            if fs is None:
-                fs = fs_of[account] = w_fs * self._fairshare(job, ctx) if w_fs else 0.0
-            age = now - job.submit
-            max_age = 0 if full_if_requeued and job.restarts else self.max_age
-            w_age = static[5] * (1.0 if age >= max_age else (age / max_age if age > 0 else 0.0))
-            nice = -job.spec.nice
-            append((w_age + fs + static[4] + nice, _Factors(w_age, fs, static, nice)))
-        return out
+        names = self._rows.accounts
+        table = np.zeros(len(names))
+        for a in np.unique(accounts).tolist():
+            table[a] = w_fs * self._fairshare_of(names[a], ctx)
+        return table[accounts]
 
     def order(self, jobs: Sequence[Job], ctx: PassContext) -> Iterable[Job]:
         return jobs  # the queue's own order
-
-
-class _Factors(Mapping[str, float]):
-    """The breakdown ``sprio`` prints, built only when someone reads it."""
-
-    __slots__ = ("_age", "_fs", "_nice", "_static")
-    _NAMES = ("age", "fairshare", "jobsize", "partition", "qos", "short", "nice")
-
-    def __init__(
-        self,
-        age: float,
-        fs: float,
-        static: tuple[float, float, float, float, float, float],
-        nice: float,
-    ) -> None:
-        # Built for every pending job at every recalculation, read rarely (sprio): keep the
-        # parts as given and lay them out only when read.
-        self._age = age
-        self._fs = fs
-        self._static = static
-        self._nice = nice
-
-    def __getitem__(self, key: str) -> float:
-        try:
-            i = self._NAMES.index(key)
-        except ValueError:
-            raise KeyError(key) from None
-        if i < 2:
-            return self._age if i == 0 else self._fs
-        return self._static[i - 2] if i < 6 else float(self._nice)
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._NAMES)
-
-    def __len__(self) -> int:
-        return len(self._NAMES)

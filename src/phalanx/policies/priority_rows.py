@@ -1,0 +1,163 @@
+"""The columns ``priority/multifactor`` recalculates from: one row per job it has seen.
+
+A recalculation touches every pending job every ``calc_period``, and a deep queue holds
+thousands: what it reads and writes is kept in numpy columns, one row per job (found by its
+submit sequence), so that the sum runs over arrays and no per-job object is built. A job's
+factors (what ``sprio`` prints) are a view of its row: the values of the last calculation that
+included the job, as a fresh mapping per calculation would hold.
+
+Rows of jobs that were in no calculation since the last compaction are given up when the
+columns are full (their views keep their values), so the columns grow with the queue, not
+with every job a long-lived controller has seen.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+
+import numpy as np
+import numpy.typing as npt
+
+__all__ = ["FactorRows", "Factors", "Static"]
+
+Static = tuple[float, float, float, float, float, float]
+"""Weighted size, partition, QOS and short factors; their sum; the job's age weight."""
+
+_NAMES = ("age", "fairshare", "jobsize", "partition", "qos", "short", "nice")
+
+
+class FactorRows:
+    """Per-job columns. ``gen`` is the calculation a row's static factors were last
+    confirmed in: they are reused only if the job was in the last calculation or was
+    computed since (``current``), as a cache holding only those jobs would."""
+
+    def __init__(self, capacity: int = 1024) -> None:
+        self.row_of: dict[int, int] = {}
+        self.statics: list[Static] = []
+        self.views: list[Factors] = []
+        self.current = 0
+        """The generation valid now: bumped by every whole-queue calculation."""
+        self.accounts: list[str] = []
+        self.account_index: dict[str, int] = {}
+        self._initial = max(capacity, 1)
+        self._alloc(self._initial)
+
+    def _alloc(self, capacity: int) -> None:
+        self.submit: npt.NDArray[np.int64] = np.zeros(capacity, np.int64)
+        self.nice: npt.NDArray[np.int64] = np.zeros(capacity, np.int64)
+        """Minus the job's nice, as the sum adds it."""
+        self.account: npt.NDArray[np.intp] = np.zeros(capacity, np.intp)
+        self.gen: npt.NDArray[np.int64] = np.full(capacity, -1, np.int64)
+        self.age_weight: npt.NDArray[np.float64] = np.zeros(capacity)
+        self.static_sum: npt.NDArray[np.float64] = np.zeros(capacity)
+        self.w_age: npt.NDArray[np.float64] = np.zeros(capacity)
+        """The weighted age of the job's last calculation."""
+        self.w_fs: npt.NDArray[np.float64] = np.zeros(capacity)
+        """The weighted fair share of the job's last calculation."""
+
+    def row(self, seq: int, submit: int, nice: int, account: str) -> int:
+        """The job's row, made if it has none; the job's own fields written into it."""
+        row = self.row_of.get(seq)
+        if row is None:
+            row = len(self.views)
+            if row == len(self.gen):
+                row = self._make_room()
+            self.row_of[seq] = row
+            self.statics.append((0.0, 0.0, 0.0, 0.0, 0.0, 0.0))
+            self.views.append(Factors(self, row))
+        self.submit[row] = submit
+        self.nice[row] = -nice
+        index = self.account_index.get(account)
+        if index is None:
+            index = self.account_index[account] = len(self.accounts)
+            self.accounts.append(account)
+        self.account[row] = index
+        return row
+
+    def set_static(self, row: int, static: Static) -> None:
+        self.statics[row] = static
+        self.static_sum[row] = static[4]
+        self.age_weight[row] = static[5]
+        self.gen[row] = self.current
+
+    def values(self, row: int) -> tuple[float, ...]:
+        static = self.statics[row]
+        return (
+            float(self.w_age[row]),
+            float(self.w_fs[row]),
+            *static[:4],
+            float(self.nice[row]),
+        )
+
+    def reserve(self, count: int) -> None:
+        """Room for ``count`` more rows without giving any up (while rows are being read)."""
+        need = len(self.views) + count
+        if need > len(self.gen):
+            self._resize(list(self.row_of.items()), max(need, 2 * len(self.gen)))
+
+    def _make_room(self) -> int:
+        """Give up the rows not confirmed in the last calculation (their views keep their
+        values; the engine queues no job without computing it, so none of them is queued),
+        then grow if still full; the next free row."""
+        gen, current = self.gen, self.current
+        keep = [(seq, row) for seq, row in self.row_of.items() if gen[row] == current]
+        kept = {row for _, row in keep}
+        for row, view in enumerate(self.views):
+            if row not in kept:
+                view.freeze()
+        self._resize(keep, max(self._initial, 2 * len(keep)))
+        return len(keep)
+
+    def _resize(self, keep: list[tuple[int, int]], capacity: int) -> None:
+        """Columns of ``capacity`` rows holding the rows ``keep`` (seq, row), in order."""
+        rows = np.array([row for _, row in keep], np.intp)
+        ints = (self.submit, self.nice, self.account, self.gen)
+        floats = (self.age_weight, self.static_sum, self.w_age, self.w_fs)
+        self._alloc(capacity)
+        n = len(keep)
+        for new, col in zip((self.submit, self.nice, self.account, self.gen), ints, strict=True):
+            new[:n] = col[rows]
+        new_floats = (self.age_weight, self.static_sum, self.w_age, self.w_fs)
+        for new_f, col_f in zip(new_floats, floats, strict=True):
+            new_f[:n] = col_f[rows]
+        self.statics = [self.statics[row] for _, row in keep]
+        self.views = [self.views[row] for _, row in keep]
+        self.row_of = {seq: i for i, (seq, _) in enumerate(keep)}
+        for i, view in enumerate(self.views):
+            view.row = i
+
+
+class Factors(Mapping[str, float]):
+    """One job's breakdown, as ``sprio`` prints it: a view of its row until the row is given
+    up, then the values it had."""
+
+    __slots__ = ("_frozen", "_rows", "row")
+
+    def __init__(self, rows: FactorRows, row: int) -> None:
+        self._rows = rows
+        self.row = row
+        self._frozen: tuple[float, ...] | None = None
+
+    def freeze(self) -> None:
+        if self._frozen is None:
+            self._frozen = self._rows.values(self.row)
+
+    def _values(self) -> tuple[float, ...]:
+        frozen = self._frozen
+        return frozen if frozen is not None else self._rows.values(self.row)
+
+    def __getitem__(self, key: str) -> float:
+        try:
+            i = _NAMES.index(key)
+        except ValueError:
+            raise KeyError(key) from None
+        return self._values()[i]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(_NAMES)
+
+    def __len__(self) -> int:
+        return len(_NAMES)
+
+    def __repr__(self) -> str:
+        return f"Factors({dict(zip(_NAMES, self._values(), strict=True))})"

@@ -1,0 +1,71 @@
+"""priority/multifactor over its rows: the whole-queue calculation gives exactly what
+``compute`` gives job by job, and factors survive the rows being compacted."""
+
+from __future__ import annotations
+
+from phalanx.domain.time import DAY, HOUR, MINUTE
+from phalanx.engine.engine import Engine
+from phalanx.policies.catalog import POLICIES
+from phalanx.policies.priority_multifactor import MultifactorPriority
+from phalanx.policies.priority_rows import FactorRows
+from phalanx.sched.job import Job
+from phalanx.testing import make_job, small_cluster
+
+PARAMS: dict[str, object] = {
+    "weight_short": 2000,
+    "max_age_ms": DAY,
+    "age_size_exponent": 0.5,
+    "requeued_full_age": True,
+}
+
+
+def _jobs(count: int) -> list[Job]:
+    out = []
+    for i in range(1, count + 1):
+        spec = make_job(
+            account="ab"[i % 2],
+            gpus=1 + i % 8,
+            nodes=1 + i % 2,
+            nice=i % 3,
+            time_limit=(1 + i % 5) * HOUR,
+        )
+        job = Job(i, i, spec, i * 7 * MINUTE, "gpu", 1, spec.time_limit or HOUR)
+        job.restarts = 1 if i % 11 == 0 else 0
+        out.append(job)
+    return out
+
+
+def test_the_whole_queue_gets_the_values_compute_gives_each_job() -> None:
+    engine = Engine(small_cluster(accounts={"a": 1, "b": 3}), POLICIES["slurm"])
+    engine.usage.raw.update({"a": 5.0e9, "b": 1.0e9, "root": 6.0e9})
+    jobs = _jobs(40)
+    now = 2 * DAY + 17
+    one = MultifactorPriority(PARAMS)
+    each = [(p, dict(f)) for p, f in (one.compute(j, engine.view, now) for j in jobs)]
+    many = MultifactorPriority(PARAMS)
+    for j in jobs[::3]:  # some queued before (cached static factors), the rest not
+        many.compute(j, engine.view, 0)
+    whole = [(p, dict(f)) for p, f in many.compute_many(jobs, engine.view, now)]
+    assert whole == each  # exactly: the same operations in the same order
+    assert len({p for p, _ in whole}) > 20  # ages, sizes and accounts differ
+
+
+def test_factors_keep_their_values_when_rows_are_compacted() -> None:
+    engine = Engine(small_cluster(accounts={"a": 1, "b": 3}), POLICIES["slurm"])
+    plugin = MultifactorPriority(PARAMS)
+    plugin._rows = FactorRows(capacity=8)
+    jobs = _jobs(40)
+    first = plugin.compute_many(jobs[:8], engine.view, HOUR)
+    before = [dict(f) for _, f in first]
+    # The first eight leave the queue; jobs queued one by one and recalculated without
+    # them fill the columns, and the first eight's rows are given up.
+    for start in range(8, 40, 8):
+        for j in jobs[start : start + 8]:
+            plugin.compute(j, engine.view, start * HOUR)
+        plugin.compute_many(jobs[start : start + 8], engine.view, (start + 1) * HOUR)
+    assert jobs[0].seq not in plugin._rows.row_of
+    assert len(plugin._rows.gen) < 40  # compacted rather than grown by every job
+    assert [dict(f) for _, f in first] == before
+    last = plugin.compute_many(jobs[32:], engine.view, DAY)
+    again = MultifactorPriority(PARAMS).compute_many(jobs[32:], engine.view, DAY)
+    assert [(p, dict(f)) for p, f in last] == [(p, dict(f)) for p, f in again]
