@@ -9,6 +9,14 @@ STAMP := $(VENV)/.installed
 
 $(STAMP): pyproject.toml
 	@test -n "$(PY)" || { echo "make: no python3.11 or python3 found; set PY=" >&2; exit 2; }
+	@# OpenMPI (mpirun under srun, with mpi4py) and iproute2 (agents in network namespaces)
+	@# for the integration tests, before pip (mpi4py finds MPI); without apt they are skipped.
+	@! command -v apt-get >/dev/null || { command -v mpirun >/dev/null && command -v ip >/dev/null; } || \
+	  { echo "make: installing openmpi-bin, libopenmpi-dev and iproute2 (apt)"; \
+	    apt-get install -y -q openmpi-bin libopenmpi-dev iproute2 >/dev/null 2>&1 || \
+	    { apt-get update -q >/dev/null && \
+	      apt-get install -y -q openmpi-bin libopenmpi-dev iproute2 >/dev/null; } || \
+	    echo "make: could not install OpenMPI: the MPI tests will be skipped" >&2; }
 	$(PY) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
 	$(BIN)/pip install -q -e '.[test]'

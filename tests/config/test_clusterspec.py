@@ -354,3 +354,20 @@ def test_regular_cluster_rejects_bad_flags(kwargs: dict[str, object], flag: str)
     with pytest.raises(ConfigError) as info:
         regular_cluster(**args)  # type: ignore[arg-type]
     assert info.value.field == flag
+
+
+def test_health_check() -> None:
+    c = cluster_from_yaml(
+        NODE
+        + "health_check:\n  program: /usr/sbin/nhc -t 60\n  interval: 300\n"
+        + "  fatal_xids: [79]\n  gpus: false\n  gpu_interval: 10\n"
+    )
+    assert c.health.program == "/usr/sbin/nhc -t 60" and c.health.interval_s == 300.0
+    assert c.health.fatal_xids == frozenset({79}) and not c.health.gpus
+    assert c.health.gpu_interval_s == 10.0
+    default = cluster_from_yaml(NODE).health
+    assert default.program is None and default.gpus and 79 in default.fatal_xids
+    with pytest.raises(ConfigError, match=r"health_check\.interval.*needs a program"):
+        cluster_from_yaml(NODE + "health_check:\n  interval: 60\n")
+    with pytest.raises(ConfigError, match=r"health_check\.fatal_xids\[0\]"):
+        cluster_from_yaml(NODE + "health_check:\n  fatal_xids: [abc]\n")

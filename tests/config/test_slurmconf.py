@@ -271,3 +271,11 @@ def test_errors_name_the_file_the_line_and_the_key(
 ) -> None:
     text = _error(conf, topology, gres)
     assert text.startswith("/etc/slurm/") and where in text and message in text, text
+
+
+def test_health_check_program_and_interval() -> None:
+    conf = "NodeName=n1 CPUs=4 RealMemory=1000\nHealthCheckProgram=/usr/sbin/nhc\n"
+    health = _cluster(conf + "HealthCheckInterval=300\nHealthCheckNodeState=ANY\n").health
+    assert (health.program, health.interval_s) == ("/usr/sbin/nhc", 300.0)
+    assert _cluster("NodeName=n1 CPUs=4 RealMemory=1000\n").health.program is None
+    assert "HealthCheckInterval" in _error(conf + "HealthCheckInterval=often\n")

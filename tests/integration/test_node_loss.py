@@ -18,7 +18,7 @@ def test_a_silent_agent_takes_its_node_down_and_its_job_is_requeued(
 ) -> None:
     pids = workdir / "pids"
     state = tmp_path / "state"
-    with LocalCluster(state, cluster_yaml(2, 8), extra_args=("--dead-after", "2")) as cluster:
+    with LocalCluster(state, cluster_yaml(2, 8), extra_args=("--dead-after", "4")) as cluster:
         [job_id] = cluster.submit(
             command=["sh", "-c", f"echo $$ >> {pids}; echo $SLURMD_NODENAME; sleep 60"],
             gpus_per_task=8,

@@ -51,7 +51,7 @@ def hello(node: str, boot_id: str = "", **kw: Any) -> AgentHello:
 
 def told(c: Controller, node: str, *reports: RunReport, **kw: Any) -> AgentReports:
     """Reports from ``node``'s registered agent."""
-    agent = c.fleet.agents[node]
+    agent = c.fleet.registry.agents[node]
     return AgentReports(boot_id=agent.boot_id, epoch=agent.epoch, reports=list(reports), **kw)
 
 
@@ -112,7 +112,7 @@ def test_a_restarted_controller_knows_every_job_as_it_was(tmp_path: Path) -> Non
         i: (again.job(i).state, again.job(i).run, again.job(i).exit_code) for i in ids
     } == before
     # Nothing is sent to agents until they say what they have.
-    assert all(not a.outbox for a in again.fleet.agents.values())
+    assert all(not a.outbox for a in again.fleet.registry.agents.values())
 
 
 def _exited(c: Controller, node: str, job_id: int, run: int, *used: int) -> None:

@@ -94,8 +94,8 @@ def test_a_second_agent_for_a_live_node_is_refused_and_gets_nothing() -> None:
     holder = "boot-a" if node == "n001" else f"boot-{node}"
     if node != "n001":
         c.register(_hello(node, holder))
-    [launch] = _poll(c, node, holder, c.fleet.agents[node].epoch)
-    assert launch.epoch == c.fleet.agents[node].epoch
+    [launch] = _poll(c, node, holder, c.fleet.registry.agents[node].epoch)
+    assert launch.epoch == c.fleet.registry.agents[node].epoch
     with pytest.raises(Fenced):
         _poll(c, "n001", "boot-b", 0)  # the refused one cannot take commands either
 
@@ -126,7 +126,7 @@ def test_a_waiting_poll_of_a_fenced_agent_is_refused_when_it_is_fenced() -> None
         c.register(_hello("n001", "boot-a"))
         waiting = asyncio.create_task(c.commands("n001", "boot-a", 1, 0, 5.0))
         await asyncio.sleep(0.01)
-        c.fleet.agents["n001"].polling = 0  # as if the poll had gone quiet long ago
+        c.fleet.registry.agents["n001"].polling = 0  # as if the poll had gone quiet long ago
         clock.advance(LEASE + 1)
         c.register(_hello("n001", "boot-b"))
         with pytest.raises(Fenced):
@@ -176,7 +176,7 @@ def test_a_running_job_its_agent_does_not_have_is_requeued_within_a_heartbeat() 
     c.step()
     job = c.job(job_id)
     node = c.cluster.nodes[job.alloc.nodes[0]].name  # type: ignore[union-attr]
-    agent = c.fleet.agents[node]
+    agent = c.fleet.registry.agents[node]
     [launch] = _poll(c, node, agent.boot_id, agent.epoch)
     launch_node = node
     # The agent took it, carried it out (seq), and has nothing: the process is gone.
@@ -190,7 +190,7 @@ def test_a_running_job_its_agent_does_not_have_is_requeued_within_a_heartbeat() 
     assert (job.restarts, job.state.value) == (1, "RUNNING")  # started again, once
     # An inventory that lists it keeps it.
     node = c.cluster.nodes[job.alloc.nodes[0]].name  # type: ignore[union-attr]
-    agent = c.fleet.agents[node]
+    agent = c.fleet.registry.agents[node]
     sent = _poll(
         c, node, agent.boot_id, agent.epoch, after=launch.seq if node == launch_node else 0
     )

@@ -65,9 +65,9 @@ def _running(job_id: int, run: int = 1) -> RunReport:
 def test_a_launch_becomes_one_command_per_node_with_each_tasks_environment() -> None:
     fleet, _ = _fleet()
     fleet.launch(_launch(), 0)
-    [a] = fleet.take("n001", 0, 1)
-    [b] = fleet.take("n002", 0, 1)
-    assert fleet.take("n003", 0, 1) == []
+    [a] = fleet.registry.take("n001", 0, 1)
+    [b] = fleet.registry.take("n002", 0, 1)
+    assert fleet.registry.take("n003", 0, 1) == []
     assert (a.kind, a.job_id, a.run) == ("launch", 7, 1)
     ranks = [t.rank for t in a.tasks] + [t.rank for t in b.tasks]
     assert ranks == [0, 1, 2, 3]
@@ -85,9 +85,9 @@ def test_commands_up_to_after_are_acknowledged_and_dropped() -> None:
     fleet, _ = _fleet()
     fleet.launch(_launch(1, nodes=(0,)), 0)
     fleet.launch(_launch(2, nodes=(0,)), 0)
-    first, second = fleet.take("n001", 0, 1)
-    assert fleet.take("n001", first.seq, 2) == [second]
-    assert fleet.take("n001", second.seq, 3) == []
+    first, second = fleet.registry.take("n001", 0, 1)
+    assert fleet.registry.take("n001", first.seq, 2) == [second]
+    assert fleet.registry.take("n001", second.seq, 3) == []
 
 
 def test_a_gang_ends_when_every_node_has_reported_with_the_highest_code() -> None:
@@ -105,9 +105,9 @@ def test_a_gang_ends_when_every_node_has_reported_with_the_highest_code() -> Non
 def test_a_failed_start_on_one_node_kills_the_rest_and_fails_the_launch() -> None:
     fleet, reports = _fleet()
     fleet.launch(_launch(), 0)
-    fleet.take("n002", 0, 1)
+    fleet.registry.take("n002", 0, 1)
     fleet.reports("n001", [RunReport(job_id=7, run=1, state="failed", reason="no such file")], 5)
-    kill = fleet.take("n002", 1, 6)
+    kill = fleet.registry.take("n002", 1, 6)
     assert [c.kind for c in kill] == ["kill"]
     fleet.reports("n002", [_ended(7, 1, signal=9)], 7)
     assert reports.events == [LaunchFailed(7, 7, 1, "no such file")]
@@ -134,7 +134,7 @@ def test_after_a_restart_agents_get_only_the_launches_they_never_took() -> None:
     fleet.launch(_launch(4, nodes=(1,)), 0)  # running on n002, to be killed
     fleet.kill(Kill(4, 1), 0)
     fleet.finish_replay()
-    assert fleet.take("n001", 0, 1) == [] and fleet.take("n002", 0, 1) == []
+    assert fleet.registry.take("n001", 0, 1) == [] and fleet.registry.take("n002", 0, 1) == []
     acked = fleet.register(
         "n001",
         "b1",
@@ -147,22 +147,22 @@ def test_after_a_restart_agents_get_only_the_launches_they_never_took() -> None:
         10,
     )
     assert sorted(acked) == [(3, 1), (99, 1)]
-    sent = fleet.take("n001", 0, 11)
+    sent = fleet.registry.take("n001", 0, 11)
     assert [(c.kind, c.job_id) for c in sent] == [("launch", 2), ("kill", 99)]
     assert reports.events == [TasksExited(10, 3, 1, 5, 0)]
     fleet.register("n002", "b2", "127.0.0.1", [_running(4)], 12)
-    assert [(c.kind, c.job_id) for c in fleet.take("n002", 0, 13)] == [("kill", 4)]
+    assert [(c.kind, c.job_id) for c in fleet.registry.take("n002", 0, 13)] == [("kill", 4)]
 
 
 def test_an_agent_that_restarted_lost_its_runs() -> None:
     fleet, reports = _fleet()
     fleet.launch(_launch(nodes=(0,)), 0)
-    fleet.take("n001", 0, 1)  # delivered to boot-n001
+    fleet.registry.take("n001", 0, 1)  # delivered to boot-n001
     acked = fleet.register("n001", "another-boot", "127.0.0.1", [], 20, epoch=2)
     assert acked == [(7, 1)]
     # As on a node failure: requeued (it may be), then its end, after the requeue.
     assert reports.events == [Requeue(20, 7, "root"), TasksExited(21, 7, 1, 0, 9)]
-    assert fleet.take("n001", 0, 21) == []  # not started a second time
+    assert fleet.registry.take("n001", 0, 21) == []  # not started a second time
 
 
 def test_a_lost_run_that_may_not_be_requeued_is_killed_on_its_other_nodes() -> None:
@@ -171,11 +171,11 @@ def test_a_lost_run_that_may_not_be_requeued_is_killed_on_its_other_nodes() -> N
     fleet.launch(
         dataclasses.replace(launch, spec=dataclasses.replace(launch.spec, requeue=False)), 0
     )
-    fleet.take("n001", 0, 1)
-    [first] = fleet.take("n002", 0, 1)
+    fleet.registry.take("n001", 0, 1)
+    [first] = fleet.registry.take("n002", 0, 1)
     fleet.register("n001", "another-boot", "127.0.0.1", [], 20, epoch=2)
     assert reports.events == []  # n002 still runs its part
-    assert [c.kind for c in fleet.take("n002", first.seq, 21)] == ["kill"]
+    assert [c.kind for c in fleet.registry.take("n002", first.seq, 21)] == ["kill"]
     fleet.reports("n002", [_ended(7, 1, signal=9)], 22)
     assert reports.events == [TasksExited(22, 7, 1, 0, 9)]
 
@@ -184,14 +184,14 @@ def test_commands_carry_the_epoch_of_the_incarnation_they_are_for() -> None:
     fleet, _ = _fleet()
     fleet.register("n001", "boot-n001", "127.0.0.1", [], 1, epoch=4)
     fleet.launch(_launch(nodes=(0,)), 2)
-    assert [c.epoch for c in fleet.take("n001", 0, 3)] == [4]
+    assert [c.epoch for c in fleet.registry.take("n001", 0, 3)] == [4]
 
 
 def test_a_new_incarnation_gets_only_launches_the_old_one_never_took() -> None:
     fleet, reports = _fleet()
     fleet.launch(_launch(nodes=(0,)), 0)  # queued for boot-n001, never taken
     fleet.register("n001", "another-boot", "127.0.0.1", [], 5, epoch=2)
-    [launch] = fleet.take("n001", 0, 6)
+    [launch] = fleet.registry.take("n001", 0, 6)
     assert (launch.kind, launch.job_id, launch.epoch) == ("launch", 7, 2)
     assert reports.events == []
 
@@ -199,12 +199,12 @@ def test_a_new_incarnation_gets_only_launches_the_old_one_never_took() -> None:
 def test_after_a_controller_restart_a_new_incarnation_never_gets_what_the_old_may_run() -> None:
     reports = Recorder()
     fleet = Fleet(CLUSTER, reports, reports, run_as_submitter=False)
-    fleet.holder("n001", 3, "old-boot")  # from the epoch store: not heard from since
+    fleet.registry.holder("n001", 3, "old-boot")  # from the epoch store: not heard from since
     fleet.replaying = True
     fleet.launch(_launch(nodes=(0,)), 0)
     fleet.finish_replay()
     fleet.register("n001", "new-boot", "127.0.0.1", [], 10, epoch=4)
-    assert fleet.take("n001", 0, 11) == []
+    assert fleet.registry.take("n001", 0, 11) == []
     assert reports.events == [Requeue(10, 7, "root"), TasksExited(11, 7, 1, 0, 9)]
 
 
@@ -212,7 +212,7 @@ def test_the_inventory_ends_the_runs_the_agent_took_and_has_not() -> None:
     fleet, reports = _fleet()
     fleet.launch(_launch(1, nodes=(0,)), 0)
     fleet.launch(_launch(2, nodes=(0,)), 0)
-    first, second = fleet.take("n001", 0, 1)
+    first, second = fleet.registry.take("n001", 0, 1)
     fleet.inventory("n001", [(1, 1)], first.seq, 5)  # the second not carried out yet
     assert reports.events == []
     fleet.inventory("n001", [(1, 1), (2, 1)], second.seq, 6)
@@ -231,8 +231,8 @@ def test_signals_go_to_every_node_still_running_the_run() -> None:
     fleet.launch(_launch(), 0)
     fleet.reports("n001", [_ended(7, 1)], 3)
     fleet.signal(Signal(7, 1, 10), 4)
-    assert [c.kind for c in fleet.take("n001", 1, 5)] == []
-    assert [(c.kind, c.signal) for c in fleet.take("n002", 1, 5)] == [("signal", 10)]
+    assert [c.kind for c in fleet.registry.take("n001", 1, 5)] == []
+    assert [(c.kind, c.signal) for c in fleet.registry.take("n002", 1, 5)] == [("signal", 10)]
 
 
 def test_a_lost_node_ends_its_part_of_every_run() -> None:
@@ -241,7 +241,7 @@ def test_a_lost_node_ends_its_part_of_every_run() -> None:
     fleet.reports("n002", [_ended(7, 1)], 3)
     fleet.node_lost("n001", 9)
     assert reports.events == [TasksExited(9, 7, 1, 0, 9)]
-    assert not fleet.agents["n001"].registered
+    assert not fleet.registry.agents["n001"].registered
 
 
 def test_runs_that_ended_before_the_crash_are_forgotten_after_the_replay() -> None:
@@ -252,7 +252,7 @@ def test_runs_that_ended_before_the_crash_are_forgotten_after_the_replay() -> No
     fleet.launch(_launch(2, nodes=(0,)), 0)  # still running
     fleet.finish_replay(running=[(2, 1)])
     fleet.register("n001", "b1", "127.0.0.1", [], 10)
-    assert [(c.kind, c.job_id) for c in fleet.take("n001", 0, 11)] == [("launch", 2)]
+    assert [(c.kind, c.job_id) for c in fleet.registry.take("n001", 0, 11)] == [("launch", 2)]
     fleet.inventory("n001", [(2, 1)], 99, 12)
     assert reports.events == []  # nothing lost: job 1 is not this fleet's any more
 
@@ -260,10 +260,10 @@ def test_runs_that_ended_before_the_crash_are_forgotten_after_the_replay() -> No
 def test_a_launch_resent_after_a_reregistration_counts_by_its_new_seq() -> None:
     fleet, reports = _fleet()
     fleet.launch(_launch(1, nodes=(0,)), 0)
-    [lost_in_flight] = fleet.take("n001", 0, 1)  # the answer never reached the agent
+    [lost_in_flight] = fleet.registry.take("n001", 0, 1)  # the answer never reached the agent
     fleet.register("n001", "boot-n001", "127.0.0.1", [], 2)  # the same incarnation, again
     fleet.launch(_launch(2, nodes=(0,)), 3)
-    resent, other = fleet.take("n001", 0, 4)
+    resent, other = fleet.registry.take("n001", 0, 4)
     assert (resent.job_id, other.job_id) == (1, 2) and resent.seq > lost_in_flight.seq
     # Carried out up to before the resent launch: job 1 is not missing yet.
     fleet.inventory("n001", [], lost_in_flight.seq, 5)

@@ -120,3 +120,12 @@ def test_srun_jobid_runs_a_step_in_that_jobs_allocation(slurm_env: Path) -> None
         done.stderr
         == "srun: error: --multi-prog: --multi-prog configuration files are not supported\n"
     )
+
+
+def test_srun_mpi_types(slurm_env: Path) -> None:
+    listed = run("srun --mpi=list")
+    assert (listed.stdout, listed.returncode) == ("MPI plugin types are...\n\tnone\n", 0)
+    refused = run("srun --mpi=pmi2 true")
+    assert refused.returncode == 1
+    assert refused.stderr.startswith("srun: error: MPI type 'pmi2' is not supported here")
+    assert "none" in refused.stderr and not refused.stdout

@@ -22,6 +22,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import signal as signals
+import time
 import uuid
 from collections.abc import Iterable
 from typing import Any
@@ -30,14 +31,17 @@ import httpx
 import pydantic
 
 from phalanx.agent.cgroup import Cgroups
+from phalanx.agent.health import Fault, GpuProbe, run_program
 from phalanx.agent.machine import Machine, health, host
 from phalanx.agent.tasks import TaskRunner
 from phalanx.protocol.agent import (
     AgentCommand,
     AgentCommands,
+    AgentFault,
     AgentHello,
     AgentReports,
     AgentWelcome,
+    HealthConfig,
     Refusal,
     ReportsAck,
     RunReport,
@@ -57,6 +61,7 @@ _REGISTER_BACKOFF_CAP_S = 2.0
 _REPORT_BACKOFF_CAP_S = 1.0
 _FIRST_BACKOFF_S = 0.1
 _SAFETY_REAP_S = 1.0
+_LEASE_CHECK_S = 0.2
 _STOP_GRACE_S = 3.0
 _FINAL_REPORT_TIMEOUT_S = 2.0
 _COMMANDS_PER_TURN = 32
@@ -110,6 +115,13 @@ class Agent:
         self._epoch = 0
         """This incarnation's epoch (0 until the first registration)."""
         self._heartbeat_s = 30.0
+        self._health = HealthConfig(gpus=False)
+        """What to check of the node: the controller says at registration."""
+        self._health_known = asyncio.Event()
+        self._lease_s = 0.0
+        """Kill every task after this long without an answered call (the controller's)."""
+        self._heard = time.monotonic()
+        """When the last call the controller answered was sent."""
         self._after = 0
         self._http: httpx.AsyncClient | None = None
 
@@ -172,6 +184,8 @@ class Agent:
                 group.create_task(self._send_reports())
                 group.create_task(self._reap_now_and_then())
                 group.create_task(self._send_inventory())
+                group.create_task(self._check_health())
+                group.create_task(self._keep_lease())
         except* _Fenced:
             raise _Fenced() from None
         except* _Refused:
@@ -236,6 +250,9 @@ class Agent:
         self._controller_id = welcome.controller_id
         self._epoch = welcome.epoch
         self._heartbeat_s = welcome.heartbeat_s
+        self._health = welcome.health
+        self._health_known.set()
+        self._lease_s = welcome.lease_s
         self._after = 0  # the new session numbers its commands afresh
         self._generation += 1
         log.info(
@@ -390,6 +407,76 @@ class Agent:
             # Anything else (unregistered, a controller restarting): the other loops
             # re-register; the next inventory follows that.
 
+    async def _check_health(self) -> None:
+        """Probe the GPUs and run the health program, each at its interval, and report what
+        they find (every time: the controller drains once per reason, and again after an
+        administrator resumed a node still at fault)."""
+        await self._health_known.wait()
+        probe: GpuProbe | None = None
+        if self._health.gpus:
+            fatal = frozenset(self._health.fatal_xids)
+            probe = await asyncio.to_thread(GpuProbe.open, self.machine.gpus, fatal)
+        next_probe = next_program = time.monotonic()
+        try:
+            while True:
+                config = self._health
+                now = time.monotonic()
+                faults: list[Fault] = []
+                if probe is not None and now >= next_probe:
+                    next_probe = now + config.gpu_interval_s
+                    faults += await asyncio.to_thread(probe.probe)
+                if config.program and config.interval_s > 0 and now >= next_program:
+                    next_program = now + config.interval_s
+                    found = await asyncio.to_thread(
+                        run_program, config.program, node=self.machine.name
+                    )
+                    faults += [found] if found is not None else []
+                for fault in faults:
+                    await self._report_fault(fault)
+                due = [next_probe] if probe is not None else []
+                if config.program and config.interval_s > 0:
+                    due.append(next_program)
+                await asyncio.sleep(max(0.05, min(due) - time.monotonic()) if due else 60.0)
+        finally:
+            if probe is not None:
+                probe.close()
+
+    async def _keep_lease(self) -> None:
+        """A node cut off from its controller stops its jobs before the controller gives
+        them to other nodes: after ``lease_s`` without an answered call, every task is
+        killed and its run reported ``lost`` (requeued as on a node failure) once the
+        controller is back. No job runs on two nodes at once."""
+        while True:
+            await asyncio.sleep(_LEASE_CHECK_S)
+            silent = time.monotonic() - self._heard
+            if 0 < self._lease_s < silent and self._runner.running_count():
+                lost = self._runner.lose_all(
+                    f"its agent could not reach the controller for {silent:.1f} s"
+                )
+                if lost:
+                    log.warning("no controller for %.1f s: killed %d runs", silent, lost)
+
+    async def _sent(self, request: httpx.Request) -> None:
+        request.extensions["phalanx_sent"] = time.monotonic()
+
+    async def _answered(self, response: httpx.Response) -> None:
+        sent = response.request.extensions.get("phalanx_sent")
+        if sent is not None and sent > self._heard:
+            self._heard = sent
+
+    async def _report_fault(self, fault: Fault) -> None:
+        body = AgentFault(
+            boot_id=self.boot_id, epoch=max(self._epoch, 1), reason=fault.reason, fatal=fault.fatal
+        )
+        path = f"/v1/agents/{self.machine.name}/faults"
+        try:
+            resp = await self._http_client.post(path, json=body.model_dump(mode="json"))
+        except httpx.HTTPError as exc:
+            log.warning("reporting %r failed: %s", fault.reason, exc)
+            return
+        if resp.status_code != 204:
+            log.warning("reporting %r failed (%d): %s", fault.reason, resp.status_code, resp.text)
+
     async def _reap_now_and_then(self) -> None:
         # SIGCHLDs arriving together are delivered as one; reap() takes all, but a signal
         # lost between a waitpid and the handler's return would otherwise wait for the next.
@@ -462,6 +549,7 @@ class Agent:
             timeout=10.0,
             # The controller is ours to reach directly; a proxy from the environment is not.
             trust_env=False,
+            event_hooks={"request": [self._sent], "response": [self._answered]},
         )
 
     @property

@@ -51,6 +51,8 @@ class _Run:
     """Its processes were put in a cgroup, to remove at the end."""
     ended: bool = False
     """Reported already (a failed launch): its remaining tasks are only reaped."""
+    lost: str = ""
+    """Killed because the controller was out of reach: why (reported ``lost``)."""
     user_s: float = 0.0
     system_s: float = 0.0
     max_rss_kb: int = 0
@@ -140,6 +142,14 @@ class TaskRunner:
     def signal_all(self, sig: int) -> None:
         for run in list(self._running.values()):
             self._signal(run, sig)
+
+    def lose_all(self, reason: str) -> int:
+        """Kill every run, to be reported ``lost`` with ``reason``; answer how many."""
+        runs = [run for run in self._running.values() if not run.lost]
+        for run in runs:
+            run.lost = reason
+            self._signal(run, signals.SIGKILL)
+        return len(runs)
 
     # ------------------------------------------------------------------ reaping
     def reap(self) -> list[RunReport]:
@@ -258,7 +268,8 @@ class TaskRunner:
             RunReport(
                 job_id=run.key[0],
                 run=run.key[1],
-                state="exited",
+                state="lost" if run.lost else "exited",
+                reason=run.lost,
                 exit_code=run.exit_code,
                 signal=run.signal,
                 at=_now_ms(),

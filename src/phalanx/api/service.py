@@ -19,7 +19,14 @@ from phalanx.domain.jobspec import JobSpec
 from phalanx.domain.jobstep import StepRecord, StepSpec
 from phalanx.domain.rusage import RunUsage
 from phalanx.domain.time import Instant
-from phalanx.protocol.agent import AgentCommand, AgentHello, AgentReports, NodeFacts
+from phalanx.engine.nodes import NodeNote
+from phalanx.protocol.agent import (
+    AgentCommand,
+    AgentFault,
+    AgentHello,
+    AgentReports,
+    NodeFacts,
+)
 from phalanx.sched.job import Job
 
 __all__ = ["Figures", "Service", "StepView"]
@@ -91,6 +98,11 @@ class Service(Protocol):
 
     @property
     def stats(self) -> Figures: ...
+
+    @property
+    def agent_lease_s(self) -> float:
+        """How long an agent keeps its tasks without reaching the controller."""
+        ...
 
     def check(self, spec: JobSpec) -> None:
         """Raise ``SpecError`` for a request that can never run here."""
@@ -190,6 +202,22 @@ class Service(Protocol):
         ...
 
     def node_down(self, name: str) -> bool: ...
+
+    def fault(self, node: str, body: AgentFault) -> None:
+        """The node's holder found a fault: drain the node (``Fenced`` for anyone else)."""
+        ...
+
+    def update_nodes(
+        self, names: Sequence[str], state: str, reason: str, caller: Caller, *, kill: bool = False
+    ) -> None:
+        """Drain, down or resume nodes (``scontrol update NodeName=...``); ``NotAllowed``
+        for a caller who is not an administrator, ``NotFound`` for an unknown node,
+        ``Conflict`` to resume a node in service, ``SpecError`` without a reason."""
+        ...
+
+    def node_note(self, name: str) -> NodeNote | None:
+        """Why the node is drained or downed (state, reason, user, at), if it is."""
+        ...
 
     def agent_registered(self, name: str) -> bool: ...
 

@@ -43,6 +43,7 @@ __all__ = [
     "JobTable",
     "JobUpdate",
     "NodeInfo",
+    "NodeUpdateRequest",
     "PartitionInfo",
     "PriorityInfo",
     "Refusal",
@@ -235,6 +236,20 @@ class SignalRequest(_Wire):
     )
 
 
+class NodeUpdateRequest(_Wire):
+    """``scontrol update NodeName=... State=... Reason=...`` (administrators)."""
+
+    nodes: list[str] = Field(min_length=1, description="node names")
+    state: Literal["drain", "down", "resume", "undrain"] = Field(
+        description="drain: no new jobs, running ones go on; down: out of service, its jobs "
+        "end as on a node failure; resume or undrain: back in service"
+    )
+    reason: str = Field("", max_length=1024, description="required to drain or down")
+    kill: bool = Field(
+        False, description="drain only: end the node's jobs now, as a fatal GPU fault does"
+    )
+
+
 class PriorityInfo(_Wire):
     job_id: int
     user: str
@@ -288,6 +303,10 @@ class NodeInfo(_Wire):
     partitions: list[str]
     agent: bool = Field(description="an agent is connected")
     reason: str = ""
+    reason_user: str | None = Field(
+        default=None, description="who drained or downed it (an administrator, a health check)"
+    )
+    reason_time: int | None = Field(default=None, description="when, ms since the epoch")
     mem_alloc_mb: int = Field(default=0, description="memory held by jobs")
     address: str | None = Field(default=None, description="where its agent registered from")
     arch: str | None = None

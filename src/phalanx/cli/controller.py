@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+from collections.abc import Callable
 from pathlib import Path
 
 TYPE_CHECKING = False  # typing's costs the command's start-up
@@ -67,6 +68,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="API tokens of users over TCP: lines 'TOKEN USER'",
     )
     parser.add_argument(
+        "--agent-tokens",
+        type=Path,
+        metavar="FILE",
+        help="credentials of agents on other hosts: lines 'NODE TOKEN'; an agent with one may "
+        "act for its node only",
+    )
+    parser.add_argument(
         "--no-command-server",
         dest="command_server",
         action="store_false",
@@ -126,6 +134,8 @@ def run(args: argparse.Namespace) -> int:
         dead_after_ms=args.dead_after * 1000,
         tokens=_tokens(args.tokens) if args.tokens is not None else {},
     )
+    if args.agent_tokens is not None:
+        opts.agent_tokens = _agent_tokens(args.agent_tokens, opts.cluster.node_index)
     opts.state.make()
     server = _command_server(opts.state.root) if args.command_server else None
     try:
@@ -185,6 +195,26 @@ def _command_server(root: Path) -> _CommandServer | None:
         # The Slurm shims fall back to their Python selves: slower, not broken.
         logging.getLogger("phalanx.controller").warning("no command server: %s", exc)
         return None
+
+
+def _agent_tokens(path: Path, node_index: Callable[[str], int | None]) -> dict[str, str]:
+    """``NODE TOKEN`` lines -> token -> node; each node of the cluster, each token once."""
+    from phalanx.errors import InputError
+
+    out: dict[str, str] = {}
+    for number, line in enumerate(path.read_text().splitlines(), start=1):
+        words = line.split("#")[0].split()
+        if not words:
+            continue
+        if len(words) != 2:
+            raise InputError("expected 'NODE TOKEN'", source=str(path), line=number)
+        node, token = words
+        if node_index(node) is None:
+            raise InputError(f"no node {node!r} in the cluster", source=str(path), line=number)
+        if token in out:
+            raise InputError("a token given twice", source=str(path), line=number)
+        out[token] = node
+    return out
 
 
 def _tokens(path: Path) -> dict[str, str]:

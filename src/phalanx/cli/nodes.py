@@ -1,7 +1,7 @@
 """``phalanx nodes``: one line per node, like ``sinfo -N``.
 
 Columns: NODE, STATE, GPUS and CPUS as allocated/total, MEMORY, PARTITIONS, LEAF (the
-node's leaf switch).
+node's leaf switch), REASON (why a node is drained or down, and who said so).
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from phalanx.client.wirecall import ApiError, ControllerUnreachable
 
 __all__ = ["HEADER", "add_arguments", "format_memory", "row", "run"]
 
-HEADER = ("NODE", "STATE", "GPUS", "CPUS", "MEMORY", "PARTITIONS", "LEAF")
+HEADER = ("NODE", "STATE", "GPUS", "CPUS", "MEMORY", "PARTITIONS", "LEAF", "REASON")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -48,7 +48,16 @@ def row(node: Mapping[str, Any]) -> list[str]:
         format_memory(int(node["memory_mb"])),
         ",".join(node.get("partitions") or []) or "-",
         str(node.get("leaf") or "-"),
+        _reason(node),
     ]
+
+
+def _reason(node: Mapping[str, Any]) -> str:
+    reason = str(node.get("reason") or "")
+    if not reason:
+        return "-"
+    by = node.get("reason_user")
+    return f"{reason} [{by}]" if by else reason
 
 
 def format_memory(mb: int) -> str:

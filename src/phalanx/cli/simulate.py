@@ -132,6 +132,27 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="mean repair time of a failed node (needs --mtbf)",
     )
     sim.add_argument(
+        "--gpu-mtbf",
+        metavar="HOURS",
+        type=_positive_float,
+        help="mean time between GPU faults of each node, found by its health checks: the "
+        "node is drained (needs --gpu-repair)",
+    )
+    sim.add_argument(
+        "--gpu-repair",
+        metavar="HOURS",
+        type=_positive_float,
+        help="mean time from a GPU fault until the node is resumed (needs --gpu-mtbf)",
+    )
+    sim.add_argument(
+        "--fatal-fraction",
+        metavar="F",
+        type=_fraction,
+        default=0.5,
+        help="share of GPU faults that are fatal Xids, requeueing the node's jobs at once "
+        "(default 0.5; the others let running jobs finish)",
+    )
+    sim.add_argument(
         "--mfu",
         metavar="F",
         type=_fraction,
@@ -175,9 +196,7 @@ def run(args: argparse.Namespace) -> int:
         workload,
         _build_cluster(args, workload.fmt),
         profiles,
-        faults=None
-        if args.mtbf is None
-        else FaultModel(round(args.mtbf * HOUR), round(args.repair * HOUR), args.seed),
+        faults=_faults(args),
         mfu=args.mfu,
         checkpoint_save_ms=round(args.checkpoint_save * SECOND),
         checkpoint_restore_ms=round(args.checkpoint_restore * SECOND),
@@ -224,11 +243,27 @@ def _build_cluster(args: argparse.Namespace, fmt: str | None) -> ClusterChoice:
     raise InputError("name the cluster: --cluster FILE or --nodes N", field="--cluster")
 
 
+def _faults(args: argparse.Namespace) -> FaultModel | None:
+    if args.mtbf is None and args.gpu_mtbf is None:
+        return None
+    return FaultModel(
+        None if args.mtbf is None else round(args.mtbf * HOUR),
+        round((args.repair or 0) * HOUR),
+        args.seed,
+        gpu_mtbf=None if args.gpu_mtbf is None else round(args.gpu_mtbf * HOUR),
+        gpu_repair=round((args.gpu_repair or 0) * HOUR),
+        fatal_fraction=args.fatal_fraction,
+    )
+
+
 def _check_combinations(args: argparse.Namespace) -> None:
     """Argument combinations argparse cannot express."""
-    if (args.mtbf is None) != (args.repair is None):
-        given, missing = ("--mtbf", "--repair") if args.repair is None else ("--repair", "--mtbf")
-        raise InputError(f"needed with {given}", field=missing)
+    for first, second in (("mtbf", "repair"), ("gpu_mtbf", "gpu_repair")):
+        a, b = getattr(args, first), getattr(args, second)
+        if (a is None) != (b is None):
+            flags = ("--" + first.replace("_", "-"), "--" + second.replace("_", "-"))
+            given, missing = flags if b is None else flags[::-1]
+            raise InputError(f"needed with {given}", field=missing)
     if args.cluster is not None:
         for flag, value in (
             ("--gpus-per-node", args.gpus_per_node),

@@ -36,6 +36,12 @@ YAML format (every key but ``nodes`` is optional; see ``examples/cluster.yaml``)
     qos:                          # "normal" (priority 0) is added if absent
       - {name: high, priority: 1000, preempt: [normal], preempt_mode: requeue,
          grace_time: 60, max_gpus_per_account: null}
+    health_check:                 # what agents check (Slurm's HealthCheckProgram/Interval)
+      program: /usr/sbin/nhc      # a non-zero exit or a "DRAIN reason" line drains the node
+      interval: 300               # seconds between runs; 0 (default) runs no program
+      fatal_xids: [48, 79]        # Xid errors that requeue the node's jobs at once
+      gpus: true                  # NVML probes (Xid, ECC, PCIe link, throttling, GPU count)
+      gpu_interval: 30            # seconds between GPU probes
 
 Times are read from the scalar's text, so unquoted ``1:00:00`` is not YAML 1.1's sexagesimal
 3600. ``null`` means "absent". Every error is a ``ConfigError`` naming the source, the line and
@@ -53,6 +59,7 @@ import yaml
 
 from phalanx.config.yamlfield import YamlField, compose_yaml, optional
 from phalanx.domain.cluster import Account, Cluster, Node, Partition, PreemptMode, Qos, Switch
+from phalanx.domain.health import DEFAULT_FATAL_XIDS, HealthCheck
 from phalanx.domain.hostlist import compress, expand
 from phalanx.domain.time import MINUTE, SECOND, Duration
 from phalanx.errors import ConfigError
@@ -71,6 +78,7 @@ _TOP_KEYS = (
     "partitions",
     "accounts",
     "qos",
+    "health_check",
 )
 _MEMORY = re.compile(r"^(\d+)\s*([KMGT]?)$", re.IGNORECASE)
 _UNIT_MB = {"": 1, "M": 1, "G": 1024, "T": 1024 * 1024}
@@ -162,6 +170,27 @@ def cluster_from_yaml(text: str, source: str = "<cluster>") -> Cluster:
         name=top["name"].as_str() if "name" in top else "cluster",
         enforce_part_limits=optional(top, "enforce_part_limits", YamlField.as_bool, False),
         enforce_qos=optional(top, "enforce_qos", YamlField.as_bool, False),
+        health=_parse_health(top.get("health_check")),
+    )
+
+
+def _parse_health(field: YamlField | None) -> HealthCheck:
+    if field is None:
+        return HealthCheck()
+    spec = field.mapping(("program", "interval", "fatal_xids", "gpus", "gpu_interval"))
+    program = spec["program"].as_str() if "program" in spec else None
+    interval = optional(spec, "interval", YamlField.as_int, 0)
+    if program is None and interval:
+        raise spec["interval"].error("an interval needs a program to run")
+    xids = DEFAULT_FATAL_XIDS
+    if "fatal_xids" in spec:
+        xids = frozenset(item.as_int(minimum=1) for item in spec["fatal_xids"].sequence())
+    return HealthCheck(
+        program=program,
+        interval_s=float(interval),
+        fatal_xids=xids,
+        gpus=optional(spec, "gpus", YamlField.as_bool, True),
+        gpu_interval_s=float(optional(spec, "gpu_interval", lambda f: f.as_int(minimum=1), 30)),
     )
 
 

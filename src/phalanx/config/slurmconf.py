@@ -18,6 +18,8 @@ What is read (everything else in slurm.conf is read past; nothing here does I/O)
   CANCEL and REQUEUE are kept; GANG and WITHIN are read past; SUSPEND is an error.
 * ``TopologyPlugin`` other than tree/block (or absent) makes topology.conf be ignored
   (``topology/flat``, ``topology/none``, ...); see ``slurmconf_topology`` for that file.
+* ``HealthCheckProgram`` and ``HealthCheckInterval`` -> ``Cluster.health`` (the agents run
+  the program; ``HealthCheckNodeState`` is read past: every node is checked).
 * ``EnforcePartLimits`` ALL, ANY or YES (default NO) -> ``Cluster.enforce_part_limits``;
   ``AccountingStorageEnforce`` with ``qos`` or ``all`` -> ``Cluster.enforce_qos``.
 * gres.conf gives a node's GPU model when its ``Gres`` has no type, and its GPU count when
@@ -37,6 +39,7 @@ from phalanx.config.slurmconf_gres import GpuSpec, gres_conf_gpus, parse_gres
 from phalanx.config.slurmconf_lines import ConfLine, ConfValue, IncludeReader, conf_lines
 from phalanx.config.slurmconf_topology import topology_from_lines
 from phalanx.domain.cluster import Account, Cluster, Node, Partition, PreemptMode, Qos
+from phalanx.domain.health import HealthCheck
 from phalanx.domain.hostlist import expand
 from phalanx.domain.time import MINUTE, SECOND, Duration, parse_duration
 from phalanx.errors import ConfigError, InputError
@@ -201,6 +204,18 @@ def cluster_from_slurm_conf_text(
         name=cluster_name.text if cluster_name is not None else "cluster",
         enforce_part_limits=_enforce_part_limits(globals_.get("enforcepartlimits")),
         enforce_qos=_enforce_qos(globals_.get("accountingstorageenforce")),
+        health=_health(globals_),
+    )
+
+
+def _health(globals_: dict[str, ConfValue]) -> HealthCheck:
+    """``HealthCheckProgram`` and ``HealthCheckInterval`` (seconds; 0, the default, runs no
+    program, as in Slurm)."""
+    program = globals_.get("healthcheckprogram")
+    interval = globals_.get("healthcheckinterval")
+    return HealthCheck(
+        program=program.text if program is not None else None,
+        interval_s=float(_int(interval)) if interval is not None else 0.0,
     )
 
 

@@ -10,6 +10,7 @@ import enum
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from phalanx.domain.health import HealthCheck
 from phalanx.domain.state import Reason
 from phalanx.domain.time import Duration
 
@@ -130,6 +131,8 @@ class Cluster:
     enforce_qos: bool = False
     """Slurm's ``AccountingStorageEnforce=qos``: refuse a QOS the cluster does not define. Off,
     as in Slurm, the job keeps the name it asked for and runs with ``DEFAULT_QOS``'s factors."""
+    health: HealthCheck = field(default_factory=HealthCheck)
+    """What the agents check of their nodes (``health_check``; slurm.conf HealthCheck*)."""
     _by_name: dict[str, int] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:

@@ -32,9 +32,6 @@ from phalanx.engine.decisions import (
     Ended,
     Exited,
     LaunchLost,
-    NodeFailure,
-    NodeWentDown,
-    NodeWentUp,
     Rejected,
     RequeueAsked,
     Requeued,
@@ -52,12 +49,14 @@ from phalanx.engine.events import (
     LaunchFailed,
     NodeDown,
     NodeUp,
+    NodeUpdate,
     Requeue,
     Submit,
     TasksExited,
     TimerFired,
     Update,
 )
+from phalanx.engine.nodes import Nodes
 from phalanx.engine.queue import PendingQueue
 from phalanx.engine.scheduling import Recipe
 from phalanx.engine.scheduling.context import PassView
@@ -118,6 +117,10 @@ class Engine:
         self.running_jobs: dict[int, Job] = {}
         """Jobs in state RUNNING (not COMPLETING), for plugins that look at them."""
         self.statuses = Statuses(self.jobs, self._waiting)
+        self.nodes = Nodes(
+            self.state, self.jobs, self._ending, self.decisions, self.emit, self._clock,
+            self._serving_changed,
+        )  # fmt: skip
         self.holds = Holds(self.state, self.decisions, self._clock)
         self.preemption = Preemption(
             cluster, self.points.post_filter, self._ending, self.state, self.decisions,
@@ -213,11 +216,11 @@ class Engine:
             case LaunchFailed(job_id=job_id, run=run, reason=reason):
                 self._on_launch_failed(job_id, run, reason)
             case NodeDown(node=node):
-                self._on_node_down(node)
+                self.nodes.went_down(node)
             case NodeUp(node=node):
-                self.state.set_up(node, True)
-                self.decisions.add(NodeWentUp(self._now, node))
-                self._request_pass()
+                self.nodes.came_up(node)
+            case NodeUpdate():
+                self.nodes.update(event)
         return out
 
     def submit(self, spec: JobSpec, at: Instant) -> list[int]:
@@ -528,19 +531,10 @@ class Engine:
         transition(job, JobState.PENDING)
         self._make_eligible_or_wait(job)
 
-    def _on_node_down(self, node: int) -> None:
-        self.state.set_up(node, False)
-        self.decisions.add(NodeWentDown(self._now, node))
-        for jid, run in list(self.state.running.items()):
-            job = self.jobs[jid]
-            if (
-                node in run.alloc.nodes
-                and job.state is JobState.RUNNING
-                and jid not in self._ending.failing
-            ):
-                self._ending.failing.add(jid)
-                self.decisions.add(NodeFailure(self._now, jid, job.run, node))
-                self._out.append(Kill(jid, job.run))
+    def _serving_changed(self, node: int, serving: bool) -> None:
+        if serving:
+            self._request_pass()
+            return
         for job in list(self._queue):
             if job.holds and any(node in a.nodes for a in job.holds):
                 self.view.unreserve(job)

@@ -17,6 +17,7 @@ __all__ = [
     "LaunchFailed",
     "NodeDown",
     "NodeUp",
+    "NodeUpdate",
     "Requeue",
     "Submit",
     "TasksExited",
@@ -122,6 +123,22 @@ class NodeUp:
     node: int
 
 
+@dataclass(frozen=True, slots=True)
+class NodeUpdate:
+    """An administrator's (or a health check's) change of a node's state, as ``scontrol
+    update NodeName=N State=S Reason=R``: ``drain`` (no new jobs; running jobs go on unless
+    ``kill``), ``down`` (out of service, its jobs killed as on a node failure, until resumed
+    even while its agent answers) or ``resume`` (back in service)."""
+
+    at: Instant
+    node: int
+    state: str
+    reason: str = ""
+    user: str = "root"
+    kill: bool = False
+    """``drain`` only: end the node's jobs now, as on a node failure (a fatal GPU fault)."""
+
+
 Event = (
     Submit
     | Cancel
@@ -133,4 +150,5 @@ Event = (
     | TimerFired
     | NodeDown
     | NodeUp
+    | NodeUpdate
 )

@@ -16,15 +16,25 @@ import logging
 from collections.abc import Callable
 
 from phalanx.domain.time import SECOND, Duration, Instant
-from phalanx.engine import NodeDown, NodeUp
+from phalanx.engine import NodeDown, NodeUp, NodeUpdate
 from phalanx.errors import NotFound, PhalanxError
+from phalanx.live.agents import Agent, RunKey
 from phalanx.live.epochs import EpochStore
 from phalanx.live.fencing import admit, check
-from phalanx.live.fleet import Agent, Fleet, RunKey
-from phalanx.protocol.agent import AgentCommand, AgentHello, AgentReports, NodeFacts
+from phalanx.live.fleet import Fleet
+from phalanx.protocol.agent import (
+    AgentCommand,
+    AgentFault,
+    AgentHello,
+    AgentReports,
+    NodeFacts,
+)
 from phalanx.runtime import Clock, Driver
 
-__all__ = ["AgentDesk"]
+__all__ = ["HEALTH_USER", "AgentDesk"]
+
+HEALTH_USER = "healthcheck"
+"""Who drained a node whose agent found a fault (``sinfo -R``'s USER)."""
 
 log = logging.getLogger("phalanx.controller")
 
@@ -53,12 +63,12 @@ class AgentDesk:
         self._accepted = accepted
         self._down: set[str] = set()
         for node, (epoch, boot_id) in epochs.load().items():
-            if node in fleet.agents:
-                fleet.holder(node, epoch, boot_id)
+            if node in fleet.registry.agents:
+                fleet.registry.holder(node, epoch, boot_id)
 
     def end_polls(self) -> None:
         """Answer every waiting long poll now (empty): the controller is stopping."""
-        for agent in self.fleet.agents.values():
+        for agent in self.fleet.registry.agents.values():
             agent.wake.set()
 
     # ------------------------------------------------------------------ the protocol
@@ -109,6 +119,25 @@ class AgentDesk:
         self._accepted()
         return acked
 
+    def fault(self, node: str, body: AgentFault) -> None:
+        """A fault the node's holder found: the node is drained (by ``HEALTH_USER``), once
+        per reason; a fatal one also ends its jobs now. A node an administrator took out of
+        service keeps the administrator's note."""
+        agent = self._agent(node)
+        check(agent, body.boot_id, body.epoch)
+        index = self.fleet.cluster.node_index(node)
+        assert index is not None
+        note = self.loop.engine.nodes.notes.get(index)
+        known = note is not None and (note.user != HEALTH_USER or note.reason == body.reason)
+        if known and not body.fatal:
+            return
+        log.warning("node %s: %s%s", node, body.reason, " (fatal)" if body.fatal else "")
+        now = self.clock.now()
+        self.loop.accept(
+            [NodeUpdate(now, index, "drain", body.reason, HEALTH_USER, kill=body.fatal)]
+        )
+        self._accepted()
+
     async def commands(
         self,
         node: str,
@@ -126,7 +155,7 @@ class AgentDesk:
         check(agent, boot_id, epoch)
         if health:
             agent.facts.update(health)
-        out = self.fleet.take(node, after, self.clock.now())
+        out = self.fleet.registry.take(node, after, self.clock.now())
         if out or wait <= 0:
             return out
         # An agent waiting here is alive; it comes back well within the liveness limit.
@@ -138,13 +167,21 @@ class AgentDesk:
         finally:
             agent.polling -= 1
         check(agent, boot_id, epoch)
-        return self.fleet.take(node, after, self.clock.now())
+        return self.fleet.registry.take(node, after, self.clock.now())
 
     def _agent(self, node: str) -> Agent:
-        agent = self.fleet.agents.get(node)
+        agent = self.fleet.registry.agents.get(node)
         if agent is None:
             raise NotFound(f"node {node!r} is not in the cluster definition")
         return agent
+
+    @property
+    def agent_lease_s(self) -> float:
+        """How long an agent keeps its tasks without reaching this controller: half the
+        liveness limit, so that a node cut off has stopped its jobs before they are
+        requeued elsewhere (the agent counts from when it sent its last call that was
+        answered, which is no later than when this controller saw it)."""
+        return self._dead_after / 2000
 
     def _holder_alive(self, agent: Agent, now: Instant) -> bool:
         """Whether the incarnation holding the node may still be acting for it: polling
@@ -164,7 +201,7 @@ class AgentDesk:
             return  # a restarted controller gives agents time to come back
         dead = [
             a.node
-            for a in self.fleet.agents.values()
+            for a in self.fleet.registry.agents.values()
             if a.node not in self._down
             and not a.polling
             and now - max(a.seen, self.started) > self._dead_after
@@ -194,13 +231,13 @@ class AgentDesk:
         return name in self._down
 
     def registered(self, name: str) -> bool:
-        agent = self.fleet.agents.get(name)
+        agent = self.fleet.registry.agents.get(name)
         return agent is not None and agent.registered
 
     def node_facts(self, name: str) -> NodeFacts:
         """What the node's agent told of its machine, and where and when it registered
         (``NodeInfo`` fields; none without a registered agent)."""
-        agent = self.fleet.agents.get(name)
+        agent = self.fleet.registry.agents.get(name)
         if agent is None or not agent.registered:
             return NodeFacts()
         return {**agent.facts, "address": agent.address, "agent_start": agent.started}

@@ -27,7 +27,8 @@ from phalanx.domain.jobspec import JobSpec
 from phalanx.domain.jobstep import StepSpec
 from phalanx.domain.state import JobState, Reason
 from phalanx.domain.time import Duration, Instant
-from phalanx.engine import Cancel, Engine, Requeue, Signal, Update
+from phalanx.engine import Cancel, Engine, NodeUpdate, Requeue, Signal, Update
+from phalanx.engine.nodes import UPDATE_STATES, NodeNote
 from phalanx.errors import Conflict, NotAllowed, NotFound, SpecError
 from phalanx.live.agentdesk import AgentDesk
 from phalanx.live.clock import WallClock
@@ -35,7 +36,13 @@ from phalanx.live.epochs import EpochStore, MemoryEpochs
 from phalanx.live.fleet import DEAD_AFTER, Fleet, RunKey, Step, StepError
 from phalanx.live.journal import Journal
 from phalanx.live.ledger import Ledger
-from phalanx.protocol.agent import AgentCommand, AgentHello, AgentReports, NodeFacts
+from phalanx.protocol.agent import (
+    AgentCommand,
+    AgentFault,
+    AgentHello,
+    AgentReports,
+    NodeFacts,
+)
 from phalanx.runtime import Clock, Driver
 from phalanx.sched.job import Job
 from phalanx.sched.profile import Profile
@@ -279,12 +286,12 @@ class Controller:
         if job.state is not JobState.RUNNING:
             raise Conflict(f"job {job_id} is {job.state.value}, not RUNNING")
         try:
-            return self.fleet.start_step(job_id, job.run, request, self.clock.now())
+            return self.fleet.steps.start(job_id, job.run, request, self.clock.now())
         except StepError as exc:
             raise SpecError(str(exc), field="nodes") from None
 
     async def step_info(self, job_id: int, step_no: int, wait: float) -> Step:
-        step = self.fleet.step(job_id, step_no)
+        step = self.fleet.steps.get(job_id, step_no)
         if step is None:
             raise NotFound(f"no step {job_id}.{step_no}")
         if step.waiting and wait > 0:
@@ -295,15 +302,15 @@ class Controller:
     def running_steps(self, job_ids: Iterable[int] | None = None) -> list[Step]:
         """The steps of the jobs running now (of ``job_ids`` only, if given); an ended job's
         are on the job (``Job.steps``)."""
-        return self.fleet.running_steps(job_ids)
+        return self.fleet.steps.running(job_ids)
 
     def kill_step(self, job_id: int, step_no: int, caller: Caller) -> None:
         job = self.job(job_id)
         if not (caller.admin or job.spec.user == caller.name):
             raise NotAllowed(f"job {job.id} belongs to {job.spec.user}, not {caller.name}")
-        if self.fleet.step(job_id, step_no) is None:
+        if self.fleet.steps.get(job_id, step_no) is None:
             raise NotFound(f"no step {job_id}.{step_no}")
-        self.fleet.kill_step(job_id, step_no)
+        self.fleet.steps.kill(job_id, step_no)
 
     def signal(self, job_id: int, caller: Caller, signal: int, target: str = "steps") -> list[int]:
         """``scancel --signal``: send a signal to the tasks of running jobs; nothing changes
@@ -320,7 +327,7 @@ class Controller:
             if target != "steps" or not job.spec.batch:
                 self.fleet.signal(Signal(job.id, job.run, signal), self.clock.now())
             if target != "batch":
-                self.fleet.signal_steps(job.id, signal)
+                self.fleet.steps.signal(job.id, signal)
         return [j.id for j in running]
 
     def priorities(self) -> list[Job]:
@@ -448,8 +455,57 @@ class Controller:
     ) -> list[AgentCommand]:
         return await self.agents.commands(node, boot_id, epoch, after, wait, health)
 
+    @property
+    def agent_lease_s(self) -> float:
+        return self.agents.agent_lease_s
+
+    def fault(self, node: str, body: AgentFault) -> None:
+        self.agents.fault(node, body)
+
     def node_down(self, name: str) -> bool:
-        return self.agents.node_down(name)
+        index = self.cluster.node_index(name)
+        admin_down = index is not None and self.engine.nodes.is_down(index)
+        return admin_down or self.agents.node_down(name)
+
+    # ------------------------------------------------------------------ node states
+    def update_nodes(
+        self, names: Sequence[str], state: str, reason: str, caller: Caller, *, kill: bool = False
+    ) -> None:
+        """``scontrol update NodeName=... State=... Reason=...``: ``drain`` (running jobs go
+        on, none start; ``kill`` ends them now, as a fatal fault does), ``down`` (its jobs end
+        as on a node failure), ``resume`` or ``undrain`` (back in service). Administrators
+        only; a reason is required to drain or down; every node is checked before any
+        changes."""
+        if not caller.admin:
+            raise NotAllowed(f"{caller.name} is not an administrator")
+        state = "resume" if state.lower() == "undrain" else state.lower()
+        if state not in UPDATE_STATES:
+            raise SpecError(
+                f"invalid node state {state!r}: one of drain, down, resume, undrain", field="state"
+            )
+        if state != "resume" and not reason.strip():
+            raise SpecError("a reason is required to drain or down a node", field="reason")
+        if not names:
+            raise SpecError("no node named", field="nodes")
+        self.loop.settle()
+        indexes = []
+        for name in names:
+            index = self.cluster.node_index(name)
+            if index is None:
+                raise NotFound(f"no node {name!r}")
+            if state == "resume" and index not in self.engine.nodes.notes:
+                raise Conflict(f"node {name} is neither drained nor down")
+            indexes.append(index)
+        now = self.clock.now()
+        self.loop.accept([NodeUpdate(now, i, state, reason, caller.name, kill) for i in indexes])
+        self._accepted()
+        self.loop.settle()  # the answer shows the nodes as they are now
+
+    def node_note(self, name: str) -> NodeNote | None:
+        """The administrator's (or health check's) note on the node, if it is drained or
+        downed."""
+        index = self.cluster.node_index(name)
+        return None if index is None else self.engine.nodes.notes.get(index)
 
     def agent_registered(self, name: str) -> bool:
         return self.agents.registered(name)

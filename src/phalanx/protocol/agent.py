@@ -26,9 +26,11 @@ __all__ = [
     "NODE_PATTERN",
     "AgentCommand",
     "AgentCommands",
+    "AgentFault",
     "AgentHello",
     "AgentReports",
     "AgentWelcome",
+    "HealthConfig",
     "NodeFacts",
     "Refusal",
     "RefusalReason",
@@ -83,7 +85,9 @@ class RunReport(_Wire):
 
     job_id: int = Field(ge=0)
     run: int = Field(ge=0)
-    state: Literal["running", "exited", "failed"]
+    state: Literal["running", "exited", "failed", "lost"]
+    """``lost``: the agent killed it because it could not reach its controller for longer
+    than its lease (``AgentWelcome.lease_s``): it ends as on a node failure."""
     exit_code: int = 0
     signal: int = 0
     reason: str = ""
@@ -118,11 +122,29 @@ class AgentHello(_Wire):
     free_mem_mb: int | None = Field(default=None, ge=0)
 
 
+class HealthConfig(_Wire):
+    """What the agent checks of its node (the cluster's ``health_check``)."""
+
+    program: str | None = Field(default=None, description="HealthCheckProgram")
+    interval_s: float = Field(default=0.0, ge=0, description="HealthCheckInterval; 0: no program")
+    fatal_xids: list[int] = Field(default_factory=list, description="Xids that requeue at once")
+    gpus: bool = Field(default=True, description="probe the GPUs through NVML")
+    gpu_interval_s: float = Field(default=30.0, gt=0, description="between GPU probes")
+
+
 class AgentWelcome(_Wire):
     controller_id: str
     node: str
     epoch: int = Field(ge=1, description="this incarnation's epoch: carry it on every call")
     heartbeat_s: float
+    health: HealthConfig = Field(default_factory=HealthConfig)
+    lease_s: float = Field(
+        default=0.0,
+        ge=0,
+        description="kill every task when no call has reached the controller for this long "
+        "(0: never); shorter than the controller's --dead-after, so a node cut off stops "
+        "its jobs before they are requeued elsewhere",
+    )
     acked: list[list[int]] = Field(
         default_factory=list, description="[job_id, run] of ended runs now journaled: forget them"
     )
@@ -176,6 +198,16 @@ class AgentReports(_Wire):
     reports: list[RunReport]
     inventory: bool = False
     after: int = Field(default=0, ge=0)
+
+
+class AgentFault(_Wire):
+    """A fault the node's holder found on its node: the node is drained with ``reason``
+    (and, when ``fatal``, its jobs end at once, as on a node failure)."""
+
+    boot_id: str = Field(pattern=BOOT_ID_PATTERN)
+    epoch: int = Field(ge=1, le=EPOCH_MAX)
+    reason: str = Field(min_length=1, max_length=256)
+    fatal: bool = False
 
 
 class Refusal(_Wire):

@@ -41,6 +41,8 @@ class ControllerOptions:
     epilog_ms: int = 0
     dead_after_ms: int = 60_000
     tokens: dict[str, str] = field(default_factory=dict)
+    agent_tokens: dict[str, str] = field(default_factory=dict)
+    """token -> node: agents on other hosts, each with its own node's credential."""
 
 
 class _Server(uvicorn.Server):
@@ -97,7 +99,10 @@ async def serve(opts: ControllerOptions) -> None:
     )
     replayed = controller.recover()
     log.info("recovered %d journaled inputs; %d jobs known", replayed, len(controller.engine.jobs))
-    app = create_app(controller, Access(tokens=tokens, admins=opts.admins, owner_uid=owner))
+    access = Access(
+        tokens=tokens, admins=opts.admins, owner_uid=owner, agent_tokens=opts.agent_tokens
+    )
+    app = create_app(controller, access)
     sockets = [_unix_socket(state.socket), _tcp_socket(opts.host, opts.port)]
     port = sockets[1].getsockname()[1]
     state.port.write_text(f"{port}\n")

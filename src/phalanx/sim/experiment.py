@@ -275,7 +275,13 @@ def write_results(path: str, experiment: Experiment, results: Mapping[str, Polic
         "checkpoint_restore_s": experiment.checkpoint_restore_ms / SECOND,
         "faults": None
         if faults is None
-        else {"mtbf_hours": faults.mtbf / HOUR, "repair_hours": faults.repair / HOUR},
+        else {
+            "mtbf_hours": None if faults.mtbf is None else faults.mtbf / HOUR,
+            "repair_hours": faults.repair / HOUR,
+            "gpu_mtbf_hours": None if faults.gpu_mtbf is None else faults.gpu_mtbf / HOUR,
+            "gpu_repair_hours": faults.gpu_repair / HOUR,
+            "fatal_fraction": faults.fatal_fraction,
+        },
     }
     if experiment.per_account:
         extra["accounts"] = {

@@ -144,7 +144,16 @@ _ROWS: tuple[tuple[str, str, str, str, str, str, tuple[str, ...]], ...] = (
     ("mem-per-cpu", "", _V, "bsa", _I, "", ()),
     ("mem-per-gpu", "", _V, "bsa", _I, "", ()),
     ("mincpus", "", _V, "bsa", _G, "CPUs per node follow from tasks and --cpus-per-task", ()),
-    ("mpi", "", _V, "s", _G, "no PMI: tasks get SLURM_* variables (torchrun, MPI launchers)", ()),
+    (
+        "mpi",
+        "",
+        _V,
+        "s",
+        _I,
+        "`none` (tasks get SLURM_* variables: OpenMPI's mpirun, torchrun) and `list`; PMI2 "
+        "and PMIx are refused with a message naming `none`",
+        (),
+    ),
     ("msg-timeout", "", _V, "s", _G, _STEP, ()),
     ("multi-prog", "", _N, "s", _R, "--multi-prog configuration files are not supported", ()),
     ("network", "", _V, "bsa", _G, "no network (switch window) resources", ()),

@@ -156,7 +156,7 @@ SINFO = OptionTable(
         Option("hide", "", _N, _G, _HIDDEN),
         Option("iterate", "i", _V, _G, "prints once; run sinfo again, or watch it"),
         Option("json", "", _N, _R, "the JSON node document is not supported"),
-        Option("list-reasons", "R", _N, _R, "down nodes' reasons show with -N -o '%N %E'"),
+        Option("list-reasons", "R", _N),
         Option("long", "l", _N),
         Option("Node", "N", _N),
         Option("noconvert", "", _N, _G, _NOCONVERT),

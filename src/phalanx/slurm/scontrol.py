@@ -52,7 +52,7 @@ VERSION = "22.05.8"
 def node_record(node: dict[str, Any]) -> Record:
     """``scontrol show node`` for one ``NodeInfo``."""
     cpus, gpus = int(node["cpus"]), int(node["gpus"])
-    state = str(node["state"]).upper() + ("" if node.get("agent", True) else "*")
+    state = node_state(node) + ("" if node.get("agent", True) else "*")
     gres = f"gpu:{node['gpu_model']}:{gpus}" if node.get("gpu_model") else f"gpu:{gpus}"
     cfg = f"cpu={cpus},mem={memory(int(node['memory_mb']))},billing={cpus}"
     alloc = []
@@ -95,8 +95,25 @@ def node_record(node: dict[str, Any]) -> Record:
         "ExtSensorsJoules=n/s ExtSensorsWatts=0 ExtSensorsTemp=n/s",
     ]
     if node.get("reason"):
-        out.append(f"Reason={node['reason']}")
+        by = node.get("reason_user")
+        when = node.get("reason_time")
+        stamp = f" [{by}@{instant(int(when))}]" if by and when is not None else ""
+        out.append(f"Reason={node['reason']}{stamp}")
     return out
+
+
+def node_state(node: dict[str, Any]) -> str:
+    """``State=`` as Slurm prints it: the base state, then ``+DRAIN`` for a drained node
+    (``IDLE+DRAIN`` drained, ``MIXED+DRAIN`` or ``ALLOCATED+DRAIN`` draining)."""
+    state = str(node["state"])
+    if state not in ("drained", "draining"):
+        return state.upper()
+    used, gpus = float(node["gpus_alloc"]), int(node["gpus"])
+    if state == "drained":
+        base = "IDLE"
+    else:
+        base = "MIXED" if 0 < used < gpus or (not used and node["cpus_alloc"]) else "ALLOCATED"
+    return f"{base}+DRAIN"
 
 
 def _time_or_none(ms: int | None) -> str:
@@ -295,8 +312,56 @@ def act(verb: str, args: list[str]) -> int:
 _UPDATE_KEYS = {"jobid": "jobid", "job": "jobid", "timelimit": "time", "priority": "priority"}
 
 
+_NODE_STATES = ("drain", "down", "resume", "undrain")
+
+
+def update_nodes(args: list[str]) -> int:
+    """``update NodeName=LIST State=drain|down|resume|undrain [Reason=TEXT]`` (keys in any
+    case), with Slurm's messages and exit status 1 for what it refuses."""
+    fields: dict[str, str] = {}
+    for arg in args:
+        key, eq, value = arg.partition("=")
+        key = key.lower()
+        if not eq or key not in ("nodename", "state", "reason"):
+            print(f"Update of this parameter is not supported: {arg}", file=sys.stderr)
+            print("Request aborted", file=sys.stderr)
+            return 1
+        fields[key] = value
+    state = fields.get("state", "").lower()
+    if state not in _NODE_STATES:
+        print(f"Invalid input: state={fields.get('state', '')}", file=sys.stderr)
+        print("Request aborted", file=sys.stderr)
+        print("Valid states are: DRAIN DOWN RESUME UNDRAIN", file=sys.stderr)
+        print("Not all states are valid given a node's prior state", file=sys.stderr)
+        return 1
+    reason = fields.get("reason", "")
+    if state in ("drain", "down") and not reason:
+        print(
+            "You must specify a reason when DOWNING or DRAINING a node. Request denied",
+            file=sys.stderr,
+        )
+        return 1
+    try:
+        names = expand(fields.get("nodename", ""))
+    except ValueError:
+        names = []
+    if not names:
+        print("slurm_update error: Invalid node name specified", file=sys.stderr)
+        return 1
+    try:
+        call("PATCH", "/v1/nodes", body={"nodes": names, "state": state, "reason": reason})
+    except ApiError as exc:
+        text = {404: "Invalid node name specified", 409: "Invalid node state specified"}
+        print(f"slurm_update error: {text.get(exc.status) or slurm_error(exc)}", file=sys.stderr)
+        return 1
+    return 0
+
+
 def update(args: list[str]) -> int:
-    """``update JobId=N TimeLimit=T Priority=P`` (keys in any case)."""
+    """``update JobId=N TimeLimit=T Priority=P`` (keys in any case), or a node's state
+    (``update_nodes``)."""
+    if args and args[0].partition("=")[0].lower() == "nodename":
+        return update_nodes(args)
     job_text: str | None = None
     body: dict[str, Any] = {}
     for arg in args:

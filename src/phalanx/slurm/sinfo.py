@@ -22,7 +22,17 @@ from phalanx.slurm.commandline import (
     parse_args,
     unreachable_clusters,
 )
-from phalanx.slurm.format import Spec, clock, compress, expand, parse_long, parse_percent, render
+from phalanx.slurm.format import (
+    Spec,
+    clock,
+    compress,
+    expand,
+    instant,
+    parse_long,
+    parse_percent,
+    render,
+    user_ids,
+)
 from phalanx.slurm.querytables import SINFO
 
 __all__ = ["main"]
@@ -60,7 +70,10 @@ HEADERS = {
     "s": "JOB_SIZE",
     "T": "STATE",
     "t": "STATE",
-    "U": "GRES_USED",
+    "U": "USER",
+    "u": "USER",
+    "H": "TIMESTAMP",
+    "gresused": "GRES_USED",
     "w": "WEIGHT",
     "z": "S:C:T",
 }
@@ -73,7 +86,7 @@ LONG_FIELDS = {
     "Features": "f",
     "FreeMem": "e",
     "Gres": "G",
-    "GresUsed": "U",
+    "GresUsed": "gresused",
     "Groups": "g",
     "Memory": "m",
     "NodeAIOT": "F",
@@ -84,6 +97,9 @@ LONG_FIELDS = {
     "Partition": "P",
     "PartitionName": "R",
     "Reason": "E",
+    "Timestamp": "H",
+    "User": "u",
+    "UserLong": "U",
     "Root": "r",
     "Size": "s",
     "SocketCoreThread": "z",
@@ -94,8 +110,18 @@ LONG_FIELDS = {
 }
 # Summed over a group rather than part of what makes nodes alike.
 AGGREGATE = frozenset("NDCFn")
-SHORT_NODE_STATE = {"allocated": "alloc", "mixed": "mix", "idle": "idle", "down": "down"}
-STATE_RANK = {"mixed": 0, "allocated": 1, "idle": 2, "down": 3}
+SHORT_NODE_STATE = {
+    "allocated": "alloc",
+    "mixed": "mix",
+    "idle": "idle",
+    "down": "down",
+    "drained": "drain",
+    "draining": "drng",
+}
+# Slurm sorts rows by node state, highest first: a drain flag above any base state.
+STATE_RANK = {"draining": 0, "drained": 1, "mixed": 2, "allocated": 3, "idle": 4, "down": 5}
+REASONS_FORMAT = "%20E %9u %19H %N"
+REASONS_LONG_FORMAT = "%20E %12U %19H %6t %N"
 
 
 class _Options:
@@ -111,6 +137,7 @@ class _Options:
         self.states: set[str] | None = None
         self.responding = False
         self.dead = False
+        self.reasons = False
 
 
 def _clusters(_: _Options, value: str) -> None:
@@ -138,6 +165,7 @@ _HANDLERS: dict[str, Callable[[_Options, str], None]] = {
     "states": lambda o, v: setattr(o, "states", _states(v)),
     "responding": lambda o, _: setattr(o, "responding", True),
     "dead": lambda o, _: setattr(o, "dead", True),
+    "list-reasons": lambda o, _: setattr(o, "reasons", True),
     "clusters": _clusters,
     "help": _usage,
     "usage": _usage,
@@ -160,10 +188,15 @@ def _parse(argv: list[str]) -> _Options:
 
 def _states(value: str) -> set[str]:
     names = {"alloc": "allocated", "mix": "mixed", "allocated": "allocated", "mixed": "mixed"}
-    names |= {"idle": "idle", "down": "down"}
+    names |= {"idle": "idle", "down": "down", "drained": "drained", "draining": "draining"}
+    names |= {"drng": "draining"}
     out: set[str] = set()
     for item in value.split(","):
-        name = names.get(item.strip().lower())
+        key = item.strip().lower()
+        if key == "drain":  # the drain flag: drained and draining nodes
+            out |= {"drained", "draining"}
+            continue
+        name = names.get(key)
         if name is None:
             raise Usage(f"sinfo: error: Invalid node state specified: {item}")
         out.add(name)
@@ -177,15 +210,19 @@ def _state(node: Node, short: bool) -> str:
     return text + ("*" if not node.get("agent", True) else "")
 
 
+_OUT = ("down", "drained")
+
+
 def _cpus_aiot(nodes: list[Node]) -> str:
-    alloc = sum(int(n["cpus_alloc"]) for n in nodes if n["state"] != "down")
+    # Slurm counts a down or drained node's CPUs as "other"; a draining node's as in use.
+    alloc = sum(int(n["cpus_alloc"]) for n in nodes if n["state"] not in _OUT)
     total = sum(int(n["cpus"]) for n in nodes)
-    other = sum(int(n["cpus"]) for n in nodes if n["state"] == "down")
+    other = sum(int(n["cpus"]) for n in nodes if n["state"] in _OUT)
     return f"{alloc}/{total - alloc - other}/{other}/{total}"
 
 
 def _nodes_aiot(nodes: list[Node]) -> str:
-    alloc = sum(1 for n in nodes if n["state"] in ("allocated", "mixed"))
+    alloc = sum(1 for n in nodes if n["state"] in ("allocated", "mixed", "draining"))
     idle = sum(1 for n in nodes if n["state"] == "idle")
     return f"{alloc}/{idle}/{len(nodes) - alloc - idle}/{len(nodes)}"
 
@@ -212,6 +249,14 @@ def _gres_used(node: Node) -> str:
     return f"{model}:{count}(IDX:{index})"
 
 
+def _user_uid(node: Node) -> str:
+    user = node.get("reason_user")
+    if not user:
+        return "Unknown"
+    found = user_ids(str(user))
+    return f"{user}({found[0]})" if found is not None else str(user)
+
+
 def _limit(part: Partition) -> str:
     ms = part.get("max_time_ms")
     return "infinite" if ms is None else clock(int(ms) // 1000)
@@ -229,7 +274,10 @@ _NODE_VALUES: dict[str, Callable[[Node], str]] = {
     "O": lambda n: "N/A",
     "T": lambda n: _state(n, False),
     "t": lambda n: _state(n, True),
-    "U": _gres_used,
+    "gresused": _gres_used,
+    "u": lambda n: str(n.get("reason_user") or "Unknown"),
+    "U": _user_uid,
+    "H": lambda n: instant(n.get("reason_time"), "Unknown"),
     "w": lambda n: "1",
     "z": lambda n: str(n.get("sockets_cores_threads") or f"1:{n['cpus']}:1"),
 }
@@ -261,6 +309,8 @@ def value(key: str, part: Partition, nodes: list[Node]) -> str:
         return _cpus_aiot(nodes)
     if key == "F":
         return _nodes_aiot(nodes)
+    if not nodes:  # a partition none of whose nodes is shown (``-t`` and the like)
+        return "n/a"
     return _NODE_VALUES[key](nodes[0])
 
 
@@ -271,6 +321,8 @@ def groups(
     """The rows: (partition, its nodes in the row)."""
     by_name = {n["name"]: n for n in nodes}
     out: list[tuple[Partition, list[Node]]] = []
+    if opts.reasons:
+        return _reason_rows(specs, parts, nodes, opts)
     for part in parts:
         if opts.partitions is not None and part["name"] not in opts.partitions:
             continue
@@ -278,6 +330,9 @@ def groups(
         members = [n for n in members if _shown(n, opts)]
         if opts.node:
             out.extend((part, [n]) for n in members)
+            continue
+        if not members:
+            out.append((part, []))  # Slurm still prints the partition: 0 nodes, n/a
             continue
         keys = [s.key for s in specs if s.key not in AGGREGATE]
         if not opts.summary:
@@ -293,6 +348,23 @@ def groups(
             rows = sorted(rows, key=lambda g: members.index(g[0]))
         out.extend((part, g) for g in rows)
     return out
+
+
+def _reason_rows(
+    specs: list[Spec], parts: list[Partition], nodes: list[Node], opts: _Options
+) -> list[tuple[Partition, list[Node]]]:
+    """``-R``: nodes down, drained or draining, each once, grouped by what prints alike."""
+    keys = [s.key for s in specs if s.key not in AGGREGATE]
+    part = parts[0] if parts else {"name": "", "default": False}
+    found: dict[tuple[str, ...], list[Node]] = {}
+    for node in nodes:
+        if node["state"] not in ("down", "drained", "draining") or not _shown(node, opts):
+            continue
+        found.setdefault(tuple(value(k, part, [node]) for k in keys), []).append(node)
+    rows = sorted(
+        found.values(), key=lambda g: (STATE_RANK.get(g[0]["state"], 9), nodes.index(g[0]))
+    )
+    return [(part, g) for g in rows]
 
 
 def _shown(node: Node, opts: _Options) -> bool:
@@ -314,6 +386,8 @@ def _format(opts: _Options, parts: list[Partition], nodes: list[Node]) -> tuple[
         return "", [Spec(LONG_FIELDS[s.key], s.width, s.right, s.suffix) for s in fields]
     if opts.format is not None:
         text = opts.format
+    elif opts.reasons:
+        text = REASONS_LONG_FORMAT if opts.long else REASONS_FORMAT
     elif opts.summary:
         text = SUMMARY_FORMAT
     elif opts.node:
@@ -323,7 +397,7 @@ def _format(opts: _Options, parts: list[Partition], nodes: list[Node]) -> tuple[
     part_width = max([9, *(len(p["name"]) + 1 for p in parts)])
     node_width = max([8, *(len(n["name"]) for n in nodes)]) + 1
     text = text.replace("{P}", str(part_width)).replace("{N}", str(node_width))
-    prefix, specs, bad = parse_percent(text, "".join(HEADERS))
+    prefix, specs, bad = parse_percent(text, "".join(k for k in HEADERS if len(k) == 1))
     for key in bad:
         print(f"sinfo: error: Invalid node format specification: {key}", file=sys.stderr)
     return prefix, specs

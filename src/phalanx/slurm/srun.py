@@ -81,6 +81,19 @@ def _srun(argv: list[str], caller: WireCaller | None) -> int:
     if "version" in options:
         print("slurm 22.05.8")
         return 0
+    mpi = options.get("mpi")
+    if mpi == "list":
+        print("MPI plugin types are...\n\tnone")
+        return 0
+    if mpi is not None and mpi != "none":
+        raise CommandLineError(
+            [
+                f"{PROG}: error: MPI type {mpi!r} is not supported here: the one type is none "
+                "(tasks get SLURM_* variables, all OpenMPI's mpirun and torchrun need); "
+                "--mpi=list shows it",
+            ],
+            1,
+        )
     if not command:
         raise CommandLineError([f"{PROG}: fatal: No command given to execute."], 1)
     wire = caller or WireCaller()

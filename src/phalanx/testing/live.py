@@ -57,7 +57,7 @@ class LocalAgents:
         launches: dict[RunKey, AgentCommand] = {}
         others: dict[tuple[str, RunKey, int], AgentCommand] = {}
         for node, after in self._after.items():
-            for cmd in controller.fleet.take(node, after, now):
+            for cmd in controller.fleet.registry.take(node, after, now):
                 self._after[node] = max(self._after[node], cmd.seq)
                 key = (cmd.job_id, cmd.run)
                 if cmd.kind == "launch":

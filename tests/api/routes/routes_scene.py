@@ -91,7 +91,7 @@ class Api:
         nodes = [self.controller.cluster.nodes[i].name for i in job.alloc.nodes]
         report = {"job_id": job_id, "run": job.run, "state": "exited", "exit_code": exit_code}
         for node in nodes:
-            agent = self.controller.fleet.agents[node]
+            agent = self.controller.fleet.registry.agents[node]
             if not agent.registered:  # agents on every node, as they would be
                 self.controller.register(
                     AgentHello(node=node, boot_id="b", cpus=64, memory_mb=1024, gpus=8)

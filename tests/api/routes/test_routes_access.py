@@ -59,3 +59,32 @@ def test_tcp_callers_are_known_by_token_and_a_peer_needs_none() -> None:
     with pytest.raises(Unauthorized):
         access.caller(_request(auth="Bearer t3"))
     assert access.caller(_request((1, 0, 0), auth="Bearer nope")).name == "root"
+
+
+def test_an_agents_own_credential_acts_for_its_node_only(api: Api) -> None:
+    api.client.app.state.access.agent_tokens["t-node1"] = "gpu001"  # type: ignore[attr-defined]
+    node1 = {"Authorization": "Bearer t-node1"}
+    hello = {"node": "gpu001", "boot_id": "b1", "cpus": 64, "memory_mb": 1024, "gpus": 8}
+    r = api.client.post("/v1/agents/register", json=hello, headers=node1)
+    assert r.status_code == 200, r.text
+    epoch = r.json()["epoch"]
+    assert r.json()["lease_s"] == api.controller.agent_lease_s > 0
+    # Another node's agent protocol: refused, and nothing registered for it.
+    r = api.client.post("/v1/agents/register", json={**hello, "node": "gpu002"}, headers=node1)
+    assert r.status_code == 403 and "gpu002" in r.json()["error"]
+    assert not api.controller.agent_registered("gpu002")
+    params = {"boot_id": "b1", "epoch": epoch, "wait": 0}
+    assert (
+        api.client.get("/v1/agents/gpu002/commands", params=params, headers=node1).status_code
+        == 403
+    )
+    assert (
+        api.client.get("/v1/agents/gpu001/commands", params=params, headers=node1).status_code
+        == 200
+    )
+    # Nor is it a user: no jobs, no node changes.
+    assert api.client.get("/v1/jobs", headers=node1).status_code == 403
+    r = api.client.post("/v1/jobs", json={"command": CMD}, headers=node1)
+    assert r.status_code == 403 and api.controller.engine.jobs == {}
+    drain = {"nodes": ["gpu001"], "state": "drain", "reason": "x"}
+    assert api.client.patch("/v1/nodes", json=drain, headers=node1).status_code == 403

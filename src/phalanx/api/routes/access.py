@@ -19,7 +19,7 @@ class Unauthorized(PhalanxError):
 
 class Access:
     """Who may do what: peers by uid, TCP callers by token. An administrator is uid 0, the
-    controller's owner, or a name in ``admins``."""
+    controller's owner, or a name in ``admins``; an agent's token names its node."""
 
     def __init__(
         self,
@@ -27,9 +27,12 @@ class Access:
         tokens: Mapping[str, str] | None = None,
         admins: frozenset[str] = frozenset(),
         owner_uid: int = 0,
+        agent_tokens: Mapping[str, str] | None = None,
     ) -> None:
         self.tokens = dict(tokens or {})
         """token -> user name."""
+        self.agent_tokens = dict(agent_tokens or {})
+        """token -> the node whose agent holds it."""
         self.admins = admins
         self.owner_uid = owner_uid
 
@@ -45,7 +48,11 @@ class Access:
             return Caller(uid, name, uid in (0, self.owner_uid) or name in self.admins)
         auth = request.headers.get("authorization", "")
         scheme, _, token = auth.partition(" ")
-        user = self.tokens.get(token) if scheme.lower() == "bearer" else None
+        bearer = scheme.lower() == "bearer"
+        node = self.agent_tokens.get(token) if bearer else None
+        if node is not None:
+            return Caller(-1, f"agent:{node}", False, node=node)
+        user = self.tokens.get(token) if bearer else None
         if user is None:
             raise Unauthorized()
         try:

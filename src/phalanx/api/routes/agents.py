@@ -1,7 +1,8 @@
 """The agent protocol (``phalanx.protocol.agent``): register, long-poll for commands, report
-ended runs. Only administrators (the agents run as root or as the controller's owner) may
-call; the fencing rules answer 409 with a ``Refusal`` to an incarnation that does not hold
-its node."""
+ended runs, report faults. Administrators (agents on the controller's machine run as root or
+as its owner) may call for any node, and an agent with its node's own credential
+(``--agent-tokens``) for that node only; the fencing rules answer 409 with a ``Refusal`` to
+an incarnation that does not hold its node."""
 
 from __future__ import annotations
 
@@ -9,10 +10,17 @@ from typing import Annotated
 
 from fastapi import APIRouter, Path, Query
 
-from phalanx.api.routes.deps import Admin, Svc
+from phalanx.api.routes.deps import AgentCaller, Svc, for_node
 from phalanx.api.routes.errors import AGENT_ERRORS
 from phalanx.api.wire import AgentCommands, AgentHello, AgentReports, AgentWelcome, ReportsAck
-from phalanx.protocol.agent import BOOT_ID_PATTERN, EPOCH_MAX, NODE_PATTERN, NodeFacts
+from phalanx.protocol.agent import (
+    BOOT_ID_PATTERN,
+    EPOCH_MAX,
+    NODE_PATTERN,
+    AgentFault,
+    HealthConfig,
+    NodeFacts,
+)
 
 __all__ = ["HEARTBEAT_S", "router"]
 
@@ -23,21 +31,31 @@ router = APIRouter()
 
 
 @router.post("/v1/agents/register", response_model=AgentWelcome, responses=AGENT_ERRORS)
-async def register(hello: AgentHello, who: Admin, service: Svc) -> AgentWelcome:
+async def register(hello: AgentHello, who: AgentCaller, service: Svc) -> AgentWelcome:
+    for_node(who, hello.node)
     epoch, acked = service.register(hello)
+    health = service.cluster.health
     return AgentWelcome(
         controller_id=service.id,
         node=hello.node,
         epoch=epoch,
         heartbeat_s=HEARTBEAT_S,
         acked=[list(k) for k in acked],
+        lease_s=service.agent_lease_s,
+        health=HealthConfig(
+            program=health.program,
+            interval_s=health.interval_s,
+            fatal_xids=sorted(health.fatal_xids),
+            gpus=health.gpus,
+            gpu_interval_s=health.gpu_interval_s,
+        ),
     )
 
 
 @router.get("/v1/agents/{node}/commands", response_model=AgentCommands, responses=AGENT_ERRORS)
 async def commands(
     node: Annotated[str, Path(pattern=NODE_PATTERN)],
-    who: Admin,
+    who: AgentCaller,
     service: Svc,
     boot_id: Annotated[str, Query(pattern=BOOT_ID_PATTERN)],
     epoch: Annotated[int, Query(ge=1, le=EPOCH_MAX)],
@@ -46,6 +64,7 @@ async def commands(
     cpu_load: Annotated[float | None, Query(ge=0)] = None,
     free_mem_mb: Annotated[int | None, Query(ge=0)] = None,
 ) -> AgentCommands:
+    for_node(who, node)
     health = NodeFacts()
     if cpu_load is not None:
         health["cpu_load"] = cpu_load
@@ -57,7 +76,23 @@ async def commands(
 
 @router.post("/v1/agents/{node}/reports", response_model=ReportsAck, responses=AGENT_ERRORS)
 async def reports(
-    node: Annotated[str, Path(pattern=NODE_PATTERN)], body: AgentReports, who: Admin, service: Svc
+    node: Annotated[str, Path(pattern=NODE_PATTERN)],
+    body: AgentReports,
+    who: AgentCaller,
+    service: Svc,
 ) -> ReportsAck:
+    for_node(who, node)
     acked = service.reports(node, body)
     return ReportsAck(acked=[list(k) for k in acked])
+
+
+@router.post("/v1/agents/{node}/faults", status_code=204, responses=AGENT_ERRORS)
+async def fault(
+    node: Annotated[str, Path(pattern=NODE_PATTERN)],
+    body: AgentFault,
+    who: AgentCaller,
+    service: Svc,
+) -> None:
+    """A health check failed on the node: it is drained (a fatal fault ends its jobs now)."""
+    for_node(who, node)
+    service.fault(node, body)

@@ -6,7 +6,11 @@ from __future__ import annotations
 from fastapi import APIRouter
 
 from phalanx.api.routes.deps import Svc, Who
-from phalanx.api.wire import NodeInfo, PartitionInfo
+from phalanx.api.routes.errors import ERRORS
+from phalanx.api.service import Service
+from phalanx.api.wire import ErrorBody, NodeInfo, NodeUpdateRequest, PartitionInfo
+
+CHANGE_ERRORS = {**ERRORS, 409: {"model": ErrorBody, "description": "not drained or down"}}
 
 __all__ = ["router"]
 
@@ -15,6 +19,18 @@ router = APIRouter()
 
 @router.get("/v1/nodes", response_model=list[NodeInfo])
 async def nodes(who: Who, service: Svc) -> list[NodeInfo]:
+    return _nodes(service, None)
+
+
+@router.patch("/v1/nodes", response_model=list[NodeInfo], responses=CHANGE_ERRORS)
+async def update_nodes(change: NodeUpdateRequest, who: Who, service: Svc) -> list[NodeInfo]:
+    """Drain, down or resume nodes, as ``scontrol update NodeName=... State=...``; the
+    nodes as they are now."""
+    service.update_nodes(change.nodes, change.state, change.reason, who, kill=change.kill)
+    return _nodes(service, set(change.nodes))
+
+
+def _nodes(service: Service, names: set[str] | None) -> list[NodeInfo]:
     cluster = service.cluster
     usage = service.node_usage()
     mem = service.node_mem_alloc()
@@ -24,11 +40,17 @@ async def nodes(who: Who, service: Svc) -> list[NodeInfo]:
             member.setdefault(i, []).append(part.name)
     out = []
     for node in cluster.nodes:
+        if names is not None and node.name not in names:
+            continue
         gpus, cpus = usage[node.index]
         down = service.node_down(node.name)
+        note = service.node_note(node.name)
         state = "down" if down else ("allocated" if gpus or cpus else "idle")
         if not down and 0 < gpus < node.gpus:
             state = "mixed"
+        if not down and note is not None:  # Slurm: DRAINING while jobs run, then DRAINED
+            state = "drained" if state == "idle" else "draining"
+        reason = "Not responding" if down and note is None else ""
         out.append(
             NodeInfo(
                 name=node.name,
@@ -42,7 +64,9 @@ async def nodes(who: Who, service: Svc) -> list[NodeInfo]:
                 leaf=cluster.leaves[node.leaf].name,
                 partitions=member.get(node.index, []),
                 agent=service.agent_registered(node.name),
-                reason="Not responding" if down else "",
+                reason=note.reason if note is not None else reason,
+                reason_user=note.user if note is not None else None,
+                reason_time=note.at if note is not None else None,
                 mem_alloc_mb=mem[node.index],
                 **service.node_facts(node.name),
             )

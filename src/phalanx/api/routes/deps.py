@@ -16,7 +16,7 @@ from phalanx.api.service import Service
 from phalanx.domain.caller import Caller
 from phalanx.errors import InputError, NotAllowed
 
-__all__ = ["Admin", "JobIds", "Svc", "Who", "job_ids", "states"]
+__all__ = ["Admin", "AgentCaller", "JobIds", "Svc", "Who", "for_node", "job_ids", "states"]
 
 JobIds = list[int | tuple[int, int]]
 """Job ids, and (array job, task) for ``A_T``."""
@@ -27,9 +27,31 @@ async def _service(request: Request) -> Service:
     return service
 
 
-async def _caller(request: Request) -> Caller:
+async def _any_caller(request: Request) -> Caller:
     access: Access = request.app.state.access
     return access.caller(request)
+
+
+async def _caller(who: Annotated[Caller, Depends(_any_caller)]) -> Caller:
+    if who.node is not None:
+        raise NotAllowed(
+            f"the credential of node {who.node}'s agent serves the agent protocol only"
+        )
+    return who
+
+
+async def _agent(who: Annotated[Caller, Depends(_any_caller)]) -> Caller:
+    """An administrator, or a node's agent with its own credential (the routes check that
+    it acts for its own node: ``for_node``)."""
+    if not (who.admin or who.node is not None):
+        raise NotAllowed(f"{who.name} is not an administrator")
+    return who
+
+
+def for_node(who: Caller, node: str) -> None:
+    """``NotAllowed`` unless ``who`` may act for ``node``'s agent."""
+    if who.node is not None and who.node != node:
+        raise NotAllowed(f"the credential of node {who.node}'s agent cannot act for {node}")
 
 
 async def _admin(who: Annotated[Caller, Depends(_caller)]) -> Caller:
@@ -44,6 +66,7 @@ async def _admin(who: Annotated[Caller, Depends(_caller)]) -> Caller:
 Svc = Annotated[Service, Depends(_service)]
 Who = Annotated[Caller, Depends(_caller)]
 Admin = Annotated[Caller, Depends(_admin)]
+AgentCaller = Annotated[Caller, Depends(_agent)]
 
 
 def job_ids(text: str | None, field: str = "ids") -> JobIds | None:
