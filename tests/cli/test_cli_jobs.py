@@ -259,9 +259,9 @@ def test_nodes_table(served: Served, capsys: pytest.CaptureFixture[str]) -> None
     status, out, _ = phalanx(capsys, "nodes")
     assert status == 0
     assert lines(out) == [
-        ["NODE", "STATE", "GPUS", "CPUS", "MEMORY", "PARTITIONS", "LEAF"],
-        ["n1", "mixed", "4/8", "16/64", "1T", "gpu,debug", "leaf0"],
-        ["n2", "idle*", "0/8", "0/64", "500G", "gpu", "leaf1"],
+        ["NODE", "STATE", "GPUS", "CPUS", "MEMORY", "PARTITIONS", "LEAF", "REASON"],
+        ["n1", "mixed", "4/8", "16/64", "1T", "gpu,debug", "leaf0", "-"],
+        ["n2", "idle*", "0/8", "0/64", "500G", "gpu", "leaf1", "-"],
     ]
 
 

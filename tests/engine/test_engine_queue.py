@@ -40,3 +40,19 @@ def test_resort_reports_whether_the_order_changed() -> None:
     assert q.resort()
     assert q.jobs() == [b, a]
     assert q.remove(b)  # keys were rebuilt with the new priority
+
+
+def test_with_first_moves_the_named_queued_jobs_to_the_front_in_queue_order() -> None:
+    q = PendingQueue()
+    jobs = [_job(i, float(10 - i)) for i in range(1, 7)]
+    for job in jobs:
+        q.insert(job)
+    by_id = {job.id: job for job in jobs}
+    gone = _job(9, 1.0)  # named but not queued: left out
+    by_id[gone.id] = gone
+    first = q.with_first({5, 2, 9, 42}, by_id)
+    # The same as a walk that takes the named ones first, then the rest, each in queue order.
+    walked = [j for j in q.jobs() if j.id in {5, 2}] + [j for j in q.jobs() if j.id not in {5, 2}]
+    assert first == walked == [jobs[1], jobs[4], jobs[0], jobs[2], jobs[3], jobs[5]]
+    assert q.jobs() == jobs  # a copy: the queue itself is unchanged
+    assert q.with_first({}, by_id) == jobs and q.with_first({}, by_id) is not q.jobs()

@@ -14,7 +14,7 @@ from phalanx.domain.jobspec import JobSpec
 from phalanx.domain.jobstep import StepSpec
 from phalanx.domain.rusage import RunUsage
 from phalanx.domain.time import HOUR
-from phalanx.errors import NotAllowed, NotFound, SpecError
+from phalanx.errors import Conflict, NotAllowed, NotFound, SpecError
 from phalanx.live.controller import Controller
 from phalanx.live.fleet import step_run
 from phalanx.live.journal import SqliteJournal
@@ -218,3 +218,20 @@ def test_an_enforcing_cluster_refuses_unknown_qos_and_partition_limits(tmp_path:
             c.check(spec)
         assert info.value.field == field
     c.check(_spec(qos="normal", nodes_min=2, nodes_max=2, time_limit=HOUR))
+
+
+def test_a_submission_retried_with_its_idempotency_key_is_not_doubled(tmp_path: Path) -> None:
+    clock = FakeClock(1_000)
+    c = _controller(tmp_path / "db", clock)
+    first = c.submit([_spec()], key="req-1")
+    assert c.submit([_spec()], key="req-1") == first  # the retry: same ids, no new job
+    other = c.submit([_spec(user="bob")], key="req-1")  # another user's key is another key
+    c.loop.settle()
+    assert other != first and len(c.engine.jobs) == 2
+    with pytest.raises(Conflict):
+        c.submit([_spec(), _spec()], key="req-1")  # a different request under a used key
+    _tick(c, clock, 10)
+    # A controller that replays the journal (a restart, a standby taking over) knows the key.
+    again = _controller(tmp_path / "db", clock)  # it replays the journal
+    assert again.submit([_spec()], key="req-1") == first
+    assert len(again.engine.jobs) == 2

@@ -108,7 +108,7 @@ class Service(Protocol):
         """Raise ``SpecError`` for a request that can never run here."""
         ...
 
-    def submit(self, specs: Sequence[JobSpec]) -> list[list[int]]:
+    def submit(self, specs: Sequence[JobSpec], key: str = "") -> list[list[int]]:
         """Queue ``specs`` (each passed ``check``): per spec, its job ids (an array's
         tasks); ``StateStoreError`` when the journal cannot take them."""
         ...

@@ -151,12 +151,16 @@ class WireCaller:
         *,
         query: Mapping[str, QueryValue] | None = None,
         body: Json = None,
+        idempotency_key: str | None = None,
     ) -> tuple[int, Json]:
         """Send one request; return the status and the decoded JSON answer (its text when it
         is not JSON, None when empty). Raise ``ControllerUnreachable`` when there is no
-        connection or no answer; an error status is returned, not raised."""
+        connection or no answer; an error status is returned, not raised. A submission
+        sent again with the same ``idempotency_key`` is not submitted twice."""
         target = self._prefix + path + _query_string(query)
         headers = {"Accept": "application/json", "Connection": "close"}
+        if idempotency_key is not None:
+            headers["Idempotency-Key"] = idempotency_key
         payload: bytes | None = None
         if body is not None:
             payload = json.dumps(body, separators=(",", ":")).encode()

@@ -56,6 +56,7 @@ from phalanx.engine.events import (
     TimerFired,
     Update,
 )
+from phalanx.engine.idempotency import RequestIds
 from phalanx.engine.nodes import Nodes
 from phalanx.engine.queue import PendingQueue
 from phalanx.engine.scheduling import Recipe
@@ -109,6 +110,7 @@ class Engine:
         self._waiting: dict[int, Job] = {}
         """Pending but not eligible: held, dependencies, begin time."""
         self._ending = Endings()
+        self.request_ids = RequestIds()
         self._array_running: dict[int, int] = {}
         self._pass_requested = False
         self._recalc_at: Instant | None = None
@@ -201,8 +203,8 @@ class Engine:
         match event:
             case TimerFired(key=key):
                 self._on_timer(key)
-            case Submit(spec=spec):
-                self._on_submit(spec)
+            case Submit(spec=spec, key=key):
+                self._on_submit(spec, key)
             case TasksExited():
                 self._on_exited(event)
             case CleanupDone(job_id=job_id, run=run):
@@ -232,9 +234,11 @@ class Engine:
         return list(range(first, self._next_id))
 
     # -- submit ---------------------------------------------------------------------------
-    def _on_submit(self, spec: JobSpec) -> None:
+    def _on_submit(self, spec: JobSpec, key: str = "") -> None:
         tasks: Sequence[int | None] = spec.array.task_ids if spec.array else (None,)
         base = self._next_id
+        if key:
+            self.request_ids.remember(key, list(range(base, base + len(tasks))))
         for task in tasks:
             job = self._new_job(spec)
             if task is not None:
@@ -571,7 +575,7 @@ class Engine:
 
     def pending(self) -> list[Job]:
         """Eligible pending jobs, in the order a pass looks at them (before its queue sort)."""
-        return self.preemption.first(list(self._queue.jobs()))
+        return self._queue.with_first(self.preemption.claims, self.jobs)
 
     def pending_count(self) -> int:
         return len(self._queue) + len(self._waiting)

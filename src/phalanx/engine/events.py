@@ -30,6 +30,10 @@ __all__ = [
 class Submit:
     at: Instant
     spec: JobSpec
+    key: str = ""
+    """The request's idempotency key (its user's), "" for none: a request retried with the
+    same key, as across a controller's failover, gets the ids of the first
+    (``Engine.request_ids``)."""
 
 
 @dataclass(frozen=True, slots=True)

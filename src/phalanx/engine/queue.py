@@ -8,7 +8,7 @@ after which ``resort`` restores the order.
 from __future__ import annotations
 
 import bisect
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator, Mapping
 
 from phalanx.sched.job import Job
 
@@ -55,6 +55,27 @@ class PendingQueue:
         self._keys = [keys[i] for i in order]
         self._jobs = [jobs[i] for i in order]
         return True
+
+    def with_first(self, ids: Collection[int], by_id: Mapping[int, Job]) -> list[Job]:
+        """A copy of the queue with the queued jobs among ``ids`` moved to the front, both
+        parts in queue order. Costs a lookup per id, not a walk over a long queue."""
+        jobs = list(self._jobs)
+        if not ids:
+            return jobs
+        keys = self._keys
+        at: list[int] = []
+        for job_id in ids:
+            job = by_id.get(job_id)
+            if job is None:
+                continue
+            i = bisect.bisect_left(keys, _key(job))
+            if i < len(jobs) and jobs[i] is job:
+                at.append(i)
+        at.sort()
+        front = [jobs[i] for i in at]
+        for i in reversed(at):
+            del jobs[i]
+        return front + jobs
 
     def jobs(self) -> list[Job]:
         """The queued jobs in order (the queue's own list: do not change it)."""

@@ -93,7 +93,10 @@ journal, left out when not measured (rows then read as they did before usage exi
 
 def encode(event: Event) -> tuple[str, str]:
     if isinstance(event, Submit):
-        return "submit", json.dumps({"at": event.at, "spec": spec_to_dict(event.spec)})
+        submit: dict[str, Any] = {"at": event.at, "spec": spec_to_dict(event.spec)}
+        if event.key:
+            submit["key"] = event.key
+        return "submit", json.dumps(submit)
     kind = _KIND.get(type(event))
     if kind is None:
         raise TypeError(f"{type(event).__name__} is not journaled")
@@ -113,7 +116,7 @@ def encode(event: Event) -> tuple[str, str]:
 def decode(kind: str, body: str) -> Event:
     data = json.loads(body)
     if kind == "submit":
-        return Submit(int(data["at"]), spec_from_dict(data["spec"]))
+        return Submit(int(data["at"]), spec_from_dict(data["spec"]), str(data.get("key", "")))
     if kind == "exited":
         _get_usages(data, _USAGES)
         data["steps"] = tuple(_step_from_dict(step) for step in data.get("steps", ()))

@@ -164,9 +164,22 @@ class Controller:
         self._kick.set()
 
     # ------------------------------------------------------------------ users' requests
-    def submit(self, specs: Sequence[JobSpec]) -> list[list[int]]:
-        """Journal the submissions (``JournalError`` if impossible) and return their ids."""
-        ids = self.loop.submit_many(specs)
+    def submit(self, specs: Sequence[JobSpec], key: str = "") -> list[list[int]]:
+        """Journal the submissions (``JournalError`` if impossible) and return their ids.
+        With an idempotency ``key`` (its user's), a request submitted before with that key
+        is not submitted again: the answer is the ids it got."""
+        if key:
+            self.loop.settle()  # every accepted submission handled: its key known
+            user = specs[0].user if specs else ""
+            keys = [f"{user}/{key}/{i}" for i in range(len(specs))]
+            known = [self.engine.request_ids.get(k) for k in keys]
+            if all(ids is not None for ids in known):
+                return [list(ids) for ids in known if ids is not None]
+            if any(ids is not None for ids in known):
+                raise Conflict(f"idempotency key {key!r} was used for another request")
+        else:
+            keys = None
+        ids = self.loop.submit_many(specs, keys)
         for spec, job_ids in zip(specs, ids, strict=True):
             if spec.array is not None:
                 self._array_members[job_ids[0]] = list(job_ids)

@@ -28,7 +28,7 @@ next backfill is due).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from functools import partial
 
 from phalanx.domain.state import Reason
@@ -182,10 +182,32 @@ class BackfillStep:
 
     def known(self, job: Job) -> Status | None:
         known = self.failed.get(job.key)
-        if known is None or job.time_limit < known[0] or self.could_preempt(job):
+        if (
+            known is None
+            or job.time_limit < known[0]
+            or (self.preemptors and self.could_preempt(job))
+        ):
             return None
         self.searched += 1  # a blocked job passed over counts against the search budget
         return known[1]
+
+    def pass_over(
+        self, jobs: Iterator[Job], wait: Callable[[Job, Status], None]
+    ) -> tuple[int, Job | None]:
+        # ``known`` for each job in turn, inlined (the tail of a deep queue is mostly this).
+        failed = self.failed
+        could = self.could_preempt if self.preemptors else None
+        passed = 0
+        for job in jobs:
+            known = failed.get(job.key)
+            if known is None or job.time_limit < known[0] or (could is not None and could(job)):
+                return passed, job
+            passed += 1
+            self.searched += 1
+            status = known[1]
+            if job.reason is not status.reason:
+                wait(job, status)
+        return passed, None
 
     def view(self, job: Job) -> Capacity | None:
         timeline = self.timeline
@@ -320,6 +342,11 @@ class MainStep:
 
     def known(self, job: Job) -> Status | None:
         return None
+
+    def pass_over(
+        self, jobs: Iterator[Job], wait: Callable[[Job, Status], None]
+    ) -> tuple[int, Job | None]:
+        return 0, next(jobs, None)
 
     def view(self, job: Job) -> Capacity | None:
         return None

@@ -9,6 +9,7 @@ always preempted whole.
 
 from __future__ import annotations
 
+import bisect
 from collections.abc import Mapping
 
 from phalanx.domain.cluster import Cluster, PreemptMode
@@ -17,6 +18,9 @@ from phalanx.sched.context import PassContext
 from phalanx.sched.job import Job
 
 __all__ = ["CheckpointPreempt", "could_preempt_any", "lost_work", "may_preempt"]
+
+_FIRST, _LAST = -1, 1 << 62
+"""Below and above every job's ``seq``: bounds of a range of phases in (phase, seq) keys."""
 
 
 def lost_work(job: Job, now: Instant) -> float:
@@ -64,6 +68,13 @@ class CheckpointPreempt:
 
     def __init__(self, params: Mapping[str, object]) -> None:
         self._can: dict[tuple[str, int], bool] = {}
+        self._phase_signature: tuple[int, int, int] | None = None
+        self._phases: dict[int, tuple[list[tuple[int, int]], list[Job]]] = {}
+        """Running jobs that checkpoint, by interval: (phase of the start, seq), sorted, and
+        the jobs in that order (``_near_checkpoint``)."""
+        self._phased: dict[tuple[int, int], tuple[int, tuple[int, int]] | None] = {}
+        """The runs (job id, run) in ``_phases``, with their interval and entry (None for a
+        run that does not checkpoint)."""
         self.opportunistic = bool(params.get("opportunistic", False))
         self.victim_attained = _ms(params, "victim_attained_gpu_ms", 10 * HOUR)
         self.job_attained = _ms(params, "job_attained_gpu_ms", 1 * HOUR)
@@ -90,24 +101,73 @@ class CheckpointPreempt:
         key = ("cheap-victims", ctx.now, job.spec.qos, job.tier)
         found = memo.get(key)
         if found is None:
-            now, cluster, floor = ctx.now, ctx.cluster, self.victim_attained
-            lease, max_loss = self.lease, self.max_loss
-            # Most running jobs are short or far from a checkpoint: the inline tests reject
-            # them before the full check is called (this runs in every contended pass).
-            found = [
-                r
-                for r in ctx.running()
-                if r.start is not None
-                and r.alloc is not None
-                and (interval := r.spec.checkpoint_interval)
-                and now - r.start >= lease
-                and (now - r.start) % interval <= max_loss
-                and r.attained_gpu_ms + r.alloc.gpus * (now - r.start) >= floor
-                and self._cheap_victim(job, r, cluster, now)
-            ]
-            memo[key] = found
+            now, cluster, floor, lease = ctx.now, ctx.cluster, self.victim_attained, self.lease
+            cheap: list[Job] = []
+            for r in self._near_checkpoint(ctx):
+                assert r.start is not None
+                ran = now - r.start
+                alloc = r.alloc
+                if ran < lease or alloc is None or r.attained_gpu_ms + alloc.gpus * ran < floor:
+                    continue
+                if self._cheap_victim(job, r, cluster, now):
+                    cheap.append(r)
+            found = memo[key] = cheap
         assert isinstance(found, list)
         return found
+
+    def _near_checkpoint(self, ctx: PassContext) -> list[Job]:
+        """Running jobs that checkpoint and took their last checkpoint at most ``max_loss_ms``
+        ago, found by bisection: running jobs are kept sorted by the phase of their starts in
+        their checkpoint interval, updated with the runs that started or ended since (most
+        running jobs are far from a checkpoint, and this is asked in every contended pass).
+        In no useful order."""
+        running = list(ctx.running())
+        state = ctx.state
+        signature = (id(state), state.starts, len(running))
+        if signature != self._phase_signature:
+            self._update_phases(running)
+            self._phase_signature = signature
+        now, max_loss = ctx.now, self.max_loss
+        near: list[Job] = []
+        for interval, (keys, jobs) in self._phases.items():
+            if max_loss >= interval:
+                near.extend(jobs)
+                continue
+            # (now - start) % interval <= max_loss, with p = start % interval and
+            # a = now % interval: a - max_loss <= p <= a, wrapping around below 0.
+            a = now % interval
+            low = a - max_loss
+            upto = bisect.bisect_right(keys, (a, _LAST))
+            if low >= 0:
+                near.extend(jobs[bisect.bisect_left(keys, (low, _FIRST)) : upto])
+            else:
+                near.extend(jobs[:upto])
+                near.extend(jobs[bisect.bisect_left(keys, (low + interval, _FIRST)) :])
+        return near
+
+    def _update_phases(self, running: list[Job]) -> None:
+        """``_phases`` for the runs in ``running``: those gone out, those new in (a run is
+        a job id and its run number: a job requeued and started again is a new run)."""
+        current = {(r.id, r.run): r for r in running}
+        phased = self._phased
+        for run in phased.keys() - current.keys():
+            placed = phased.pop(run)
+            if placed is not None:
+                keys, jobs = self._phases[placed[0]]
+                i = bisect.bisect_left(keys, placed[1])
+                del keys[i], jobs[i]
+        for run in current.keys() - phased.keys():
+            r = current[run]
+            interval, start = r.spec.checkpoint_interval, r.start
+            if not interval or start is None:
+                phased[run] = None
+                continue
+            entry = (start % interval, r.seq)
+            keys, jobs = self._phases.setdefault(interval, ([], []))
+            i = bisect.bisect_left(keys, entry)
+            keys.insert(i, entry)
+            jobs.insert(i, r)
+            phased[run] = (interval, entry)
 
     def _cheap_victim(self, job: Job, victim: Job, cluster: Cluster, now: Instant) -> bool:
         interval = victim.spec.checkpoint_interval
@@ -154,6 +214,26 @@ class CheckpointPreempt:
             candidates = [r for r in self._cheap_candidates(job, ctx) if not ctx.is_preempting(r)]
         if not candidates:
             return None
+        if can or ctx.leaf_limit(job) is not None:
+            return self._search(job, ctx, candidates, can)
+        # Cheap victims only, no leaf limit: the answer depends on the job's shape and the
+        # candidates alone while nothing changes (the snapshot's memo), and the search asks
+        # for no wake-up; jobs of one shape that are passed over for a shorter time limit
+        # would otherwise search again in the same pass.
+        memo = ctx.state.memo()
+        mkey = ("victims", now, job.key, tuple(r.id for r in candidates))
+        found = memo.get(mkey, ())
+        if found == ():
+            found = memo[mkey] = self._search(job, ctx, candidates, can)
+        assert found is None or isinstance(found, list)
+        return None if found is None else list(found)
+
+    def _search(
+        self, job: Job, ctx: PassContext, candidates: list[Job], can: bool
+    ) -> list[Job] | None:
+        """The victims among ``candidates`` (not empty), added cheapest first until ``job``
+        fits, then those not needed dropped, dearest first; None if it never fits."""
+        now = ctx.now
         # Whole GPUs free once the victims so far are gone, at most (a shared device counted
         # as if it became whole): while fewer than the job needs, placing cannot succeed and
         # is not tried. Not with a switch limit, whose failed placement asks for a wake-up.
@@ -161,6 +241,17 @@ class CheckpointPreempt:
         need = job.shape.nodes_min * job.shape.gpus
         could = ctx.state.free_gpus
         if counting and could + sum(_devices(r) for r in candidates) < need:
+            return None
+        if (
+            self.max_ratio is not None
+            and not can
+            and min(r.alloc.gpus if r.alloc else 0.0 for r in candidates)
+            > self.max_ratio * job.shape.gpu_equivalent(job.shape.nodes_min)
+            and ctx.leaf_limit(job) is None
+        ):
+            # Any victim set frees at least its smallest member's GPUs: over the ratio, the
+            # search below could only end in no victims (so it is not made; without a leaf
+            # limit, its placements would have asked for no wake-up either).
             return None
         candidates.sort(key=lambda r: (lost_work(r, now), -(r.alloc.gpus if r.alloc else 0), r.seq))
         cap = ctx.state.cap.copy()

@@ -30,9 +30,8 @@ def pick_best_fit(state: Occupancy, cap: Capacity, mask: BoolArray, shape: Shape
     else:
         primary = cap.gpus
     leaf_free = np.bincount(state.leaf_of, weights=cap.gpus, minlength=state.n_leaves)
-    n = state.n
-    span = int(state.node_gpus.sum()) + 1
-    key = (primary * span + leaf_free[state.leaf_of].astype(np.int64)) * n + np.arange(n)
+    span = state.total_gpus + 1
+    key = (primary * span + leaf_free[state.leaf_of].astype(np.int64)) * state.n + state.node_ids
     key = np.where(mask, key, _BIG)
     return int(np.argmin(key))
 

@@ -120,12 +120,16 @@ class Driver:
         else:
             self.accept([event])
 
-    def submit_many(self, specs: Sequence[JobSpec]) -> list[list[int]]:
+    def submit_many(
+        self, specs: Sequence[JobSpec], keys: Sequence[str] | None = None
+    ) -> list[list[int]]:
         """Submit now; return each request's job ids (one per array task), known before the
-        engine handles them because submissions are handled in the order queued."""
+        engine handles them because submissions are handled in the order queued. ``keys``:
+        each request's idempotency key ("" for none), kept with it."""
         now = self.clock.now()
         first = self.engine.next_id + self._unhandled_ids
-        self.accept([Submit(now, spec) for spec in specs])
+        keyed = keys if keys is not None else [""] * len(specs)
+        self.accept([Submit(now, spec, key) for spec, key in zip(specs, keyed, strict=True)])
         out = []
         for spec in specs:
             n = _id_count(spec)

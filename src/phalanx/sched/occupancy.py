@@ -46,6 +46,8 @@ class Occupancy:
         self.node_cpus: IntArray = np.array([nd.cpus for nd in nodes], dtype=np.int64)
         self.node_mem: IntArray = np.array([nd.memory_mb for nd in nodes], dtype=np.int64)
         self.leaf_of: IntArray = np.array([nd.leaf for nd in nodes], dtype=np.int64)
+        self.node_ids: IntArray = np.arange(self.n, dtype=np.int64)
+        self.total_gpus = int(self.node_gpus.sum())
         self.n_leaves = len(cluster.leaves)
         self.spine_of_leaf: IntArray = np.array(
             [lf.parent if lf.parent is not None else -1 for lf in cluster.leaves], dtype=np.int64
@@ -68,6 +70,9 @@ class Occupancy:
         self.account_gpus: dict[str, float] = {}
         self.version = 0
         """Bumped on every change (of ``cap`` too), so callers can cache what they derive."""
+        self.starts = 0
+        """Bumped at every start: with the running jobs' count, tells whether the set of
+        running jobs may have changed since (jobs only leave it otherwise)."""
         self.gives = 0
         """Bumped whenever resources come back (an end, a node up): until then, starts can
         only make a blocked job's earliest start later, never earlier."""
@@ -156,6 +161,7 @@ class Occupancy:
 
     def start(self, job_id: int, account: str, alloc: Allocation, end: Instant) -> None:
         self.take(alloc)
+        self.starts += 1
         self.running[job_id] = Running(job_id, alloc, end)
         bisect.insort(self._ends, (end, job_id))
         self.account_gpus[account] = self.account_gpus.get(account, 0.0) + alloc.gpus

@@ -16,7 +16,7 @@ point (``phalanx.sched.profile``). Expected outcomes are ``Status`` values, neve
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Protocol
 
 from phalanx.domain.time import Instant
@@ -152,7 +152,11 @@ class ReservationStep(Protocol):
     - ``exhausted``, only while no whole GPU is free: True ends the pass; the jobs not looked
       at get ``rest`` (or keep their status if it is None);
     - ``known``, only for a job whose shape key is in ``failed``: a status if the job fails
-      as that one did (it is then skipped with it);
+      as that one did (it is then skipped with it); after such a status, while a whole GPU is
+      free and the pass has no bound on the jobs it looks at, ``pass_over`` with the jobs
+      still to come: it consumes those that ``known`` would skip too, in order (each given
+      its status through ``wait`` if it has another, as the recipe does), and returns how many
+      with the first it does not pass over (None: none left), which the recipe goes on with;
     - after pre-filter, ``view``: the capacity the job may start in without delaying a
       reservation (None: all that is free), then ``started`` if it did;
     - for a job that did not start, ``blocked`` gives its status (None: it keeps the one it
@@ -176,6 +180,9 @@ class ReservationStep(Protocol):
 
     def exhausted(self, job: Job) -> bool: ...
     def known(self, job: Job) -> Status | None: ...
+    def pass_over(
+        self, jobs: Iterator[Job], wait: Callable[[Job, Status], None]
+    ) -> tuple[int, Job | None]: ...
     def view(self, job: Job) -> Capacity | None: ...
     def started(self, job: Job, alloc: Allocation) -> None: ...
     def blocked(self, job: Job) -> Status | None: ...

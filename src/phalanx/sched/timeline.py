@@ -117,14 +117,13 @@ class Timeline:
         gl: list[int] = cap.gpus.tolist()
         cl: list[int] = cap.cpus.tolist()
         ml: list[int] = cap.mem.tolist()
-        ok_node: list[bool] = state.base_mask(shape).tolist()
+        base = state.base_mask(shape)
+        ok_node: list[bool] = base.tolist()
         g, c, m = shape.gpus, shape.cpus, shape.mem_mb
         # Shares and exclusive nodes are not counted exactly here: for them every release is
         # worth a try with ``place``.
         approximate = bool(shape.milli or shape.exclusive)
-        fitting = int(
-            (state.base_mask(shape) & (cap.gpus >= g) & (cap.cpus >= c) & (cap.mem >= m)).sum()
-        )
+        fitting = int((base & (cap.gpus >= g) & (cap.cpus >= c) & (cap.mem >= m)).sum())
         ends = state.ends()
         res = self.resolution
         if res > 1:
@@ -143,22 +142,24 @@ class Timeline:
             else:
                 assert t_end is not None
                 t = t_end
-                while i < n and (ends[i][0] if ends[i][0] > first else first) == t:
-                    alloc = running[ends[i][1]].alloc
+                while i < n:
+                    end, job_id = ends[i]
+                    if (end if end > first else first) != t:
+                        break
+                    alloc = running[job_id].alloc
                     released.append(alloc)
                     whole = 0 if alloc.milli else 1
+                    cpus, mem = alloc.cpus, alloc.mem_mb
                     for node, devices in zip(alloc.nodes, alloc.devices, strict=True):
-                        before = gl[node] >= g and cl[node] >= c and ml[node] >= m
-                        gl[node] += len(devices) * whole
-                        cl[node] += alloc.cpus
-                        ml[node] += alloc.mem_mb
-                        if (
-                            ok_node[node]
-                            and not before
-                            and gl[node] >= g
-                            and cl[node] >= c
-                            and (ml[node] >= m)
-                        ):
+                        if not ok_node[node]:
+                            continue  # never counted: what it has free does not matter
+                        gn, cn, mn = gl[node], cl[node], ml[node]
+                        before = gn >= g and cn >= c and mn >= m
+                        gn += len(devices) * whole
+                        cn += cpus
+                        mn += mem
+                        gl[node], cl[node], ml[node] = gn, cn, mn
+                        if not before and gn >= g and cn >= c and mn >= m:
                             fitting += 1
                     i += 1
                 if points and points[-1] == t:

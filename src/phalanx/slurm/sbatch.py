@@ -14,6 +14,7 @@ from __future__ import annotations
 import os
 import sys
 import time
+import uuid
 
 from phalanx.client.wirecall import ControllerUnreachable, Json, WireCaller
 from phalanx.slurm import UNREACHABLE
@@ -116,7 +117,7 @@ def _sbatch(argv: list[str], caller: WireCaller | None) -> int:
         wire = caller or WireCaller()
         if test_only:
             return _test_only(wire, body)
-        status, answer = wire.call("POST", "/v1/jobs", body=body)
+        status, answer = wire.call("POST", "/v1/jobs", body=body, idempotency_key=uuid.uuid4().hex)
         if status != 201:
             for message in failure_lines(status, answer, body, wire):
                 print(message, file=sys.stderr)

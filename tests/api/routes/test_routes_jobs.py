@@ -297,3 +297,20 @@ def test_update_changes_the_time_limit_or_says_what_is_missing(api: Api) -> None
     assert r.status_code == 422 and r.json()["field"] == "time"
     r = api.client.patch(f"/v1/jobs/{job}", json={"time": "soon"}, headers=USER)
     assert r.status_code == 422
+
+
+def test_an_idempotency_key_makes_a_retried_submission_return_the_first_ids(api: Api) -> None:
+    body = {"command": CMD}
+    key = {**USER, "Idempotency-Key": "k-123"}
+    first = api.client.post("/v1/jobs", json=body, headers=key)
+    again = api.client.post("/v1/jobs", json=body, headers=key)
+    assert first.status_code == again.status_code == 201
+    assert first.json() == again.json()
+    batch = {"jobs": [body, body]}
+    one = api.client.post("/v1/jobs/batch", json=batch, headers={**USER, "Idempotency-Key": "b"})
+    two = api.client.post("/v1/jobs/batch", json=batch, headers={**USER, "Idempotency-Key": "b"})
+    assert one.json() == two.json() and len(one.json()["job_ids"]) == 2
+    api.run()
+    assert len(api.jobs()) == 3
+    r = api.client.post("/v1/jobs/batch", json=batch, headers=key)
+    assert r.status_code == 409  # the key of another request (of one job)

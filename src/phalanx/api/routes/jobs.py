@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import json
 import pwd
-from typing import Any
+from typing import Annotated, Any
 
-from fastapi import APIRouter
+from fastapi import APIRouter, Header
 from fastapi.responses import JSONResponse, Response
 
 from phalanx.api.convert import JOB_FIELDS, job_info, job_table, to_spec
@@ -37,6 +37,17 @@ from phalanx.engine.engine import DEFAULT_TIME_LIMIT
 from phalanx.errors import InputError
 
 __all__ = ["router"]
+
+IdempotencyKey = Annotated[
+    str | None,
+    Header(
+        min_length=1,
+        max_length=200,
+        description="a key of the client's choosing: the same request sent again with it "
+        "(after a lost answer, or a failover) gets the first one's job ids, and no second job",
+    ),
+]
+"""The ``Idempotency-Key`` header of a submission."""
 
 router = APIRouter()
 
@@ -71,8 +82,10 @@ def _specs(service: Service, requests: list[JobRequest], who: Caller) -> list[Jo
 
 
 @router.post("/v1/jobs", status_code=201, response_model=SubmitResult, responses=ERRORS)
-async def submit(req: JobRequest, who: Who, service: Svc) -> SubmitResult:
-    return SubmitResult(job_ids=service.submit(_specs(service, [req], who)))
+async def submit(
+    req: JobRequest, who: Who, service: Svc, idempotency_key: IdempotencyKey = None
+) -> SubmitResult:
+    return SubmitResult(job_ids=service.submit(_specs(service, [req], who), idempotency_key or ""))
 
 
 @router.post("/v1/jobs/test", response_model=WillRun, responses=ERRORS)
@@ -88,9 +101,11 @@ async def will_run(req: JobRequest, who: Who, service: Svc) -> WillRun:
 
 
 @router.post("/v1/jobs/batch", status_code=201, response_model=SubmitResult, responses=ERRORS)
-async def submit_batch(batch: BatchSubmit, who: Who, service: Svc) -> Response:
+async def submit_batch(
+    batch: BatchSubmit, who: Who, service: Svc, idempotency_key: IdempotencyKey = None
+) -> Response:
     # Written directly: a batch of 100,000 ids is not worth a response model's validation.
-    ids = service.submit(_specs(service, batch.jobs, who))
+    ids = service.submit(_specs(service, batch.jobs, who), idempotency_key or "")
     return JSONResponse({"job_ids": ids}, status_code=201)
 
 

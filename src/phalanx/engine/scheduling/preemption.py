@@ -47,7 +47,8 @@ class Preemption:
         self._suspend_grace = suspend_grace
         """With a grace, victims are asked to checkpoint at the signal (suspension)."""
         self.claims: dict[int, set[int]] = {}
-        """Jobs that preempted others, with their victims: they start first."""
+        """Jobs that preempted others, with their victims: a pass looks at them first
+        (``PendingQueue.with_first``)."""
         self._can: dict[tuple[str, int], bool] = {}
         self.preemptors = 0
         """Queued jobs for which ``could_preempt`` holds."""
@@ -97,11 +98,3 @@ class Preemption:
                 self._emit(WakeAt(now + grace, KillTimer(v.id, v.run)))
             else:
                 self._emit(Kill(v.id, v.run))
-
-    def first(self, queued: list[Job]) -> list[Job]:
-        """The queue with the jobs that preempted others first (else a higher job could take
-        what their victims give back, be preempted in turn, and so on forever)."""
-        if not self.claims:
-            return queued
-        claims = self.claims
-        return [j for j in queued if j.id in claims] + [j for j in queued if j.id not in claims]

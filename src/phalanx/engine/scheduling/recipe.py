@@ -115,7 +115,15 @@ class Recipe:
         failed = {} if pods else step.failed  # pod by pod, ``full`` is the memo
         max_jobs = step.max_jobs if step.max_jobs is not None else -1
         jobs = iter(order)
-        for index, job in enumerate(jobs):
+        index = -1
+        after: Job | None = None  # the job a run of passed-over jobs ended at
+        while True:
+            if after is None:
+                after = next(jobs, None)
+                if after is None:
+                    break
+            job, after = after, None
+            index += 1
             if index == max_jobs:
                 break  # a bound on the jobs a pass looks at: the rest keep what they had
             if state.free_gpus == 0 and step.exhausted(job):
@@ -125,6 +133,12 @@ class Recipe:
             if known is not None:
                 if job.reason is not known.reason:
                     wait(job, known)
+                if max_jobs < 0 and state.free_gpus > 0:
+                    # A long queue behind a failed shape: the step passes over the jobs that
+                    # fail as it did in one tight loop (nothing starts meanwhile, so no
+                    # ``exhausted`` to ask), and hands back the first that may not.
+                    passed, after = step.pass_over(jobs, wait)
+                    index += passed
                 continue
             if (checks or job.spec.array is not None) and not job.holds:
                 status = self.pre_filter(job)

@@ -1,0 +1,77 @@
+"""preempt/checkpoint finds running jobs near a checkpoint by bisection over the phases of
+their starts: the same jobs as testing each one, at any time, as the running set changes."""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass, field
+
+from phalanx.domain.time import MINUTE
+from phalanx.policies.preempt_checkpoint import CheckpointPreempt
+from phalanx.sched.job import Job
+from phalanx.testing import make_job
+
+
+@dataclass
+class _State:
+    starts: int = 0
+
+
+@dataclass
+class _Ctx:
+    """The part of a pass context ``_near_checkpoint`` reads."""
+
+    now: int = 0
+    state: _State = field(default_factory=_State)
+    jobs: list[Job] = field(default_factory=list)
+
+    def running(self) -> list[Job]:
+        return list(self.jobs)
+
+
+def _running(seq: int, start: int, interval: int | None) -> Job:
+    job = Job(seq, seq, make_job(checkpoint_interval=interval), 0, "gpu", 1, 60 * MINUTE)
+    job.start = start
+    return job
+
+
+def _near(jobs: list[Job], now: int, max_loss: int) -> set[int]:
+    """The test the bisection replaces, job by job."""
+    return {
+        j.id
+        for j in jobs
+        if j.start is not None
+        and (i := j.spec.checkpoint_interval)
+        and (now - j.start) % i <= max_loss
+    }
+
+
+def test_near_checkpoint_is_the_job_by_job_test() -> None:
+    rng = random.Random(7)
+    for max_loss in (0, 3 * MINUTE, 29 * MINUTE, 40 * MINUTE):
+        plugin = CheckpointPreempt({"max_loss_ms": max_loss})
+        ctx = _Ctx()
+        seq = 0
+        for _ in range(150):
+            # Jobs start (the state counts starts) and leave; time moves on.
+            for _ in range(rng.randint(0, 4)):
+                seq += 1
+                interval = rng.choice([None, 30 * MINUTE, 30 * MINUTE, 7 * MINUTE])
+                ctx.jobs.append(_running(seq, ctx.now - rng.randint(0, 600) * MINUTE, interval))
+                ctx.state.starts += 1
+            for _ in range(rng.randint(0, 2)):
+                if ctx.jobs:
+                    ctx.jobs.pop(rng.randrange(len(ctx.jobs)))
+            if ctx.jobs and rng.random() < 0.3:
+                # Requeued and started again (a new run, a new start) between two looks.
+                again = ctx.jobs.pop(rng.randrange(len(ctx.jobs)))
+                again.run += 1
+                again.start = ctx.now - rng.randint(0, 60) * MINUTE
+                ctx.jobs.append(again)
+                ctx.state.starts += 1
+            for _ in range(3):
+                # Whole minutes mostly: jobs exactly at the window's edges are tested too.
+                ctx.now += rng.randint(0, 40) * MINUTE + rng.choice([0, 0, rng.randint(1, 59_999)])
+                found = plugin._near_checkpoint(ctx)  # type: ignore[arg-type]
+                assert len(found) == len({j.id for j in found})
+                assert {j.id for j in found} == _near(ctx.jobs, ctx.now, max_loss)
