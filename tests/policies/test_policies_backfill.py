@@ -179,3 +179,38 @@ def test_between_backfill_passes_only_the_top_of_the_queue_may_start() -> None:
 def test_a_bound_that_is_not_a_positive_integer_is_refused(key: str, value: object) -> None:
     with pytest.raises(ConfigError, match=key):
         BackfillScheduler({key: value})
+
+
+@pytest.mark.parametrize("classes", [None, [4, 8]])
+def test_class_reserve_reserves_for_the_first_blocked_job_of_each_size_class(
+    classes: list[int] | None,
+) -> None:
+    # 2 GPUs free until 1 h. The 4-GPU job holds the one EASY reservation (1 h to 2 h); the
+    # 8-GPU job behind it is in another size class: with class_reserve it is reserved for too
+    # (from 2 h), so the long 2-GPU job, which would delay it, may not start on the 2 free GPUs.
+    params: dict[str, object] = {"depth": 1}
+    if classes is not None:
+        params["class_reserve"] = classes
+    d = EngineDriver(small_cluster(nodes=1, gpus=8, per_leaf=1), bounded(**params))
+    d.submit(make_job(gpus=6, time_limit=HOUR), runtime=HOUR)
+    d.settle()
+    [four] = d.submit(make_job(gpus=4, time_limit=HOUR), runtime=HOUR)
+    [eight] = d.submit(make_job(gpus=8, time_limit=HOUR), runtime=HOUR)
+    [long] = d.submit(make_job(gpus=2, time_limit=3 * HOUR), runtime=3 * HOUR)
+    d.settle()
+    assert d.job(four).expected_start == HOUR
+    if classes is None:
+        assert d.state(long) is JobState.RUNNING
+        d.advance(2 * HOUR)
+        assert d.state(eight) is JobState.PENDING  # behind the long job until 3 h
+    else:
+        assert d.state(long) is JobState.PENDING
+        assert d.job(eight).expected_start == 2 * HOUR
+        d.advance(2 * HOUR)
+        assert d.state(eight) is JobState.RUNNING and d.job(eight).start == 2 * HOUR
+
+
+@pytest.mark.parametrize("value", [[], [4, 2], [0, 4], ["8"], 8, [True]])
+def test_class_reserve_that_is_not_increasing_gpu_counts_is_refused(value: object) -> None:
+    with pytest.raises(ConfigError, match="class_reserve"):
+        BackfillScheduler({"class_reserve": value})

@@ -4,9 +4,13 @@
 - ``sched/backfill``: the first ``depth`` blocked jobs get a reservation on the timeline
   (``depth`` 1 is EASY, more is conservative up to that depth); a lower job starts only where
   it delays no reservation. With ``min_age_reserve_ms`` (Slurm's bf_min_age_reserve) only
-  jobs pending that long are reserved for. A blocked job that may preempt (by QOS or partition
-  tier), and up to ``victim_search_depth`` other blocked jobs a pass (``"all"``: every one),
-  ask the post-filter for victims before they are reserved.
+  jobs pending that long are reserved for. With ``class_reserve`` (Phalanx's own: upper GPU
+  bounds of size classes, e.g. ``[1, 4, 8, 64]``), the first blocked job of each size class
+  also gets a reservation beyond ``depth``: a stream of higher-priority jobs of one size can
+  then not starve every job of another (a gang's turn comes however many small jobs arrive).
+  A blocked job that may preempt (by QOS or partition tier), and up to
+  ``victim_search_depth`` other blocked jobs a pass (``"all"``: every one), ask the post-filter
+  for victims before they are reserved.
 - ``sched/greedy``: start whatever fits, skip what does not, reserve nothing (Kueue's
   BestEffortFIFO, Volcano's allocate, Tiresias). With ``reason: "Resources"`` every blocked
   job waits for Resources (not the first for Resources and the rest for Priority, Slurm's
@@ -50,6 +54,21 @@ def _int(params: Mapping[str, object], key: str, default: int) -> int:
     return value
 
 
+def _bounds(value: object) -> tuple[float, ...]:
+    if value is None:
+        return ()
+    if (
+        not isinstance(value, list | tuple)
+        or not value
+        or not all(isinstance(v, int | float) and not isinstance(v, bool) for v in value)
+        or any(not 0 <= a < b for a, b in zip((0, *value), value, strict=False))
+    ):
+        raise ConfigError(
+            f"sched/backfill: class_reserve must be increasing positive GPU counts, not {value!r}"
+        )
+    return tuple(float(v) for v in value)
+
+
 def _positive(params: Mapping[str, object], key: str) -> int | None:
     value = params.get(key)
     if value is None:
@@ -73,6 +92,9 @@ class BackfillScheduler:
         preempt nothing (the post-filter decides which victims are cheap enough)."""
         self.min_age_reserve = _int(params, "min_age_reserve_ms", 0)
         """Slurm's bf_min_age_reserve: reserve only for jobs pending at least this long."""
+        self.class_bounds = _bounds(params.get("class_reserve"))
+        """Upper GPU bounds of the size classes whose first blocked job is reserved for
+        (beyond ``depth``); empty: none."""
         reason = str(params.get("reason", "Slurm"))
         self.all_resources = reason == Reason.RESOURCES
         rest = str(params.get("rest", Reason.PRIORITY))
@@ -135,6 +157,11 @@ class BackfillStep:
         # Without reservations a placement does not depend on the time limit at all.
         self.failed: dict[object, tuple[int, Status]] = {}
         self.reserved = 0
+        self.by_class = 0
+        """Jobs reserved for as their size class's first, beyond ``depth``."""
+        self.classes: set[int] = set()
+        """Size classes (indexes into ``class_bounds``) with a reservation this pass."""
+        self.n_classes = len(conf.class_bounds) + 1 if conf.class_bounds else 0
         self.blocked_any = False
         self.searched = 0
         # The top blocked jobs' reservations are computed lazily: only once a lower job could
@@ -147,7 +174,8 @@ class BackfillStep:
             self.only_whole
             and not self.preemptors
             and self.state.free_gpus == 0
-            and self.reserved + len(self.unreserved) >= self.depth
+            and self.reserved + len(self.unreserved) - self.by_class >= self.depth
+            and len(self.classes) >= self.n_classes
             and self.searched >= self.conf.victim_depth
             and not job.holds
         )
@@ -211,19 +239,39 @@ class BackfillStep:
     def preempting(self, job: Job) -> None:
         # Reserved like any blocked job: what its victims give back, and what it needs
         # besides, must not go to lower jobs meanwhile (or it would preempt forever).
-        if self.reserved + len(self.unreserved) < self.depth:
-            self.unreserved.append(job)
+        if self.reserved + len(self.unreserved) - self.by_class < self.depth:
+            self._take(job, by_class=False)
+        elif self._class_free(job):
+            self._take(job, by_class=True)
 
     def settle(self, job: Job, status: Status | None) -> Status | None:
-        if (
-            self.reserved + len(self.unreserved) < self.depth
-            and self.now - job.submit >= self.conf.min_age_reserve
-        ):
-            self.unreserved.append(job)
-            return status
+        if self.now - job.submit >= self.conf.min_age_reserve:
+            if self.reserved + len(self.unreserved) - self.by_class < self.depth:
+                self._take(job, by_class=False)
+                return status
+            if self._class_free(job):
+                self._take(job, by_class=True)
+                return status
         status = self.conf.priority
         self.failed[job.key] = (job.time_limit if self.depth else 0, status)
         return status
+
+    def _size_class(self, job: Job) -> int:
+        gpus = job.gpus
+        for i, bound in enumerate(self.conf.class_bounds):
+            if gpus <= bound:
+                return i
+        return len(self.conf.class_bounds)
+
+    def _class_free(self, job: Job) -> bool:
+        """Whether ``job``'s size class has no reservation yet this pass (with classes)."""
+        return bool(self.n_classes) and self._size_class(job) not in self.classes
+
+    def _take(self, job: Job, *, by_class: bool) -> None:
+        self.unreserved.append(job)
+        self.by_class += by_class
+        if self.n_classes:
+            self.classes.add(self._size_class(job))
 
     def finish(self) -> None:
         if self.unreserved:
