@@ -153,6 +153,8 @@ def netns_cluster(tmp_path: Path, nodes: list[Host], cpus: int = 32) -> Iterator
 
 
 def until(what: str, check: Any, timeout: float = 40.0) -> Any:
+    """``check()``'s first true answer, asked every 0.1 s; ``AssertionError`` naming
+    ``what`` if none comes within ``timeout`` s."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         found = check()

@@ -10,20 +10,11 @@ from pathlib import Path
 from typing import Any
 
 from live_env import env
+from netns_env import until
 
 from phalanx.server.localcluster import LocalCluster, cluster_yaml
 
 FAKE = Path(__file__).parents[1] / "agent" / "fakenvml"
-
-
-def _until(cluster: LocalCluster, what: str, check: Any, timeout: float = 30.0) -> Any:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        found = check()
-        if found:
-            return found
-        time.sleep(0.1)
-    raise AssertionError(f"{what}: not within {timeout} s; {cluster.log_tail('controller', 30)}")
 
 
 def _nodes(cluster: LocalCluster) -> dict[str, dict[str, Any]]:
@@ -61,8 +52,7 @@ def test_a_fatal_xid_requeues_at_once_and_the_health_program_drains(
         state = json.loads((gpus / f"{first}.json").read_text())
         state["xids"].append([3, 79])
         (gpus / f"{first}.json").write_text(json.dumps(state))
-        job = _until(
-            cluster,
+        job = until(
             "the job restarted elsewhere",
             lambda: (j := cluster.job(job_id))["restarts"] == 1 and j["state"] == "RUNNING" and j,
         )
@@ -75,8 +65,7 @@ def test_a_fatal_xid_requeues_at_once_and_the_health_program_drains(
         )
         # The health program finds the other node's scratch full: drained, the job goes on.
         (tmp_path / f"{other}.bad").touch()
-        node = _until(
-            cluster,
+        node = until(
             "the health program drained the node",
             lambda: (n := _nodes(cluster)[other])["state"] == "draining" and n,
         )
