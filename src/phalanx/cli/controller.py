@@ -43,6 +43,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument(
+        "--advertise",
+        metavar="URL",
+        help="this controller's URL as clients and agents reach it, which a standby names "
+        "to them (default http://HOST:PORT)",
+    )
+    parser.add_argument(
         "--admin",
         action="append",
         default=[],
@@ -149,6 +155,7 @@ def run(args: argparse.Namespace) -> int:
         policy=args.policy,
         host=args.host,
         port=args.port,
+        advertise=args.advertise,
         admins=frozenset(args.admin),
         epilog_ms=args.epilog,
         dead_after_ms=args.dead_after * 1000,

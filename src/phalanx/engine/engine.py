@@ -46,6 +46,7 @@ from phalanx.engine.events import (
     Cancel,
     CleanupDone,
     Event,
+    Forget,
     LaunchFailed,
     NodeDown,
     NodeUp,
@@ -223,7 +224,17 @@ class Engine:
                 self.nodes.came_up(node)
             case NodeUpdate():
                 self.nodes.update(event)
+            case Forget(before=before):
+                self.forget(before)
         return out
+
+    def forget(self, before: Instant) -> list[Job]:
+        """Drop the jobs that ended at or before ``before``; return them (``Forget``)."""
+        jobs = self.jobs
+        old = [j for j in jobs.values() if j.state.is_final and (j.end or 0) <= before]
+        for job in old:
+            del jobs[job.id]
+        return old
 
     def submit(self, spec: JobSpec, at: Instant) -> list[int]:
         """Submit and return the new job ids (one per array task). Same as ``Submit``."""

@@ -62,9 +62,15 @@ class AgentDesk:
         self._dead_after = dead_after
         self._accepted = accepted
         self._down: set[str] = set()
-        for node, (epoch, boot_id) in epochs.load().items():
-            if node in fleet.registry.agents:
-                fleet.registry.holder(node, epoch, boot_id)
+        self.load_epochs()
+
+    def load_epochs(self) -> None:
+        """Each node's holder as the epoch store has it (at a start, and at a standby's
+        takeover: the old leader admitted agents meanwhile)."""
+        registry = self.fleet.registry
+        for node, (epoch, boot_id) in self._epochs.load().items():
+            if node in registry.agents:
+                registry.holder(node, epoch, boot_id)
 
     def end_polls(self) -> None:
         """Answer every waiting long poll now (empty): the controller is stopping."""

@@ -9,8 +9,9 @@ from the snapshot's own starting point -- the state a controller that never stop
 Before each snapshot the controller forgets jobs that ended more than ``MIN_JOB_AGE`` ago
 (Slurm's ``MinJobAge``, 300 s by default), once their accounting record is stored
 (``phalanx.live.accounting``): the saved state, and the controller's memory, then grow with
-the jobs in flight, not with the whole history. The jobs are forgotten by the running
-controller at the same instant, so it and a restarted one agree.
+the jobs in flight, not with the whole history. Forgetting is an input (``Forget``),
+journaled, so a restarted controller and a standby following the journal forget the same
+jobs at the same point.
 
 Only this program's own snapshots are read back (pickle runs what it loads): the store is
 the controller's, as trusted as its journal. A snapshot of another version is ignored
@@ -27,7 +28,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 from phalanx.domain.time import SECOND, Duration
-from phalanx.engine import Event, Launch
+from phalanx.engine import Event, Forget, Launch
 from phalanx.live.accounting import AccountingTable, AcctRow
 from phalanx.live.fleet import Fleet
 from phalanx.live.journal import JournalError, StoreJournal
@@ -260,6 +261,8 @@ class Snapshots:
         if old:
             # Again, though most were stored as they ended: none is forgotten unstored.
             self.accounting.archive(self._rows(old))
-            for job in old:
-                del jobs[job.id]
+            # Journaled: a replay, and a standby following the journal, forget them at
+            # this same point.
+            self.loop.accept([Forget(self.loop.clock.now(), horizon)])
+            self.loop.settle()
         return old

@@ -1,0 +1,141 @@
+"""A controller's role over its life: leader, or standby until it takes over, and a deposed
+leader stepping down.
+
+- Leader from the start: recover (snapshot and journal tail), open the door, run the loop.
+- Standby (another controller holds the store's lead, ``phalanx.live.leadership``): a warm
+  engine follows the journal (``phalanx.live.standby``) every ``FOLLOW_S``; the door answers
+  503 with the leader's URL. When the lead is free (the leader died, or lost its database),
+  take it, finish the journal, open the door: agents re-register, clients retry here.
+- Leading, check every ``CHECK_S`` that the store still has this controller's epoch. If not
+  (another took over), or if the store cannot say (a leader cut off from its database must
+  not go on commanding agents), close the door and stop; the process then starts again as
+  a standby (``step_down``). Journal writes are fenced by the epoch too: nothing a deposed
+  leader does after the takeover is committed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import sys
+from typing import Protocol
+
+from phalanx.api.gate import Gate
+from phalanx.errors import StateStoreError
+from phalanx.live.controller import Controller
+from phalanx.live.leadership import Leadership
+from phalanx.live.standby import Follower
+from phalanx.live.store import Store
+
+__all__ = ["CHECK_S", "FOLLOW_S", "Roles"]
+
+log = logging.getLogger("phalanx.controller")
+
+FOLLOW_S = 0.2
+"""How often a standby reads the journal and tries for the lead."""
+CHECK_S = 1.0
+"""How often the leader checks that it still leads."""
+
+
+class _Exits(Protocol):
+    should_exit: bool
+
+
+class Roles:
+    def __init__(
+        self,
+        controller: Controller,
+        store: Store,
+        leadership: Leadership,
+        gate: Gate,
+        server: _Exits,
+    ) -> None:
+        self.controller = controller
+        self.store = store
+        self.leadership = leadership
+        self.gate = gate
+        self.server = server
+        self.leading = False
+        self.deposed = False
+        self._loop_task: asyncio.Task[None] | None = None
+
+    async def run(self) -> None:
+        if self._try_lead():
+            replayed = self.controller.recover()
+            log.info(
+                "leading: recovered %d journaled inputs from the %s store; %d jobs known",
+                replayed,
+                self.store.backend,
+                len(self.controller.engine.jobs),
+            )
+        else:
+            await self._stand_by()
+        self.leading = True
+        self.gate.lead()
+        self._loop_task = asyncio.create_task(self.controller.run())
+        while True:
+            await asyncio.sleep(CHECK_S)
+            if not await asyncio.to_thread(self.leadership.still_leads):
+                break
+        self.deposed = True
+        self.leading = False
+        self.gate.close()
+        log.error(
+            "deposed: the store no longer holds epoch %d for this controller (leader: %s);"
+            " stepping down",
+            self.leadership.epoch,
+            self.leadership.leader(),
+        )
+        self.controller.stop()
+        self.server.should_exit = True
+
+    async def _stand_by(self) -> None:
+        follower = Follower(self.controller, self.store.journal)
+        self.gate.role = "standby"
+        read = follower.start()
+        self.gate.leader = self.leadership.leader()
+        log.info(
+            "standing by: %d journaled inputs followed; the leader is at %s",
+            read,
+            self.gate.leader,
+        )
+        while True:
+            await asyncio.sleep(FOLLOW_S)
+            try:
+                follower.follow()
+            except StateStoreError as exc:
+                log.warning("cannot follow the journal: %s", exc)
+                continue
+            if self._try_lead():
+                follower.take_over()
+                return
+            self.gate.leader = self.leadership.leader()
+
+    def _try_lead(self) -> bool:
+        try:
+            if not self.leadership.try_lead():
+                return False
+        except StateStoreError as exc:
+            log.warning("cannot try for the lead: %s", exc)
+            return False
+        if self.store.fence is not None:
+            self.store.fence.epoch = self.leadership.epoch
+        return True
+
+    async def stop(self, task: asyncio.Task[None]) -> None:
+        """End the role (the controller was told to stop): wait for its loop."""
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+        if self._loop_task is not None:
+            self.controller.stop()
+            await self._loop_task
+
+    def step_down(self) -> None:
+        """Start this process again, as it was started: it comes back as a standby."""
+        log.info("restarting as a standby")
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os.execv(sys.executable, [sys.executable, *sys.orig_argv[1:]])
