@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from tests.live.test_snapshot import NODES, _controller, _end, _some_work, _spec, _tick, _view
+from test_snapshot import NODES, _controller, _end, _some_work, _spec, _tick, _view
 
 from phalanx.engine import Forget
 from phalanx.live.controller import Controller
