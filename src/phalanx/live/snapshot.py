@@ -20,9 +20,11 @@ the controller's, as trusted as its journal. A snapshot of another version is ig
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import pickle
+import stat
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -69,6 +71,18 @@ class Saved:
     launches: list[Launch]
     """The launch of each run the fleet knew (its agents say, after a restart, which
     still run)."""
+
+
+def _close_sockets() -> None:
+    """In a forked child: let go of the parent's sockets (its database sessions, the
+    leader's lock among them; its listening sockets), so that were the parent killed, the
+    child does not keep its lock held, or its port taking connections, meanwhile. Files stay
+    open: SQLite keeps its own table of them per process."""
+    for name in os.listdir("/proc/self/fd"):
+        fd = int(name)
+        with contextlib.suppress(OSError):
+            if fd > 2 and stat.S_ISSOCK(os.fstat(fd).st_mode):
+                os.close(fd)
 
 
 def dump(saved: Saved) -> bytes:
@@ -218,6 +232,7 @@ class Snapshots:
         if pid == 0:  # the child: a copy of the state as it is now
             code = 1
             try:
+                _close_sockets()
                 # Behind the controller for the CPU: on a small machine they share cores.
                 os.nice(10)
                 body = dump(saved)

@@ -18,17 +18,22 @@ every few hundred milliseconds.
 from __future__ import annotations
 
 import logging
+import time
 from typing import TYPE_CHECKING
 
 from phalanx.domain.state import JobState
+from phalanx.domain.time import SECOND, Duration
 from phalanx.live.journal import READ_BATCH, StoreJournal
 
 if TYPE_CHECKING:
     from phalanx.live.controller import Controller
 
-__all__ = ["Follower"]
+__all__ = ["ACCOUNT_AGAIN", "Follower"]
 
 log = logging.getLogger("phalanx.controller")
+
+ACCOUNT_AGAIN: Duration = 60 * SECOND
+"""At a takeover, the records of the jobs that ended this long before it are stored again."""
 
 
 class Follower:
@@ -71,6 +76,7 @@ class Follower:
         then the fleet waits for the agents (the runs the engine has running are theirs).
         Return the inputs read. Call it once this controller holds the lead."""
         ctl = self.controller
+        t0 = time.perf_counter()
         read = self.follow()
         now = ctl.clock.now()
         try:
@@ -80,12 +86,19 @@ class Follower:
             ctl.fleet.finish_replay((j.id, j.run) for j in running if j.state is JobState.RUNNING)
         ctl.book()
         ctl.adopt(now)
-        # Ended jobs whose record the old leader may not have stored before it died.
-        ctl.snapshots.account([j for j in ctl.engine.jobs.values() if j.state.is_final])
+        # The old leader stored each job's record as it ended; those of its last moments
+        # may have died with it. (Any other is stored again before it is forgotten.)
+        recent = ctl.loop.last_at - ACCOUNT_AGAIN
+        ctl.snapshots.account(
+            [j for j in ctl.engine.jobs.values() if j.state.is_final and (j.end or 0) >= recent]
+        )
         ctl.recovered = self.inputs
         log.info(
-            "took over at journal position %d: %d inputs followed, %d jobs known",
+            "took over at journal position %d in %.3f s (%d inputs read then, %d followed in"
+            " all); %d jobs known",
             self.position,
+            time.perf_counter() - t0,
+            read,
             self.inputs,
             len(ctl.engine.jobs),
         )
