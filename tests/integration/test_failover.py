@@ -12,6 +12,8 @@ from pathlib import Path
 import psycopg
 import pytest
 
+from phalanx.client.address import ControllerAddress
+from phalanx.client.wirecall import WireCaller
 from phalanx.server.hacluster import HACluster
 from phalanx.server.localcluster import cluster_yaml
 from phalanx.testing.postgres import TempPostgres
@@ -96,3 +98,79 @@ def test_a_leader_that_loses_its_database_session_steps_down(ha: HACluster, tmp_
     ids = ha.caller().call_ok("POST", "/v1/jobs", body=_job(out, 0))["job_ids"][0]
     assert _wait_done(ha, ids) == {ids[0]: "COMPLETED"}
     assert out.read_text().split() == [str(ids[0])]
+
+
+def test_phalanx_up_with_peers_starts_a_standby_whose_agents_follow_the_leader(
+    postgres: TempPostgres, tmp_path: Path
+) -> None:
+    """Two machines as two state directories: `phalanx up --peers` on each, one node each."""
+    import os
+    import signal
+    import socket
+    import subprocess
+    import sys
+
+    tmp_path.chmod(0o755)
+    db = postgres.new_database()
+    config = tmp_path / "cluster.yaml"
+    config.write_text(cluster_yaml(2, 0, cpus=4))
+    tokens = tmp_path / "tokens"
+    user = __import__("pwd").getpwuid(os.geteuid()).pw_name
+    tokens.write_text(f"tok {user}\n")
+    agent_tokens = tmp_path / "agent-tokens"  # the same file on every controller's host
+    agent_tokens.write_text("node1 a1-secret\nnode2 a2-secret\n")
+    ports = []
+    for _ in range(2):
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            ports.append(s.getsockname()[1])
+    urls = [f"http://127.0.0.1:{p}" for p in ports]
+    states = [tmp_path / "host1", tmp_path / "host2"]
+
+    def phalanx(i: int, *args: str) -> subprocess.CompletedProcess[str]:
+        env = dict(os.environ, PHALANX_STATE_DIR=str(states[i]), PHALANX_DB=db)
+        env.pop("PHALANX_URL", None)
+        return subprocess.run(
+            [sys.executable, "-m", "phalanx", *args],
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=120,
+            check=False,
+        )
+
+    def up(i: int) -> subprocess.CompletedProcess[str]:
+        return phalanx(
+            i, "up", "--detach", "--config", str(config), "--port", str(ports[i]),
+            "--tokens", str(tokens), "--agent-tokens", str(agent_tokens),
+            "--agents", f"node{i + 1}", "--no-command-server",
+            "--peers", urls[1 - i],
+        )  # fmt: skip
+
+    try:
+        first = up(0)
+        assert first.returncode == 0, first.stderr
+        assert "role    leader" in first.stdout
+        second = up(1)
+        assert second.returncode == 0, second.stderr
+        assert "role    standby" in second.stdout
+        leader = int((states[0] / "controller.pid").read_text())
+        os.kill(leader, signal.SIGKILL)
+        caller = WireCaller(ControllerAddress(url=",".join(urls), token="tok"), timeout=30)
+        out = tmp_path / "ran.txt"
+        job = {"command": ["bash", "-c", f"echo $SLURM_NODEID >> {out}"], "nodes": "2"}
+        # A request in flight to a dying leader may or may not have gone through: sbatch's
+        # key makes the retry safe.
+        status, answer = caller.call("POST", "/v1/jobs", body=job, idempotency_key="j1")
+        assert status == 201, answer
+        ids = answer["job_ids"][0]
+        deadline = time.monotonic() + 60
+        while caller.call_ok("GET", f"/v1/jobs/{ids[0]}")["state"] != "COMPLETED":
+            assert time.monotonic() < deadline, caller.call_ok("GET", f"/v1/jobs/{ids[0]}")
+            time.sleep(0.2)
+        # Both nodes ran their task: node1's agent followed the new leader.
+        assert sorted(out.read_text().split()) == ["0", "1"]
+        assert caller.leader == urls[1]
+    finally:
+        for i in (0, 1):
+            phalanx(i, "down")

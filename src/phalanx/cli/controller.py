@@ -11,7 +11,7 @@ TYPE_CHECKING = False  # typing's costs the command's start-up
 if TYPE_CHECKING:
     from phalanx.domain.cluster import Cluster
 
-__all__ = ["add_arguments", "run"]
+__all__ = ["add_arguments", "agent_tokens", "run"]
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -162,7 +162,7 @@ def run(args: argparse.Namespace) -> int:
         tokens=_tokens(args.tokens) if args.tokens is not None else {},
     )
     if args.agent_tokens is not None:
-        opts.agent_tokens = _agent_tokens(args.agent_tokens, opts.cluster.node_index)
+        opts.agent_tokens = agent_tokens(args.agent_tokens, opts.cluster.node_index)
     opts.state.make()
     server = _command_server(opts.state.root) if args.command_server else None
     try:
@@ -224,7 +224,7 @@ def _command_server(root: Path) -> _CommandServer | None:
         return None
 
 
-def _agent_tokens(path: Path, node_index: Callable[[str], int | None]) -> dict[str, str]:
+def agent_tokens(path: Path, node_index: Callable[[str], int | None]) -> dict[str, str]:
     """``NODE TOKEN`` lines -> token -> node; each node of the cluster, each token once."""
     from phalanx.errors import InputError
 
