@@ -1,0 +1,421 @@
+"""Read Kueue's and Volcano's queue objects from a multi-document YAML file into ``Queues``.
+
+Kinds (``apiVersion`` ``kueue.x-k8s.io/v1beta1``, also ``v1beta2``; Cohort also
+``v1alpha1``; Volcano's ``scheduling.volcano.sh/v1beta1``)::
+
+    ResourceFlavor         spec: nodeLabels, nodeTaints, tolerations
+    ClusterQueue           spec: resourceGroups, cohort (or cohortName), namespaceSelector,
+                           queueingStrategy, preemption, flavorFungibility, fairSharing,
+                           stopPolicy
+    Cohort                 spec: parent (or parentName), resourceGroups, fairSharing
+    LocalQueue             metadata.namespace (default "default"); spec: clusterQueue,
+                           stopPolicy
+    WorkloadPriorityClass  value, description
+    Queue (Volcano)        spec: weight, capability, guarantee.resource, deserved,
+                           reclaimable, parent
+
+Validation follows Kueue's webhooks and CRD rules (``pkg/webhooks/clusterqueue_webhook.go``):
+names are DNS subdomains; negative quantities, a borrowing or lending limit without a
+cohort (a parent, for a Cohort), a lending limit over the nominal quota,
+``reclaimWithinCohort: Never`` with a ``borrowWithinCohort`` policy, are refused. Beyond the
+webhooks, as a file is read whole: a flavor no ResourceFlavor defines, a LocalQueue's
+unknown ClusterQueue and a cycle of Cohort parents are refused too (Kueue would leave such a
+queue inactive). A cohort no Cohort object defines is fine (one with no quota of its own).
+Unknown keys are errors. Every error names the file, the line, the document (its index from
+1, kind and name) and the field path.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Container, Iterable
+from pathlib import Path
+
+import yaml
+
+from phalanx.config.queues_fields import (
+    choice,
+    dns_name,
+    label_map,
+    label_selector,
+    quantity,
+    resource_groups,
+    resource_list,
+    taint,
+    toleration,
+)
+from phalanx.config.yamlfield import YamlField, optional
+from phalanx.domain.quantity import MILLI_UNITS
+from phalanx.domain.queues import (
+    BorrowWithinCohort,
+    ClusterQueue,
+    Cohort,
+    FlavorFungibility,
+    FungibilityPolicy,
+    LocalQueue,
+    Preemption,
+    PreemptionPolicy,
+    QueueingStrategy,
+    Queues,
+    ResourceFlavor,
+    ResourceQuota,
+    StopPolicy,
+    VolcanoQueue,
+    WorkloadPriorityClass,
+)
+from phalanx.errors import ConfigError
+
+__all__ = ["queues_from_documents", "queues_from_file", "queues_from_yaml"]
+
+_KUEUE = ("kueue.x-k8s.io/v1beta1", "kueue.x-k8s.io/v1beta2")
+_VOLCANO = ("scheduling.volcano.sh/v1beta1",)
+_KINDS: dict[str, tuple[str, ...]] = {
+    "ResourceFlavor": _KUEUE,
+    "ClusterQueue": _KUEUE,
+    "Cohort": (*_KUEUE, "kueue.x-k8s.io/v1alpha1"),
+    "LocalQueue": _KUEUE,
+    "WorkloadPriorityClass": _KUEUE,
+    "Queue": _VOLCANO,
+}
+_META = ("name", "namespace", "labels", "annotations")
+
+
+def queues_from_file(path: str) -> Queues:
+    """Read ``path``; an unreadable file is a ``ConfigError`` naming it."""
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"cannot read queues file: {exc}", source=path) from None
+    return queues_from_yaml(text, path)
+
+
+def queues_from_yaml(text: str, source: str = "<queues>") -> Queues:
+    """Every document of ``text`` (empty ones skipped). Raises ``ConfigError``."""
+    try:
+        nodes = [n for n in yaml.compose_all(text, Loader=yaml.SafeLoader) if n is not None]
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        line = mark.line + 1 if mark is not None else None
+        raise ConfigError(f"invalid YAML: {exc.problem}", source=source, line=line) from None
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"invalid YAML: {exc}", source=source) from None
+    return queues_from_documents([YamlField(n, "", source) for n in nodes])
+
+
+def queues_from_documents(documents: list[YamlField]) -> Queues:
+    """The objects of ``documents`` (each a parsed YAML mapping; the cluster YAML's
+    ``queues:`` list gives its items), cross-checked as a whole."""
+    reader = _Reader()
+    for number, doc in enumerate(documents, start=1):
+        reader.read(number, doc)
+    return reader.finish()
+
+
+class _Reader:
+    def __init__(self) -> None:
+        self.flavors: dict[str, ResourceFlavor] = {}
+        self.cqs: dict[str, tuple[ClusterQueue, YamlField]] = {}
+        self.cohorts: dict[str, tuple[Cohort, YamlField]] = {}
+        self.locals: dict[tuple[str, str], tuple[LocalQueue, YamlField]] = {}
+        self.classes: dict[str, WorkloadPriorityClass] = {}
+        self.volcano: dict[str, VolcanoQueue] = {}
+
+    def read(self, number: int, doc: YamlField) -> None:
+        top = doc.mapping(
+            ("apiVersion", "kind", "metadata", "spec", "value", "description", "status"),
+            required=("apiVersion", "kind", "metadata"),
+        )
+        kind = top["kind"].as_str()
+        versions = _KINDS.get(kind)
+        if versions is None:
+            raise top["kind"].error(f"unknown kind {kind!r}; expected one of {sorted(_KINDS)}")
+        api = top["apiVersion"].as_str()
+        if api not in versions:
+            raise top["apiVersion"].error(
+                f"kind {kind} is not served by {api!r}; expected one of {list(versions)}"
+            )
+        meta = top["metadata"].mapping(_META, required=("name",))
+        name = dns_name(meta["name"])
+        try:
+            self._kind(kind, name, top, meta)
+        except ConfigError as exc:
+            # The document is part of where: "queues.yaml:12: document 3 (ClusterQueue a)".
+            line = f":{exc.line}" if exc.line is not None else ""
+            source = f"{doc.source}{line}: document {number} ({kind} {name})"
+            raise ConfigError(exc.message, source=source, field=exc.field) from None
+
+    def _kind(
+        self, kind: str, name: str, top: dict[str, YamlField], meta: dict[str, YamlField]
+    ) -> None:
+        spec_field = top.get("spec")
+        if kind == "WorkloadPriorityClass":
+            if "spec" in top:
+                raise top["spec"].error("a WorkloadPriorityClass has no spec: value is top-level")
+            if "value" not in top:
+                raise top["metadata"].error("missing required key 'value'")
+            self._unique(name, self.classes, top["metadata"], kind)
+            value = top["value"].as_int(minimum=-(2**31))
+            description = top["description"].text() if "description" in top else ""
+            self.classes[name] = WorkloadPriorityClass(name, value, description)
+            return
+        for key in ("value", "description"):
+            if key in top:
+                raise top[key].error(f"unknown key {key!r} for kind {kind}")
+        if kind == "ResourceFlavor":
+            self._unique(name, self.flavors, top["metadata"], kind)
+            self.flavors[name] = _flavor(name, spec_field)
+        elif kind == "ClusterQueue":
+            self._unique(name, self.cqs, top["metadata"], kind)
+            self.cqs[name] = (_cluster_queue(name, spec_field), top["metadata"])
+        elif kind == "Cohort":
+            self._unique(name, self.cohorts, top["metadata"], kind)
+            self.cohorts[name] = (_cohort(name, spec_field), top["metadata"])
+        elif kind == "LocalQueue":
+            namespace = dns_name(meta["namespace"]) if "namespace" in meta else "default"
+            if spec_field is None:
+                raise top["metadata"].error("missing required key 'spec'")
+            spec = spec_field.mapping(("clusterQueue", "stopPolicy"), required=("clusterQueue",))
+            if (namespace, name) in self.locals:
+                raise top["metadata"].error(f"duplicate LocalQueue {namespace}/{name}")
+            local = LocalQueue(
+                namespace,
+                name,
+                dns_name(spec["clusterQueue"]),
+                optional(spec, "stopPolicy", lambda f: choice(f, StopPolicy), StopPolicy.NONE),
+            )
+            self.locals[(namespace, name)] = (local, spec["clusterQueue"])
+        else:
+            self._unique(name, self.volcano, top["metadata"], kind)
+            self.volcano[name] = _volcano_queue(name, spec_field)
+
+    @staticmethod
+    def _unique(name: str, seen: Container[str], where: YamlField, kind: str) -> None:
+        if name in seen:
+            raise where.error(f"duplicate {kind} {name!r}")
+
+    def finish(self) -> Queues:
+        for cq, where in self.cqs.values():
+            self._known_flavors(cq.name, "ClusterQueue", cq.quotas(), where)
+        for cohort, where in self.cohorts.values():
+            self._known_flavors(cohort.name, "Cohort", cohort.quotas(), where)
+            self._no_cycle(cohort, where)
+        for local, where in self.locals.values():
+            if local.cluster_queue not in self.cqs:
+                raise where.error(
+                    f"LocalQueue {local.namespace}/{local.name}: unknown ClusterQueue "
+                    f"{local.cluster_queue!r}"
+                )
+        return Queues(
+            flavors=dict(self.flavors),
+            cluster_queues={n: cq for n, (cq, _) in self.cqs.items()},
+            cohorts={n: c for n, (c, _) in self.cohorts.items()},
+            local_queues={k: lq for k, (lq, _) in self.locals.items()},
+            priority_classes=dict(self.classes),
+            volcano_queues=dict(self.volcano),
+        )
+
+    def _known_flavors(
+        self, name: str, kind: str, quotas: Iterable[tuple[str, ResourceQuota]], where: YamlField
+    ) -> None:
+        for flavor, _ in quotas:
+            if flavor not in self.flavors:
+                raise where.error(f"{kind} {name}: unknown ResourceFlavor {flavor!r}")
+
+    def _no_cycle(self, cohort: Cohort, where: YamlField) -> None:
+        seen = [cohort.name]
+        parent = cohort.parent
+        while parent is not None:
+            if parent in seen:
+                raise where.error(
+                    f"Cohort {cohort.name}: parent cycle {' -> '.join(seen)} -> {parent}"
+                )
+            seen.append(parent)
+            found = self.cohorts.get(parent)
+            parent = found[0].parent if found is not None else None
+
+
+def _spec(field: YamlField | None, allowed: tuple[str, ...]) -> dict[str, YamlField]:
+    return field.mapping(allowed) if field is not None else {}
+
+
+def _flavor(name: str, field: YamlField | None) -> ResourceFlavor:
+    spec = _spec(field, ("nodeLabels", "nodeTaints", "tolerations"))
+    return ResourceFlavor(
+        name,
+        node_labels=label_map(spec["nodeLabels"]) if "nodeLabels" in spec else (),
+        node_taints=tuple(map(taint, spec["nodeTaints"].sequence()))
+        if "nodeTaints" in spec
+        else (),
+        tolerations=(
+            tuple(map(toleration, spec["tolerations"].sequence())) if "tolerations" in spec else ()
+        ),
+    )
+
+
+def _one_of(spec: dict[str, YamlField], old: str, new: str) -> YamlField | None:
+    """The field spelled ``old`` (v1beta1) or ``new`` (later versions); both is an error."""
+    if old in spec and new in spec:
+        raise spec[new].error(f"give {old!r} or {new!r}, not both")
+    return spec.get(old, spec.get(new))
+
+
+def _weight(spec: dict[str, YamlField]) -> float:
+    if "fairSharing" not in spec:
+        return 1.0
+    fair = spec["fairSharing"].mapping(("weight",))
+    if "weight" not in fair:
+        return 1.0
+    weight = quantity(fair["weight"])
+    return weight / MILLI_UNITS
+
+
+def _cluster_queue(name: str, field: YamlField | None) -> ClusterQueue:
+    spec = _spec(
+        field,
+        (
+            "resourceGroups",
+            "cohort",
+            "cohortName",
+            "namespaceSelector",
+            "queueingStrategy",
+            "preemption",
+            "flavorFungibility",
+            "fairSharing",
+            "stopPolicy",
+        ),
+    )
+    cohort_field = _one_of(spec, "cohort", "cohortName")
+    cohort = dns_name(cohort_field) if cohort_field is not None else None
+    groups = (
+        resource_groups(spec["resourceGroups"], owner="cohort", has_parent=cohort is not None)
+        if "resourceGroups" in spec
+        else ()
+    )
+    selector = None
+    if field is not None and "namespaceSelector" in spec:
+        selector = label_selector(spec["namespaceSelector"])
+    return ClusterQueue(
+        name,
+        resource_groups=groups,
+        cohort=cohort,
+        namespace_selector=selector,
+        queueing_strategy=optional(
+            spec,
+            "queueingStrategy",
+            lambda f: choice(f, QueueingStrategy),
+            QueueingStrategy.BEST_EFFORT_FIFO,
+        ),
+        preemption=_preemption(spec["preemption"]) if "preemption" in spec else Preemption(),
+        flavor_fungibility=(
+            _fungibility(spec["flavorFungibility"])
+            if "flavorFungibility" in spec
+            else FlavorFungibility()
+        ),
+        fair_sharing_weight=_weight(spec),
+        stop_policy=optional(spec, "stopPolicy", lambda f: choice(f, StopPolicy), StopPolicy.NONE),
+    )
+
+
+def _policy(field: YamlField, allowed: tuple[PreemptionPolicy, ...]) -> PreemptionPolicy:
+    value = choice(field, PreemptionPolicy)
+    if value not in allowed:
+        choices = ", ".join(repr(p.value) for p in allowed)
+        raise field.error(f"unsupported value {value.value!r}: supported values: {choices}")
+    return value
+
+
+def _preemption(field: YamlField) -> Preemption:
+    spec = field.mapping(("reclaimWithinCohort", "borrowWithinCohort", "withinClusterQueue"))
+    never, lower = PreemptionPolicy.NEVER, PreemptionPolicy.LOWER_PRIORITY
+    reclaim = optional(
+        spec,
+        "reclaimWithinCohort",
+        lambda f: _policy(f, (never, lower, PreemptionPolicy.ANY)),
+        never,
+    )
+    within = optional(
+        spec,
+        "withinClusterQueue",
+        lambda f: _policy(f, (never, lower, PreemptionPolicy.LOWER_OR_NEWER_EQUAL_PRIORITY)),
+        never,
+    )
+    borrow = BorrowWithinCohort()
+    if "borrowWithinCohort" in spec:
+        b = spec["borrowWithinCohort"].mapping(("policy", "maxPriorityThreshold"))
+        borrow = BorrowWithinCohort(
+            optional(b, "policy", lambda f: _policy(f, (never, lower)), never),
+            optional(b, "maxPriorityThreshold", lambda f: f.as_int(minimum=-(2**31)), None),
+        )
+        if reclaim is never and borrow.policy is not never:
+            raise field.error("reclaimWithinCohort=Never and borrowWithinCohort.Policy!=Never")
+    return Preemption(reclaim, borrow, within)
+
+
+_FUNGIBILITY_OLD = {"Borrow": "MayStopSearch", "Preempt": "MayStopSearch"}
+
+
+def _fungibility_policy(field: YamlField, old: str) -> FungibilityPolicy:
+    value = field.as_str()
+    if value == old:
+        value = _FUNGIBILITY_OLD[old]
+    for policy in FungibilityPolicy:
+        if policy.value == value:
+            return policy
+    raise field.error(
+        f"unsupported value {value!r}: supported values: 'MayStopSearch', 'TryNextFlavor', {old!r}"
+    )
+
+
+def _fungibility(field: YamlField) -> FlavorFungibility:
+    spec = field.mapping(("whenCanBorrow", "whenCanPreempt"))
+    default = FlavorFungibility()
+    return FlavorFungibility(
+        optional(
+            spec,
+            "whenCanBorrow",
+            lambda f: _fungibility_policy(f, "Borrow"),
+            default.when_can_borrow,
+        ),
+        optional(
+            spec,
+            "whenCanPreempt",
+            lambda f: _fungibility_policy(f, "Preempt"),
+            default.when_can_preempt,
+        ),
+    )
+
+
+def _cohort(name: str, field: YamlField | None) -> Cohort:
+    spec = _spec(field, ("parent", "parentName", "resourceGroups", "fairSharing"))
+    parent_field = _one_of(spec, "parent", "parentName")
+    parent = dns_name(parent_field) if parent_field is not None else None
+    if parent_field is not None and parent == name:
+        raise parent_field.error(f"Cohort {name} cannot be its own parent")
+    groups = (
+        resource_groups(spec["resourceGroups"], owner="parent", has_parent=parent is not None)
+        if "resourceGroups" in spec
+        else ()
+    )
+    return Cohort(name, parent, groups, _weight(spec))
+
+
+def _volcano_queue(name: str, field: YamlField | None) -> VolcanoQueue:
+    spec = _spec(field, ("weight", "capability", "guarantee", "deserved", "reclaimable", "parent"))
+    weight = spec["weight"].as_int(minimum=0) if "weight" in spec else 0
+    guarantee: dict[str, int] = {}
+    if "guarantee" in spec:
+        g = spec["guarantee"].mapping(("resource",))
+        guarantee = resource_list(g["resource"]) if "resource" in g else {}
+    capability = resource_list(spec["capability"]) if "capability" in spec else {}
+    for resource, amount in guarantee.items():
+        cap = capability.get(resource)
+        if cap is not None and amount > cap:
+            raise spec["guarantee"].error(f"guarantee of {resource} is greater than its capability")
+    return VolcanoQueue(
+        name,
+        weight=weight or 1,  # Volcano's mutating webhook sets an unset (0) weight to 1
+        capability=capability,
+        guarantee=guarantee,
+        deserved=resource_list(spec["deserved"]) if "deserved" in spec else None,
+        reclaimable=optional(spec, "reclaimable", YamlField.as_bool, True),
+        parent=dns_name(spec["parent"]) if "parent" in spec else None,
+    )
