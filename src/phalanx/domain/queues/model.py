@@ -65,17 +65,6 @@ class Queues:
             or self.volcano_queues
         )
 
-    def merged(self, other: Queues) -> Queues:
-        """These objects with ``other``'s added; ``other`` wins on a name both have."""
-        return Queues(
-            flavors={**self.flavors, **other.flavors},
-            cluster_queues={**self.cluster_queues, **other.cluster_queues},
-            cohorts={**self.cohorts, **other.cohorts},
-            local_queues={**self.local_queues, **other.local_queues},
-            priority_classes={**self.priority_classes, **other.priority_classes},
-            volcano_queues={**self.volcano_queues, **other.volcano_queues},
-        )
-
     def cluster_queue_of(self, spec: JobSpec) -> tuple[ClusterQueue | None, str]:
         """The ClusterQueue a job goes to, or None and why not (the message a pending job
         shows, in Kueue's words where Kueue has them)."""

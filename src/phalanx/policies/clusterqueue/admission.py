@@ -10,6 +10,8 @@ looks at, in the pass's order:
 - a job no queue takes waits (``InvalidAccount``), as does one of a stopped queue;
 - under ``StrictFIFO``, once a job of a ClusterQueue waits for quota, the later ones of that
   queue wait behind it (``Priority``); under ``BestEffortFIFO`` they may go past;
+- a job asking what another of its LocalQueue was refused in this pass is refused alike
+  (its shape key says so: ``Engine`` keys shapes by LocalQueue under ClusterQueues);
 - else the flavors are assigned (``assign``): the job waits for quota (``AssocGrpGRES``,
   ``AssocGrpCpuLimit``, ``AssocGrpMemLimit``, with a message in quota terms), or is admitted:
   its quota is counted at once, and its placement narrowed to its flavors' nodes for the
@@ -89,6 +91,9 @@ class _Pass:
         self.charged: dict[int, dict[FlavorResource, int]] = {}
         self.heads: dict[str, int] = {}
         """StrictFIFO ClusterQueue -> the job that waits for quota at its head."""
+        self.refused: dict[tuple[object, int], Status] = {}
+        """(shape key, tasks per node) -> why such a job was refused: usage only grows
+        within a pass, so a job asking as much of the same LocalQueue is refused alike."""
 
 
 class ClusterQueueAdmission:
@@ -160,6 +165,10 @@ class ClusterQueueAdmission:
                 PLUGIN,
                 f"StrictFIFO: ClusterQueue {cq.name} admits nothing before job {head}",
             )
+        memo = (job.key, job.spec.tasks_per_node)
+        known = current.refused.get(memo)
+        if known is not None:
+            return known
         node = static.tree.queues[cq.name]
         shape = job.shape
         allowed = ctx.state.static_mask(shape)
@@ -179,7 +188,10 @@ class ClusterQueueAdmission:
         if isinstance(result, Refusal):
             if cq.queueing_strategy is QueueingStrategy.STRICT_FIFO:
                 current.heads[cq.name] = job.id
-            return Status.wait_because(result.reason, PLUGIN, result.message)
+            status = current.refused[memo] = Status.wait_because(
+                result.reason, PLUGIN, result.message
+            )
+            return status
         self._admit(node, current, job, result)
         if result.nodes is not None:
             ctx.narrow(job, result.nodes)
