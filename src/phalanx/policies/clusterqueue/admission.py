@@ -25,8 +25,8 @@ then pass the quota. A job that reaches ``reserve`` without the pre-filter (a po
 profile) is admitted there against the flavors its nodes are in. ``unreserve`` gives
 nothing back: the job stays admitted for the pass.
 
-With no ClusterQueue configured, the plugin is ``admit/quota`` (the ``kueue`` profile keeps
-its behaviour).
+With no ClusterQueue configured, the plugin is ``admit/quota``, with that plugin's parameters
+(the ``kueue`` profile keeps its behaviour).
 """
 
 from __future__ import annotations
@@ -100,8 +100,15 @@ class ClusterQueueAdmission:
     plugin = PLUGIN
 
     def __init__(self, params: Mapping[str, object]) -> None:
-        self._fallback = QuotaAdmission(params)
+        self._params = params
+        self._fallback: QuotaAdmission | None = None
         self._static: _Static | None = None
+
+    def _quota(self, ctx: PassContext) -> QuotaAdmission:
+        """``admit/quota``, with its parameters from the profile (under either id)."""
+        if self._fallback is None:
+            self._fallback = QuotaAdmission({**ctx.params("admit/quota"), **self._params})
+        return self._fallback
 
     # -- the pass's accounting ------------------------------------------------------------
     def _setup(self, ctx: PassContext) -> tuple[_Static, _Pass]:
@@ -150,7 +157,7 @@ class ClusterQueueAdmission:
     def pre_filter(self, job: Job, ctx: PassContext) -> Status:
         queues = ctx.cluster.queues
         if not queues.cluster_queues:
-            return self._fallback.pre_filter(job, ctx)
+            return self._quota(ctx).pre_filter(job, ctx)
         static, current = self._setup(ctx)
         cq, problem = static.target(queues, job)
         if cq is None:
