@@ -110,16 +110,69 @@ def queues_from_documents(documents: list[YamlField]) -> Queues:
     return reader.finish()
 
 
+def _in_document(exc: ConfigError, source: str, document: str) -> ConfigError:
+    """``exc`` with the document in where it happened: ``queues.yaml:12: document 3
+    (ClusterQueue team-a), field 'spec.cohort': ...``."""
+    line = f":{exc.line}" if exc.line is not None else ""
+    return ConfigError(exc.message, source=f"{source}{line}: {document}", field=exc.field)
+
+
+class _Doc:
+    """Where an object came from, for the errors of the checks made once all are read."""
+
+    __slots__ = ("label", "spec", "top")
+
+    def __init__(self, label: str, top: YamlField, spec: YamlField | None) -> None:
+        self.label = label
+        self.top = top
+        self.spec = spec
+
+    def error_at(self, field: YamlField, message: str) -> ConfigError:
+        return _in_document(field.error(message), field.source, self.label)
+
+    def flavor_field(self, flavor: str) -> YamlField:
+        """The ``name`` field that names ``flavor`` in ``spec.resourceGroups`` (already
+        checked, so read without checking again)."""
+        for group in _items(_child(self.spec, "resourceGroups")):
+            for item in _items(_child(group, "flavors")):
+                name = _child(item, "name")
+                if name is not None and name.text() == flavor:
+                    return name
+        return self.top
+
+
+def _child(field: YamlField | None, key: str) -> YamlField | None:
+    if field is None or not isinstance(field.node, yaml.MappingNode):
+        return None
+    for key_node, value_node in field.node.value:
+        if key_node.value == key:
+            return field.child(value_node, key)
+    return None
+
+
+def _items(field: YamlField | None) -> list[YamlField]:
+    return field.sequence() if field is not None else []
+
+
 class _Reader:
     def __init__(self) -> None:
         self.flavors: dict[str, ResourceFlavor] = {}
-        self.cqs: dict[str, tuple[ClusterQueue, YamlField]] = {}
-        self.cohorts: dict[str, tuple[Cohort, YamlField]] = {}
-        self.locals: dict[tuple[str, str], tuple[LocalQueue, YamlField]] = {}
+        self.cqs: dict[str, tuple[ClusterQueue, _Doc]] = {}
+        self.cohorts: dict[str, tuple[Cohort, _Doc]] = {}
+        self.locals: dict[tuple[str, str], tuple[LocalQueue, _Doc]] = {}
         self.classes: dict[str, WorkloadPriorityClass] = {}
         self.volcano: dict[str, VolcanoQueue] = {}
 
     def read(self, number: int, doc: YamlField) -> None:
+        label = f"document {number}"
+        try:
+            self._read(label, doc)
+        except ConfigError as exc:
+            if "document" in (exc.source or ""):
+                raise
+            raise _in_document(exc, doc.source, label) from None
+
+    def _read(self, label: str, doc: YamlField) -> None:
         top = doc.mapping(
             ("apiVersion", "kind", "metadata", "spec", "value", "description", "status"),
             required=("apiVersion", "kind", "metadata"),
@@ -135,16 +188,19 @@ class _Reader:
             )
         meta = top["metadata"].mapping(_META, required=("name",))
         name = dns_name(meta["name"])
+        where = _Doc(f"{label} ({kind} {name})", doc, top.get("spec"))
         try:
-            self._kind(kind, name, top, meta)
+            self._kind(kind, name, top, meta, where)
         except ConfigError as exc:
-            # The document is part of where: "queues.yaml:12: document 3 (ClusterQueue a)".
-            line = f":{exc.line}" if exc.line is not None else ""
-            source = f"{doc.source}{line}: document {number} ({kind} {name})"
-            raise ConfigError(exc.message, source=source, field=exc.field) from None
+            raise _in_document(exc, doc.source, where.label) from None
 
     def _kind(
-        self, kind: str, name: str, top: dict[str, YamlField], meta: dict[str, YamlField]
+        self,
+        kind: str,
+        name: str,
+        top: dict[str, YamlField],
+        meta: dict[str, YamlField],
+        where: _Doc,
     ) -> None:
         spec_field = top.get("spec")
         if kind == "WorkloadPriorityClass":
@@ -165,10 +221,10 @@ class _Reader:
             self.flavors[name] = _flavor(name, spec_field)
         elif kind == "ClusterQueue":
             self._unique(name, self.cqs, top["metadata"], kind)
-            self.cqs[name] = (_cluster_queue(name, spec_field), top["metadata"])
+            self.cqs[name] = (_cluster_queue(name, spec_field), where)
         elif kind == "Cohort":
             self._unique(name, self.cohorts, top["metadata"], kind)
-            self.cohorts[name] = (_cohort(name, spec_field), top["metadata"])
+            self.cohorts[name] = (_cohort(name, spec_field), where)
         elif kind == "LocalQueue":
             namespace = dns_name(meta["namespace"]) if "namespace" in meta else "default"
             if spec_field is None:
@@ -182,7 +238,8 @@ class _Reader:
                 dns_name(spec["clusterQueue"]),
                 optional(spec, "stopPolicy", lambda f: choice(f, StopPolicy), StopPolicy.NONE),
             )
-            self.locals[(namespace, name)] = (local, spec["clusterQueue"])
+            where.top = spec["clusterQueue"]
+            self.locals[(namespace, name)] = (local, where)
         else:
             self._unique(name, self.volcano, top["metadata"], kind)
             self.volcano[name] = _volcano_queue(name, spec_field)
@@ -194,16 +251,13 @@ class _Reader:
 
     def finish(self) -> Queues:
         for cq, where in self.cqs.values():
-            self._known_flavors(cq.name, "ClusterQueue", cq.quotas(), where)
+            self._known_flavors(cq.quotas(), where)
         for cohort, where in self.cohorts.values():
-            self._known_flavors(cohort.name, "Cohort", cohort.quotas(), where)
+            self._known_flavors(cohort.quotas(), where)
             self._no_cycle(cohort, where)
         for local, where in self.locals.values():
             if local.cluster_queue not in self.cqs:
-                raise where.error(
-                    f"LocalQueue {local.namespace}/{local.name}: unknown ClusterQueue "
-                    f"{local.cluster_queue!r}"
-                )
+                raise where.error_at(where.top, f"unknown ClusterQueue {local.cluster_queue!r}")
         return Queues(
             flavors=dict(self.flavors),
             cluster_queues={n: cq for n, (cq, _) in self.cqs.items()},
@@ -213,21 +267,19 @@ class _Reader:
             volcano_queues=dict(self.volcano),
         )
 
-    def _known_flavors(
-        self, name: str, kind: str, quotas: Iterable[tuple[str, ResourceQuota]], where: YamlField
-    ) -> None:
+    def _known_flavors(self, quotas: Iterable[tuple[str, ResourceQuota]], where: _Doc) -> None:
         for flavor, _ in quotas:
             if flavor not in self.flavors:
-                raise where.error(f"{kind} {name}: unknown ResourceFlavor {flavor!r}")
+                field = where.flavor_field(flavor)
+                raise where.error_at(field, f"unknown ResourceFlavor {flavor!r}")
 
-    def _no_cycle(self, cohort: Cohort, where: YamlField) -> None:
+    def _no_cycle(self, cohort: Cohort, where: _Doc) -> None:
         seen = [cohort.name]
         parent = cohort.parent
         while parent is not None:
             if parent in seen:
-                raise where.error(
-                    f"Cohort {cohort.name}: parent cycle {' -> '.join(seen)} -> {parent}"
-                )
+                cycle = " -> ".join([*seen, parent])
+                raise where.error_at(where.top, f"parent cycle {cycle}")
             seen.append(parent)
             found = self.cohorts.get(parent)
             parent = found[0].parent if found is not None else None
