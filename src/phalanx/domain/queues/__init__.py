@@ -27,11 +27,18 @@ from phalanx.domain.queues.labels import (
     TaintEffect,
     Toleration,
 )
-from phalanx.domain.queues.model import DEFAULT_LOCAL_QUEUE, QUEUE_NAME_LABEL, Queues, queue_name
+from phalanx.domain.queues.model import (
+    DEFAULT_LOCAL_QUEUE,
+    PRIORITY_CLASS_LABEL,
+    QUEUE_NAME_LABEL,
+    Queues,
+    queue_name,
+)
 from phalanx.domain.queues.volcano import VolcanoQueue
 
 __all__ = [
     "DEFAULT_LOCAL_QUEUE",
+    "PRIORITY_CLASS_LABEL",
     "QUEUE_NAME_LABEL",
     "BorrowWithinCohort",
     "ClusterQueue",

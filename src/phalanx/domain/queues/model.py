@@ -3,7 +3,8 @@
 A job's namespace is its account (a trace job's account is Philly's virtual cluster, SWF's
 ``u<user>``), so a trace runs under queues unchanged. It names its LocalQueue with the label
 Kueue's integrations read, ``kueue.x-k8s.io/queue-name``, carried in ``JobSpec.extra``; a job
-that names none goes to the LocalQueue ``default`` of its namespace.
+that names none goes to the LocalQueue ``default`` of its namespace. Its WorkloadPriorityClass
+is named by ``kueue.x-k8s.io/priority-class`` the same way.
 """
 
 from __future__ import annotations
@@ -26,18 +27,29 @@ from phalanx.domain.queues.volcano import VolcanoQueue
 if TYPE_CHECKING:  # the cluster holds the queues: a run-time import would be circular
     from phalanx.domain.cluster import Cluster
 
-__all__ = ["DEFAULT_LOCAL_QUEUE", "QUEUE_NAME_LABEL", "Queues", "queue_name"]
+__all__ = [
+    "DEFAULT_LOCAL_QUEUE",
+    "PRIORITY_CLASS_LABEL",
+    "QUEUE_NAME_LABEL",
+    "Queues",
+    "queue_name",
+]
 
 QUEUE_NAME_LABEL = "kueue.x-k8s.io/queue-name"
+PRIORITY_CLASS_LABEL = "kueue.x-k8s.io/priority-class"
 DEFAULT_LOCAL_QUEUE = "default"
+
+
+def _label(spec: JobSpec, key: str) -> str | None:
+    for name, value in spec.extra:
+        if name == key:
+            return value
+    return None
 
 
 def queue_name(spec: JobSpec) -> str:
     """The LocalQueue ``spec`` names (module docstring)."""
-    for key, value in spec.extra:
-        if key == QUEUE_NAME_LABEL:
-            return value
-    return DEFAULT_LOCAL_QUEUE
+    return _label(spec, QUEUE_NAME_LABEL) or DEFAULT_LOCAL_QUEUE
 
 
 @dataclass(frozen=True)
@@ -79,6 +91,13 @@ class Queues:
         if selector is None or not selector.matches(namespace_labels(namespace)):
             return None, f"Workload namespace doesn't match ClusterQueue selector ({cq.name})"
         return cq, ""
+
+    def priority_of(self, spec: JobSpec) -> int:
+        """The value of the WorkloadPriorityClass the job names (label
+        ``kueue.x-k8s.io/priority-class``); 0 for none or an unknown one."""
+        name = _label(spec, PRIORITY_CLASS_LABEL)
+        found = self.priority_classes.get(name) if name is not None else None
+        return found.value if found is not None else 0
 
     def cohort_parent(self, cohort: str) -> str | None:
         found = self.cohorts.get(cohort)

@@ -31,7 +31,7 @@ With no ClusterQueue configured, the plugin is ``admit/quota``, with that plugin
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 
@@ -85,9 +85,14 @@ class _Static:
 
 
 class _Pass:
-    """One pass's accounting, shared by the plugin's instances through ``ctx.scratch``."""
+    """One pass's accounting, shared by the plugin's instances (pre-filter, reserve, the
+    queue order) through ``ctx.scratch``: the first to look sets it up."""
 
-    def __init__(self) -> None:
+    def __init__(self, static: _Static) -> None:
+        self.static = static
+        self.borrows: dict[tuple[object, int], bool] = {}
+        """(shape key, tasks per node) -> whether such a job would borrow at the pass's
+        start (Kueue's entry ordering)."""
         self.charged: dict[int, dict[FlavorResource, int]] = {}
         self.heads: dict[str, int] = {}
         """StrictFIFO ClusterQueue -> the job that waits for quota at its head."""
@@ -117,8 +122,8 @@ class ClusterQueueAdmission:
             static = self._static = _Static(ctx.cluster)
         current = ctx.scratch.get(PLUGIN)
         if isinstance(current, _Pass):
-            return static, current
-        current = ctx.scratch[PLUGIN] = _Pass()
+            return current.static, current
+        current = ctx.scratch[PLUGIN] = _Pass(static)
         for node in static.nodes:
             node.usage.clear()
         queues = ctx.cluster.queues
@@ -152,6 +157,44 @@ class ClusterQueueAdmission:
                 flavor = next((f for f in names if static.masks[f][nodes].any()), names[0])
             charge[(flavor, resource)] = charge.get((flavor, resource), 0) + amount
         return charge
+
+    # -- queue order --------------------------------------------------------------------
+    def kueue_order(self, jobs: Sequence[Job], ctx: PassContext) -> list[Job]:
+        """``jobs`` (in queue order) as Kueue's scheduler takes its entries
+        (``scheduler.go: entryOrdering``): those that fit without borrowing first, then by
+        WorkloadPriorityClass value, then in queue order. Borrowing is judged on the quota
+        at the start of the pass, as Kueue judges a cycle's entries on its snapshot."""
+        static, current = self._setup(ctx)
+        queues = ctx.cluster.queues
+        keyed = []
+        for position, job in enumerate(jobs):
+            borrows = self._borrows(static, current, job, ctx)
+            keyed.append((borrows, -queues.priority_of(job.spec), position))
+        keyed.sort()
+        return [jobs[position] for _, _, position in keyed]
+
+    @staticmethod
+    def _borrows(static: _Static, current: _Pass, job: Job, ctx: PassContext) -> bool:
+        memo = (job.key, job.spec.tasks_per_node)
+        known = current.borrows.get(memo)
+        if known is not None:
+            return known
+        queues = ctx.cluster.queues
+        cq, _ = static.target(queues, job)
+        borrows = False
+        if cq is not None:
+            result = assign(
+                cq,
+                static.tree.queues[cq.name],
+                requested(job, job.shape.nodes_min),
+                queues.flavors,
+                static.masks,
+                ctx.state.static_mask(job.shape),
+                lambda mask: True,
+            )
+            borrows = isinstance(result, Assignment) and result.borrowing
+        current.borrows[memo] = borrows
+        return borrows
 
     # -- pre-filter -----------------------------------------------------------------------
     def pre_filter(self, job: Job, ctx: PassContext) -> Status:
