@@ -360,3 +360,10 @@ def test_a_bad_queues_file_exits_2_at_the_command_line(
     err = capsys.readouterr().err
     assert "Traceback" not in err
     assert "document 3 (ClusterQueue team-a)" in err and "spec.cohort" in err
+
+
+def test_the_example_file_reads() -> None:
+    path = Path(__file__).parents[2] / "examples" / "queues.yaml"
+    q = queues_from_yaml(path.read_text(), str(path))
+    assert set(q.cluster_queues) == {"research", "production"}
+    assert q.cluster_queues["production"].queueing_strategy is QueueingStrategy.STRICT_FIFO
