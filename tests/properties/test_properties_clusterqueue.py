@@ -159,14 +159,16 @@ nodes:
 
 
 @st.composite
-def jobs(draw: st.DrawFn, queues: int) -> list[tuple[int, int, int, int]]:
-    """(namespace index, GPUs per node, nodes, runtime in minutes), submitted at once."""
+def jobs(draw: st.DrawFn, queues: int) -> list[tuple[int, int, int, int, int]]:
+    """(namespace index, GPUs per node, nodes, extra nodes it may take, runtime in
+    minutes), submitted at once."""
     return draw(
         st.lists(
             st.tuples(
                 st.integers(0, queues - 1),
                 st.sampled_from([1, 2, 4, 8]),
                 st.sampled_from([1, 1, 1, 2]),
+                st.sampled_from([0, 0, 1]),
                 st.integers(1, 60),
             ),
             min_size=1,
@@ -184,8 +186,9 @@ def test_admitted_jobs_keep_every_limit_and_run_in_their_flavor(
     cluster = dataclasses.replace(cluster_from_yaml(TWO_POOLS, "two-pools.yaml"), queues=queues)
     d = EngineDriver(cluster, "kueue")
     namespace_of: dict[int, int] = {}
-    for ns, gpus, nodes, minutes in data.draw(jobs(len(cqs))):
-        [job_id] = d.submit(make_job(gpus=gpus, nodes=nodes, account=f"ns{ns}"), minutes * MINUTE)
+    for ns, gpus, nodes, more, minutes in data.draw(jobs(len(cqs))):
+        spec = make_job(gpus=gpus, nodes=nodes, nodes_max=nodes + more, account=f"ns{ns}")
+        [job_id] = d.submit(spec, minutes * MINUTE)
         namespace_of[job_id] = ns
     model_flavor = {"H100": "h100", "A100": "a100"}
     for _ in range(2_000):

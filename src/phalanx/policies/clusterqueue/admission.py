@@ -19,11 +19,14 @@ looks at, in the pass's order:
   pass (Kueue's admitted workload whose pods wait), so nothing later takes what it needs;
   next pass it is admitted afresh.
 
-``reserve`` recounts an admitted job at what its allocation holds (more than asked when it
-got more nodes than its minimum, or a whole node's CPUs), and refuses a start that would
+A job is admitted for its largest shape (``--nodes=min-max`` counts ``max`` nodes: Kueue
+admits a workload's full count), so any placement the pass then finds fits the quota.
+``reserve`` recounts an admitted job at what its allocation holds (less when it got fewer nodes
+than its maximum; more when it holds a whole node's CPUs), and refuses a start that would
 then pass the quota. A job that reaches ``reserve`` without the pre-filter (a pod-by-pod
-profile) is admitted there against the flavors its nodes are in. ``unreserve`` gives
-nothing back: the job stays admitted for the pass.
+profile) is admitted there against the flavors its nodes are in; the members such a gang
+holds while it waits for the rest count only in the pass that placed them (next phase).
+``unreserve`` gives nothing back: the job stays admitted for the pass.
 
 With no ClusterQueue configured, the plugin is ``admit/quota``, with that plugin's parameters
 (the ``kueue`` profile keeps its behaviour).
@@ -186,7 +189,7 @@ class ClusterQueueAdmission:
             result = assign(
                 cq,
                 static.tree.queues[cq.name],
-                requested(job, job.shape.nodes_min),
+                requested(job, job.shape.nodes_max),
                 queues.flavors,
                 static.masks,
                 ctx.state.static_mask(job.shape),
@@ -229,7 +232,7 @@ class ClusterQueueAdmission:
         result = assign(
             cq,
             node,
-            requested(job, shape.nodes_min),
+            requested(job, shape.nodes_max),
             queues.flavors,
             static.masks,
             allowed,
