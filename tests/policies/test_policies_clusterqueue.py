@@ -15,6 +15,7 @@ from phalanx.domain.queues import PRIORITY_CLASS_LABEL, QUEUE_NAME_LABEL
 from phalanx.domain.state import JobState, Reason
 from phalanx.domain.time import HOUR
 from phalanx.policies.catalog import POLICIES
+from phalanx.sched.profile import Profile
 from phalanx.testing import EngineDriver, make_job, small_cluster
 
 KUEUE = "apiVersion: kueue.x-k8s.io/v1beta1\n"
@@ -338,3 +339,60 @@ def test_without_queues_the_kueue_profile_is_admit_quota_with_its_parameters() -
     assert d.state(first) is JobState.RUNNING
     assert d.job(second).reason == Reason.QUOTA
     assert d.job(second).reason_plugin == "admit/quota"
+
+
+# -- quota with reservations and backfill (a profile with a reservation step) ----------------
+
+
+def _with_queues_profile() -> Profile:
+    """``phalanx`` with ClusterQueue admission (EASY backfill inside quotas), in submit
+    order so that the scenario below does not hang on the multifactor weights."""
+    base = POLICIES["phalanx"]
+    params = {**base.params, "admit/clusterqueue": {"without_queues": "none"}}
+    return dataclasses.replace(
+        base,
+        queue_sort="priority/basic",
+        calc_period=0,
+        pre_filter=("admit/clusterqueue",),
+        reserve=("admit/clusterqueue",),
+        params=params,
+    )
+
+
+def test_an_admitted_head_holds_its_quota_and_a_reservation_and_short_work_backfills() -> None:
+    """team-a's 2-node head fits its quota but not the one free node: it is admitted, holds
+    a reservation for when team-a's running job ends, and its quota stays counted, so the
+    later team-a job that would fit the free node waits for quota instead of taking it. A
+    short team-b job within its own quota backfills the gap."""
+    cluster = with_queues(
+        small_cluster(nodes=4, gpus=8),
+        FLAVOR.replace("default-flavor", "any"),
+        *LOCALS,
+        gpu_queue("team-a", {"any": 16}, cohort=None),
+        gpu_queue("team-b", {"any": 24}, cohort=None),
+    )
+    d = EngineDriver(cluster, _with_queues_profile())
+    submit(d, make_job(gpus=8, account="team-b", time_limit=2 * HOUR), 2)
+    [running_a] = submit(d, make_job(gpus=8, account="team-a", time_limit=HOUR), 1)
+    [head] = d.submit(make_job(gpus=4, nodes=2, account="team-a", time_limit=HOUR))
+    [later_a] = d.submit(make_job(gpus=8, account="team-a", time_limit=HOUR))
+    [short_b] = d.submit(make_job(gpus=8, account="team-b", time_limit=HOUR // 2))
+    d.settle()
+    assert d.state(head) is JobState.PENDING
+    assert d.job(head).reason_plugin != "admit/clusterqueue"
+    assert d.job(head).expected_start == HOUR  # when team-a's running job ends
+    assert d.state(later_a) is JobState.PENDING and d.job(later_a).reason == Reason.QUOTA
+    assert d.state(short_b) is JobState.RUNNING
+    d.finish(short_b)
+    d.finish(running_a)
+    d.settle()
+    assert d.state(head) is JobState.RUNNING
+    # team-a's quota now has room for it (8 + 8 of 16), the nodes do not (4 free on two)
+    assert d.state(later_a) is JobState.PENDING
+    assert d.job(later_a).reason_plugin != "admit/clusterqueue"
+
+
+def test_without_queues_none_admits_everything() -> None:
+    d = EngineDriver(small_cluster(nodes=2, gpus=8), _with_queues_profile())
+    jobs = submit(d, make_job(gpus=8, account="a"), 2)
+    assert running(d, jobs) == 2

@@ -29,7 +29,8 @@ holds while it waits for the rest count only in the pass that placed them (next 
 ``unreserve`` gives nothing back: the job stays admitted for the pass.
 
 With no ClusterQueue configured, the plugin is ``admit/quota``, with that plugin's parameters
-(the ``kueue`` profile keeps its behaviour).
+(the ``kueue`` profile keeps its behaviour), or, with ``without_queues: none``, admits every
+job (for a profile that has no quota of its own).
 """
 
 from __future__ import annotations
@@ -48,6 +49,7 @@ from phalanx.domain.queues import (
 )
 from phalanx.domain.queues.quota import FlavorResource, QuotaNode, QuotaTree
 from phalanx.domain.state import Reason
+from phalanx.errors import ConfigError
 from phalanx.policies.clusterqueue.amounts import held, requested
 from phalanx.policies.clusterqueue.assign import Assignment, Refusal, assign, quota_reason
 from phalanx.policies.quota import QuotaAdmission
@@ -109,6 +111,14 @@ class ClusterQueueAdmission:
 
     def __init__(self, params: Mapping[str, object]) -> None:
         self._params = params
+        self._without_queues = str(params.get("without_queues", "quota"))
+        """What a cluster with no ClusterQueue gets: ``quota`` (``admit/quota``, the
+        ``kueue`` baseline) or ``none`` (every job admitted)."""
+        if self._without_queues not in ("quota", "none"):
+            raise ConfigError(
+                f"without_queues must be quota or none, got {self._without_queues!r}",
+                field=f"{PLUGIN}.without_queues",
+            )
         self._fallback: QuotaAdmission | None = None
         self._static: _Static | None = None
 
@@ -203,6 +213,8 @@ class ClusterQueueAdmission:
     def pre_filter(self, job: Job, ctx: PassContext) -> Status:
         queues = ctx.cluster.queues
         if not queues.cluster_queues:
+            if self._without_queues == "none":
+                return OK
             return self._quota(ctx).pre_filter(job, ctx)
         static, current = self._setup(ctx)
         cq, problem = static.target(queues, job)
