@@ -174,3 +174,45 @@ def test_phalanx_up_with_peers_starts_a_standby_whose_agents_follow_the_leader(
     finally:
         for i in (0, 1):
             phalanx(i, "down")
+
+
+def test_the_controllers_come_back_when_their_database_restarts(tmp_path: Path) -> None:
+    """The database itself crashes and comes back (a restart, a failover of PostgreSQL's own
+    replicas): the controllers lose their sessions, start again, wait for it, and one leads;
+    the job that ran through it ran once."""
+    from phalanx.testing.postgres import pg_bin_dir
+
+    bin_dir = pg_bin_dir()
+    if bin_dir is None:
+        pytest.skip("PostgreSQL is not installed")
+    own = TempPostgres(bin_dir, durable=False).start()  # its own: this test crashes it
+    tmp_path.chmod(0o755)
+    try:
+        with HACluster(tmp_path / "ha", own.new_database(), cluster_yaml(1, 0, cpus=4)) as ha:
+            ha.start(0)
+            ha.wait_role(0, "leader")
+            ha.start(1)
+            ha.wait_role(1, "standby")
+            ha.start_agent("node1", "--gpus", "0", "--cpus", "4", "--memory", "65536")
+            ha.wait_agents(1)
+            out = tmp_path / "ran.txt"
+            caller = ha.caller()
+            first = caller.call_ok("POST", "/v1/jobs", body=_job(out, 6))["job_ids"][0]
+            time.sleep(1.0)
+            own.restart(down_s=2.0)
+            deadline = time.monotonic() + 60
+            while ha.leader() is None:
+                assert time.monotonic() < deadline, ha.tail("controller0") + ha.tail("controller1")
+                time.sleep(0.2)
+            second = caller.call("POST", "/v1/jobs", body=_job(out, 0), idempotency_key="after")
+            assert second[0] == 201, second
+            ids = first + second[1]["job_ids"][0]
+            assert set(_wait_done(ha, ids).values()) == {"COMPLETED"}
+            assert sorted(map(int, out.read_text().split())) == sorted(ids)
+            # The other one starts again too, once it sees its sessions gone, and stands by.
+            deadline = time.monotonic() + 60
+            while sorted(str(ha.role(i)) for i in (0, 1)) != ["leader", "standby"]:
+                assert time.monotonic() < deadline, ha.tail("controller0") + ha.tail("controller1")
+                time.sleep(0.2)
+    finally:
+        own.stop()

@@ -145,20 +145,27 @@ class PostgresJournal:
             raise JournalError(f"cannot write the state database {self.name}: {exc}") from None
 
     def tail(self, after: int, limit: int = READ_BATCH) -> list[tuple[int, Event]]:
-        rows = self._conn.execute(
+        rows = self._rows(
             "SELECT seq, kind, body FROM inputs WHERE seq > %s ORDER BY seq LIMIT %s",
             (after, limit),
-        ).fetchall()
+        )
         return [(int(seq), decode(kind, body)) for seq, kind, body in rows]
+
+    def _rows(self, sql: str, args: tuple[Any, ...] = ()) -> list[Any]:
+        """A query's rows; ``JournalError`` if the database cannot answer."""
+        try:
+            return self._conn.execute(sql, args).fetchall()
+        except psycopg.Error as exc:
+            raise JournalError(f"cannot read the state database {self.name}: {exc}") from None
 
     def read(self, after: int = 0) -> Iterator[Event]:
         # Pages by key, not one cursor: no transaction stays open through a long replay.
         last = after
         while True:
-            rows = self._conn.execute(
+            rows = self._rows(
                 "SELECT seq, kind, body FROM inputs WHERE seq > %s ORDER BY seq LIMIT %s",
                 (last, READ_BATCH),
-            ).fetchall()
+            )
             for _, kind, body in rows:
                 yield decode(kind, body)
             if len(rows) < READ_BATCH:
@@ -166,12 +173,10 @@ class PostgresJournal:
             last = int(rows[-1][0])
 
     def position(self) -> int:
-        row = self._conn.execute("SELECT coalesce(max(seq), 0) FROM inputs").fetchone()
-        return int(row[0]) if row is not None else 0
+        return int(self._rows("SELECT coalesce(max(seq), 0) FROM inputs")[0][0])
 
     def count(self) -> int:
-        row = self._conn.execute("SELECT count(*) FROM inputs").fetchone()
-        return int(row[0]) if row is not None else 0
+        return int(self._rows("SELECT count(*) FROM inputs")[0][0])
 
     def save_snapshot(self, position: int, body: bytes) -> None:
         try:
@@ -188,8 +193,8 @@ class PostgresJournal:
             raise JournalError(f"cannot write the state database {self.name}: {exc}") from None
 
     def load_snapshot(self) -> tuple[int, bytes] | None:
-        row = self._conn.execute("SELECT position, body FROM snapshots WHERE id = 1").fetchone()
-        return None if row is None else (int(row[0]), bytes(row[1]))
+        rows = self._rows("SELECT position, body FROM snapshots WHERE id = 1")
+        return None if not rows else (int(rows[0][0]), bytes(rows[0][1]))
 
     def close(self) -> None:
         self._conn.close()
@@ -204,7 +209,10 @@ class PostgresEpochs:
         self.fence = fence if fence is not None else Fence()
 
     def load(self) -> dict[str, Holder]:
-        rows = self._conn.execute("SELECT node, epoch, boot_id FROM agent_epochs").fetchall()
+        try:
+            rows = self._conn.execute("SELECT node, epoch, boot_id FROM agent_epochs").fetchall()
+        except psycopg.Error as exc:
+            raise JournalError(f"cannot read the state database {self.name}: {exc}") from None
         return {str(node): (int(epoch), str(boot)) for node, epoch, boot in rows}
 
     def save(self, node: str, epoch: int, boot_id: str) -> None:
@@ -249,9 +257,12 @@ class PostgresAccounting:
         self, *, user: str | None = None, since: int | None = None, until: int | None = None
     ) -> list[AcctRow]:
         sql, args = where(user, since, until, "%s")
-        rows = self._conn.execute(
-            f"SELECT {COLUMNS} FROM accounting{sql} ORDER BY job_id", args
-        ).fetchall()
+        try:
+            rows = self._conn.execute(
+                f"SELECT {COLUMNS} FROM accounting{sql} ORDER BY job_id", args
+            ).fetchall()
+        except psycopg.Error as exc:
+            raise JournalError(f"cannot read the state database {self.name}: {exc}") from None
         return [AcctRow(*row) for row in rows]
 
     def close(self) -> None:

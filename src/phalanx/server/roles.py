@@ -20,6 +20,7 @@ import contextlib
 import logging
 import os
 import sys
+import time
 from typing import Protocol
 
 from phalanx.api.gate import Gate
@@ -37,6 +38,12 @@ FOLLOW_S = 0.2
 """How often a standby reads the journal and tries for the lead."""
 CHECK_S = 1.0
 """How often the leader checks that it still leads."""
+LOST_STORE_S = 5.0
+"""A standby that cannot read its store this long starts again (and waits for it)."""
+
+
+class _LostStore(Exception):
+    """A standby's database sessions are gone."""
 
 
 class _Exits(Protocol):
@@ -58,10 +65,19 @@ class Roles:
         self.gate = gate
         self.server = server
         self.leading = False
-        self.deposed = False
+        self.start_again = False
+        """Set when this process must start again (deposed, or its store lost)."""
         self._loop_task: asyncio.Task[None] | None = None
 
     async def run(self) -> None:
+        try:
+            await self._run()
+        except _LostStore:
+            self.start_again = True
+            self.gate.close("standby")
+            self.server.should_exit = True
+
+    async def _run(self) -> None:
         if self._try_lead():
             replayed = self.controller.recover()
             log.info(
@@ -79,7 +95,7 @@ class Roles:
             await asyncio.sleep(CHECK_S)
             if not await asyncio.to_thread(self.leadership.still_leads):
                 break
-        self.deposed = True
+        self.start_again = True
         self.leading = False
         self.gate.close()
         log.error(
@@ -101,13 +117,21 @@ class Roles:
             read,
             self.gate.leader,
         )
+        failing_since: float | None = None
         while True:
             await asyncio.sleep(FOLLOW_S)
             try:
                 follower.follow()
             except StateStoreError as exc:
+                # Its database sessions are gone: start afresh (waiting for the database)
+                # rather than follow from a connection that will not come back.
+                now = time.monotonic()
+                failing_since = failing_since or now
                 log.warning("cannot follow the journal: %s", exc)
+                if now - failing_since > LOST_STORE_S:
+                    raise _LostStore() from None
                 continue
+            failing_since = None
             if self._try_lead():
                 follower.take_over()
                 return
@@ -134,7 +158,8 @@ class Roles:
             await self._loop_task
 
     def step_down(self) -> None:
-        """Start this process again, as it was started: it comes back as a standby."""
+        """Start this process again, as it was started: it comes back as a standby (once
+        its database answers again, if it was lost)."""
         log.info("restarting as a standby")
         sys.stdout.flush()
         sys.stderr.flush()

@@ -11,6 +11,7 @@ import logging
 import os
 import socket
 import stat
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import FrameType
@@ -24,7 +25,8 @@ from phalanx.api.routes import Access, create_app
 from phalanx.domain.cluster import Cluster
 from phalanx.errors import PhalanxError
 from phalanx.live.controller import Controller
-from phalanx.live.store import open_journal, open_store, sqlite_url
+from phalanx.live.journal import JournalError
+from phalanx.live.store import Store, open_journal, open_store, sqlite_url
 from phalanx.policies.catalog import profile
 from phalanx.server.roles import Roles
 from phalanx.server.statedir import StateDir
@@ -89,6 +91,23 @@ def _tcp_socket(host: str, port: int) -> socket.socket:
     return sock
 
 
+DB_WAIT_S = 60.0
+"""How long a controller waits for its PostgreSQL store at start (a database restarting, or
+started after it): then it gives up (exit status 2)."""
+
+
+async def _open_store(url: str) -> Store:
+    deadline = time.monotonic() + DB_WAIT_S
+    while True:
+        try:
+            return open_store(url)
+        except JournalError as exc:
+            if url.startswith("sqlite") or time.monotonic() > deadline:
+                raise
+            log.warning("waiting for the state store: %s", exc)
+            await asyncio.sleep(1.0)
+
+
 async def serve(opts: ControllerOptions) -> None:
     state = opts.state
     state.make()
@@ -98,7 +117,7 @@ async def serve(opts: ControllerOptions) -> None:
 
     tokens = {token: pwd.getpwuid(owner).pw_name, **opts.tokens}
     url = opts.db or sqlite_url(state.database)
-    store = open_store(url)
+    store = await _open_store(url)
     sockets = [_unix_socket(state.socket), _tcp_socket(opts.host, opts.port)]
     port = sockets[1].getsockname()[1]
     state.port.write_text(f"{port}\n")
@@ -146,7 +165,7 @@ async def serve(opts: ControllerOptions) -> None:
         for path in (state.pid, state.socket):
             with contextlib.suppress(FileNotFoundError):
                 path.unlink()
-    if roles.deposed:
+    if roles.start_again:
         roles.step_down()
 
 
