@@ -5,6 +5,9 @@ that loses its database session is deposed, steps down and comes back as a stand
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -41,6 +44,18 @@ def _job(out: Path, seconds: float) -> dict[str, object]:
     return {"command": ["bash", "-c", f"echo $SLURM_JOB_ID >> {out}; sleep {seconds}"]}
 
 
+def _scontrol_ping(ha: HACluster) -> subprocess.CompletedProcess[str]:
+    env = dict(os.environ, PHALANX_URL=ha.url_list, PHALANX_TOKEN="ha-token")
+    return subprocess.run(
+        [sys.executable, "-m", "phalanx.slurm.scontrol", "ping"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
+        check=False,
+    )
+
+
 def _wait_done(ha: HACluster, ids: list[int], timeout: float = 60.0) -> dict[int, str]:
     caller = ha.caller()
     deadline = time.monotonic() + timeout
@@ -74,8 +89,19 @@ def test_the_standby_takes_over_from_a_killed_leader_and_nothing_runs_twice(
     again = caller.call("POST", "/v1/jobs", body=_job(out, 3), idempotency_key="k0")
     assert again == (201, {"job_ids": [[ids[0]]]})
     ids += caller.call("POST", "/v1/jobs", body=_job(out, 0), idempotency_key="k6")[1]["job_ids"][0]
+    # scontrol ping asks each controller, as Slurm's does its primary and backup.
+    ping = _scontrol_ping(ha)
+    assert ping.returncode == 0
+    assert ping.stdout.splitlines()[:2] == [
+        "Slurmctld(primary) at 127.0.0.1 is DOWN",
+        "Slurmctld(backup) at 127.0.0.1 is UP",
+    ]
     ha.start(0)  # back, behind the new leader
     ha.wait_role(0, "standby")
+    assert _scontrol_ping(ha).stdout.splitlines() == [
+        "Slurmctld(primary) at 127.0.0.1 is UP",
+        "Slurmctld(backup) at 127.0.0.1 is UP",
+    ]
     states = _wait_done(ha, ids)
     assert set(states.values()) == {"COMPLETED"}, states
     started = out.read_text().split()

@@ -184,6 +184,19 @@ class WireCaller:
         retry_sent = method in ("GET", "HEAD") or idempotency_key is not None
         return self._failover(method, path + query_string, headers, payload, retry_sent)
 
+    def call_at(
+        self, url: str, method: str, path: str, *, query: Mapping[str, QueryValue] | None = None
+    ) -> tuple[int, Json]:
+        """One request to the controller at ``url`` alone (one of several), whatever its
+        role: ``scontrol ping`` asks each. ``ControllerUnreachable`` if it does not answer."""
+        headers = {"Accept": "application/json", "Connection": "close"}
+        if self.address.token is not None:
+            headers["Authorization"] = f"Bearer {self.address.token}"
+        try:
+            return self._exchange(url, method, path + _query_string(query), headers, None)
+        except _Unreached as exc:
+            raise ControllerUnreachable(url, exc.reason) from None
+
     def _failover(
         self,
         method: str,
