@@ -6,20 +6,23 @@ Two controllers (``phalanx controller --db postgresql://...``, a leader and a st
 one PostgreSQL store (a server this script starts in a temporary directory, durable: fsync
 on); ``--nodes`` agents are given both URLs (``--controller URL1,URL2``), and so is the
 submitter (``PHALANX_URL`` as a comma list, ``WireCaller``). The submitters (``--clients``, 4, at
-once) send ``--rate`` (1,000) jobs per second in all as batches of ``--batch`` (100) jobs
+once) send ``--rate`` (1,000) jobs per second in all as batches of ``--batch`` (250) jobs
 (``POST /v1/jobs/batch``),
 each batch with an ``Idempotency-Key``, retried with the same key until acknowledged, as
-``sbatch`` retries. Every job is ``sh -c 'echo $SLURM_JOB_ID >> started'``, one CPU: the
-start log names each job once per start. After a warm-up of ``--warmup`` s the leader is
-killed with kill -9, ``--kills`` (5) times, ``--every`` (6) s apart; after each takeover the
-killed controller is started again (it comes back as the standby).
+``sbatch`` retries. Every job is ``sh -c 'echo $SLURM_JOB_ID >> started; sleep S'``
+(``--job-seconds``, 5), one CPU: the start log names each job once per start. The cluster is
+full and the queue deep, as on a busy cluster: the stream is faster than the nodes (``--nodes``
+4 x ``--cpus`` 16) run jobs, and jobs start all through the run. After a warm-up of
+``--warmup`` s the leader is killed with kill -9, ``--kills`` (5) times, ``--every`` (6) s
+apart; after each takeover the killed controller is started again (it comes back as the
+standby).
 
 Measured per kill:
 - takeover: from the kill to the acknowledgement of the first request sent after it (the
   cluster serves again), or to the first ``/v1/ping`` answered as leader if later;
 - agents back: from the kill until every node's agent is registered with the new leader.
 
-At the end (every job submitted has ended or the ``--drain`` timeout passed):
+At the end (the running jobs have ended, or ``--drain`` seconds passed; pending jobs stay):
 - acknowledged lost: job ids a controller acknowledged that no controller knows now;
 - started twice: job ids in the start log more than once.
 The last line: ``takeover p50 X s max Y s; acknowledged lost N; started twice M``. Target:
@@ -53,7 +56,13 @@ class Submitter(threading.Thread):
     """Batches at a steady rate; each retried with its key until acknowledged."""
 
     def __init__(
-        self, caller: WireCaller, rate: float, batch: int, started: Path, name: str
+        self,
+        caller: WireCaller,
+        rate: float,
+        batch: int,
+        started: Path,
+        name: str,
+        seconds: float,
     ) -> None:
         super().__init__(daemon=True)
         self.name = name
@@ -61,7 +70,7 @@ class Submitter(threading.Thread):
         self.period = batch / rate
         self.batch = batch
         self.job = {
-            "command": ["sh", "-c", f"echo $SLURM_JOB_ID >> {started}"],
+            "command": ["sh", "-c", f"echo $SLURM_JOB_ID >> {started}; sleep {seconds:g}"],
             "output": "/dev/null",
         }
         self.acked: list[int] = []
@@ -106,6 +115,17 @@ def _acks(submitters: list[Submitter]) -> list[tuple[float, float]]:
     return sorted(a for submitter in submitters for a in list(submitter.acks))
 
 
+def _wait_leader(ha: HACluster, timeout: float = 60.0) -> int:
+    """The controller that leads (a busy one may take a while to answer its ping)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        leader = ha.leader()
+        if leader is not None:
+            return leader
+        time.sleep(0.2)
+    raise SystemExit(f"no controller leads after {timeout:g} s")
+
+
 def _leader_after(ha: HACluster, t0: float, timeout: float) -> float:
     while time.monotonic() - t0 < timeout:
         if ha.leader() is not None:
@@ -135,7 +155,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--kills", type=int, default=5)
     parser.add_argument("--rate", type=float, default=1_000.0, help="jobs submitted per second")
-    parser.add_argument("--batch", type=int, default=100, help="jobs per request")
+    parser.add_argument("--batch", type=int, default=250, help="jobs per request")
     parser.add_argument(
         "--clients", type=int, default=4, help="submitters at once, each at rate/clients"
     )
@@ -143,7 +163,8 @@ def main() -> int:
     parser.add_argument("--cpus", type=int, default=16, help="CPUs per node")
     parser.add_argument("--warmup", type=float, default=5.0)
     parser.add_argument("--every", type=float, default=6.0, help="seconds between kills")
-    parser.add_argument("--drain", type=float, default=300.0, help="seconds to let jobs end")
+    parser.add_argument("--job-seconds", type=float, default=5.0, help="each job's run time")
+    parser.add_argument("--drain", type=float, default=30.0, help="seconds to let running jobs end")
     parser.add_argument("--quick", action="store_true", help="2 kills, 200 jobs/s")
     args = parser.parse_args()
     if args.quick:
@@ -178,7 +199,12 @@ def main() -> int:
             ha.wait_agents(args.nodes)
             submitters = [
                 Submitter(
-                    ha.caller(timeout=10), args.rate / args.clients, args.batch, started, f"s{i}"
+                    ha.caller(timeout=10),
+                    args.rate / args.clients,
+                    args.batch,
+                    started,
+                    f"s{i}",
+                    args.job_seconds,
                 )
                 for i in range(args.clients)
             ]
@@ -187,8 +213,7 @@ def main() -> int:
             begun = time.monotonic()
             time.sleep(args.warmup)
             for kill in range(1, args.kills + 1):
-                leader = ha.leader()
-                assert leader is not None, "no leader before a kill"
+                leader = _wait_leader(ha)
                 old_id = str((ha.ping(leader) or {}).get("controller_id"))
                 t0 = time.monotonic()
                 ha.kill(leader)
@@ -218,12 +243,13 @@ def main() -> int:
             caller = ha.caller(timeout=30)
             deadline = time.monotonic() + args.drain
             while True:
-                active = caller.call_ok(
-                    "GET", "/v1/jobs", query={"state": "PENDING,RUNNING,COMPLETING"}
-                )["jobs"]
+                active = caller.call_ok("GET", "/v1/jobs", query={"state": "RUNNING,COMPLETING"})[
+                    "jobs"
+                ]
                 if not active or time.monotonic() > deadline:
                     break
                 time.sleep(1.0)
+            pending = caller.call_ok("GET", "/v1/jobs", query={"state": "PENDING"})["jobs"]
             known = {
                 j["job_id"] for j in caller.call_ok("GET", "/v1/jobs", query={"all": True})["jobs"]
             }
@@ -235,7 +261,8 @@ def main() -> int:
             print(
                 f"{len(acked)} jobs acknowledged in {seconds:.1f} s "
                 f"({len(acked) / seconds:.0f} jobs/s; {retries} requests retried), "
-                f"{len(starts)} started, {len(active)} still active at the end",
+                f"{len(starts)} started, {len(active)} still running and {len(pending)} "
+                "pending at the end",
                 flush=True,
             )
     finally:

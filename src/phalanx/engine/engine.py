@@ -61,6 +61,7 @@ from phalanx.engine.events import (
 from phalanx.engine.idempotency import RequestIds
 from phalanx.engine.nodes import Nodes
 from phalanx.engine.queue import PendingQueue
+from phalanx.engine.retention import forget
 from phalanx.engine.scheduling import Recipe
 from phalanx.engine.scheduling.context import PassView
 from phalanx.engine.scheduling.limits import ClusterLimits
@@ -226,16 +227,8 @@ class Engine:
             case NodeUpdate():
                 self.nodes.update(event)
             case Forget(before=before):
-                self.forget(before)
+                forget(self.jobs, before)
         return out
-
-    def forget(self, before: Instant) -> list[Job]:
-        """Drop the jobs that ended at or before ``before``; return them (``Forget``)."""
-        jobs = self.jobs
-        old = [j for j in jobs.values() if j.state.is_final and (j.end or 0) <= before]
-        for job in old:
-            del jobs[job.id]
-        return old
 
     def submit(self, spec: JobSpec, at: Instant) -> list[int]:
         """Submit and return the new job ids (one per array task). Same as ``Submit``."""

@@ -147,7 +147,7 @@ class HACluster:
         """Controller ``i``'s own answer to a ping (its role), without following a leader;
         None if it does not answer."""
         try:
-            with urllib.request.urlopen(f"{self.urls[i]}/v1/ping", timeout=2) as resp:
+            with urllib.request.urlopen(f"{self.urls[i]}/v1/ping", timeout=5) as resp:
                 answer = json.loads(resp.read())
         except urllib.error.HTTPError as exc:
             answer = json.loads(exc.read() or b"null")
