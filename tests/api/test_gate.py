@@ -51,3 +51,17 @@ def test_a_standby_answers_503_with_the_leader_until_it_leads() -> None:
     gate.close()  # deposed: the door shuts again
     assert client.get("/v1/ping").json()["role"] == "deposed"
     assert client.post("/v1/jobs", json={}).status_code == 503
+
+
+def test_a_leader_whose_lead_is_not_confirmed_lately_answers_nothing() -> None:
+    import time
+
+    gate = _gate()
+    gate.lead()
+    client = TestClient(gate)
+    gate.lease_until = time.monotonic() + 60
+    assert client.post("/v1/jobs", json={}).status_code == 200
+    gate.lease_until = time.monotonic() - 0.1  # its last check is too old: deposed, maybe
+    r = client.post("/v1/jobs", json={})
+    assert r.status_code == 503 and "not confirmed" in r.json()["error"]
+    assert client.get("/v1/ping").json()["role"] == "unconfirmed"

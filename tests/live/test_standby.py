@@ -137,3 +137,26 @@ def test_forgetting_is_an_input_a_full_replay_repeats(stores: Callable[[], Store
     )
     again.loop.replay(clock.now())
     assert sorted(again.engine.jobs) == sorted(c.engine.jobs)
+
+
+def test_a_leader_whose_lead_is_unconfirmed_hands_agents_no_command(
+    stores: Callable[[], Store],
+) -> None:
+    import asyncio
+
+    import pytest
+
+    from phalanx.errors import NotLeader
+
+    clock = FakeClock(1_000_000)
+    leader = _controller(stores(), clock)
+    job = leader.submit([_spec(8)])[0][0]
+    _tick(leader, clock)
+    node = leader.cluster.nodes[leader.job(job).alloc.nodes[0]].name  # type: ignore[union-attr]
+    agent = leader.fleet.registry.agents[node]
+    leader.agents.may_act = lambda: False  # its last check of the lead is too old
+    with pytest.raises(NotLeader):
+        asyncio.run(leader.commands(node, agent.boot_id, agent.epoch, 0, 0))
+    leader.agents.may_act = lambda: True
+    commands = asyncio.run(leader.commands(node, agent.boot_id, agent.epoch, 0, 0))
+    assert [c.kind for c in commands] == ["launch"] and commands[0].job_id == job

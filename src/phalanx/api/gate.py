@@ -8,6 +8,8 @@ a takeover only opens the door: agents and clients retrying meanwhile are answer
 
 from __future__ import annotations
 
+import math
+import time
 from typing import Any
 
 from fastapi.responses import JSONResponse
@@ -27,6 +29,9 @@ class Gate:
         down)."""
         self.leader: str | None = None
         """The leader's URL, as last read from the store."""
+        self.lease_until = math.inf
+        """``time.monotonic()`` until which the lead is confirmed (``phalanx.server.roles``
+        moves it on at each check); past it, a leader answers as a standby does."""
 
     def lead(self) -> None:
         self.leading = True
@@ -37,8 +42,12 @@ class Gate:
         self.leading = False
         self.role = role
 
+    def open(self) -> bool:
+        """Whether calls go through: this controller leads, its lead confirmed lately."""
+        return self.leading and time.monotonic() <= self.lease_until
+
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
-        if self.leading or scope["type"] != "http":
+        if scope["type"] != "http" or self.open():
             await self.app(scope, receive, send)
             return
         if scope["path"] == "/v1/ping":
@@ -46,12 +55,13 @@ class Gate:
                 {
                     "ok": False,
                     "controller_id": self.controller_id,
-                    "role": self.role,
+                    "role": self.role if not self.leading else "unconfirmed",
                     "leader": self.leader,
                 },
                 status_code=503,
             )
         else:
             where = f"; the leader is at {self.leader}" if self.leader else ""
-            answer = not_leader(f"this controller does not lead ({self.role}){where}", self.leader)
+            role = self.role if not self.leading else "its lead is not confirmed"
+            answer = not_leader(f"this controller does not lead ({role}){where}", self.leader)
         await answer(scope, receive, send)

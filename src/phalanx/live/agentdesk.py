@@ -17,7 +17,7 @@ from collections.abc import Callable
 
 from phalanx.domain.time import SECOND, Duration, Instant
 from phalanx.engine import NodeDown, NodeUp, NodeUpdate
-from phalanx.errors import NotFound, PhalanxError
+from phalanx.errors import NotFound, NotLeader, PhalanxError
 from phalanx.live.agents import Agent, RunKey
 from phalanx.live.epochs import EpochStore
 from phalanx.live.fencing import admit, check
@@ -62,6 +62,9 @@ class AgentDesk:
         self._dead_after = dead_after
         self._accepted = accepted
         self._down: set[str] = set()
+        self.may_act: Callable[[], bool] = lambda: True
+        """Whether this controller may command agents now: a leader whose lead is not
+        confirmed lately (``phalanx.server.roles``) hands out nothing."""
         self.load_epochs()
 
     def load_epochs(self) -> None:
@@ -161,6 +164,7 @@ class AgentDesk:
         check(agent, boot_id, epoch)
         if health:
             agent.facts.update(health)
+        self._confirm()
         out = self.fleet.registry.take(node, after, self.clock.now())
         if out or wait <= 0:
             return out
@@ -173,7 +177,12 @@ class AgentDesk:
         finally:
             agent.polling -= 1
         check(agent, boot_id, epoch)
+        self._confirm()
         return self.fleet.registry.take(node, after, self.clock.now())
+
+    def _confirm(self) -> None:
+        if not self.may_act():
+            raise NotLeader("this controller's lead is not confirmed: no commands now")
 
     def _agent(self, node: str) -> Agent:
         agent = self.fleet.registry.agents.get(node)

@@ -36,8 +36,14 @@ log = logging.getLogger("phalanx.controller")
 
 FOLLOW_S = 0.2
 """How often a standby reads the journal and tries for the lead."""
-CHECK_S = 1.0
+CHECK_S = 0.5
 """How often the leader checks that it still leads."""
+LEASE_S = 1.5
+"""How long a confirmation of the lead lasts: a leader whose last check that succeeded
+began longer ago than this answers nothing and commands no agent (it may have been
+deposed without knowing); a successor waits this long after raising the epoch before it
+serves, so that the two never act at once, even when the old one lives on cut off from the
+database but not from its agents."""
 LOST_STORE_S = 5.0
 """A standby that cannot read its store this long starts again (and waits for it)."""
 
@@ -79,7 +85,10 @@ class Roles:
 
     async def _run(self) -> None:
         if self._try_lead():
+            started = time.monotonic()
             replayed = self.controller.recover()
+            if self.leadership.epoch > 1:  # a leader before this one may live on, cut off
+                await asyncio.sleep(max(0.0, started + LEASE_S - time.monotonic()))
             log.info(
                 "leading: recovered %d journaled inputs from the %s store; %d jobs known",
                 replayed,
@@ -89,12 +98,15 @@ class Roles:
         else:
             await self._stand_by()
         self.leading = True
+        self._confirmed(time.monotonic())
         self.gate.lead()
         self._loop_task = asyncio.create_task(self.controller.run())
         while True:
             await asyncio.sleep(CHECK_S)
+            began = time.monotonic()
             if not await asyncio.to_thread(self.leadership.still_leads):
                 break
+            self._confirmed(began)
         self.start_again = True
         self.leading = False
         self.gate.close()
@@ -133,9 +145,18 @@ class Roles:
                 continue
             failing_since = None
             if self._try_lead():
+                took = time.monotonic()
                 follower.take_over()
+                # The deposed leader, alive or not, acts no more once its lease is out.
+                await asyncio.sleep(max(0.0, took + LEASE_S - time.monotonic()))
                 return
             self.gate.leader = self.leadership.leader()
+
+    def _confirmed(self, began: float) -> None:
+        """The lead was confirmed by a check that began at ``began``."""
+        if self.store.fence is not None:  # the embedded store has one controller: no lease
+            self.gate.lease_until = began + LEASE_S
+            self.controller.agents.may_act = self.gate.open
 
     def _try_lead(self) -> bool:
         try:
