@@ -42,6 +42,7 @@ import numpy as np
 from phalanx.domain.cluster import Cluster
 from phalanx.domain.queues import (
     ClusterQueue,
+    PreemptionPolicy,
     QueueingStrategy,
     Queues,
     StopPolicy,
@@ -59,12 +60,12 @@ from phalanx.sched.job import Job
 from phalanx.sched.occupancy import BoolArray
 from phalanx.sched.status import OK, Status
 
-__all__ = ["ClusterQueueAdmission"]
+__all__ = ["ClusterQueueAdmission", "Static", "may_preempt"]
 
 PLUGIN = "admit/clusterqueue"
 
 
-class _Static:
+class Static:
     """What the queues say about one cluster, derived once: flavor node masks and the
     quota tree (its usage emptied at every pass)."""
 
@@ -93,7 +94,7 @@ class _Pass:
     """One pass's accounting, shared by the plugin's instances (pre-filter, reserve, the
     queue order) through ``ctx.scratch``: the first to look sets it up."""
 
-    def __init__(self, static: _Static) -> None:
+    def __init__(self, static: Static) -> None:
         self.static = static
         self.borrows: dict[tuple[object, int], bool] = {}
         """(shape key, tasks per node) -> whether such a job would borrow at the pass's
@@ -120,7 +121,7 @@ class ClusterQueueAdmission:
                 field=f"{PLUGIN}.without_queues",
             )
         self._fallback: QuotaAdmission | None = None
-        self._static: _Static | None = None
+        self._static: Static | None = None
 
     def _quota(self, ctx: PassContext) -> QuotaAdmission:
         """``admit/quota``, with its parameters from the profile (under either id)."""
@@ -129,10 +130,10 @@ class ClusterQueueAdmission:
         return self._fallback
 
     # -- the pass's accounting ------------------------------------------------------------
-    def _setup(self, ctx: PassContext) -> tuple[_Static, _Pass]:
+    def _setup(self, ctx: PassContext) -> tuple[Static, _Pass]:
         static = self._static
         if static is None or static.cluster is not ctx.cluster:
-            static = self._static = _Static(ctx.cluster)
+            static = self._static = Static(ctx.cluster)
         current = ctx.scratch.get(PLUGIN)
         if isinstance(current, _Pass):
             return current.static, current
@@ -153,7 +154,7 @@ class ClusterQueueAdmission:
 
     @staticmethod
     def _held_charge(
-        static: _Static, cq: ClusterQueue, job: Job, alloc: Allocation
+        static: Static, cq: ClusterQueue, job: Job, alloc: Allocation
     ) -> dict[FlavorResource, int]:
         """What ``alloc`` counts against ``cq``: each resource in the first flavor of its
         group whose nodes hold the whole allocation (else the first holding any of it, else
@@ -171,6 +172,16 @@ class ClusterQueueAdmission:
             charge[(flavor, resource)] = charge.get((flavor, resource), 0) + amount
         return charge
 
+    def accounting(self, ctx: PassContext) -> tuple[Static, _Pass]:
+        """The pass's quota accounting (set up by the first plugin to look), for the
+        ClusterQueue post-filter's what-ifs."""
+        return self._setup(ctx)
+
+    def held_charge(self, static: Static, cq: ClusterQueue, job: Job) -> dict[FlavorResource, int]:
+        """What running ``job`` counts against ``cq`` (nothing if it holds nothing)."""
+        alloc = job.alloc
+        return {} if alloc is None else self._held_charge(static, cq, job, alloc)
+
     # -- queue order --------------------------------------------------------------------
     def kueue_order(self, jobs: Sequence[Job], ctx: PassContext) -> list[Job]:
         """``jobs`` (in queue order) as Kueue's scheduler takes its entries
@@ -187,7 +198,7 @@ class ClusterQueueAdmission:
         return [jobs[position] for _, _, position in keyed]
 
     @staticmethod
-    def _borrows(static: _Static, current: _Pass, job: Job, ctx: PassContext) -> bool:
+    def _borrows(static: Static, current: _Pass, job: Job, ctx: PassContext) -> bool:
         memo = (job.key, job.spec.tasks_per_node)
         known = current.borrows.get(memo)
         if known is not None:
@@ -253,9 +264,11 @@ class ClusterQueueAdmission:
         if isinstance(result, Refusal):
             if cq.queueing_strategy is QueueingStrategy.STRICT_FIFO:
                 current.heads[cq.name] = job.id
-            status = current.refused[memo] = Status.wait_because(
-                result.reason, PLUGIN, result.message
-            )
+            if result.reason != Reason.INVALID_ACCOUNT and may_preempt(cq):
+                status = Status.wait_resolvable(result.reason, PLUGIN, result.message)
+            else:
+                status = Status.wait_because(result.reason, PLUGIN, result.message)
+            current.refused[memo] = status
             return status
         self._admit(node, current, job, result)
         if result.nodes is not None:
@@ -303,6 +316,17 @@ class ClusterQueueAdmission:
     def unreserve(self, job: Job, ctx: PassContext) -> None:
         """Nothing: an admitted job keeps its quota for the rest of the pass."""
         del job, ctx
+
+
+def may_preempt(cq: ClusterQueue) -> bool:
+    """Whether a job of ``cq`` short of quota may preempt for it (any policy not Never)."""
+    p = cq.preemption
+    never = PreemptionPolicy.NEVER
+    return (
+        p.within_cluster_queue is not never
+        or p.reclaim_within_cohort is not never
+        or p.borrow_within_cohort.policy is not never
+    )
 
 
 def _stopped(queues: Queues, cq: ClusterQueue, job: Job) -> str:
