@@ -60,7 +60,7 @@ from phalanx.sched.job import Job
 from phalanx.sched.occupancy import BoolArray
 from phalanx.sched.status import OK, Status
 
-__all__ = ["ClusterQueueAdmission", "Static", "may_preempt"]
+__all__ = ["ClusterQueueAdmission", "Pass", "Static", "may_preempt"]
 
 PLUGIN = "admit/clusterqueue"
 
@@ -90,7 +90,7 @@ class Static:
         return found
 
 
-class _Pass:
+class Pass:
     """One pass's accounting, shared by the plugin's instances (pre-filter, reserve, the
     queue order) through ``ctx.scratch``: the first to look sets it up."""
 
@@ -130,14 +130,14 @@ class ClusterQueueAdmission:
         return self._fallback
 
     # -- the pass's accounting ------------------------------------------------------------
-    def _setup(self, ctx: PassContext) -> tuple[Static, _Pass]:
+    def _setup(self, ctx: PassContext) -> tuple[Static, Pass]:
         static = self._static
         if static is None or static.cluster is not ctx.cluster:
             static = self._static = Static(ctx.cluster)
         current = ctx.scratch.get(PLUGIN)
-        if isinstance(current, _Pass):
+        if isinstance(current, Pass):
             return current.static, current
-        current = ctx.scratch[PLUGIN] = _Pass(static)
+        current = ctx.scratch[PLUGIN] = Pass(static)
         for node in static.nodes:
             node.usage.clear()
         queues = ctx.cluster.queues
@@ -172,7 +172,7 @@ class ClusterQueueAdmission:
             charge[(flavor, resource)] = charge.get((flavor, resource), 0) + amount
         return charge
 
-    def accounting(self, ctx: PassContext) -> tuple[Static, _Pass]:
+    def accounting(self, ctx: PassContext) -> tuple[Static, Pass]:
         """The pass's quota accounting (set up by the first plugin to look), for the
         ClusterQueue post-filter's what-ifs."""
         return self._setup(ctx)
@@ -198,7 +198,7 @@ class ClusterQueueAdmission:
         return [jobs[position] for _, _, position in keyed]
 
     @staticmethod
-    def _borrows(static: Static, current: _Pass, job: Job, ctx: PassContext) -> bool:
+    def _borrows(static: Static, current: Pass, job: Job, ctx: PassContext) -> bool:
         memo = (job.key, job.spec.tasks_per_node)
         known = current.borrows.get(memo)
         if known is not None:
@@ -276,7 +276,7 @@ class ClusterQueueAdmission:
         return OK
 
     @staticmethod
-    def _admit(node: QuotaNode, current: _Pass, job: Job, result: Assignment) -> None:
+    def _admit(node: QuotaNode, current: Pass, job: Job, result: Assignment) -> None:
         charge = dict(result.charge)
         for fr, amount in charge.items():
             node.add(fr, amount)

@@ -12,9 +12,13 @@ Kueue's rules (``pkg/scheduler/preemption``, docs ``concepts/preemption``), for 
   resource ``P`` needs) may be victims: any (``Any``) or those of lower priority
   (``LowerPriority``); ``Never``: none. A victim of another queue is taken only while its
   queue still borrows, so reclaim never pushes a lender below its own nominal quota.
-- ``borrowWithinCohort``: if ``P`` needs to borrow, jobs of borrowing queues of lower
-  priority than ``P``, and at most ``maxPriorityThreshold`` if set, may be victims
-  (``LowerPriority``); ``Never``: none.
+- ``borrowWithinCohort``: if ``P`` needs to borrow, jobs of borrowing queues that
+  ``reclaimWithinCohort`` allows, of lower priority than ``P`` and at most
+  ``maxPriorityThreshold`` if set, may be victims (``LowerPriority``); ``Never``: none.
+
+Kueue's heuristics are tried in turn ("Targets" in its docs): borrowing allowed, with
+``borrowWithinCohort``; reclaim, only if ``P`` fits its nominal quota, and ``P`` must then
+fit without borrowing; ``Q``'s own jobs only, borrowing allowed.
 
 The victim set is the one ``preempt/checkpoint`` searches (its ``_search``, with the quota as
 its budget): whole gangs, added in order until ``P``'s quota fits and, beyond Kueue, ``P`` has
@@ -40,7 +44,12 @@ from phalanx.domain.cluster import Cluster
 from phalanx.domain.queues import ClusterQueue, PreemptionPolicy, Queues
 from phalanx.domain.queues.quota import FlavorResource, QuotaNode
 from phalanx.errors import ConfigError
-from phalanx.policies.clusterqueue.admission import ClusterQueueAdmission, Static, may_preempt
+from phalanx.policies.clusterqueue.admission import (
+    ClusterQueueAdmission,
+    Pass,
+    Static,
+    may_preempt,
+)
 from phalanx.policies.clusterqueue.amounts import requested
 from phalanx.policies.clusterqueue.assign import Assignment, assign
 from phalanx.policies.preempt_checkpoint import CheckpointPreempt, lost_work
@@ -90,21 +99,65 @@ class ClusterQueuePreempt(CheckpointPreempt):
         key = (PLUGIN, ctx.now, cq.name, job.key, job.spec.tasks_per_node, admitted)
         found: list[Job] | None = None
         if key not in memo:
-            budget = _QuotaBudget(self._admission, static, queues, cq, job, ctx, admitted)
-            budget.placed = self.placed
-            candidates = budget.candidates(ctx)
-            if candidates:
-                now = ctx.now
-                if self.order == "kueue":
-                    candidates.sort(key=budget.kueue_key)
-                else:
-                    candidates.sort(key=lambda r: (lost_work(r, now), *budget.kueue_key(r)))
-                found = self._search(job, ctx, candidates, True, budget)
+            found = self._queue_victims(job, ctx, static, current, queues, cq, admitted)
             if found is None:
                 memo[key] = True  # a job like it fails alike until the running set changes
         if found is None and admitted:
             return super().victims(job, ctx)
         return found
+
+    def _queue_victims(
+        self,
+        job: Job,
+        ctx: PassContext,
+        static: Static,
+        current: Pass,
+        queues: Queues,
+        cq: ClusterQueue,
+        admitted: bool,
+    ) -> list[Job] | None:
+        """Kueue's classic heuristics in turn (docs ``concepts/preemption``, "Targets"):
+        while borrowing, if ``borrowWithinCohort`` allows; reclaiming without borrowing, if
+        the job fits its nominal quota; its own queue's jobs only, borrowing allowed."""
+        budget = _QuotaBudget(self._admission, static, queues, cq, job, ctx, admitted)
+        budget.placed = self.placed
+        modes = []
+        if cq.preemption.borrow_within_cohort.policy is not PreemptionPolicy.NEVER:
+            modes.append(_BORROW)
+        if budget.within_nominal:
+            modes.append(_RECLAIM)
+        modes.append(_OWN)
+        tried: list[list[int]] = []
+        now = ctx.now
+        for mode in modes:
+            candidates = budget.candidates(ctx, mode)
+            ids = [r.id for r in candidates]
+            if not candidates or ids in tried:
+                continue
+            tried.append(ids)
+            if self.order == "kueue":
+                candidates.sort(key=budget.kueue_key)
+            else:
+                candidates.sort(key=lambda r: (lost_work(r, now), *budget.kueue_key(r)))
+            found = self._search(job, ctx, candidates, True, budget)
+            if found is None and self.placed and len(candidates) > 1:
+                # Cheapest first may free quota on scattered nodes and run out of victims a
+                # borrowing queue may still lose before a placement forms: try again node
+                # by node, so that the victims taken first free whole nodes together.
+                candidates.sort(key=lambda r: (_first_node(r), lost_work(r, now), r.seq))
+                found = self._search(job, ctx, candidates, True, budget)
+            if found is not None:
+                budget.commit(found, current)
+                return found
+        return None
+
+
+def _first_node(job: Job) -> int:
+    alloc = job.alloc
+    return min(alloc.nodes) if alloc is not None and len(alloc.nodes) else -1
+
+
+_BORROW, _RECLAIM, _OWN = "borrow", "reclaim", "own"
 
 
 class _QuotaBudget:
@@ -143,6 +196,7 @@ class _QuotaBudget:
         self.taken: dict[int, tuple[QuotaNode, dict[FlavorResource, int]]] = {}
         self.assignment: Assignment | None = None
         self.queue_of: dict[int, ClusterQueue] = {}
+        self.mode = _OWN
 
     def _within_nominal(self) -> bool:
         """Whether the job fits in its queue's nominal quota, were nothing borrowed from it
@@ -160,12 +214,17 @@ class _QuotaBudget:
     def _borrowing(self, node: QuotaNode) -> bool:
         return any(node.usage.get(fr, 0) > node.nominal(fr) for fr in self.needed)
 
-    def candidates(self, ctx: PassContext) -> list[Job]:
-        """Running jobs Kueue's policies let ``job`` preempt (module docstring)."""
+    def candidates(self, ctx: PassContext, mode: str) -> list[Job]:
+        """Running jobs Kueue's policies let ``job`` preempt in ``mode`` (module docstring):
+        its queue's by ``withinClusterQueue``; with ``_RECLAIM`` and ``_BORROW``, also
+        borrowing queues' of the cohort by ``reclaimWithinCohort``, and with ``_BORROW`` by
+        ``borrowWithinCohort`` too."""
         p = self.cq.preemption
         tree, queues, job = self.static.tree, self.queues, self.job
         root = self.node.cohort_root() if self.node.parent is not None else None
-        borrow_policy = p.borrow_within_cohort
+        borrow = p.borrow_within_cohort
+        reclaim = p.reclaim_within_cohort
+        self.mode = mode
         out: list[Job] = []
         for r in ctx.running():
             if r.alloc is None or r.id == job.id or ctx.is_preempting(r):
@@ -176,22 +235,18 @@ class _QuotaBudget:
             prio = queues.priority_of(r.spec)
             if rcq.name == self.cq.name:
                 ok = _within_ok(p.within_cluster_queue, prio, self.priority, r.seq > job.seq)
+            elif mode == _OWN or root is None:
+                continue
             else:
                 rnode = tree.queues[rcq.name]
-                if root is None or rnode.cohort_root() is not root or not self._borrowing(rnode):
+                if rnode.cohort_root() is not root or not self._borrowing(rnode):
                     continue
-                if self.within_nominal:
-                    reclaim = p.reclaim_within_cohort
-                    ok = reclaim is PreemptionPolicy.ANY or (
-                        reclaim is PreemptionPolicy.LOWER_PRIORITY and prio < self.priority
-                    )
-                else:
-                    limit = borrow_policy.max_priority_threshold
-                    ok = (
-                        borrow_policy.policy is PreemptionPolicy.LOWER_PRIORITY
-                        and prio < self.priority
-                        and (limit is None or prio <= limit)
-                    )
+                ok = reclaim is PreemptionPolicy.ANY or (
+                    reclaim is PreemptionPolicy.LOWER_PRIORITY and prio < self.priority
+                )
+                if mode == _BORROW:
+                    limit = borrow.max_priority_threshold
+                    ok = ok and prio < self.priority and (limit is None or prio <= limit)
             if not ok:
                 continue
             if not self.admitted:
@@ -205,7 +260,7 @@ class _QuotaBudget:
     def kueue_key(self, r: Job) -> tuple[int, int, int, int]:
         """Kueue's candidate order: other queues' first, lower priority, latest start."""
         own = self.queue_of[r.id].name == self.cq.name
-        return (own, self.queues.priority_of(r.spec), -(r.start or 0), r.seq)
+        return (own, self.queues.priority_of(r.spec), -(r.start or 0), -r.seq)
 
     # -- VictimBudget ----------------------------------------------------------------------
     def may_take(self, victim: Job) -> bool:
@@ -227,6 +282,19 @@ class _QuotaBudget:
         for fr, amount in charge.items():
             node.add(fr, amount)
 
+    def commit(self, victims: list[Job], current: Pass) -> None:
+        """The pass's accounting after the preemption: the victims' quota is gone and the
+        job's is held (as Kueue's cycle counts a preempting workload's assignment), so later
+        jobs of the pass neither take it nor preempt again for it."""
+        for v in victims:
+            self.take(v)
+        if self.admitted or not self.enough() or self.assignment is None:
+            return
+        charge = dict(self.assignment.charge)
+        for fr, amount in charge.items():
+            self.node.add(fr, amount)
+        current.charged[self.job.id] = charge
+
     def enough(self) -> bool:
         if self.admitted:
             return True
@@ -242,6 +310,8 @@ class _QuotaBudget:
         )
         if not isinstance(result, Assignment):
             return False
+        if self.mode == _RECLAIM and result.borrowing:
+            return False  # reclaim gives back nominal quota, not more
         self.assignment = result
         return True
 
