@@ -245,6 +245,7 @@ POLICIES: dict[str, Profile] = {
             # 1.45 -> 1.25 h) but raised the 1 and 2-4 GPU ones and the mean JCT (+0.5 %).
             "priority/multifactor": {
                 **_SLURM_WEIGHTS,
+                "queues_first": True,  # under ClusterQueues only
                 "favor_small": True,
                 "weight_jobsize": 4000,
                 "weight_short": 20000,

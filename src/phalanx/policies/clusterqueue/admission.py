@@ -197,6 +197,16 @@ class ClusterQueueAdmission:
         keyed.sort()
         return [jobs[position] for _, _, position in keyed]
 
+    def nonborrowing_first(self, jobs: Sequence[Job], ctx: PassContext) -> list[Job]:
+        """``jobs`` with those that fit their ClusterQueue's nominal quota first, each part
+        in the order given (Kueue's entry ordering without its priority classes)."""
+        static, current = self._setup(ctx)
+        first: list[Job] = []
+        then: list[Job] = []
+        for job in jobs:
+            (then if self._borrows(static, current, job, ctx) else first).append(job)
+        return first + then
+
     @staticmethod
     def _borrows(static: Static, current: Pass, job: Job, ctx: PassContext) -> bool:
         memo = (job.key, job.spec.tasks_per_node)
