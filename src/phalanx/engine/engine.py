@@ -161,6 +161,7 @@ class Engine:
         self._dequeue(job)
         transition(job, JobState.RUNNING)
         job.reason = Reason.NONE
+        job.reason_message = ""  # a pass's message about why it waited
         job.expected_start = None
         job.start = now
         if job.first_start is None:
@@ -299,6 +300,7 @@ class Engine:
             self._request_pass()
         else:
             job.reason = reason
+            job.reason_message = ""
             self._waiting[job.id] = job
             if reason == Reason.BEGIN_TIME and job.spec.begin is not None:
                 self._out.append(WakeAt(job.spec.begin, BeginTimer(job.id)))
@@ -312,6 +314,7 @@ class Engine:
                 self._request_pass()
             else:
                 job.reason = reason
+                job.reason_message = ""
 
     # -- the queue ------------------------------------------------------------------------
     def _enqueue(self, job: Job) -> None:
@@ -498,6 +501,7 @@ class Engine:
                     self.view.unreserve(job)
                 self._dequeue(job)
                 job.reason = Reason.HELD_ADMIN if event.admin else Reason.HELD_USER
+                job.reason_message = ""
                 self._waiting[job.id] = job
             elif job.id in self._waiting:
                 self._recheck_waiting()
