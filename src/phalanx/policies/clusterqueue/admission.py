@@ -81,6 +81,9 @@ class Static:
         self.tree = QuotaTree(queues)
         self.nodes = [*self.tree.queues.values(), *self.tree.cohorts.values()]
         self.targets: dict[tuple[str, str], tuple[ClusterQueue | None, str]] = {}
+        self.charges: dict[tuple[int, int], tuple[Allocation, dict[FlavorResource, int]]] = {}
+        """What each running job's run (and allocation) counts against its queue, as of the
+        last pass."""
 
     def target(self, queues: Queues, job: Job) -> tuple[ClusterQueue | None, str]:
         key = (job.spec.account, queue_name(job.spec))
@@ -141,14 +144,31 @@ class ClusterQueueAdmission:
         for node in static.nodes:
             node.usage.clear()
         queues = ctx.cluster.queues
-        for job in sorted(ctx.running(), key=lambda j: j.seq):
+        # What each run holds never changes while it runs: computed once per run (a pass
+        # looks at every running job), and added up per queue before the tree is walked
+        # (taking a sum at once counts in the parent what taking its parts in turn would).
+        known = static.charges
+        charges: dict[tuple[int, int], tuple[Allocation, dict[FlavorResource, int]]] = {}
+        totals: dict[str, dict[FlavorResource, int]] = {}
+        for job in ctx.running():
             alloc = job.alloc
             cq, _ = static.target(queues, job)
             if cq is None or alloc is None:
                 continue
-            charge = self._held_charge(static, cq, job, alloc)
-            node = static.tree.queues[cq.name]
+            run = (job.id, job.run)
+            cached = known.get(run)
+            if cached is not None and cached[0] is alloc:
+                charge = cached[1]
+            else:
+                charge = self._held_charge(static, cq, job, alloc)
+            charges[run] = (alloc, charge)
+            total = totals.setdefault(cq.name, {})
             for fr, amount in charge.items():
+                total[fr] = total.get(fr, 0) + amount
+        static.charges = charges
+        for name in sorted(totals):
+            node = static.tree.queues[name]
+            for fr, amount in sorted(totals[name].items()):
                 node.add(fr, amount)
         return static, current
 
@@ -180,7 +200,12 @@ class ClusterQueueAdmission:
     def held_charge(self, static: Static, cq: ClusterQueue, job: Job) -> dict[FlavorResource, int]:
         """What running ``job`` counts against ``cq`` (nothing if it holds nothing)."""
         alloc = job.alloc
-        return {} if alloc is None else self._held_charge(static, cq, job, alloc)
+        if alloc is None:
+            return {}
+        known = static.charges.get((job.id, job.run))
+        if known is not None and known[0] is alloc:
+            return known[1]
+        return self._held_charge(static, cq, job, alloc)
 
     # -- queue order --------------------------------------------------------------------
     def kueue_order(self, jobs: Sequence[Job], ctx: PassContext) -> list[Job]:

@@ -95,6 +95,12 @@ class ClusterQueuePreempt(CheckpointPreempt):
             return super().victims(job, ctx) if admitted else None
         if ctx.victims_leaving(job):
             return None
+        if admitted and self.placed:
+            # Quota admits it and what earlier preemptions free will hold it: it waits for
+            # those victims' kill rather than preempting more for a placement already coming.
+            leaving = with_leaving(ctx, ctx.state.cap)
+            if leaving is not ctx.state.cap and ctx.place(job, leaving) is not None:
+                return None
         memo = ctx.state.memo()
         key = (PLUGIN, ctx.now, cq.name, job.key, job.spec.tasks_per_node, admitted)
         found: list[Job] | None = None
@@ -316,10 +322,25 @@ class _QuotaBudget:
         return True
 
     def capacity(self, cap: Capacity) -> Capacity:
+        """``cap`` with what jobs already on their way out will free (victims are chosen
+        for what is missing beyond it), within the job's flavors' nodes."""
+        out = with_leaving(self.ctx, cap)
         found = self.assignment
         if self.admitted or found is None or found.nodes is None:
-            return cap
-        return _within(cap, found.nodes)
+            return out
+        return _within(out, found.nodes)
+
+
+def with_leaving(ctx: PassContext, cap: Capacity) -> Capacity:
+    """``cap`` (a copy if anything changes) with the resources of the running jobs already
+    signalled for preemption given back, as they will be at their kill."""
+    leaving = [r.alloc for r in ctx.running() if r.alloc is not None and ctx.is_preempting(r)]
+    if not leaving:
+        return cap
+    out = cap.copy()
+    for alloc in leaving:
+        out.give(alloc)
+    return out
 
 
 def _within_ok(policy: PreemptionPolicy, prio: int, mine: int, newer: bool) -> bool:
