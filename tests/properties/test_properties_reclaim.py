@@ -5,7 +5,11 @@ runs all of that demand within one pass after its victims' grace time.
 Random ClusterQueues of one cohort share a cluster (nominal quotas summing to its GPUs, each
 reclaiming ``Any``); the others fill it with random gangs, borrowing what the reclaiming
 queue leaves idle; then that queue asks for up to its nominal quota in 1-GPU jobs. Under
-``kueue`` (victims free quota) and ``phalanx`` (victims free a placement too).
+``phalanx`` (quota and victims that know placement). The ``kueue`` baseline does not hold it,
+as Kueue does not: with nominal quotas 24 and 8 on 4 x 8 GPUs, a 24-GPU queue running 1, 2
+and 4-GPU jobs spread over every node admits its two 8-GPU jobs within its quota at a pass's
+start, they hold that quota while no node is free for them (Kueue #1476), and the 8-GPU
+queue's third 1-GPU job waits for quota after its reclaim.
 """
 
 from __future__ import annotations
@@ -70,7 +74,7 @@ def nominal_split(draw: st.DrawFn) -> list[int]:
     nominals=nominal_split(),
     data=st.data(),
     grace_s=st.sampled_from([0, 30, 120]),
-    profile=st.sampled_from(["kueue", "phalanx"]),
+    profile=st.just("phalanx"),
 )
 def test_a_queue_below_nominal_gets_its_quota_back_one_pass_after_the_grace_time(
     nominals: list[int], data: st.DataObject, grace_s: int, profile: str

@@ -40,6 +40,7 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 
 from phalanx.domain.cluster import Cluster
+from phalanx.domain.jobspec import JobSpec
 from phalanx.domain.queues import (
     ClusterQueue,
     PreemptionPolicy,
@@ -63,6 +64,7 @@ from phalanx.sched.status import OK, Status
 __all__ = ["ClusterQueueAdmission", "Pass", "Static", "may_preempt"]
 
 PLUGIN = "admit/clusterqueue"
+_SPECS_KEPT = 200_000
 
 
 class Static:
@@ -81,16 +83,26 @@ class Static:
         self.tree = QuotaTree(queues)
         self.nodes = [*self.tree.queues.values(), *self.tree.cohorts.values()]
         self.targets: dict[tuple[str, str], tuple[ClusterQueue | None, str]] = {}
+        self.by_spec: dict[int, tuple[JobSpec, tuple[ClusterQueue | None, str]]] = {}
+        """``targets`` by job spec (a spec never changes; kept with it, so an id reused
+        after it is gone is told apart), bounded: every pass asks for every running job."""
         self.charges: dict[tuple[int, int], tuple[Allocation, dict[FlavorResource, int]]] = {}
         """What each running job's run (and allocation) counts against its queue, as of the
         last pass."""
 
     def target(self, queues: Queues, job: Job) -> tuple[ClusterQueue | None, str]:
-        key = (job.spec.account, queue_name(job.spec))
-        found = self.targets.get(key)
-        if found is None:
-            found = self.targets[key] = queues.cluster_queue_of(job.spec)
-        return found
+        spec = job.spec
+        found = self.by_spec.get(id(spec))
+        if found is not None and found[0] is spec:
+            return found[1]
+        key = (spec.account, queue_name(spec))
+        target = self.targets.get(key)
+        if target is None:
+            target = self.targets[key] = queues.cluster_queue_of(spec)
+        if len(self.by_spec) > _SPECS_KEPT:
+            self.by_spec.clear()
+        self.by_spec[id(spec)] = (spec, target)
+        return target
 
 
 class Pass:
