@@ -8,6 +8,9 @@ the cluster's GPUs), all in one cohort with borrowing and ``reclaimWithinCohort:
     .venv/bin/phalanx simulate --trace ../shared/traces/philly/philly.csv --queues \\
         philly-queues.yaml --nodes 64 --gpus-per-node 8 --nodes-per-switch 8 ...
 
+``--table RESULT.json`` prints, from ``phalanx simulate --json``, the README's table: per
+policy, mean JCT and wait and the ``queues`` figures summed over the queues.
+
 CPU and memory are covered with quotas no job reaches (Kueue admits only resources a
 ClusterQueue covers); GPUs are what the queues share. Bad input: a message naming the file
 and line, exit status 2.
@@ -17,8 +20,10 @@ from __future__ import annotations
 
 import argparse
 import csv
+import json
 import sys
 from collections.abc import Mapping, Sequence
+from typing import Any
 
 COHORT = "philly"
 API = "apiVersion: kueue.x-k8s.io/v1beta1\n"
@@ -81,11 +86,43 @@ def queues_yaml(quotas: Mapping[str, int]) -> str:
     return "---\n".join(docs)
 
 
+def table(result: Mapping[str, Any]) -> str:
+    """A markdown table of a ``phalanx simulate --json`` result's per-queue figures."""
+    lines = [
+        "| policy | JCT mean | wait mean | guarantee violation GPU-h | borrowed GPU-h "
+        "| reclaims | queues violated |",
+        "|:---|---:|---:|---:|---:|---:|---:|",
+    ]
+    for name, figures in result["policies"].items():
+        queues = figures.get("queues", {})
+        violation = sum(q["guarantee_violation_gpu_hours"] for q in queues.values())
+        borrowed = sum(q["borrowed_gpu_hours"] for q in queues.values())
+        reclaims = sum(q["reclaims"] for q in queues.values())
+        violated = sum(1 for q in queues.values() if q["guarantee_violation_gpu_hours"] > 0.5)
+        lines.append(
+            f"| {name} | {figures['jct_mean_s']:,.1f} s | {figures['wait_mean_s'] / 60:,.1f} min "
+            f"| {violation:,.1f} | {borrowed:,.1f} | {reclaims:,} | {violated} of {len(queues)} |"
+        )
+    return "\n".join(lines)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("trace", help="the Philly CSV (timestamp,duration,num_gpus,...,cluster)")
-    parser.add_argument("--gpus", type=int, required=True, help="the simulated cluster's GPUs")
+    parser.add_argument(
+        "trace", nargs="?", help="the Philly CSV (timestamp,duration,num_gpus,...,cluster)"
+    )
+    parser.add_argument("--gpus", type=int, help="the simulated cluster's GPUs")
+    parser.add_argument("--table", metavar="RESULT.json", help="print the figures' table")
     args = parser.parse_args(argv)
+    if args.table:
+        try:
+            with open(args.table) as f:
+                print(table(json.load(f)))
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            return _bad(f"{args.table}: not a phalanx simulate --json result ({exc})")
+        return 0
+    if args.trace is None or args.gpus is None:
+        return _bad("give the trace and --gpus (or --table RESULT.json)")
     if args.gpus <= 0:
         return _bad("--gpus must be positive")
     try:

@@ -106,3 +106,18 @@ def test_generator_refuses_a_bad_row_naming_its_line(tmp_path: Path) -> None:
     with pytest.raises(SystemExit) as info:
         philly_queues.main([str(trace), "--gpus", "8"])
     assert info.value.code == 2
+
+
+def test_table_sums_the_queues_of_each_policy() -> None:
+    queue = {"guarantee_violation_gpu_hours": 1.5, "borrowed_gpu_hours": 2.0, "reclaims": 3}
+    result = {
+        "policies": {
+            "phalanx": {
+                "jct_mean_s": 90.0,
+                "wait_mean_s": 120.0,
+                "queues": {"a": queue, "b": {**queue, "guarantee_violation_gpu_hours": 0.0}},
+            }
+        }
+    }
+    rows = philly_queues.table(result).splitlines()
+    assert rows[2] == "| phalanx | 90.0 s | 2.0 min | 1.5 | 4.0 | 6 | 1 of 2 |"
