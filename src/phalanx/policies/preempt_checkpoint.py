@@ -72,7 +72,7 @@ class CheckpointPreempt:
         self._phases: dict[int, tuple[list[tuple[int, int]], list[Job]]] = {}
         """Running jobs that checkpoint, by interval: (phase of the start, seq), sorted, and
         the jobs in that order (``_near_checkpoint``)."""
-        self._phased: dict[Job, tuple[int, tuple[int, int] | None]] = {}
+        self._phased: dict[Job, tuple[int, tuple[int, tuple[int, int]] | None]] = {}
         """The running jobs ``_phases`` was last updated with: the run it saw and its entry's
         interval and key (None for a run that does not checkpoint)."""
         self._phased_starts = 0
