@@ -13,6 +13,7 @@ from collections.abc import Sequence
 
 from phalanx.domain.cluster import Cluster
 from phalanx.domain.jobspec import SIGNALS, JobSpec
+from phalanx.domain.queues import queue_name
 from phalanx.domain.state import JobState, Reason, transition
 from phalanx.domain.time import SECOND, Duration, Instant
 from phalanx.engine.commands import (
@@ -259,7 +260,12 @@ class Engine:
             limit = part.default_time
         tier = part.priority_tier if part is not None else 0
         job = Job(job_id, self._seq, spec, self._now, name, tier, limit or DEFAULT_TIME_LIMIT)
-        job.key = self._keys.setdefault(job.shape, len(self._keys))
+        # Under ClusterQueues a pre-filter narrows placement to the flavor it assigns, so only
+        # jobs of one LocalQueue with equal shapes fail to place alike in a pass.
+        key: object = job.shape
+        if self.cluster.queues.cluster_queues:
+            key = (job.shape, spec.account, queue_name(spec))
+        job.key = self._keys.setdefault(key, len(self._keys))
         self.jobs[job_id] = job
         return job
 
@@ -587,5 +593,5 @@ class Engine:
 
     def status_of(self, job: Job) -> Status:
         if job.state is JobState.PENDING:
-            return Status(Code.WAIT, job.reason, job.reason_plugin)
+            return Status(Code.WAIT, job.reason, job.reason_plugin, job.reason_message)
         return OK
