@@ -118,6 +118,8 @@ class Engine:
         self._pass_requested = False
         self._recalc_at: Instant | None = None
         self._keys: dict[object, int] = {}
+        self._never: dict[object, str | None] = {}
+        """``never_fits`` by shape: it reads only the cluster's configuration, which is fixed."""
         self._wakes: set[Instant] = set()
         self.running_jobs: dict[int, Job] = {}
         """Jobs in state RUNNING (not COMPLETING), for plugins that look at them."""
@@ -283,7 +285,10 @@ class Engine:
         self._make_eligible_or_wait(job)
 
     def _never_fits(self, job: Job) -> str | None:
-        return never_fits(self.cluster, self.state, job)
+        shape = job.shape
+        if shape not in self._never:
+            self._never[shape] = never_fits(self.cluster, self.state, job)
+        return self._never[shape]
 
     def _blocker(self, job: Job) -> str | None:
         """Why ``job`` may not be scheduled at all yet, or None: a hold, a begin time, a
