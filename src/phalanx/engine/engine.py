@@ -15,7 +15,7 @@ from phalanx.domain.cluster import Cluster
 from phalanx.domain.jobspec import SIGNALS, JobSpec
 from phalanx.domain.queues import queue_name
 from phalanx.domain.state import JobState, Reason, transition
-from phalanx.domain.time import SECOND, Duration, Instant
+from phalanx.domain.time import Instant
 from phalanx.engine.commands import (
     PASS,
     RECALC,
@@ -71,6 +71,8 @@ from phalanx.engine.scheduling.preemption import Preemption
 from phalanx.engine.scheduling.probe import earliest_fit, never_fits
 from phalanx.engine.scheduling.statuses import Statuses
 from phalanx.engine.timers import (
+    DEFAULT_TIME_LIMIT,
+    KILL_WAIT,
     BeginTimer,
     KillTimer,
     LimitTimer,
@@ -87,11 +89,6 @@ from phalanx.sched.status import OK, Code, Status
 from phalanx.sched.usage import Usage
 
 __all__ = ["Engine"]
-
-DEFAULT_TIME_LIMIT: Duration = 365 * 24 * 3600 * SECOND
-"""A job with no limit and no partition default runs at most a year (for the timeline)."""
-KILL_WAIT: Duration = 30 * SECOND
-"""Slurm's KillWait: from the time-limit signal to SIGKILL."""
 
 
 class Engine:
