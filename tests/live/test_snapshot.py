@@ -196,3 +196,35 @@ def test_a_snapshot_saved_in_the_background_is_restored_alike(
     assert 0 < c.snapshots.position < stores().journal.position()
     again = _controller(stores(), clock)
     assert again.recovered == 1 and _view(again) == _view(c)
+
+
+def test_the_snapshot_child_lets_go_of_the_parents_sockets(tmp_path: Any) -> None:
+    """Or a killed leader's database session (and its lock) would outlive it in the child."""
+    import os
+    import socket
+
+    from phalanx.live.snapshot import _close_sockets
+
+    a, b = socket.socketpair()
+    kept = open(tmp_path / "file", "w")  # noqa: SIM115
+    try:
+        pid = os.fork()
+        if pid == 0:
+            code = 1
+            try:
+                _close_sockets()
+                os.fstat(kept.fileno())  # files stay open
+                try:
+                    os.fstat(a.fileno())
+                except OSError:
+                    code = 0
+            finally:
+                os._exit(code)
+        _, status = os.waitpid(pid, 0)
+        assert os.waitstatus_to_exitcode(status) == 0
+        a.sendall(b"x")  # the parent's socket is its own still
+        assert b.recv(1) == b"x"
+    finally:
+        a.close()
+        b.close()
+        kept.close()

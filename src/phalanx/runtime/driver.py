@@ -9,8 +9,9 @@ carries out launches, signals, kills and epilogs.
 Inputs from outside the engine (submissions, cancels, ended runs, failed launches, node
 changes) are committed to the journal before they are queued (``accept``); the engine's own
 timers are not stored, because a replay of the inputs regenerates them. An accepted input is
-stamped no earlier than 1 ms after the last event handled: it then sorts after everything
-already handled, in the live run and in any replay alike.
+stamped no earlier than 1 ms after the last event handled (live, also no earlier than any
+input accepted before it): it then sorts after everything already handled, in the live run
+and in any replay alike.
 
 The loop itself never waits: whoever owns it (the simulator, an asyncio task, a test) calls
 ``run_due`` and, live, sleeps until ``next_due``.
@@ -69,13 +70,20 @@ class Driver:
         journal: Journal | None = None,
         *,
         observer: Observer | None = None,
+        monotonic: bool = False,
     ) -> None:
         """The executor comes with ``attach`` (it reports to this driver, so it is made
-        after it). ``observer`` sees every handled event with its decisions and commands."""
+        after it). ``observer`` sees every handled event with its decisions and commands.
+        ``monotonic``: an input is never stamped before one accepted earlier, so the
+        journal's instants never decrease whatever the wall clock does, and a standby
+        following the journal may handle everything before the last instant it read (no
+        later input can sort before it). The live controller's inputs arrive at "now";
+        a test or replay that accepts inputs dated ahead leaves it off."""
         self.engine = engine
         self.clock = clock
         self.journal: Journal = journal if journal is not None else MemoryJournal()
         self.observer = observer
+        self.monotonic = monotonic
         self.executor: Executor | None = None
         self.handled = 0
         self.accepted = 0
@@ -117,6 +125,8 @@ class Driver:
 
         Raises ``JournalError`` (and queues nothing) when the journal cannot take them."""
         floor = self._last_at + 1
+        if self.monotonic:
+            floor = max(floor, self._accepted_until)
         stamped = [e if e.at >= floor else dataclasses.replace(e, at=floor) for e in events]
         self.journal.write(stamped)
         self.accepted += len(stamped)
@@ -215,9 +225,14 @@ class Driver:
         ``until`` (the executor sees the commands again: it must tell those already carried
         out from new ones). Return how many inputs were read."""
         count = 0
+        latest = self._accepted_until
         for event in self.journal.read() if events is None else events:
             self._push(event)
+            latest = max(latest, event.at)
             count += 1
+        # What this driver accepts next is stamped after the journal's inputs, even on a
+        # host whose clock is behind the one that wrote them (a standby taking over).
+        self._accepted_until = latest
         self.run_due(until)
         return count
 
