@@ -15,7 +15,7 @@ from phalanx.domain.cluster import Cluster
 from phalanx.domain.jobspec import SIGNALS, JobSpec
 from phalanx.domain.queues import queue_name
 from phalanx.domain.state import JobState, Reason, transition
-from phalanx.domain.time import SECOND, Duration, Instant
+from phalanx.domain.time import Instant
 from phalanx.engine.commands import (
     PASS,
     RECALC,
@@ -71,6 +71,8 @@ from phalanx.engine.scheduling.preemption import Preemption
 from phalanx.engine.scheduling.probe import earliest_fit, never_fits
 from phalanx.engine.scheduling.statuses import Statuses
 from phalanx.engine.timers import (
+    DEFAULT_TIME_LIMIT,
+    KILL_WAIT,
     BeginTimer,
     KillTimer,
     LimitTimer,
@@ -87,11 +89,6 @@ from phalanx.sched.status import OK, Code, Status
 from phalanx.sched.usage import Usage
 
 __all__ = ["Engine"]
-
-DEFAULT_TIME_LIMIT: Duration = 365 * 24 * 3600 * SECOND
-"""A job with no limit and no partition default runs at most a year (for the timeline)."""
-KILL_WAIT: Duration = 30 * SECOND
-"""Slurm's KillWait: from the time-limit signal to SIGKILL."""
 
 
 class Engine:
@@ -118,6 +115,8 @@ class Engine:
         self._pass_requested = False
         self._recalc_at: Instant | None = None
         self._keys: dict[object, int] = {}
+        self._never: dict[object, str | None] = {}
+        """``never_fits`` by shape: it reads only the cluster's configuration, which is fixed."""
         self._wakes: set[Instant] = set()
         self.running_jobs: dict[int, Job] = {}
         """Jobs in state RUNNING (not COMPLETING), for plugins that look at them."""
@@ -162,7 +161,7 @@ class Engine:
         now = self._now
         self._dequeue(job)
         transition(job, JobState.RUNNING)
-        job.reason = Reason.NONE
+        job.reason, job.reason_message = Reason.NONE, ""  # and the pass's message about why
         job.expected_start = None
         job.start = now
         if job.first_start is None:
@@ -283,7 +282,10 @@ class Engine:
         self._make_eligible_or_wait(job)
 
     def _never_fits(self, job: Job) -> str | None:
-        return never_fits(self.cluster, self.state, job)
+        shape = job.shape
+        if shape not in self._never:
+            self._never[shape] = never_fits(self.cluster, self.state, job)
+        return self._never[shape]
 
     def _blocker(self, job: Job) -> str | None:
         """Why ``job`` may not be scheduled at all yet, or None: a hold, a begin time, a
@@ -302,7 +304,7 @@ class Engine:
             self._enqueue(job)
             self._request_pass()
         else:
-            job.reason = reason
+            job.reason, job.reason_message = reason, ""
             self._waiting[job.id] = job
             if reason == Reason.BEGIN_TIME and job.spec.begin is not None:
                 self._out.append(WakeAt(job.spec.begin, BeginTimer(job.id)))
@@ -315,7 +317,7 @@ class Engine:
                 self._enqueue(job)
                 self._request_pass()
             else:
-                job.reason = reason
+                job.reason, job.reason_message = reason, ""
 
     # -- the queue ------------------------------------------------------------------------
     def _enqueue(self, job: Job) -> None:
@@ -501,7 +503,8 @@ class Engine:
                 if job.holds:
                     self.view.unreserve(job)
                 self._dequeue(job)
-                job.reason = Reason.HELD_ADMIN if event.admin else Reason.HELD_USER
+                held = Reason.HELD_ADMIN if event.admin else Reason.HELD_USER
+                job.reason, job.reason_message = held, ""
                 self._waiting[job.id] = job
             elif job.id in self._waiting:
                 self._recheck_waiting()

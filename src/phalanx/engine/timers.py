@@ -9,7 +9,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from phalanx.domain.time import SECOND, Duration
+
 __all__ = [
+    "DEFAULT_TIME_LIMIT",
+    "KILL_WAIT",
     "PASS",
     "RECALC",
     "WAKE",
@@ -21,6 +25,11 @@ __all__ = [
     "TimerKey",
     "WakeTimer",
 ]
+
+DEFAULT_TIME_LIMIT: Duration = 365 * 24 * 3600 * SECOND
+"""A job with no limit and no partition default runs at most a year (for the timeline)."""
+KILL_WAIT: Duration = 30 * SECOND
+"""Slurm's KillWait: from the time-limit signal to SIGKILL."""
 
 
 @dataclass(frozen=True, slots=True)
