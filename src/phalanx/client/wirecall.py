@@ -178,7 +178,11 @@ class WireCaller:
                 )
             except Broken as exc:
                 raise ControllerUnreachable(self.address.describe(), str(exc)) from None
-            return status, _decode(raw)
+            answer = _decode(raw)
+            if status == 503 and isinstance(answer, dict) and "leader" in answer:
+                # Starting (recovering), or standing by: no controller serves here now.
+                raise ControllerUnreachable(self.address.describe(), str(answer.get("error")))
+            return status, answer
         # Sent again only where that cannot do it twice: nothing had gone out, or the call
         # changes nothing, or the controller knows it by its key.
         retry_sent = method in ("GET", "HEAD") or idempotency_key is not None
