@@ -75,6 +75,7 @@ from phalanx.engine.timers import (
     RecalcTimer,
     TimerKey,
     WakeTimer,
+    is_stale,
 )
 from phalanx.sched.capacity import Allocation
 from phalanx.sched.job import Job
@@ -238,7 +239,7 @@ class Engine:
         tasks: Sequence[int | None] = spec.array.task_ids if spec.array else (None,)
         base = self._next_id
         if key:
-            self.request_ids.remember(key, list(range(base, base + len(tasks))))
+            self.request_ids.remember(key, base, len(tasks))
         for task in tasks:
             job = self._new_job(spec)
             if task is not None:
@@ -542,6 +543,16 @@ class Engine:
         for job in list(self._queue):
             if job.holds and any(node in a.nodes for a in job.holds):
                 self.view.unreserve(job)
+
+    # ------------------------------------------------------------------ compaction
+    def stale(self, key: TimerKey) -> bool:
+        """Whether a timer set earlier can change nothing whenever it fires."""
+        return is_stale(key, self.jobs)
+
+    def compact(self) -> None:
+        """Give up, between two events, what plugins keep only as a cache of what they can
+        compute again (``Compacts``): no decision and no answer changes."""
+        self.points.compact()
 
     # ------------------------------------------------------------------ queries
     @property

@@ -190,3 +190,7 @@ class MultifactorPriority:
 
     def order(self, jobs: Sequence[Job], ctx: PassContext) -> Iterable[Job]:
         return jobs  # the queue's own order
+
+    def compact(self) -> None:
+        """``Compacts``: the rows of jobs in no calculation since the last are given up."""
+        self._rows.compact()

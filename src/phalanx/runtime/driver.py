@@ -245,6 +245,28 @@ class Driver:
         self._unhandled_ids = saved.unhandled_ids
         self.handled = saved.handled
 
+    def compact(self) -> int:
+        """Drop, between two events, what can no longer change a decision: the timers the
+        engine calls stale (those of runs that are over, which a job that ran for less than
+        its time limit leaves behind: with a year's limit they would pile up for a year),
+        and what the engine's plugins give up (``Engine.compact``). A dropped timer would
+        have done nothing, so this driver, and one restored from a checkpoint taken now,
+        decide as if nothing was dropped. Return the timers dropped."""
+        heap = self._heap
+        stale = self.engine.stale
+        kept = []
+        for entry in heap:
+            event = entry[3]
+            if type(event) is not TimerFired or not stale(event.key):
+                kept.append(entry)
+        dropped = len(heap) - len(kept)
+        if dropped:
+            # Entries are unique (seq), so any heap of them pops in the same order.
+            heapq.heapify(kept)
+            heap[:] = kept
+        self.engine.compact()
+        return dropped
+
     def settle(self) -> int:
         """Handle every input accepted so far (and what falls due before it), even if the
         clock has not reached the stamp yet (it is at most 1 ms ahead): a query or cancel
