@@ -81,6 +81,7 @@ from phalanx.sched.capacity import Allocation
 from phalanx.sched.job import Job
 from phalanx.sched.occupancy import Occupancy
 from phalanx.sched.profile import Profile
+from phalanx.sched.shape import Shape
 from phalanx.sched.status import OK, Code, Status
 from phalanx.sched.usage import Usage
 
@@ -115,7 +116,8 @@ class Engine:
         self._array_running: dict[int, int] = {}
         self._pass_requested = False
         self._recalc_at: Instant | None = None
-        self._keys: dict[object, int] = {}
+        self._shapes: dict[Shape, tuple[Shape, int]] = {}
+        """Each shape seen, its one copy (jobs share it, and a snapshot stores it once) and key."""
         self._wakes: set[Instant] = set()
         self.running_jobs: dict[int, Job] = {}
         """Jobs in state RUNNING (not COMPLETING), for plugins that look at them."""
@@ -258,7 +260,7 @@ class Engine:
             limit = part.default_time
         tier = part.priority_tier if part is not None else 0
         job = Job(job_id, self._seq, spec, self._now, name, tier, limit or DEFAULT_TIME_LIMIT)
-        job.key = self._keys.setdefault(job.shape, len(self._keys))
+        job.shape, job.key = self._shapes.setdefault(job.shape, (job.shape, len(self._shapes)))
         self.jobs[job_id] = job
         return job
 
