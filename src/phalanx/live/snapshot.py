@@ -153,11 +153,10 @@ class _Pickler(pickle.Pickler):
     object, and loads them 2 to 3 times slower."""
 
     def reducer_override(self, obj: Any) -> Any:
-        cls = type(obj)
-        found = _FIELDS[cls] if cls in _FIELDS else _fields(cls)
+        found = _fields(type(obj))
         if found is None:
             return NotImplemented
-        return _frozen, (cls, tuple(map(obj.__getattribute__, found[0])))
+        return _frozen, (type(obj), tuple(map(obj.__getattribute__, found[0])))
 
 
 @dataclass(frozen=True)
