@@ -11,6 +11,7 @@ from typing import Any
 from phalanx.config.clusterspec import regular_cluster
 from phalanx.domain.jobspec import ArraySpec, JobSpec
 from phalanx.engine import Launch, Submit, TimerFired
+from phalanx.engine.timers import is_stale
 from phalanx.live.controller import Controller
 from phalanx.live.snapshot import Cadence, Saved, dump, load
 from phalanx.live.store import Store, open_journal
@@ -209,7 +210,8 @@ def test_a_snapshot_drops_timers_of_runs_that_are_over_here_and_in_the_copy(
     clock = FakeClock(1_000_000)
     c = _controller(stores(), clock)
     _some_work(c, clock, 3)  # runs end long before their limit: their limit timers stay
-    stale = [e for e in _timers(c) if isinstance(e[3], TimerFired) and c.engine.stale(e[3].key)]
+    jobs = c.engine.jobs
+    stale = [e for e in _timers(c) if isinstance(e[3], TimerFired) and is_stale(e[3].key, jobs)]
     assert stale
     assert c.save_snapshot()
     assert not [e for e in _timers(c) if e in stale]

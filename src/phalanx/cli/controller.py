@@ -34,6 +34,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="PATH",
         help="cluster from a slurm.conf (with topology.conf and gres.conf beside it)",
     )
+    parser.add_argument(
+        "--queues",
+        type=Path,
+        metavar="FILE",
+        help="Kueue/Volcano queue objects (multi-document YAML), in place of the cluster "
+        "YAML's queues: a job's account is its namespace",
+    )
     parser.add_argument("--policy", default="phalanx", help="scheduling profile")
     parser.add_argument(
         "--port",
@@ -90,7 +97,19 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def cluster_of(args: argparse.Namespace) -> Cluster:
-    """The cluster: the YAML or slurm.conf given, else this machine as described by its agent."""
+    """The cluster: the YAML or slurm.conf given, else this machine as described by its
+    agent; with the queue objects of ``--queues`` if given."""
+    cluster = _cluster_shape(args)
+    if getattr(args, "queues", None) is None:
+        return cluster
+    import dataclasses
+
+    from phalanx.config.queues import queues_from_file
+
+    return dataclasses.replace(cluster, queues=queues_from_file(str(args.queues)))
+
+
+def _cluster_shape(args: argparse.Namespace) -> Cluster:
     if args.config is not None:
         from phalanx.config.clusterspec import cluster_from_yaml
 

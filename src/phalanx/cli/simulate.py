@@ -5,7 +5,8 @@ A thin shell over ``phalanx.sim.experiment`` (which does the work): parse, run, 
 1. read the workload: a trace (``--trace``, any of ``traces.FORMATS``) or the seeded generator
    (``--generate DAYS``), with the shared options ``--limit``, ``--window``, ``--load``;
 2. build the cluster: ``--cluster FILE`` (YAML), ``--nodes N`` (a uniform cluster) or, for an
-   openb trace, the node list next to it;
+   openb trace, the node list next to it; ``--queues FILE`` gives it Kueue's and Volcano's
+   queue objects (in place of any under the cluster YAML's ``queues:``);
 3. run each policy over the same workload, showing progress on stderr;
 4. print the side-by-side table, then the jobs no policy could ever place; write the JSON,
    markdown and plots asked for.
@@ -96,6 +97,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     shape = where.add_mutually_exclusive_group()
     shape.add_argument("--cluster", metavar="FILE", help="cluster definition (YAML)")
     shape.add_argument("--nodes", metavar="N", type=int, help="a uniform cluster of N nodes")
+    where.add_argument(
+        "--queues",
+        metavar="FILE",
+        help="Kueue/Volcano queue objects (multi-document YAML), in place of the cluster "
+        "file's queues: a job's account is its namespace",
+    )
     where.add_argument(
         "--gpus-per-node",
         metavar="G",
@@ -230,6 +237,18 @@ def _load_workload(args: argparse.Namespace) -> Workload:
 
 
 def _build_cluster(args: argparse.Namespace, fmt: str | None) -> ClusterChoice:
+    choice = _cluster_shape(args, fmt)
+    if args.queues is None:
+        return choice
+    import dataclasses
+
+    from phalanx.config.queues import queues_from_file
+
+    queues = queues_from_file(args.queues)
+    return dataclasses.replace(choice, cluster=dataclasses.replace(choice.cluster, queues=queues))
+
+
+def _cluster_shape(args: argparse.Namespace, fmt: str | None) -> ClusterChoice:
     if args.cluster is not None:
         return cluster_file(args.cluster)
     if args.nodes is not None:

@@ -68,6 +68,8 @@ def _controller_argv(args: argparse.Namespace, state: Path) -> list[str]:
         argv += ["--config", str(args.config.resolve())]
     if args.slurm_conf is not None:
         argv += ["--slurm-conf", str(args.slurm_conf.resolve())]
+    if args.queues is not None:
+        argv += ["--queues", str(args.queues.resolve())]
     for flag in ("gpus", "gpu_model", "cpus", "memory"):
         value = getattr(args, flag)
         if value is not None:

@@ -42,6 +42,8 @@ YAML format (every key but ``nodes`` is optional; see ``examples/cluster.yaml``)
       fatal_xids: [48, 79]        # Xid errors that requeue the node's jobs at once
       gpus: true                  # NVML probes (Xid, ECC, PCIe link, throttling, GPU count)
       gpu_interval: 30            # seconds between GPU probes
+    queues:                       # Kueue/Volcano objects, as in a --queues file (config.queues)
+      - {apiVersion: kueue.x-k8s.io/v1beta1, kind: ResourceFlavor, metadata: {name: h100}}
 
 Times are read from the scalar's text, so unquoted ``1:00:00`` is not YAML 1.1's sexagesimal
 3600. ``null`` means "absent". Every error is a ``ConfigError`` naming the source, the line and
@@ -57,10 +59,12 @@ from dataclasses import dataclass
 
 import yaml
 
+from phalanx.config.queues import queues_from_documents
 from phalanx.config.yamlfield import YamlField, compose_yaml, optional
 from phalanx.domain.cluster import Account, Cluster, Node, Partition, PreemptMode, Qos, Switch
 from phalanx.domain.health import DEFAULT_FATAL_XIDS, HealthCheck
 from phalanx.domain.hostlist import compress, expand
+from phalanx.domain.queues import Queues
 from phalanx.domain.time import MINUTE, SECOND, Duration
 from phalanx.errors import ConfigError
 
@@ -79,6 +83,7 @@ _TOP_KEYS = (
     "accounts",
     "qos",
     "health_check",
+    "queues",
 )
 _MEMORY = re.compile(r"^(\d+)\s*([KMGT]?)$", re.IGNORECASE)
 _UNIT_MB = {"": 1, "M": 1, "G": 1024, "T": 1024 * 1024}
@@ -171,6 +176,7 @@ def cluster_from_yaml(text: str, source: str = "<cluster>") -> Cluster:
         enforce_part_limits=optional(top, "enforce_part_limits", YamlField.as_bool, False),
         enforce_qos=optional(top, "enforce_qos", YamlField.as_bool, False),
         health=_parse_health(top.get("health_check")),
+        queues=queues_from_documents(top["queues"].sequence()) if "queues" in top else Queues(),
     )
 
 

@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from phalanx.domain.health import HealthCheck
+from phalanx.domain.queues.model import Queues
 from phalanx.domain.state import Reason
 from phalanx.domain.time import Duration
 
@@ -133,6 +134,9 @@ class Cluster:
     as in Slurm, the job keeps the name it asked for and runs with ``DEFAULT_QOS``'s factors."""
     health: HealthCheck = field(default_factory=HealthCheck)
     """What the agents check of their nodes (``health_check``; slurm.conf HealthCheck*)."""
+    queues: Queues = field(default_factory=Queues)
+    """Kueue's and Volcano's queue objects (``queues:`` in the cluster YAML, ``--queues``);
+    empty: the profiles' own quota rules apply."""
     _by_name: dict[str, int] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:

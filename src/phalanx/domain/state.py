@@ -134,6 +134,13 @@ class Reason:
     """More nodes than the partition has (queued only without ``EnforcePartLimits``)."""
     BAD_CONSTRAINTS = "BadConstraints"
     QUOTA = "AssocGrpGRES"
+    QUOTA_CPU = "AssocGrpCpuLimit"
+    QUOTA_MEM = "AssocGrpMemLimit"
+    INVALID_ACCOUNT = "InvalidAccount"
+    """No queue takes the job's account (namespace): no LocalQueue, or a ClusterQueue whose
+    namespaceSelector leaves it out."""
+    QUEUE_STOPPED = "Stopped"
+    """Kueue's reason for a ClusterQueue or LocalQueue whose ``stopPolicy`` holds admission."""
     QOS_QUOTA = "QOSGrpGRES"
     NODE_DOWN = "ReqNodeNotAvail"
     GANG_WAIT = "GangWait"

@@ -13,6 +13,7 @@ from collections.abc import Sequence
 
 from phalanx.domain.cluster import Cluster
 from phalanx.domain.jobspec import SIGNALS, JobSpec
+from phalanx.domain.queues import queue_name
 from phalanx.domain.state import JobState, Reason, transition
 from phalanx.domain.time import SECOND, Duration, Instant
 from phalanx.engine.commands import (
@@ -75,7 +76,6 @@ from phalanx.engine.timers import (
     RecalcTimer,
     TimerKey,
     WakeTimer,
-    is_stale,
 )
 from phalanx.sched.capacity import Allocation
 from phalanx.sched.job import Job
@@ -116,8 +116,8 @@ class Engine:
         self._array_running: dict[int, int] = {}
         self._pass_requested = False
         self._recalc_at: Instant | None = None
-        self._shapes: dict[Shape, tuple[Shape, int]] = {}
-        """Each shape seen, its one copy (jobs share it, and a snapshot stores it once) and key."""
+        self._keys: dict[object, int] = {}
+        self._shapes: dict[Shape, Shape] = {}  # one object per shape, its jobs share it
         self._wakes: set[Instant] = set()
         self.running_jobs: dict[int, Job] = {}
         """Jobs in state RUNNING (not COMPLETING), for plugins that look at them."""
@@ -260,7 +260,13 @@ class Engine:
             limit = part.default_time
         tier = part.priority_tier if part is not None else 0
         job = Job(job_id, self._seq, spec, self._now, name, tier, limit or DEFAULT_TIME_LIMIT)
-        job.shape, job.key = self._shapes.setdefault(job.shape, (job.shape, len(self._shapes)))
+        job.shape = self._shapes.setdefault(job.shape, job.shape)
+        # Under ClusterQueues a pre-filter narrows placement to the flavor it assigns, so only
+        # jobs of one LocalQueue with equal shapes fail to place alike in a pass.
+        key: object = job.shape
+        if self.cluster.queues.cluster_queues:
+            key = (job.shape, spec.account, queue_name(spec))
+        job.key = self._keys.setdefault(key, len(self._keys))
         self.jobs[job_id] = job
         return job
 
@@ -546,11 +552,6 @@ class Engine:
             if job.holds and any(node in a.nodes for a in job.holds):
                 self.view.unreserve(job)
 
-    # ------------------------------------------------------------------ compaction
-    def stale(self, key: TimerKey) -> bool:
-        """Whether a timer set earlier can change nothing whenever it fires."""
-        return is_stale(key, self.jobs)
-
     def compact(self) -> None:
         """Give up, between two events, what plugins keep only as a cache of what they can
         compute again (``Compacts``): no decision and no answer changes."""
@@ -595,5 +596,5 @@ class Engine:
 
     def status_of(self, job: Job) -> Status:
         if job.state is JobState.PENDING:
-            return Status(Code.WAIT, job.reason, job.reason_plugin)
+            return Status(Code.WAIT, job.reason, job.reason_plugin, job.reason_message)
         return OK

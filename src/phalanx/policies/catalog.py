@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 from phalanx.domain.time import DAY, HOUR, MINUTE, SECOND
 from phalanx.errors import ConfigError
 from phalanx.policies.backfill import BackfillScheduler, FifoScheduler, GreedyScheduler
+from phalanx.policies.clusterqueue import ClusterQueueAdmission, KueueOrder
 from phalanx.policies.filter_fit import FitFilter
 from phalanx.policies.k8s_default import PodGroupPermit
 from phalanx.policies.preempt_checkpoint import CheckpointPreempt
@@ -28,8 +29,10 @@ REGISTRY.register("priority/basic", BasicPriority)
 REGISTRY.register("priority/multifactor", MultifactorPriority)
 REGISTRY.register("priority/las", LasPriority)
 REGISTRY.register("priority/drf", DrfOrder)
+REGISTRY.register("priority/kueue", KueueOrder)
 # pre-filter, filter, score
 REGISTRY.register("admit/quota", QuotaAdmission)
+REGISTRY.register("admit/clusterqueue", ClusterQueueAdmission)
 REGISTRY.register("filter/fit", FitFilter)
 REGISTRY.register("select/topology", TopologySelect)
 REGISTRY.register("select/spread", SpreadSelect)
@@ -52,8 +55,10 @@ if TYPE_CHECKING:  # every built-in plugin satisfies its point's Protocol (mypy 
         MultifactorPriority,
         LasPriority,
         DrfOrder,
+        KueueOrder,
     ]
-    _pre_filter: list[type[points.PreFilterPlugin]] = [QuotaAdmission]
+    _pre_filter: list[type[points.PreFilterPlugin]] = [QuotaAdmission, ClusterQueueAdmission]
+    _reserve: list[type[points.ReservePlugin]] = [ClusterQueueAdmission]
     _filter: list[type[points.FilterPlugin]] = [FitFilter]
     _score: list[type[points.ScorePlugin]] = [TopologySelect, SpreadSelect, BinpackSelect]
     _permit: list[type[points.PermitPlugin]] = [PodGroupPermit]
@@ -127,8 +132,11 @@ POLICIES: dict[str, Profile] = {
     ),
     "kueue": Profile(
         name="kueue",
-        queue_sort="priority/basic",
-        pre_filter=("admit/quota",),
+        queue_sort="priority/kueue",
+        # ClusterQueues, cohorts and flavors where the cluster has them (--queues); else
+        # admit/quota's per-account quota in one cohort.
+        pre_filter=("admit/clusterqueue",),
+        reserve=("admit/clusterqueue",),
         score="select/spread",
         reservation="sched/greedy",
         calc_period=0,  # submit order never changes

@@ -14,7 +14,7 @@ from phalanx.domain.cluster import Cluster
 from phalanx.domain.time import Instant
 from phalanx.sched.capacity import Allocation, Capacity
 from phalanx.sched.job import Job
-from phalanx.sched.occupancy import Occupancy
+from phalanx.sched.occupancy import BoolArray, Occupancy
 from phalanx.sched.shape import Shape
 from phalanx.sched.usage import Usage
 
@@ -52,6 +52,11 @@ class PassContext(Protocol):
         Honours ``--switches=N@wait`` (relaxed once the job has waited long enough, with a
         wake-up asked for that moment). Changes nothing: the caller starts, reserves or drops
         the result."""
+
+    def narrow(self, job: Job, nodes: BoolArray) -> None:
+        """For the rest of this pass, ``place`` puts ``job`` only on ``nodes`` (a mask over
+        the cluster's nodes), as Kubernetes' ``PreFilterResult.NodeNames`` does. Called by
+        pre-filter plugins (a quota that assigns a flavor); narrowing again intersects."""
 
     def leaf_limit(self, job: Job) -> int | None:
         """The most leaf switches ``place`` lets ``job`` span now: its ``--switches``, or the

@@ -38,6 +38,7 @@ class Job:
         "partition",
         "priority",
         "reason",
+        "reason_message",
         "reason_plugin",
         "restarts",
         "run",
@@ -82,6 +83,8 @@ class Job:
         self.state = JobState.PENDING
         self.reason = Reason.NONE
         self.reason_plugin = ""
+        self.reason_message = ""
+        """The pending reason in the plugin's terms (``Status.message``), or empty."""
         self.priority = 0.0
         self.factors: Mapping[str, float] = {}
         self.expected_start: Instant | None = None

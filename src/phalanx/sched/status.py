@@ -25,6 +25,9 @@ class Status:
     code: Code
     reason: str = "None"
     plugin: str = ""
+    message: str = ""
+    """Why, in the plugin's own terms, beyond the reason ``squeue`` shows ("ClusterQueue
+    team-a at its nominal 64 GPUs, cohort has none to lend"); empty if the reason says all."""
 
     @property
     def ok(self) -> bool:
@@ -38,6 +41,11 @@ class Status:
         if status is None:
             status = _WAITS[key] = Status(Code.WAIT, reason, plugin)
         return status
+
+    @staticmethod
+    def wait_because(reason: str, plugin: str, message: str) -> Status:
+        """``wait`` with a message (not shared: messages name jobs and amounts)."""
+        return Status(Code.WAIT, reason, plugin, message)
 
     @staticmethod
     def never(reason: str, plugin: str) -> Status:

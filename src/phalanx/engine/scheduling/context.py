@@ -53,6 +53,8 @@ class PassView:
         self._reserve = points.reserve
         self.params = points.params
         self.scratch: dict[object, object] = {}
+        self._narrowed: dict[int, BoolArray] = {}
+        """Job id -> the nodes a pre-filter let it be placed on this pass."""
         wait = points.params(points.score_id).get("gang_switches_wait_ms", 0)
         self._gang_wait = int(wait) if isinstance(wait, int | float) else 0
         """The profile's default ``--switches=fewest@wait`` for multi-node jobs that ask for
@@ -62,6 +64,11 @@ class PassView:
     def begin(self) -> None:
         """Step 1 of a pass: an empty scratch cache for the plugins."""
         self.scratch.clear()
+        self._narrowed.clear()
+
+    def narrow(self, job: Job, nodes: BoolArray) -> None:
+        held = self._narrowed.get(job.id)
+        self._narrowed[job.id] = nodes if held is None else held & nodes
 
     def running(self) -> Iterable[Job]:
         return list(self._running.values())
@@ -97,8 +104,9 @@ class PassView:
         state = self.state
         cap = state.cap if cap is None else cap
         nodes = shape.nodes_max
+        narrowed = self._narrowed.get(job.id) if self._narrowed else None
         while nodes >= shape.nodes_min:
-            chosen = self._choose(cap, shape, nodes, max_leaves)
+            chosen = self._choose(cap, shape, nodes, max_leaves, narrowed)
             if chosen is not None:
                 return state.allocation(cap, shape, chosen)
             nodes = shape.nodes_min if nodes > shape.nodes_min else nodes - 1
@@ -115,10 +123,18 @@ class PassView:
         return None if chosen is None else state.allocation(cap, shape, chosen)
 
     def _choose(
-        self, cap: Capacity, shape: Shape, nodes: int, max_leaves: int | None
+        self,
+        cap: Capacity,
+        shape: Shape,
+        nodes: int,
+        max_leaves: int | None,
+        narrowed: BoolArray | None = None,
     ) -> list[int] | None:
-        """Filter, then score."""
-        return self._score.place(self.state, cap, shape, self._mask(cap, shape), nodes, max_leaves)
+        """Filter (within ``narrowed`` if a pre-filter narrowed the job), then score."""
+        mask = self._mask(cap, shape)
+        if narrowed is not None:
+            mask = mask & narrowed
+        return self._score.place(self.state, cap, shape, mask, nodes, max_leaves)
 
     def is_preempting(self, job: Job) -> bool:
         return self._preemption.is_preempting(job)

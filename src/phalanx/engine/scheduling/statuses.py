@@ -26,6 +26,7 @@ class Statuses:
         """Record why the job did not start this pass."""
         job.reason = status.reason
         job.reason_plugin = status.plugin
+        job.reason_message = status.message
         job.expected_start = expected_start
         job.seen = self.passes
         if status.reason is Reason.PRIORITY:
@@ -35,7 +36,11 @@ class Statuses:
 
     def expect(self, job: Job, start: Instant | None) -> None:
         """A blocked job's expected start; its reason stays."""
-        self.wait(job, Status.wait(job.reason, job.reason_plugin), start)
+        if job.reason_message:
+            status = Status.wait_because(job.reason, job.reason_plugin, job.reason_message)
+        else:
+            status = Status.wait(job.reason, job.reason_plugin)
+        self.wait(job, status, start)
 
     def wait_rest_priority(self, status: Status) -> None:
         """``wait`` with ``status`` (reason Priority) for every eligible pending job not
@@ -51,4 +56,5 @@ class Statuses:
             if job.state is JobState.PENDING and job_id not in self._waiting:
                 job.reason = reason
                 job.reason_plugin = plugin
+                job.reason_message = ""
                 job.expected_start = None

@@ -1,0 +1,6 @@
+"""``admit/clusterqueue``: Kueue's ClusterQueues, cohorts and flavors, at the pre-filter."""
+
+from phalanx.policies.clusterqueue.admission import ClusterQueueAdmission
+from phalanx.policies.clusterqueue.order import KueueOrder
+
+__all__ = ["ClusterQueueAdmission", "KueueOrder"]

@@ -1,0 +1,325 @@
+"""``admit/clusterqueue`` (pre-filter and reserve): admission against Kueue's ClusterQueues,
+with borrowing and lending in cohort trees, that knows placement.
+
+Each pass starts from the quota the running jobs hold: a job's ClusterQueue is the one its
+namespace's LocalQueue feeds (``Queues.cluster_queue_of``), its flavor per resource group the
+first of the group whose nodes hold its whole allocation (Kueue records the assignment in
+the Workload; here it is read back from where the job runs). Then, for each job the pass
+looks at, in the pass's order:
+
+- a job no queue takes waits (``InvalidAccount``), as does one of a stopped queue;
+- under ``StrictFIFO``, once a job of a ClusterQueue waits for quota, the later ones of that
+  queue wait behind it (``Priority``); under ``BestEffortFIFO`` they may go past;
+- a job asking what another of its LocalQueue was refused in this pass is refused alike
+  (its shape key says so: ``Engine`` keys shapes by LocalQueue under ClusterQueues);
+- else the flavors are assigned (``assign``): the job waits for quota (``AssocGrpGRES``,
+  ``AssocGrpCpuLimit``, ``AssocGrpMemLimit``, with a message in quota terms), or is admitted:
+  its quota is counted at once, and its placement narrowed to its flavors' nodes for the
+  pass. An admitted job that then finds no placement has its quota held for the rest of the
+  pass (Kueue's admitted workload whose pods wait), so nothing later takes what it needs;
+  next pass it is admitted afresh.
+
+A job is admitted for its largest shape (``--nodes=min-max`` counts ``max`` nodes: Kueue
+admits a workload's full count), so any placement the pass then finds fits the quota.
+``reserve`` recounts an admitted job at what its allocation holds (less when it got fewer nodes
+than its maximum; more when it holds a whole node's CPUs), and refuses a start that would
+then pass the quota. A job that reaches ``reserve`` without the pre-filter (a pod-by-pod
+profile) is admitted there against the flavors its nodes are in; the members such a gang
+holds while it waits for the rest count only in the pass that placed them (next phase).
+``unreserve`` gives nothing back: the job stays admitted for the pass.
+
+With no ClusterQueue configured, the plugin is ``admit/quota``, with that plugin's parameters
+(the ``kueue`` profile keeps its behaviour), or, with ``without_queues: none``, admits every
+job (for a profile that has no quota of its own).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+
+from phalanx.domain.cluster import Cluster
+from phalanx.domain.queues import (
+    ClusterQueue,
+    QueueingStrategy,
+    Queues,
+    StopPolicy,
+    queue_name,
+)
+from phalanx.domain.queues.quota import FlavorResource, QuotaNode, QuotaTree
+from phalanx.domain.state import Reason
+from phalanx.errors import ConfigError
+from phalanx.policies.clusterqueue.amounts import held, requested
+from phalanx.policies.clusterqueue.assign import Assignment, Refusal, assign, quota_reason
+from phalanx.policies.quota import QuotaAdmission
+from phalanx.sched.capacity import Allocation, Capacity
+from phalanx.sched.context import PassContext
+from phalanx.sched.job import Job
+from phalanx.sched.occupancy import BoolArray
+from phalanx.sched.status import OK, Status
+
+__all__ = ["ClusterQueueAdmission"]
+
+PLUGIN = "admit/clusterqueue"
+
+
+class _Static:
+    """What the queues say about one cluster, derived once: flavor node masks and the
+    quota tree (its usage emptied at every pass)."""
+
+    def __init__(self, cluster: Cluster) -> None:
+        self.cluster = cluster
+        queues = cluster.queues
+        n = len(cluster.nodes)
+        self.masks: dict[str, BoolArray] = {}
+        for name in queues.flavors:
+            mask = np.zeros(n, dtype=np.bool_)
+            mask[list(queues.flavor_nodes(cluster, name))] = True
+            self.masks[name] = mask
+        self.tree = QuotaTree(queues)
+        self.nodes = [*self.tree.queues.values(), *self.tree.cohorts.values()]
+        self.targets: dict[tuple[str, str], tuple[ClusterQueue | None, str]] = {}
+
+    def target(self, queues: Queues, job: Job) -> tuple[ClusterQueue | None, str]:
+        key = (job.spec.account, queue_name(job.spec))
+        found = self.targets.get(key)
+        if found is None:
+            found = self.targets[key] = queues.cluster_queue_of(job.spec)
+        return found
+
+
+class _Pass:
+    """One pass's accounting, shared by the plugin's instances (pre-filter, reserve, the
+    queue order) through ``ctx.scratch``: the first to look sets it up."""
+
+    def __init__(self, static: _Static) -> None:
+        self.static = static
+        self.borrows: dict[tuple[object, int], bool] = {}
+        """(shape key, tasks per node) -> whether such a job would borrow at the pass's
+        start (Kueue's entry ordering)."""
+        self.charged: dict[int, dict[FlavorResource, int]] = {}
+        self.heads: dict[str, int] = {}
+        """StrictFIFO ClusterQueue -> the job that waits for quota at its head."""
+        self.refused: dict[tuple[object, int], Status] = {}
+        """(shape key, tasks per node) -> why such a job was refused: usage only grows
+        within a pass, so a job asking as much of the same LocalQueue is refused alike."""
+
+
+class ClusterQueueAdmission:
+    plugin = PLUGIN
+
+    def __init__(self, params: Mapping[str, object]) -> None:
+        self._params = params
+        self._without_queues = str(params.get("without_queues", "quota"))
+        """What a cluster with no ClusterQueue gets: ``quota`` (``admit/quota``, the
+        ``kueue`` baseline) or ``none`` (every job admitted)."""
+        if self._without_queues not in ("quota", "none"):
+            raise ConfigError(
+                f"without_queues must be quota or none, got {self._without_queues!r}",
+                field=f"{PLUGIN}.without_queues",
+            )
+        self._fallback: QuotaAdmission | None = None
+        self._static: _Static | None = None
+
+    def _quota(self, ctx: PassContext) -> QuotaAdmission:
+        """``admit/quota``, with its parameters from the profile (under either id)."""
+        if self._fallback is None:
+            self._fallback = QuotaAdmission({**ctx.params("admit/quota"), **self._params})
+        return self._fallback
+
+    # -- the pass's accounting ------------------------------------------------------------
+    def _setup(self, ctx: PassContext) -> tuple[_Static, _Pass]:
+        static = self._static
+        if static is None or static.cluster is not ctx.cluster:
+            static = self._static = _Static(ctx.cluster)
+        current = ctx.scratch.get(PLUGIN)
+        if isinstance(current, _Pass):
+            return current.static, current
+        current = ctx.scratch[PLUGIN] = _Pass(static)
+        for node in static.nodes:
+            node.usage.clear()
+        queues = ctx.cluster.queues
+        for job in sorted(ctx.running(), key=lambda j: j.seq):
+            alloc = job.alloc
+            cq, _ = static.target(queues, job)
+            if cq is None or alloc is None:
+                continue
+            charge = self._held_charge(static, cq, job, alloc)
+            node = static.tree.queues[cq.name]
+            for fr, amount in charge.items():
+                node.add(fr, amount)
+        return static, current
+
+    @staticmethod
+    def _held_charge(
+        static: _Static, cq: ClusterQueue, job: Job, alloc: Allocation
+    ) -> dict[FlavorResource, int]:
+        """What ``alloc`` counts against ``cq``: each resource in the first flavor of its
+        group whose nodes hold the whole allocation (else the first holding any of it, else
+        the group's first). Resources ``cq`` does not cover count nowhere."""
+        nodes = list(alloc.nodes)
+        charge: dict[FlavorResource, int] = {}
+        for resource, amount in held(job, alloc).items():
+            group = cq.group_of(resource)
+            if group is None:
+                continue
+            names = [f.name for f in group.flavors]
+            flavor = next((f for f in names if static.masks[f][nodes].all()), None)
+            if flavor is None:
+                flavor = next((f for f in names if static.masks[f][nodes].any()), names[0])
+            charge[(flavor, resource)] = charge.get((flavor, resource), 0) + amount
+        return charge
+
+    # -- queue order --------------------------------------------------------------------
+    def kueue_order(self, jobs: Sequence[Job], ctx: PassContext) -> list[Job]:
+        """``jobs`` (in queue order) as Kueue's scheduler takes its entries
+        (``scheduler.go: entryOrdering``): those that fit without borrowing first, then by
+        WorkloadPriorityClass value, then in queue order. Borrowing is judged on the quota
+        at the start of the pass, as Kueue judges a cycle's entries on its snapshot."""
+        static, current = self._setup(ctx)
+        queues = ctx.cluster.queues
+        keyed = []
+        for position, job in enumerate(jobs):
+            borrows = self._borrows(static, current, job, ctx)
+            keyed.append((borrows, -queues.priority_of(job.spec), position))
+        keyed.sort()
+        return [jobs[position] for _, _, position in keyed]
+
+    @staticmethod
+    def _borrows(static: _Static, current: _Pass, job: Job, ctx: PassContext) -> bool:
+        memo = (job.key, job.spec.tasks_per_node)
+        known = current.borrows.get(memo)
+        if known is not None:
+            return known
+        queues = ctx.cluster.queues
+        cq, _ = static.target(queues, job)
+        borrows = False
+        if cq is not None:
+            result = assign(
+                cq,
+                static.tree.queues[cq.name],
+                requested(job, job.shape.nodes_max),
+                queues.flavors,
+                static.masks,
+                ctx.state.static_mask(job.shape),
+                lambda mask: True,
+            )
+            borrows = isinstance(result, Assignment) and result.borrowing
+        current.borrows[memo] = borrows
+        return borrows
+
+    # -- pre-filter -----------------------------------------------------------------------
+    def pre_filter(self, job: Job, ctx: PassContext) -> Status:
+        queues = ctx.cluster.queues
+        if not queues.cluster_queues:
+            if self._without_queues == "none":
+                return OK
+            return self._quota(ctx).pre_filter(job, ctx)
+        static, current = self._setup(ctx)
+        cq, problem = static.target(queues, job)
+        if cq is None:
+            return Status.wait_because(Reason.INVALID_ACCOUNT, PLUGIN, problem)
+        stopped = _stopped(queues, cq, job)
+        if stopped:
+            return Status.wait_because(Reason.QUEUE_STOPPED, PLUGIN, stopped)
+        head = current.heads.get(cq.name)
+        if head is not None:
+            return Status.wait_because(
+                Reason.PRIORITY,
+                PLUGIN,
+                f"StrictFIFO: ClusterQueue {cq.name} admits nothing before job {head}",
+            )
+        memo = (job.key, job.spec.tasks_per_node)
+        known = current.refused.get(memo)
+        if known is not None:
+            return known
+        node = static.tree.queues[cq.name]
+        shape = job.shape
+        allowed = ctx.state.static_mask(shape)
+
+        def placeable(mask: BoolArray) -> bool:
+            return ctx.place(job, _only(ctx, mask)) is not None
+
+        result = assign(
+            cq,
+            node,
+            requested(job, shape.nodes_max),
+            queues.flavors,
+            static.masks,
+            allowed,
+            placeable,
+        )
+        if isinstance(result, Refusal):
+            if cq.queueing_strategy is QueueingStrategy.STRICT_FIFO:
+                current.heads[cq.name] = job.id
+            status = current.refused[memo] = Status.wait_because(
+                result.reason, PLUGIN, result.message
+            )
+            return status
+        self._admit(node, current, job, result)
+        if result.nodes is not None:
+            ctx.narrow(job, result.nodes)
+        return OK
+
+    @staticmethod
+    def _admit(node: QuotaNode, current: _Pass, job: Job, result: Assignment) -> None:
+        charge = dict(result.charge)
+        for fr, amount in charge.items():
+            node.add(fr, amount)
+        current.charged[job.id] = charge
+
+    # -- reserve --------------------------------------------------------------------------
+    def reserve(self, job: Job, alloc: Allocation, ctx: PassContext) -> Status:
+        queues = ctx.cluster.queues
+        if not queues.cluster_queues:
+            return OK
+        static, current = self._setup(ctx)
+        cq, problem = static.target(queues, job)
+        if cq is None:
+            return Status.wait_because(Reason.INVALID_ACCOUNT, PLUGIN, problem)
+        node = static.tree.queues[cq.name]
+        actual = self._held_charge(static, cq, job, alloc)
+        before = current.charged.get(job.id, {})
+        if actual == before:
+            return OK
+        for fr, amount in before.items():
+            node.remove(fr, amount)
+        for fr, amount in actual.items():
+            if amount > node.available(fr):
+                for back, held_amount in before.items():
+                    node.add(back, held_amount)
+                return Status.wait_because(
+                    quota_reason(fr[1]),
+                    PLUGIN,
+                    f"ClusterQueue {cq.name}: the allocation found holds more of {fr[1]} in "
+                    f"flavor {fr[0]} than its quota has left",
+                )
+        for fr, amount in actual.items():
+            node.add(fr, amount)
+        current.charged[job.id] = actual
+        return OK
+
+    def unreserve(self, job: Job, ctx: PassContext) -> None:
+        """Nothing: an admitted job keeps its quota for the rest of the pass."""
+        del job, ctx
+
+
+def _stopped(queues: Queues, cq: ClusterQueue, job: Job) -> str:
+    if cq.stop_policy is not StopPolicy.NONE:
+        return f"ClusterQueue {cq.name} is stopped ({cq.stop_policy.value})"
+    local = queues.local_queues.get((job.spec.account, queue_name(job.spec)))
+    if local is not None and local.stop_policy is not StopPolicy.NONE:
+        return f"LocalQueue {local.name} is stopped ({local.stop_policy.value})"
+    return ""
+
+
+def _only(ctx: PassContext, mask: BoolArray) -> Capacity:
+    """The free capacity with every node outside ``mask`` taken (a what-if copy)."""
+    cap = ctx.state.cap.copy()
+    outside = ~mask
+    cap.gpus[outside] = 0
+    cap.cpus[outside] = 0
+    cap.mem[outside] = 0
+    cap.dev[outside] = np.minimum(cap.dev[outside], 0)
+    return cap
