@@ -10,6 +10,7 @@
     +-- Conflict                 a request the object's state does not allow now
     |   +-- Fenced               an agent incarnation that does not (or no longer) hold its node
     +-- StateStoreError          the durable state cannot take more: nothing was changed
+        +-- NotLeader            this controller does not lead (a standby, or deposed)
 
 Expected scheduling outcomes ("does not fit", "waiting for priority") are never exceptions:
 they are ``phalanx.sched.status.Status`` values.
@@ -24,6 +25,7 @@ __all__ = [
     "InputError",
     "NotAllowed",
     "NotFound",
+    "NotLeader",
     "PhalanxError",
     "SpecError",
     "StateStoreError",
@@ -101,3 +103,13 @@ class Fenced(Conflict):
         super().__init__(message)
         self.reason = reason
         self.epoch = epoch
+
+
+class NotLeader(StateStoreError):
+    """This controller does not lead: a standby, or a leader another controller deposed.
+    Nothing was changed; ``leader`` is the leader's URL where known, for the caller to go
+    to (answered as 503 with it)."""
+
+    def __init__(self, message: str, *, leader: str | None = None) -> None:
+        super().__init__(message)
+        self.leader = leader

@@ -76,6 +76,22 @@ def children(pid: int) -> list[int]:
     return [int(word) for word in text.split()]
 
 
+def settled_children(pid: int, quiet_s: float = 1.0, timeout: float = 20.0) -> set[int]:
+    """``pid``'s children once they have not changed for ``quiet_s`` (a worker an earlier
+    test's killed command left to be replaced comes late on a loaded machine)."""
+    deadline = time.monotonic() + timeout
+    seen = set(children(pid))
+    since = time.monotonic()
+    while time.monotonic() < deadline:
+        time.sleep(0.1)
+        now = set(children(pid))
+        if now != seen:
+            seen, since = now, time.monotonic()
+        elif time.monotonic() - since >= quiet_s:
+            return seen
+    raise AssertionError(f"the children of {pid} kept changing")
+
+
 def wait_for(predicate: object, timeout: float = 10.0) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -182,7 +198,8 @@ def test_one_worker_serves_a_users_commands_one_after_another(
     phalanx: LocalCluster, bin_dir: Path, tmp_path: Path
 ) -> None:
     server = server_pid(phalanx.state_dir / SOCKET_NAME)
-    before = set(children(server))
+    run(bin_dir, "sbatch --version", phalanx.state_dir, tmp_path)  # this user's worker
+    before = settled_children(server)
     for _ in range(5):
         done = run(bin_dir, "sbatch --version", phalanx.state_dir, tmp_path)
         assert done.stdout == "slurm 22.05.8\n"

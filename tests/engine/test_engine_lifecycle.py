@@ -21,9 +21,9 @@ from phalanx.engine.decisions import (
     Submitted,
     TimedOut,
 )
-from phalanx.engine.engine import KILL_WAIT, Engine
+from phalanx.engine.engine import Engine
 from phalanx.engine.events import Cancel, Submit, TimerFired, Update
-from phalanx.engine.timers import LimitTimer
+from phalanx.engine.timers import KILL_WAIT, LimitTimer
 from phalanx.policies.catalog import POLICIES
 from phalanx.testing import EngineDriver, make_job, run_engine, small_cluster
 

@@ -244,3 +244,35 @@ def test_frozen_dataclasses_come_back_equal_fields_computed_in_post_init_too() -
     assert copy is not None and copy.position == 42
     assert copy.launches == [launch, launch] and copy.launches[0] is copy.launches[1]
     assert copy.launches[0].alloc.gpus == 4.0 and hash(copy.launches[0].spec) == hash(spec)
+
+
+def test_the_snapshot_child_lets_go_of_the_parents_sockets(tmp_path: Any) -> None:
+    """Or a killed leader's database session (and its lock) would outlive it in the child."""
+    import os
+    import socket
+
+    from phalanx.live.snapshot import _close_sockets
+
+    a, b = socket.socketpair()
+    kept = open(tmp_path / "file", "w")  # noqa: SIM115
+    try:
+        pid = os.fork()
+        if pid == 0:
+            code = 1
+            try:
+                _close_sockets()
+                os.fstat(kept.fileno())  # files stay open
+                try:
+                    os.fstat(a.fileno())
+                except OSError:
+                    code = 0
+            finally:
+                os._exit(code)
+        _, status = os.waitpid(pid, 0)
+        assert os.waitstatus_to_exitcode(status) == 0
+        a.sendall(b"x")  # the parent's socket is its own still
+        assert b.recv(1) == b"x"
+    finally:
+        a.close()
+        b.close()
+        kept.close()

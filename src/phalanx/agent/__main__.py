@@ -19,7 +19,12 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     )
     parser.add_argument("--node", help="node name as the controller knows it (default: host)")
     where = parser.add_mutually_exclusive_group(required=True)
-    where.add_argument("--controller", metavar="URL", help="controller URL, http://host:6817")
+    where.add_argument(
+        "--controller",
+        metavar="URL",
+        help="controller URL, http://host:6817; several (a leader and its standbys) "
+        "separated by commas",
+    )
     where.add_argument("--socket", metavar="PATH", help="controller Unix socket")
     parser.add_argument("--token-file", metavar="FILE", help="bearer token for the controller")
     parser.add_argument("--address", default="127.0.0.1", help="address tasks reach this node at")

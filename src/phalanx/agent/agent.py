@@ -31,6 +31,7 @@ import httpx
 import pydantic
 
 from phalanx.agent.cgroup import Cgroups
+from phalanx.agent.failover import FailoverTransport
 from phalanx.agent.health import Fault, GpuProbe, run_program
 from phalanx.agent.machine import Machine, health, host
 from phalanx.agent.tasks import TaskRunner
@@ -461,7 +462,9 @@ class Agent:
 
     async def _answered(self, response: httpx.Response) -> None:
         sent = response.request.extensions.get("phalanx_sent")
-        if sent is not None and sent > self._heard:
+        # A standby's 503 is no leader's word: an agent cut off from the leader but not
+        # from a standby must still stop its jobs before the leader gives them away.
+        if sent is not None and sent > self._heard and response.status_code != 503:
             self._heard = sent
 
     async def _report_fault(self, fault: Fault) -> None:
@@ -541,9 +544,14 @@ class Agent:
     # ------------------------------------------------------------------ HTTP
     def _client(self) -> httpx.AsyncClient:
         headers = {"Authorization": f"Bearer {self._token}"} if self._token else {}
-        transport = httpx.AsyncHTTPTransport(uds=self._socket) if self._socket else None
+        transport: httpx.AsyncBaseTransport | None = None
+        urls = [u.strip() for u in (self._controller or "").split(",") if u.strip()]
+        if self._socket:
+            transport = httpx.AsyncHTTPTransport(uds=self._socket)
+        elif len(urls) > 1:
+            transport = FailoverTransport(urls)
         return httpx.AsyncClient(
-            base_url=self._controller or "http://phalanx",
+            base_url=urls[0] if urls else "http://phalanx",
             transport=transport,
             headers=headers,
             timeout=10.0,

@@ -26,7 +26,7 @@ from phalanx.domain.request import (
 from phalanx.domain.rusage import RunUsage
 from phalanx.domain.state import JobState
 from phalanx.domain.time import parse_duration
-from phalanx.engine.engine import DEFAULT_TIME_LIMIT
+from phalanx.engine.timers import DEFAULT_TIME_LIMIT
 from phalanx.errors import InputError
 from phalanx.sched.job import Job
 

@@ -11,7 +11,7 @@ TYPE_CHECKING = False  # typing's costs the command's start-up
 if TYPE_CHECKING:
     from phalanx.domain.cluster import Cluster
 
-__all__ = ["add_arguments", "run"]
+__all__ = ["add_arguments", "agent_tokens", "run"]
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -49,6 +49,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="TCP port on 127.0.0.1 (0: any free port, written to controller.port)",
     )
     parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument(
+        "--advertise",
+        metavar="URL",
+        help="this controller's URL as clients and agents reach it, which a standby names "
+        "to them (default http://HOST:PORT)",
+    )
     parser.add_argument(
         "--admin",
         action="append",
@@ -168,13 +174,14 @@ def run(args: argparse.Namespace) -> int:
         policy=args.policy,
         host=args.host,
         port=args.port,
+        advertise=args.advertise,
         admins=frozenset(args.admin),
         epilog_ms=args.epilog,
         dead_after_ms=args.dead_after * 1000,
         tokens=_tokens(args.tokens) if args.tokens is not None else {},
     )
     if args.agent_tokens is not None:
-        opts.agent_tokens = _agent_tokens(args.agent_tokens, opts.cluster.node_index)
+        opts.agent_tokens = agent_tokens(args.agent_tokens, opts.cluster.node_index)
     opts.state.make()
     server = _command_server(opts.state.root) if args.command_server else None
     try:
@@ -236,7 +243,7 @@ def _command_server(root: Path) -> _CommandServer | None:
         return None
 
 
-def _agent_tokens(path: Path, node_index: Callable[[str], int | None]) -> dict[str, str]:
+def agent_tokens(path: Path, node_index: Callable[[str], int | None]) -> dict[str, str]:
     """``NODE TOKEN`` lines -> token -> node; each node of the cluster, each token once."""
     from phalanx.errors import InputError
 

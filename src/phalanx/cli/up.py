@@ -26,6 +26,10 @@ from pathlib import Path
 from phalanx.cli import controller as controller_cli
 from phalanx.errors import PhalanxError
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from phalanx.server.statedir import StateDir
+
 __all__ = ["add_arguments", "run"]
 
 READY_TIMEOUT_S = 60.0
@@ -34,6 +38,12 @@ READY_TIMEOUT_S = 60.0
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     controller_cli.add_arguments(parser)
     parser.add_argument("--detach", action="store_true", help="run in the background")
+    parser.add_argument(
+        "--peers",
+        metavar="URL[,URL...]",
+        help="the other controllers on the same PostgreSQL store (--db): this one leads or "
+        "stands by, and this machine's agents follow whichever leads",
+    )
     parser.add_argument(
         "--agents",
         default=None,
@@ -76,6 +86,10 @@ def _controller_argv(args: argparse.Namespace, state: Path) -> list[str]:
             argv += [f"--{flag.replace('_', '-')}", str(value)]
     if args.tokens is not None:
         argv += ["--tokens", str(args.tokens.resolve())]
+    if args.advertise is not None:
+        argv += ["--advertise", args.advertise]
+    if args.agent_tokens is not None:
+        argv += ["--agent-tokens", str(args.agent_tokens.resolve())]
     db = controller_cli.db_url(args)
     if db is not None:
         argv += ["--db", db]
@@ -99,7 +113,47 @@ def _agent_nodes(args: argparse.Namespace, names: list[str]) -> list[str]:
     return wanted
 
 
-def _wait_ready(state: Path, proc: subprocess.Popen[bytes], log: Path) -> None:
+def _peers(args: argparse.Namespace) -> list[str]:
+    """The other controllers' URLs (``--peers``), checked: they share a PostgreSQL store."""
+    if not args.peers:
+        return []
+    db = controller_cli.db_url(args)
+    if db is None or not db.startswith("postgresql"):
+        raise PhalanxError(
+            "--peers: controllers share their state in PostgreSQL; give --db postgresql://..."
+            " (or PHALANX_DB) to every one of them"
+        )
+    if args.port == 0:
+        raise PhalanxError("--peers: give a fixed --port, where peers and agents will find it")
+    if args.agent_tokens is None:
+        raise PhalanxError(
+            "--peers: this machine's agents will also talk to the other controllers; give "
+            "them credentials with --agent-tokens FILE (the same file to every controller)"
+        )
+    peers = [u.strip().rstrip("/") for u in args.peers.split(",") if u.strip()]
+    for url in peers:
+        if not url.startswith(("http://", "https://")):
+            raise PhalanxError(f"--peers: {url!r} is not an http:// or https:// URL")
+    return peers
+
+
+def _agent_token(args: argparse.Namespace, state: StateDir, node: str) -> Path:
+    """A file holding ``node``'s credential from ``--agent-tokens`` (only its owner reads it),
+    for its agent's ``--token-file``."""
+    from phalanx.cli.controller import agent_tokens
+
+    for token, name in agent_tokens(args.agent_tokens, lambda n: 0).items():
+        if name == node:
+            path = state.agents_dir / f"{node}.token"
+            path.parent.mkdir(parents=True, exist_ok=True)
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+            with os.fdopen(fd, "w") as out:
+                out.write(token + "\n")
+            return path
+    raise PhalanxError(f"--agent-tokens: no credential for node {node} in {args.agent_tokens}")
+
+
+def _wait_ready(state: Path, proc: subprocess.Popen[bytes], log: Path) -> str:
     from phalanx.client.address import ControllerAddress
     from phalanx.client.wirecall import ControllerUnreachable, WireCaller
 
@@ -110,9 +164,12 @@ def _wait_ready(state: Path, proc: subprocess.Popen[bytes], log: Path) -> None:
             tail = log.read_text(errors="replace").strip().splitlines()[-5:]
             raise PhalanxError("the controller stopped: " + " | ".join(tail))
         try:
-            status, _ = caller.call("GET", "/v1/ping")
+            status, answer = caller.call("GET", "/v1/ping")
             if status == 200:
-                return
+                return "leader"
+            role = answer.get("role") if isinstance(answer, dict) else None
+            if role == "standby":  # another controller leads the store
+                return "standby"
         except ControllerUnreachable:
             pass
         time.sleep(0.05)
@@ -134,6 +191,9 @@ def run(args: argparse.Namespace) -> int:
         args
     )  # read here too: a bad definition fails before forking
     nodes = _agent_nodes(args, [n.name for n in cluster.nodes])
+    peers = _peers(args)
+    if peers and args.advertise is None:
+        args.advertise = f"http://{args.host}:{args.port}"
     env = dict(os.environ, PHALANX_STATE_DIR=str(state.root))
     log = state.logs / "controller.log"
     with open(log, "ab") as out:
@@ -148,19 +208,25 @@ def run(args: argparse.Namespace) -> int:
     procs = [controller]
     kept: list[int] = []
     try:
-        _wait_ready(state.root, controller, log)
+        role = _wait_ready(state.root, controller, log)
         live = state.live_agents()
         for name in nodes:
             if live.get(name):
                 kept.extend(live[name])  # it registers with this controller by itself
                 continue
             node = cluster.nodes[cluster.node_index(name) or 0]
+            # With peers, the agents follow whichever controller leads (over TCP);
+            # alone, they use this controller's socket.
+            where = ["--socket", str(state.socket)]
+            if peers:
+                urls = ",".join([args.advertise, *peers])
+                token = _agent_token(args, state, name)
+                where = ["--controller", urls, "--token-file", str(token)]
             argv = [
                 sys.executable,
                 "-m",
                 "phalanx.agent",
-                "--socket",
-                str(state.socket),
+                *where,
                 "--node",
                 name,
                 "--gpus",
@@ -196,6 +262,8 @@ def run(args: argparse.Namespace) -> int:
     )
     if kept:
         print(f"  kept    {len(kept)} agent(s) still running from before (pid {_pids(kept)})")
+    if peers:
+        print(f"  role    {role}; peers {', '.join(peers)}")
     print(f"  state   {state.root}")
     print(f"  API     unix:{state.socket}  http://{args.host}:{port}/v1 (token in {state.token})")
     print(f"  logs    {state.logs}")

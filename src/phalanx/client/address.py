@@ -3,7 +3,9 @@
 The rule every client follows (the CLI, the Slurm shims, library users):
 
 1. ``PHALANX_URL`` (``http://127.0.0.1:6817``) if set: TCP, with a bearer token taken from
-   ``PHALANX_TOKEN`` or else from ``<state dir>/token`` when that file is readable;
+   ``PHALANX_TOKEN`` or else from ``<state dir>/token`` when that file is readable. Several
+   controllers (a leader and its standbys) are a comma list: ``http://ctl1:6817,http://ctl2:6817``;
+   a call goes to whichever leads (``phalanx.client.wirecall``);
 2. otherwise the Unix socket ``<state dir>/controller.sock``, where no token is needed
    because the controller reads the caller's uid from the socket (``SO_PEERCRED``).
 
@@ -73,6 +75,14 @@ class ControllerAddress:
             return f"unix socket {self.socket_path}"
         return str(self.url)
 
+    @property
+    def urls(self) -> list[str]:
+        """The controllers' URLs: ``url`` is one, or several separated by commas (a leader
+        and its standbys, in any order)."""
+        if self.url is None:
+            return []
+        return [u.strip().rstrip("/") for u in self.url.split(",") if u.strip()]
+
 
 def state_dir(environ: Mapping[str, str] | None = None) -> Path:
     """The controller's state directory as this caller sees it."""
@@ -92,7 +102,8 @@ def find_controller(environ: Mapping[str, str] | None = None) -> ControllerAddre
     env = os.environ if environ is None else environ
     url = env.get("PHALANX_URL")
     if url:
-        return ControllerAddress(url=url.rstrip("/"), token=_token(env, state_dir(env)))
+        urls = ",".join(u.strip().rstrip("/") for u in url.split(",") if u.strip())
+        return ControllerAddress(url=urls, token=_token(env, state_dir(env)))
     here = env.get("PHALANX_STATE_DIR") or os.path.join(
         env.get("HOME") or os.path.expanduser("~"), ".local", "state", "phalanx"
     )

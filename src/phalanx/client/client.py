@@ -15,6 +15,7 @@ may take in all.
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import Iterable, Mapping
 from types import TracebackType
 from typing import Any, Self
@@ -56,13 +57,16 @@ class Client:
         self, address: ControllerAddress | None = None, *, timeout: float = DEFAULT_TIMEOUT_S
     ) -> None:
         self.address = find_controller() if address is None else address
+        self.timeout = timeout
+        self._leader = self.address.urls[0] if self.address.urls else ""
+        """The controller that answered last (several: ``PHALANX_URL`` as a comma list)."""
         headers = {"Accept": "application/json"}
         if self.address.socket_path is not None:
             transport = httpx.HTTPTransport(uds=self.address.socket_path)
             base_url = _SOCKET_BASE_URL
         else:
             transport = httpx.HTTPTransport()
-            base_url = str(self.address.url)
+            base_url = ""  # each call names its controller
             if self.address.token is not None:
                 headers["Authorization"] = f"Bearer {self.address.token}"
         self._http = httpx.Client(
@@ -172,18 +176,46 @@ class Client:
             # httpcore leaks the socket of a failed Unix connect (a ResourceWarning at
             # garbage collection); the usual failure, no controller at all, is caught first.
             raise ControllerUnreachable(self.address.describe(), "No such file or directory")
-        try:
-            response = self._http.request(method, path, params=query, json=body)
-        except httpx.TimeoutException:
-            raise ControllerUnreachable(self.address.describe(), "no answer in time") from None
-        except httpx.TransportError as exc:
-            raise ControllerUnreachable(
-                self.address.describe(), str(exc) or "no connection"
-            ) from None
-        try:
-            answer = response.json() if response.content else None
-        except ValueError:
-            answer = response.text
-        if not response.is_success:
-            raise api_error(response.status_code, answer)
-        return answer
+        urls = self.address.urls
+        deadline = time.monotonic() + self.timeout
+        while True:
+            # The one that answered last first, then the others, then a standby's hint.
+            order = [u for u in [self._leader, *urls] if u] or [""]
+            tried: set[str] = set()
+            while order:
+                base = order.pop(0)
+                if base in tried:
+                    continue
+                tried.add(base)
+                try:
+                    response = self._http.request(method, base + path, params=query, json=body)
+                except httpx.TimeoutException:
+                    raise ControllerUnreachable(
+                        self.address.describe(), "no answer in time"
+                    ) from None
+                except httpx.ConnectError as exc:
+                    if len(urls) > 1:
+                        continue  # nothing went out: another controller may lead
+                    raise ControllerUnreachable(
+                        self.address.describe(), str(exc) or "no connection"
+                    ) from None
+                except httpx.TransportError as exc:
+                    raise ControllerUnreachable(
+                        self.address.describe(), str(exc) or "no connection"
+                    ) from None
+                try:
+                    answer = response.json() if response.content else None
+                except ValueError:
+                    answer = response.text
+                if response.status_code == 503 and isinstance(answer, dict) and "leader" in answer:
+                    hint = answer.get("leader")
+                    if isinstance(hint, str) and hint.rstrip("/") not in tried:
+                        order.insert(0, hint.rstrip("/"))
+                    continue
+                if not response.is_success:
+                    raise api_error(response.status_code, answer)
+                self._leader = base
+                return answer
+            if len(urls) <= 1 or time.monotonic() >= deadline:
+                raise ControllerUnreachable(self.address.describe(), "no controller leads")
+            time.sleep(0.1)  # a takeover takes a second or two

@@ -135,14 +135,11 @@ class WireCaller:
     ) -> None:
         self.address = find_controller() if address is None else address
         self.timeout = timeout
-        self._prefix = ""
-        if self.address.url is not None:
-            import urllib.parse
-
-            parts = urllib.parse.urlsplit(self.address.url)
-            if parts.scheme not in ("http", "https") or not parts.hostname:
-                raise ControllerUnreachable(self.address.url, "not an http:// or https:// URL")
-            self._prefix = parts.path.rstrip("/")
+        self._urls = self.address.urls
+        for url in self._urls:
+            _check_url(url)
+        self.leader: str | None = self._urls[0] if self._urls else None
+        """The URL that answered last (tried first by the next call)."""
 
     def call(
         self,
@@ -157,7 +154,7 @@ class WireCaller:
         is not JSON, None when empty). Raise ``ControllerUnreachable`` when there is no
         connection or no answer; an error status is returned, not raised. A submission
         sent again with the same ``idempotency_key`` is not submitted twice."""
-        target = self._prefix + path + _query_string(query)
+        query_string = _query_string(query)
         headers = {"Accept": "application/json", "Connection": "close"}
         if idempotency_key is not None:
             headers["Idempotency-Key"] = idempotency_key
@@ -172,24 +169,111 @@ class WireCaller:
 
             try:
                 status, raw = exchange(
-                    self.address.socket_path, self.timeout, method, target, headers, payload
+                    self.address.socket_path,
+                    self.timeout,
+                    method,
+                    path + query_string,
+                    headers,
+                    payload,
                 )
             except Broken as exc:
                 raise ControllerUnreachable(self.address.describe(), str(exc)) from None
             return status, _decode(raw)
-        import http.client
+        # Sent again only where that cannot do it twice: nothing had gone out, or the call
+        # changes nothing, or the controller knows it by its key.
+        retry_sent = method in ("GET", "HEAD") or idempotency_key is not None
+        return self._failover(method, path + query_string, headers, payload, retry_sent)
 
-        connection = self._connection()
+    def call_at(
+        self, url: str, method: str, path: str, *, query: Mapping[str, QueryValue] | None = None
+    ) -> tuple[int, Json]:
+        """One request to the controller at ``url`` alone (one of several), whatever its
+        role: ``scontrol ping`` asks each. ``ControllerUnreachable`` if it does not answer."""
+        headers = {"Accept": "application/json", "Connection": "close"}
+        if self.address.token is not None:
+            headers["Authorization"] = f"Bearer {self.address.token}"
         try:
-            connection.request(method, target, body=payload, headers=headers)
-            response = connection.getresponse()
-            raw = response.read()
-        except TimeoutError:
-            raise ControllerUnreachable(
-                self.address.describe(), f"no answer within {self.timeout:g} s"
-            ) from None
-        except (OSError, http.client.HTTPException) as exc:
-            raise ControllerUnreachable(self.address.describe(), _reason(exc)) from None
+            return self._exchange(url, method, path + _query_string(query), headers, None)
+        except _Unreached as exc:
+            raise ControllerUnreachable(url, exc.reason) from None
+
+    def _failover(
+        self,
+        method: str,
+        target: str,
+        headers: dict[str, str],
+        payload: bytes | None,
+        retry_sent: bool,
+    ) -> tuple[int, Json]:
+        """The call at the controller that leads: the last one that answered first, then
+        the others, then where a standby says the leader is (503 with ``leader``). With
+        several controllers, a takeover in progress (none leads yet) is waited for, up to
+        the timeout."""
+        import time
+
+        several = len(self._urls) > 1
+        deadline = time.monotonic() + self.timeout
+        reasons: dict[str, str] = {}
+        while True:
+            order = [u for u in [self.leader, *self._urls] if u is not None]
+            tried: set[str] = set()
+            while order:
+                url = order.pop(0)
+                if url in tried:
+                    continue
+                tried.add(url)
+                try:
+                    status, answer = self._exchange(url, method, target, headers, payload)
+                except _Unreached as exc:
+                    if exc.sent and not retry_sent:
+                        raise ControllerUnreachable(url, exc.reason) from None
+                    reasons[url] = exc.reason
+                    continue
+                hint = answer.get("leader") if isinstance(answer, dict) else None
+                if status == 503 and isinstance(hint, str) and "leader" in answer:
+                    reasons[url] = f"not the leader (it names {hint})"
+                    if hint.rstrip("/") not in tried:
+                        _check_url(hint)
+                        order.insert(0, hint.rstrip("/"))
+                    continue
+                if status == 503 and isinstance(answer, dict) and "leader" in answer:
+                    reasons[url] = "a standby that knows no leader yet"
+                    continue
+                self.leader = url
+                return status, answer
+            if not several or time.monotonic() >= deadline:
+                where = ", ".join(f"{u} ({r})" for u, r in reasons.items())
+                raise ControllerUnreachable(
+                    self.address.describe() if len(reasons) <= 1 else "any controller",
+                    where if len(reasons) > 1 else next(iter(reasons.values()), "no answer"),
+                )
+            time.sleep(0.1)  # a takeover takes a second or two
+
+    def _exchange(
+        self, url: str, method: str, target: str, headers: dict[str, str], payload: bytes | None
+    ) -> tuple[int, Json]:
+        import http.client
+        import urllib.parse
+
+        parts = urllib.parse.urlsplit(url)
+        connection = self._connection(parts.scheme, str(parts.hostname), parts.port)
+        try:
+            try:
+                connection.connect()
+            except TimeoutError:
+                raise _Unreached(f"no connection within {self.timeout:g} s", sent=False) from None
+            except OSError as exc:
+                raise _Unreached(_reason(exc), sent=False) from None
+            try:
+                connection.request(
+                    method, parts.path.rstrip("/") + target, body=payload, headers=headers
+                )
+                response = connection.getresponse()
+                raw = response.read()
+            except TimeoutError:
+                raise _Unreached(f"no answer within {self.timeout:g} s", sent=True) from None
+            except (OSError, http.client.HTTPException) as exc:
+                raise _Unreached(_reason(exc), sent=True) from None
         finally:
             connection.close()
         return response.status, _decode(raw)
@@ -208,16 +292,29 @@ class WireCaller:
             raise api_error(status, answer)
         return answer
 
-    def _connection(self) -> http.client.HTTPConnection:
+    def _connection(self, scheme: str, host: str, port: int | None) -> http.client.HTTPConnection:
         import http.client
-        import urllib.parse
 
-        parts = urllib.parse.urlsplit(str(self.address.url))
-        if parts.scheme == "https":
-            return http.client.HTTPSConnection(
-                str(parts.hostname), parts.port, timeout=self.timeout
-            )
-        return http.client.HTTPConnection(str(parts.hostname), parts.port, timeout=self.timeout)
+        if scheme == "https":
+            return http.client.HTTPSConnection(host, port, timeout=self.timeout)
+        return http.client.HTTPConnection(host, port, timeout=self.timeout)
+
+
+class _Unreached(Exception):
+    """No answer from one controller; ``sent``: the request may have reached it."""
+
+    def __init__(self, reason: str, *, sent: bool) -> None:
+        super().__init__(reason)
+        self.reason = reason
+        self.sent = sent
+
+
+def _check_url(url: str) -> None:
+    import urllib.parse
+
+    parts = urllib.parse.urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ControllerUnreachable(url, "not an http:// or https:// URL")
 
 
 def _query_string(query: Mapping[str, QueryValue] | None) -> str:

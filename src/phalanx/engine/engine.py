@@ -15,7 +15,7 @@ from phalanx.domain.cluster import Cluster
 from phalanx.domain.jobspec import SIGNALS, JobSpec
 from phalanx.domain.queues import queue_name
 from phalanx.domain.state import JobState, Reason, transition
-from phalanx.domain.time import SECOND, Duration, Instant
+from phalanx.domain.time import Instant
 from phalanx.engine.commands import (
     PASS,
     RECALC,
@@ -47,6 +47,7 @@ from phalanx.engine.events import (
     Cancel,
     CleanupDone,
     Event,
+    Forget,
     LaunchFailed,
     NodeDown,
     NodeUp,
@@ -60,6 +61,7 @@ from phalanx.engine.events import (
 from phalanx.engine.idempotency import RequestIds
 from phalanx.engine.nodes import Nodes
 from phalanx.engine.queue import PendingQueue
+from phalanx.engine.retention import forget
 from phalanx.engine.scheduling import Recipe
 from phalanx.engine.scheduling.context import PassView
 from phalanx.engine.scheduling.limits import ClusterLimits
@@ -69,6 +71,8 @@ from phalanx.engine.scheduling.preemption import Preemption
 from phalanx.engine.scheduling.probe import earliest_fit, never_fits
 from phalanx.engine.scheduling.statuses import Statuses
 from phalanx.engine.timers import (
+    DEFAULT_TIME_LIMIT,
+    KILL_WAIT,
     BeginTimer,
     KillTimer,
     LimitTimer,
@@ -81,16 +85,10 @@ from phalanx.sched.capacity import Allocation
 from phalanx.sched.job import Job
 from phalanx.sched.occupancy import Occupancy
 from phalanx.sched.profile import Profile
-from phalanx.sched.shape import Shape
 from phalanx.sched.status import OK, Code, Status
 from phalanx.sched.usage import Usage
 
 __all__ = ["Engine"]
-
-DEFAULT_TIME_LIMIT: Duration = 365 * 24 * 3600 * SECOND
-"""A job with no limit and no partition default runs at most a year (for the timeline)."""
-KILL_WAIT: Duration = 30 * SECOND
-"""Slurm's KillWait: from the time-limit signal to SIGKILL."""
 
 
 class Engine:
@@ -117,7 +115,8 @@ class Engine:
         self._pass_requested = False
         self._recalc_at: Instant | None = None
         self._keys: dict[object, int] = {}
-        self._shapes: dict[Shape, Shape] = {}  # one object per shape, its jobs share it
+        self._never: dict[object, str | None] = {}
+        """``never_fits`` by shape: it reads only the cluster's configuration, which is fixed."""
         self._wakes: set[Instant] = set()
         self.running_jobs: dict[int, Job] = {}
         """Jobs in state RUNNING (not COMPLETING), for plugins that look at them."""
@@ -226,6 +225,8 @@ class Engine:
                 self.nodes.came_up(node)
             case NodeUpdate():
                 self.nodes.update(event)
+            case Forget(before=before):
+                forget(self.jobs, before)
         return out
 
     def submit(self, spec: JobSpec, at: Instant) -> list[int]:
@@ -260,7 +261,6 @@ class Engine:
             limit = part.default_time
         tier = part.priority_tier if part is not None else 0
         job = Job(job_id, self._seq, spec, self._now, name, tier, limit or DEFAULT_TIME_LIMIT)
-        job.shape = self._shapes.setdefault(job.shape, job.shape)
         # Under ClusterQueues a pre-filter narrows placement to the flavor it assigns, so only
         # jobs of one LocalQueue with equal shapes fail to place alike in a pass.
         key: object = job.shape
@@ -282,7 +282,10 @@ class Engine:
         self._make_eligible_or_wait(job)
 
     def _never_fits(self, job: Job) -> str | None:
-        return never_fits(self.cluster, self.state, job)
+        shape = job.shape
+        if shape not in self._never:
+            self._never[shape] = never_fits(self.cluster, self.state, job)
+        return self._never[shape]
 
     def _blocker(self, job: Job) -> str | None:
         """Why ``job`` may not be scheduled at all yet, or None: a hold, a begin time, a
@@ -551,11 +554,6 @@ class Engine:
         for job in list(self._queue):
             if job.holds and any(node in a.nodes for a in job.holds):
                 self.view.unreserve(job)
-
-    def compact(self) -> None:
-        """Give up, between two events, what plugins keep only as a cache of what they can
-        compute again (``Compacts``): no decision and no answer changes."""
-        self.points.compact()
 
     # ------------------------------------------------------------------ queries
     @property

@@ -143,6 +143,17 @@ class NodeUpdate:
     """``drain`` only: end the node's jobs now, as on a node failure (a fatal GPU fault)."""
 
 
+@dataclass(frozen=True, slots=True)
+class Forget:
+    """Forget the jobs that ended at or before ``before`` (Slurm's MinJobAge: their records
+    are in the accounting store by now). An input, journaled, so that a replay and a standby
+    following the journal forget the same jobs at the same point as the controller did --
+    a forgotten job changes decisions (a dependency on it is ignored, as Slurm does)."""
+
+    at: Instant
+    before: Instant
+
+
 Event = (
     Submit
     | Cancel
@@ -155,4 +166,5 @@ Event = (
     | NodeDown
     | NodeUp
     | NodeUpdate
+    | Forget
 )

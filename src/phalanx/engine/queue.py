@@ -9,6 +9,9 @@ from __future__ import annotations
 
 import bisect
 from collections.abc import Collection, Iterator, Mapping
+from operator import attrgetter
+
+import numpy as np
 
 from phalanx.sched.job import Job
 
@@ -16,49 +19,56 @@ __all__ = ["PendingQueue"]
 
 Key = tuple[int, float, int]
 
+_priority = attrgetter("priority")
+_tier = attrgetter("tier")
+_seq = attrgetter("seq")
+
 
 def _key(job: Job) -> Key:
     return (-job.tier, -job.priority, job.seq)
 
 
 class PendingQueue:
-    __slots__ = ("_jobs", "_keys")
+    """The jobs in order of ``_key``. The keys are read from the jobs themselves when a
+    bisection needs them (a few per insert or remove), not kept beside them: a
+    recalculation would otherwise rebuild a tuple per queued job."""
+
+    __slots__ = ("_jobs",)
 
     def __init__(self) -> None:
-        self._keys: list[Key] = []
         self._jobs: list[Job] = []
 
     def insert(self, job: Job) -> None:
-        key = _key(job)
-        i = bisect.bisect_left(self._keys, key)
-        self._keys.insert(i, key)
-        self._jobs.insert(i, job)
+        bisect.insort_left(self._jobs, job, key=_key)
 
     def remove(self, job: Job) -> bool:
         """Take ``job`` out; False if it was not queued (its priority must be unchanged
         since it was inserted or last resorted)."""
-        i = bisect.bisect_left(self._keys, _key(job))
-        if i < len(self._keys) and self._jobs[i] is job:
-            del self._keys[i]
-            del self._jobs[i]
+        jobs = self._jobs
+        i = bisect.bisect_left(jobs, _key(job), key=_key)
+        if i < len(jobs) and jobs[i] is job:
+            del jobs[i]
             return True
         return False
 
     def resort(self) -> bool:
         """Restore the order after priorities changed; True if it changed."""
         jobs = self._jobs
-        if not jobs:
+        n = len(jobs)
+        if not n:
             return False
-        # _key, with the tier and sequence of the keys already held (neither changes while a
-        # job is queued): only the priorities are read again, from every job.
-        tiers, _, seqs = zip(*self._keys, strict=True)
-        keys = list(zip(tiers, [-j.priority for j in jobs], seqs, strict=True))
-        order = sorted(range(len(keys)), key=keys.__getitem__)
-        if order == list(range(len(keys))):
-            self._keys = keys
-            return False
-        self._keys = [keys[i] for i in order]
-        self._jobs = [jobs[i] for i in order]
+        # _key's order, over columns: lexsort sorts by the last key first. Float negation is
+        # exact and sequences are unique, so the order is the one sorting the tuples gives.
+        order = np.lexsort(
+            (
+                np.fromiter(map(_seq, jobs), np.int64, n),
+                -np.fromiter(map(_priority, jobs), np.float64, n),
+                -np.fromiter(map(_tier, jobs), np.int64, n),
+            )
+        )
+        if not (order[1:] < order[:-1]).any():
+            return False  # ascending: already in order
+        self._jobs = [jobs[i] for i in order.tolist()]
         return True
 
     def with_first(self, ids: Collection[int], by_id: Mapping[int, Job]) -> list[Job]:
@@ -67,13 +77,12 @@ class PendingQueue:
         jobs = list(self._jobs)
         if not ids:
             return jobs
-        keys = self._keys
         at: list[int] = []
         for job_id in ids:
             job = by_id.get(job_id)
             if job is None:
                 continue
-            i = bisect.bisect_left(keys, _key(job))
+            i = bisect.bisect_left(jobs, _key(job), key=_key)
             if i < len(jobs) and jobs[i] is job:
                 at.append(i)
         at.sort()

@@ -11,9 +11,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from phalanx.domain.state import JobState
+from phalanx.domain.time import SECOND, Duration
 from phalanx.sched.job import Job
 
 __all__ = [
+    "DEFAULT_TIME_LIMIT",
+    "KILL_WAIT",
     "PASS",
     "RECALC",
     "WAKE",
@@ -26,6 +29,11 @@ __all__ = [
     "WakeTimer",
     "is_stale",
 ]
+
+DEFAULT_TIME_LIMIT: Duration = 365 * 24 * 3600 * SECOND
+"""A job with no limit and no partition default runs at most a year (for the timeline)."""
+KILL_WAIT: Duration = 30 * SECOND
+"""Slurm's KillWait: from the time-limit signal to SIGKILL."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -17,7 +17,7 @@ from collections.abc import Callable
 
 from phalanx.domain.time import SECOND, Duration, Instant
 from phalanx.engine import NodeDown, NodeUp, NodeUpdate
-from phalanx.errors import NotFound, PhalanxError
+from phalanx.errors import NotFound, NotLeader, PhalanxError
 from phalanx.live.agents import Agent, RunKey
 from phalanx.live.epochs import EpochStore
 from phalanx.live.fencing import admit, check
@@ -62,9 +62,18 @@ class AgentDesk:
         self._dead_after = dead_after
         self._accepted = accepted
         self._down: set[str] = set()
-        for node, (epoch, boot_id) in epochs.load().items():
-            if node in fleet.registry.agents:
-                fleet.registry.holder(node, epoch, boot_id)
+        self.may_act: Callable[[], bool] = lambda: True
+        """Whether this controller may command agents now: a leader whose lead is not
+        confirmed lately (``phalanx.server.roles``) hands out nothing."""
+        self.load_epochs()
+
+    def load_epochs(self) -> None:
+        """Each node's holder as the epoch store has it (at a start, and at a standby's
+        takeover: the old leader admitted agents meanwhile)."""
+        registry = self.fleet.registry
+        for node, (epoch, boot_id) in self._epochs.load().items():
+            if node in registry.agents:
+                registry.holder(node, epoch, boot_id)
 
     def end_polls(self) -> None:
         """Answer every waiting long poll now (empty): the controller is stopping."""
@@ -155,6 +164,7 @@ class AgentDesk:
         check(agent, boot_id, epoch)
         if health:
             agent.facts.update(health)
+        self._confirm()
         out = self.fleet.registry.take(node, after, self.clock.now())
         if out or wait <= 0:
             return out
@@ -167,7 +177,12 @@ class AgentDesk:
         finally:
             agent.polling -= 1
         check(agent, boot_id, epoch)
+        self._confirm()
         return self.fleet.registry.take(node, after, self.clock.now())
+
+    def _confirm(self) -> None:
+        if not self.may_act():
+            raise NotLeader("this controller's lead is not confirmed: no commands now")
 
     def _agent(self, node: str) -> Agent:
         agent = self.fleet.registry.agents.get(node)

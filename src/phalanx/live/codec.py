@@ -17,6 +17,7 @@ from phalanx.engine import (
     Cancel,
     CleanupDone,
     Event,
+    Forget,
     LaunchFailed,
     NodeDown,
     NodeUp,
@@ -81,6 +82,7 @@ _PLAIN: dict[str, type[Any]] = {
     "cleanup_done": CleanupDone,
     "update": Update,
     "requeue": Requeue,
+    "forget": Forget,
 }
 _KIND = {cls: kind for kind, cls in _PLAIN.items()}
 

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import copy
 import logging
 import time
 import uuid
@@ -89,7 +88,7 @@ class Controller(ArchivedJobs):
         self.clock = clock or WallClock()
         self.id = uuid.uuid4().hex
         self.engine = Engine(cluster, profile)
-        self.loop = Driver(self.engine, self.clock, journal)
+        self.loop = Driver(self.engine, self.clock, journal, monotonic=True)
         self.fleet = Fleet(
             cluster,
             self.loop.report,
@@ -135,10 +134,22 @@ class Controller(ArchivedJobs):
             self.engine = self.loop.engine
             running = self.engine.jobs.values()
             self.fleet.finish_replay((j.id, j.run) for j in running if j.state is JobState.RUNNING)
+        self._index_arrays()
+        return self.recovered
+
+    def adopt(self, now: Instant) -> None:
+        """After a standby's takeover (``phalanx.live.standby``): the agents' epochs as the
+        store has them now, the arrays of the jobs followed, and agents given as long to
+        come back as after a restart."""
+        self.started = self.agents.started = now
+        self.agents.load_epochs()
+        self._index_arrays()
+
+    def _index_arrays(self) -> None:
+        self._array_members.clear()
         for job in self.engine.jobs.values():
             if job.array_job_id is not None:
                 self._array_members.setdefault(job.array_job_id, []).append(job.id)
-        return self.recovered
 
     async def run(self) -> None:
         """Drive the loop until ``stop``: handle what is due, wake for the next timer,
@@ -168,16 +179,22 @@ class Controller(ArchivedJobs):
         if self.engine.passes != passes:
             self.stats.passes += self.engine.passes - passes
             self.stats.durations.append(time.perf_counter() - t0)
-        entries = self.engine.decisions.entries
-        if entries:
-            jobs = self.engine.jobs
-            self.snapshots.account([jobs[e.job_id] for e in entries if type(e) is Ended])
-            self.ledger.consume(entries, jobs)
-            # Booked: the controller keeps no unbounded log (the journal is the history).
-            entries.clear()
+        self.book(account=True)
         if self.snapshots.due():
             self.save_snapshot(background=True)
         return handled
+
+    def book(self, *, account: bool = False) -> None:
+        """Take the engine's decisions into the efficiency ledger (and, ``account``, store
+        the records of the jobs that ended), then drop them: the controller keeps no
+        unbounded log (the journal is the history). A standby books without storing."""
+        entries = self.engine.decisions.entries
+        if entries:
+            jobs = self.engine.jobs
+            if account:
+                self.snapshots.account([jobs[e.job_id] for e in entries if type(e) is Ended])
+            self.ledger.consume(entries, jobs)
+            entries.clear()
 
     # ------------------------------------------------------------------ snapshots
     def save_snapshot(self, *, background: bool = False) -> bool:
@@ -389,36 +406,10 @@ class Controller(ArchivedJobs):
 
     def fairshare(self) -> list[ShareRow]:
         """The fair-share tree as ``sshare`` shows it: shares, usage, factor per account."""
-        from phalanx.policies.fairshare_tree import FairShareTree
+        from phalanx.live.shares import share_rows
 
         self.loop.settle()
-        # A copy brought to now: the engine's own usage moves only with its events, or a
-        # replay of the journal would not find the state this query left behind.
-        usage = copy.copy(self.engine.usage)
-        usage.raw = dict(usage.raw)
-        usage.advance(self.clock.now(), dict(self.engine.state.account_gpus))
-        accounts = set(self.cluster.accounts) | {j.account for j in self.engine.jobs.values()}
-        tree = FairShareTree(self.cluster, usage)
-        tree.refresh(accounts)
-        norm = tree.norm_shares()
-        total = usage.of("root") or 1.0
-        out = []
-        for name in sorted(norm, key=lambda a: (len(usage.path(a)), a)):
-            acct = self.cluster.accounts.get(name)
-            out.append(
-                ShareRow(
-                    account=name,
-                    parent=acct.parent
-                    if acct is not None
-                    else (None if name == "root" else "root"),
-                    raw_shares=acct.shares if acct is not None else 1,
-                    norm_shares=norm[name],
-                    raw_usage=usage.of(name) / 1000.0,  # GPU-seconds, decayed
-                    effective_usage=usage.of(name) / total,
-                    fairshare=tree.factor(name),
-                )
-            )
-        return out
+        return share_rows(self.cluster, self.engine, self.clock.now())
 
     def job(self, job_id: int) -> Job:
         self.loop.settle()

@@ -47,6 +47,10 @@ class StoreJournal(Journal, Protocol):
     def read(self, after: int = 0) -> Iterator[Event]:
         """Every committed event written after position ``after``, in the order written."""
 
+    def tail(self, after: int, limit: int = READ_BATCH) -> list[tuple[int, Event]]:
+        """Up to ``limit`` committed inputs after position ``after``, each with its position,
+        in the order written (a standby follows the journal with it)."""
+
     def position(self) -> int:
         """The position of the last committed input (0 if none)."""
 
@@ -119,6 +123,12 @@ class SqliteJournal:
         while batch := cursor.fetchmany(READ_BATCH):
             for kind, body in batch:
                 yield decode(kind, body)
+
+    def tail(self, after: int, limit: int = READ_BATCH) -> list[tuple[int, Event]]:
+        rows = self._db.execute(
+            "SELECT seq, kind, body FROM inputs WHERE seq > ? ORDER BY seq LIMIT ?", (after, limit)
+        ).fetchall()
+        return [(int(seq), decode(kind, body)) for seq, kind, body in rows]
 
     def position(self) -> int:
         return int(self._db.execute("SELECT coalesce(max(seq), 0) FROM inputs").fetchone()[0])

@@ -9,8 +9,9 @@ from the snapshot's own starting point -- the state a controller that never stop
 Before each snapshot the controller forgets jobs that ended more than ``MIN_JOB_AGE`` ago
 (Slurm's ``MinJobAge``, 300 s by default), once their accounting record is stored
 (``phalanx.live.accounting``): the saved state, and the controller's memory, then grow with
-the jobs in flight, not with the whole history. The jobs are forgotten by the running
-controller at the same instant, so it and a restarted one agree.
+the jobs in flight, not with the whole history. Forgetting is an input (``Forget``),
+journaled, so a restarted controller and a standby following the journal forget the same
+jobs at the same point.
 
 Saving one first drops what can change nothing (``Driver.compact``: timers of runs that are
 over, the rows of jobs long gone a plugin kept), in the running controller too, so that both
@@ -32,13 +33,14 @@ import io
 import logging
 import os
 import pickle
+import stat
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
 from phalanx.domain.time import SECOND, Duration, Instant
-from phalanx.engine import Event, Launch
+from phalanx.engine import Event, Forget, Launch
 from phalanx.live.accounting import AccountingTable, AcctRow
 from phalanx.live.fleet import Fleet
 from phalanx.live.journal import JournalError, StoreJournal
@@ -80,6 +82,18 @@ class Saved:
     launches: list[Launch]
     """The launch of each run the fleet knew (its agents say, after a restart, which
     still run)."""
+
+
+def _close_sockets() -> None:
+    """In a forked child: let go of the parent's sockets (its database sessions, the
+    leader's lock among them; its listening sockets), so that were the parent killed, the
+    child does not keep its lock held, or its port taking connections, meanwhile. Files stay
+    open: SQLite keeps its own table of them per process."""
+    for name in os.listdir("/proc/self/fd"):
+        fd = int(name)
+        with contextlib.suppress(OSError):
+            if fd > 2 and stat.S_ISSOCK(os.fstat(fd).st_mode):
+                os.close(fd)
 
 
 def dump(saved: Saved) -> bytes:
@@ -302,6 +316,7 @@ class Snapshots:
         if pid == 0:  # the child: a copy of the state as it is now
             code = 1
             try:
+                _close_sockets()
                 # Behind the controller for the CPU: on a small machine they share cores.
                 os.nice(10)
                 body = dump(saved)
@@ -345,6 +360,8 @@ class Snapshots:
         if old:
             # Again, though most were stored as they ended: none is forgotten unstored.
             self.accounting.archive(self._rows(old))
-            for job in old:
-                del jobs[job.id]
+            # Journaled: a replay, and a standby following the journal, forget them at
+            # this same point.
+            self.loop.accept([Forget(self.loop.clock.now(), horizon)])
+            self.loop.settle()
         return old

@@ -72,9 +72,11 @@ class CheckpointPreempt:
         self._phases: dict[int, tuple[list[tuple[int, int]], list[Job]]] = {}
         """Running jobs that checkpoint, by interval: (phase of the start, seq), sorted, and
         the jobs in that order (``_near_checkpoint``)."""
-        self._phased: dict[tuple[int, int], tuple[int, tuple[int, int]] | None] = {}
-        """The runs (job id, run) in ``_phases``, with their interval and entry (None for a
-        run that does not checkpoint)."""
+        self._phased: dict[Job, tuple[int, tuple[int, tuple[int, int]] | None]] = {}
+        """The running jobs ``_phases`` was last updated with: the run it saw and its entry's
+        interval and key (None for a run that does not checkpoint)."""
+        self._phased_starts = 0
+        """The occupancy's ``starts`` at that update."""
         self.opportunistic = bool(params.get("opportunistic", False))
         self.victim_attained = _ms(params, "victim_attained_gpu_ms", 10 * HOUR)
         self.job_attained = _ms(params, "job_attained_gpu_ms", 1 * HOUR)
@@ -125,7 +127,7 @@ class CheckpointPreempt:
         state = ctx.state
         signature = (id(state), state.starts, len(running))
         if signature != self._phase_signature:
-            self._update_phases(running)
+            self._update_phases(running, state.starts)
             self._phase_signature = signature
         now, max_loss = ctx.now, self.max_loss
         near: list[Job] = []
@@ -145,29 +147,38 @@ class CheckpointPreempt:
                 near.extend(jobs[bisect.bisect_left(keys, (low + interval, _FIRST)) :])
         return near
 
-    def _update_phases(self, running: list[Job]) -> None:
-        """``_phases`` for the runs in ``running``: those gone out, those new in (a run is
-        a job id and its run number: a job requeued and started again is a new run)."""
-        current = {(r.id, r.run): r for r in running}
+    def _update_phases(self, running: list[Job], starts: int) -> None:
+        """``_phases`` for the runs in ``running``: those gone out, those new in. Jobs are
+        compared as objects (set differences, not a walk in Python over every running job);
+        a job that ended and started again since the last update is the same object with a
+        new run, and is looked for run by run only when the starts since then are more than
+        the jobs new to the set (each new job accounts for at least one start)."""
         phased = self._phased
-        for run in phased.keys() - current.keys():
-            placed = phased.pop(run)
+        current = set(running)
+        gone = phased.keys() - current
+        new = current - phased.keys()
+        if starts - self._phased_starts != len(new):
+            # Some start is not that of a new job: a job restarted (a new run) in between.
+            gone |= {r for r in current - new if phased[r][0] != r.run}
+            new = current - (phased.keys() - gone)
+        self._phased_starts = starts
+        for r in gone:
+            placed = phased.pop(r)[1]
             if placed is not None:
                 keys, jobs = self._phases[placed[0]]
                 i = bisect.bisect_left(keys, placed[1])
                 del keys[i], jobs[i]
-        for run in current.keys() - phased.keys():
-            r = current[run]
+        for r in new:
             interval, start = r.spec.checkpoint_interval, r.start
             if not interval or start is None:
-                phased[run] = None
+                phased[r] = (r.run, None)
                 continue
             entry = (start % interval, r.seq)
             keys, jobs = self._phases.setdefault(interval, ([], []))
             i = bisect.bisect_left(keys, entry)
             keys.insert(i, entry)
             jobs.insert(i, r)
-            phased[run] = (interval, entry)
+            phased[r] = (r.run, (interval, entry))
 
     def _cheap_victim(self, job: Job, victim: Job, cluster: Cluster, now: Instant) -> bool:
         interval = victim.spec.checkpoint_interval

@@ -9,8 +9,9 @@ carries out launches, signals, kills and epilogs.
 Inputs from outside the engine (submissions, cancels, ended runs, failed launches, node
 changes) are committed to the journal before they are queued (``accept``); the engine's own
 timers are not stored, because a replay of the inputs regenerates them. An accepted input is
-stamped no earlier than 1 ms after the last event handled: it then sorts after everything
-already handled, in the live run and in any replay alike.
+stamped no earlier than 1 ms after the last event handled (live, also no earlier than any
+input accepted before it): it then sorts after everything already handled, in the live run
+and in any replay alike.
 
 The loop itself never waits: whoever owns it (the simulator, an asyncio task, a test) calls
 ``run_due`` and, live, sleeps until ``next_due``.
@@ -70,13 +71,20 @@ class Driver:
         journal: Journal | None = None,
         *,
         observer: Observer | None = None,
+        monotonic: bool = False,
     ) -> None:
         """The executor comes with ``attach`` (it reports to this driver, so it is made
-        after it). ``observer`` sees every handled event with its decisions and commands."""
+        after it). ``observer`` sees every handled event with its decisions and commands.
+        ``monotonic``: an input is never stamped before one accepted earlier, so the
+        journal's instants never decrease whatever the wall clock does, and a standby
+        following the journal may handle everything before the last instant it read (no
+        later input can sort before it). The live controller's inputs arrive at "now";
+        a test or replay that accepts inputs dated ahead leaves it off."""
         self.engine = engine
         self.clock = clock
         self.journal: Journal = journal if journal is not None else MemoryJournal()
         self.observer = observer
+        self.monotonic = monotonic
         self.executor: Executor | None = None
         self.handled = 0
         self.accepted = 0
@@ -118,6 +126,8 @@ class Driver:
 
         Raises ``JournalError`` (and queues nothing) when the journal cannot take them."""
         floor = self._last_at + 1
+        if self.monotonic:
+            floor = max(floor, self._accepted_until)
         stamped = [e if e.at >= floor else dataclasses.replace(e, at=floor) for e in events]
         self.journal.write(stamped)
         self.accepted += len(stamped)
@@ -216,9 +226,14 @@ class Driver:
         ``until`` (the executor sees the commands again: it must tell those already carried
         out from new ones). Return how many inputs were read."""
         count = 0
+        latest = self._accepted_until
         for event in self.journal.read() if events is None else events:
             self._push(event)
+            latest = max(latest, event.at)
             count += 1
+        # What this driver accepts next is stamped after the journal's inputs, even on a
+        # host whose clock is behind the one that wrote them (a standby taking over).
+        self._accepted_until = latest
         self.run_due(until)
         return count
 
@@ -250,7 +265,7 @@ class Driver:
         """Drop, between two events, what can no longer change a decision: the timers that
         are stale (``is_stale``: those of runs that are over, which a job that ran for less than
         its time limit leaves behind: with a year's limit they would pile up for a year),
-        and what the engine's plugins give up (``Engine.compact``). A dropped timer would
+        and what the engine's plugins give up (``Points.compact``). A dropped timer would
         have done nothing, so this driver, and one restored from a checkpoint taken now,
         decide as if nothing was dropped. Return the timers dropped."""
         heap = self._heap
@@ -265,7 +280,8 @@ class Driver:
             # Entries are unique (seq), so any heap of them pops in the same order.
             heapq.heapify(kept)
             heap[:] = kept
-        self.engine.compact()
+        # What the engine's plugins keep only as a cache (``Compacts``) changes nothing either.
+        self.engine.points.compact()
         return dropped
 
     def settle(self) -> int:

@@ -1,5 +1,6 @@
-"""The controller process: recover from the journal, then serve the API on a Unix socket
-(peer credentials) and on 127.0.0.1 (token), while the control loop runs beside it."""
+"""The controller process: serve the API on a Unix socket (peer credentials) and on
+127.0.0.1 (token); lead (recover from the journal, run the control loop) or, while another
+controller on the same PostgreSQL store leads, stand by (``phalanx.server.roles``)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import logging
 import os
 import socket
 import stat
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import FrameType
@@ -17,13 +19,16 @@ from types import FrameType
 import uvicorn
 
 from phalanx.api.convert import acct_record
+from phalanx.api.gate import Gate
 from phalanx.api.peer import peer_protocol
 from phalanx.api.routes import Access, create_app
 from phalanx.domain.cluster import Cluster
 from phalanx.errors import PhalanxError
 from phalanx.live.controller import Controller
-from phalanx.live.store import open_journal, open_store, sqlite_url
+from phalanx.live.journal import JournalError
+from phalanx.live.store import Store, open_journal, open_store, sqlite_url
 from phalanx.policies.catalog import profile
+from phalanx.server.roles import Roles
 from phalanx.server.statedir import StateDir
 
 __all__ = ["ControllerOptions", "serve"]
@@ -42,6 +47,9 @@ class ControllerOptions:
     epilog_ms: int = 0
     dead_after_ms: int = 60_000
     tokens: dict[str, str] = field(default_factory=dict)
+    advertise: str | None = None
+    """This controller's URL as clients and agents reach it (told by a standby); default
+    ``http://HOST:PORT``."""
     db: str | None = None
     """The state store's URL (``phalanx.live.store``); None: ``state.db`` in the state
     directory."""
@@ -83,6 +91,23 @@ def _tcp_socket(host: str, port: int) -> socket.socket:
     return sock
 
 
+DB_WAIT_S = 60.0
+"""How long a controller waits for its PostgreSQL store at start (a database restarting, or
+started after it): then it gives up (exit status 2)."""
+
+
+async def _open_store(url: str) -> Store:
+    deadline = time.monotonic() + DB_WAIT_S
+    while True:
+        try:
+            return open_store(url)
+        except JournalError as exc:
+            if url.startswith("sqlite") or time.monotonic() > deadline:
+                raise
+            log.warning("waiting for the state store: %s", exc)
+            await asyncio.sleep(1.0)
+
+
 async def serve(opts: ControllerOptions) -> None:
     state = opts.state
     state.make()
@@ -92,7 +117,12 @@ async def serve(opts: ControllerOptions) -> None:
 
     tokens = {token: pwd.getpwuid(owner).pw_name, **opts.tokens}
     url = opts.db or sqlite_url(state.database)
-    store = open_store(url)
+    store = await _open_store(url)
+    sockets = [_unix_socket(state.socket), _tcp_socket(opts.host, opts.port)]
+    port = sockets[1].getsockname()[1]
+    state.port.write_text(f"{port}\n")
+    leadership = store.leadership(opts.advertise or f"http://{opts.host}:{port}")
+    fence = store.fence
     controller = Controller(
         opts.cluster,
         profile(opts.policy),
@@ -102,24 +132,14 @@ async def serve(opts: ControllerOptions) -> None:
         epochs=store.epochs,
         accounting=store.accounting,
         record=lambda job: json.dumps(acct_record(job, opts.cluster)),
-        reopen=lambda: open_journal(url),
-    )
-    replayed = controller.recover()
-    log.info(
-        "recovered %d journaled inputs from the %s store; %d jobs known",
-        replayed,
-        store.backend,
-        len(controller.engine.jobs),
+        reopen=lambda: open_journal(url, fence.epoch if fence is not None else 0),
     )
     access = Access(
         tokens=tokens, admins=opts.admins, owner_uid=owner, agent_tokens=opts.agent_tokens
     )
-    app = create_app(controller, access)
-    sockets = [_unix_socket(state.socket), _tcp_socket(opts.host, opts.port)]
-    port = sockets[1].getsockname()[1]
-    state.port.write_text(f"{port}\n")
+    gate = Gate(create_app(controller, access), controller.id)
     config = uvicorn.Config(
-        app,
+        gate,
         http=peer_protocol(),
         log_level="warning",
         access_log=False,
@@ -130,17 +150,23 @@ async def serve(opts: ControllerOptions) -> None:
     )
     server = _Server(config, controller)
     state.pid.write_text(f"{os.getpid()}\n")
-    loop_task = asyncio.create_task(controller.run())
+    roles = Roles(controller, store, leadership, gate, server)
+    role_task = asyncio.create_task(roles.run())
+    role_task.add_done_callback(lambda _: setattr(server, "should_exit", True))
     try:
         await server.serve(sockets=sockets)
     finally:
         controller.stop()
-        await loop_task
-        controller.save_snapshot()  # the next start replays nothing
+        await roles.stop(role_task)
+        if roles.leading:
+            controller.save_snapshot()  # the next start replays nothing
+        leadership.close()
         store.close()
         for path in (state.pid, state.socket):
             with contextlib.suppress(FileNotFoundError):
                 path.unlink()
+    if roles.start_again:
+        roles.step_down()
 
 
 def run(opts: ControllerOptions) -> int:

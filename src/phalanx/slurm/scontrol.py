@@ -189,22 +189,47 @@ def show_topology(arg: str | None) -> list[str]:
     ]
 
 
-def _controller_host() -> str:
-    url = os.environ.get("PHALANX_URL")
-    if url:
+def _controller_hosts() -> list[str]:
+    """The controllers' host names: each of ``PHALANX_URL``'s, else this machine's."""
+    urls = [u for u in os.environ.get("PHALANX_URL", "").split(",") if u.strip()]
+    if urls:
         import urllib.parse
 
-        return urllib.parse.urlsplit(url).hostname or "localhost"
-    return os.uname().nodename.split(".")[0]
+        return [urllib.parse.urlsplit(u.strip()).hostname or "localhost" for u in urls]
+    return [os.uname().nodename.split(".")[0]]
 
 
-def _ping_line() -> tuple[str, bool]:
-    try:
-        answer = call("GET", "/v1/ping")
-        up = bool(answer.get("ok")) if isinstance(answer, dict) else False
-    except PhalanxError:
-        up = False
-    return f"Slurmctld(primary) at {_controller_host()} is {'UP' if up else 'DOWN'}", up
+def _ping_lines() -> tuple[list[str], bool]:
+    """As Slurm's ``scontrol ping``: a line per controller (``primary``, then ``backup``, or
+    ``backup1``... when there are more than two), UP when it answers -- a standby answers
+    too, as a backup slurmctld does. True if any is up."""
+    from phalanx.client.address import find_controller
+    from phalanx.client.wirecall import WireCaller
+
+    address = find_controller()
+    hosts = _controller_hosts()
+    states: list[bool] = []
+    if address.url is None:
+        try:
+            answer = call("GET", "/v1/ping")
+            states.append(bool(answer.get("ok")) if isinstance(answer, dict) else False)
+        except PhalanxError:
+            states.append(False)
+    else:
+        caller = WireCaller(address, timeout=5)
+        for url in address.urls:
+            try:
+                _, answer = caller.call_at(url, "GET", "/v1/ping")
+                states.append(isinstance(answer, dict) and "controller_id" in answer)
+            except PhalanxError:
+                states.append(False)
+    lines = []
+    for i, (host, up) in enumerate(zip(hosts, states, strict=False)):
+        mode = "primary" if i == 0 else "backup" if i == 1 and len(states) == 2 else f"backup{i}"
+        lines.append(f"Slurmctld({mode}) at {host} is {'UP' if up else 'DOWN'}")
+    if not all(states) and os.getuid() == 0:
+        lines += ["*" * 41, "** RESTORE SLURMCTLD DAEMON TO SERVICE **", "*" * 41]
+    return lines, any(states)
 
 
 def show_config() -> list[str]:
@@ -239,12 +264,12 @@ def show_config() -> list[str]:
         "SchedulerType": "sched/backfill",
         "SelectType": "select/cons_tres",
         "SelectTypeParameters": "CR_CPU_MEMORY",
-        "SlurmctldHost[0]": _controller_host(),
+        **{f"SlurmctldHost[{i}]": host for i, host in enumerate(_controller_hosts())},
         "SlurmctldPort": port,
         "TopologyPlugin": "topology/tree",
     }
     lines = [f"{key:<23} = {value}" for key, value in sorted(values.items())]
-    return [*lines, "", _ping_line()[0]]
+    return [*lines, "", *_ping_lines()[0]]
 
 
 def _hosts(arg: str | None) -> list[str]:
@@ -531,8 +556,8 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _ping() -> int:
-    line, up = _ping_line()
-    print(line)
+    lines, up = _ping_lines()
+    print("\n".join(lines))
     return 0 if up else 1
 
 

@@ -64,6 +64,19 @@ class TempPostgres:
             self.user = TEST_USER
             os.chown(self.root, self._uid, self._gid)
         self._run("initdb", "-D", str(self.data), "-A", "trust", "-U", self.user, "-E", "UTF8")
+        self._start_server()
+        return self
+
+    def restart(self, down_s: float = 0.0) -> None:
+        """Crash the server (``-m immediate``: every session cut), stay down ``down_s``
+        seconds, start it again on the same data."""
+        import time
+
+        self._run("pg_ctl", "-D", str(self.data), "-m", "immediate", "-w", "stop")
+        time.sleep(down_s)
+        self._start_server()
+
+    def _start_server(self) -> None:
         options = f"-c listen_addresses='' -c unix_socket_directories='{self.root}'"
         if not self.durable:
             options += " -c fsync=off -c synchronous_commit=off -c full_page_writes=off"
@@ -71,7 +84,6 @@ class TempPostgres:
             "pg_ctl", "-D", str(self.data), "-l", str(self.root / "log"), "-o", options,
             "-w", "start",
         )  # fmt: skip
-        return self
 
     def url(self, database: str = "postgres") -> str:
         return f"postgresql://{self.user}@/{database}?host={self.root}"

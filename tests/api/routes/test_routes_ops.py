@@ -8,7 +8,7 @@ from routes_scene import Api
 def test_ping_needs_no_token(api: Api) -> None:
     r = api.client.get("/v1/ping")
     assert r.status_code == 200
-    assert r.json() == {"ok": True, "controller_id": api.controller.id}
+    assert r.json() == {"ok": True, "controller_id": api.controller.id, "role": "leader"}
 
 
 def _metric(text: str, name: str) -> float:

@@ -11,9 +11,17 @@ from fastapi.responses import JSONResponse
 
 from phalanx.api.routes.access import Unauthorized
 from phalanx.api.wire import ErrorBody, Refusal
-from phalanx.errors import Conflict, Fenced, InputError, NotAllowed, NotFound, StateStoreError
+from phalanx.errors import (
+    Conflict,
+    Fenced,
+    InputError,
+    NotAllowed,
+    NotFound,
+    NotLeader,
+    StateStoreError,
+)
 
-__all__ = ["AGENT_ERRORS", "ERRORS", "install", "jsonable_errors"]
+__all__ = ["AGENT_ERRORS", "ERRORS", "install", "jsonable_errors", "not_leader"]
 
 ERRORS: dict[int | str, dict[str, Any]] = {code: {"model": ErrorBody} for code in (403, 404, 422)}
 """The error answers of a user route, for OpenAPI."""
@@ -71,6 +79,20 @@ async def _full(request: Request, exc: StateStoreError) -> JSONResponse:
     return _error(507, f"submissions refused: {exc}")
 
 
+async def _not_leader(request: Request, exc: NotLeader) -> JSONResponse:
+    return not_leader(str(exc), exc.leader)
+
+
+def not_leader(message: str, leader: str | None) -> JSONResponse:
+    """503 with where the leader is: clients and agents given several controllers go
+    there (``Retry-After``: a takeover takes seconds)."""
+    return JSONResponse(
+        {"error": message, "field": None, "leader": leader},
+        status_code=503,
+        headers={"Retry-After": "1"},
+    )
+
+
 def install(app: FastAPI) -> None:
     """Answer ``app``'s errors as this module says."""
     app.add_exception_handler(RequestValidationError, _invalid)  # type: ignore[arg-type]
@@ -80,6 +102,7 @@ def install(app: FastAPI) -> None:
     app.add_exception_handler(NotAllowed, _forbidden)  # type: ignore[arg-type]
     app.add_exception_handler(Unauthorized, _unauthorized)  # type: ignore[arg-type]
     app.add_exception_handler(StateStoreError, _full)  # type: ignore[arg-type]
+    app.add_exception_handler(NotLeader, _not_leader)  # type: ignore[arg-type]
 
 
 def jsonable_errors(exc: RequestValidationError) -> list[dict[str, Any]]:

@@ -33,7 +33,7 @@ from phalanx.api.wire import (
 from phalanx.domain.caller import Caller
 from phalanx.domain.jobspec import JobSpec
 from phalanx.domain.time import parse_duration
-from phalanx.engine.engine import DEFAULT_TIME_LIMIT
+from phalanx.engine.timers import DEFAULT_TIME_LIMIT
 from phalanx.errors import InputError
 
 __all__ = ["router"]

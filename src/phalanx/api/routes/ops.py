@@ -18,7 +18,9 @@ router = APIRouter()
 
 @router.get("/v1/ping")
 async def ping(service: Svc) -> dict[str, Any]:
-    return {"ok": True, "controller_id": service.id}
+    # A controller that answers here leads: a standby's door (``phalanx.api.gate``)
+    # answers the ping itself.
+    return {"ok": True, "controller_id": service.id, "role": "leader"}
 
 
 @router.get("/metrics")
