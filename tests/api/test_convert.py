@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 import pytest
@@ -16,6 +17,7 @@ from phalanx.api.convert import (
     to_spec,
 )
 from phalanx.api.wire import AcctRecord, JobInfo, JobRequest, StepRequest
+from phalanx.config.queues import queues_from_yaml
 from phalanx.domain.caller import Caller
 from phalanx.domain.fairshare import ShareRow
 from phalanx.domain.jobspec import SIGNALS, ArraySpec, Dependency, DepKind, JobSpec
@@ -234,6 +236,38 @@ def test_job_info_of_a_pending_job() -> None:
     assert info["nodelist"] == ""
     assert info["gpus"] == 4.0 and info["cpus"] == 3 and info["tasks"] == 1
     assert job_info(d.job(held), d.engine.cluster)["reason"] == "JobHeldUser"
+
+
+def test_job_info_of_a_job_short_of_quota_says_why_in_quota_terms() -> None:
+    """The reason stays Slurm's (squeue's %R); the message goes in ``reason_message``, only
+    while the job is pending."""
+    cluster = dataclasses.replace(
+        small_cluster(nodes=1, gpus=8),
+        queues=queues_from_yaml(
+            "apiVersion: kueue.x-k8s.io/v1beta1\nkind: ResourceFlavor\nmetadata: {name: f}\n"
+            "---\napiVersion: kueue.x-k8s.io/v1beta1\nkind: ClusterQueue\n"
+            "metadata: {name: team-a}\nspec:\n  namespaceSelector: {}\n  resourceGroups:\n"
+            "  - coveredResources: [nvidia.com/gpu, cpu, memory]\n    flavors:\n"
+            "    - name: f\n      resources: [{name: nvidia.com/gpu, nominalQuota: 4},\n"
+            "        {name: cpu, nominalQuota: 64}, {name: memory, nominalQuota: 1Ti}]\n"
+            "---\napiVersion: kueue.x-k8s.io/v1beta1\nkind: LocalQueue\n"
+            "metadata: {name: default, namespace: team-a}\nspec: {clusterQueue: team-a}\n"
+        ),
+    )
+    d = EngineDriver(cluster, "phalanx")
+    [first] = d.submit(make_job(gpus=4, account="team-a"))
+    [second] = d.submit(make_job(gpus=4, account="team-a"))
+    d.settle()
+    info = job_info(d.job(second), d.engine.cluster)
+    JobInfo.model_validate(info)
+    assert info["reason"] == "AssocGrpGRES"
+    assert info["reason_message"].startswith("couldn't assign flavors to ClusterQueue team-a")
+    assert "uses 4 GPUs of its nominal 4 GPUs" in info["reason_message"]
+    assert job_info(d.job(first), d.engine.cluster)["reason_message"] == ""
+    d.finish(first)
+    assert d.state(second).value == "RUNNING"
+    assert job_info(d.job(second), d.engine.cluster)["reason_message"] == ""
+    assert d.job(second).reason_message == ""  # not kept from the pass it waited in
 
 
 def test_job_info_of_a_finished_job() -> None:

@@ -150,6 +150,30 @@ def test_jobs_table(served: Served, capsys: pytest.CaptureFixture[str]) -> None:
     assert all(line[header.index("STATE")] != " " for line in out.splitlines()[1:])
 
 
+def test_jobs_why_adds_the_reason_message_as_a_last_column(
+    served: Served, capsys: pytest.CaptureFixture[str]
+) -> None:
+    seed(served.fake)
+    served.fake.add_job(
+        job_id=10, reason="AssocGrpGRES", reason_message="ClusterQueue team-a uses 8 GPUs"
+    )
+    plain = phalanx(capsys, "jobs")[1].splitlines()
+    status, out, _ = phalanx(capsys, "jobs", "--why")
+    assert status == 0
+    table = out.splitlines()
+    assert table[0].split()[-1] == "WHY" and table[0].split()[:-1] == plain[0].split()
+    assert table[-1].split()[-6:] == [
+        "(AssocGrpGRES)",
+        "ClusterQueue",
+        "team-a",
+        "uses",
+        "8",
+        "GPUs",
+    ]
+    # squeue's columns are unchanged: each row starts as it does without --why.
+    assert [line.split()[:9] for line in table[1:]] == [line.split() for line in plain[1:]]
+
+
 def test_jobs_filters(served: Served, capsys: pytest.CaptureFixture[str]) -> None:
     seed(served.fake)
     assert [row[0] for row in lines(phalanx(capsys, "jobs", "--all")[1])[1:]] == [

@@ -200,6 +200,9 @@ def test_phalanx_up_with_peers_starts_a_standby_whose_agents_follow_the_leader(
     finally:
         for i in (0, 1):
             phalanx(i, "down")
+    from phalanx.server.statedir import StateDir
+
+    assert StateDir(states[0]).live_agents() == {} == StateDir(states[1]).live_agents()
 
 
 def test_the_controllers_come_back_when_their_database_restarts(tmp_path: Path) -> None:

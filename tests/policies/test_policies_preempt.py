@@ -140,7 +140,8 @@ def test_high_qos_job_preempts_even_when_the_cluster_is_full_and_a_job_ranks_abo
 
 def _phalanx_with(**preempt: object) -> Profile:
     base = named_profile("phalanx")
-    params = {**base.params, "preempt/checkpoint": {**base.params["preempt/checkpoint"], **preempt}}
+    key = "preempt/clusterqueue"  # preempt/checkpoint with queues
+    params = {**base.params, key: {**base.params[key], **preempt}}
     return dataclasses.replace(base, params=params)
 
 

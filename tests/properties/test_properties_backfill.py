@@ -1,12 +1,15 @@
 """(c) A backfilled job never delays a reservation (EASY: ``slurm`` and ``phalanx``).
 
 Every job is submitted at 0 (so the priority order never changes) and runs exactly to its
-time limit (so the timeline's view of the future is exact). The engine is driven pass by
+time limit (so the timeline's view of the future is exact); priorities that move with age
+are held (``_fixed_order``). The engine is driven pass by
 pass with a fake clock; the first ``expected_start`` each job is given as the reserved head
 is recorded; the job must start no later than that.
 """
 
 from __future__ import annotations
+
+import dataclasses
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -18,7 +21,27 @@ from phalanx.domain.state import JobState, Reason
 from phalanx.domain.time import MINUTE, Instant
 from phalanx.engine.events import TimerFired
 from phalanx.engine.timers import PASS
+from phalanx.policies.catalog import profile as named_profile
+from phalanx.sched.profile import Profile
 from phalanx.testing import EngineDriver, make_job, small_cluster
+
+
+def _fixed_order(name: str) -> Profile:
+    """``name``'s profile with a priority order that jobs submitted together keep: the
+    ``phalanx`` age weight grows with the GPUs asked (``age_size_exponent``), so a big job
+    submitted with a small one overtakes it as both age -- a new order, not a broken promise.
+    The property here is about backfill, so the order is held."""
+    found = named_profile(name)
+    params = {k: dict(v) for k, v in found.params.items()}
+    if "age_size_exponent" in params.get(found.queue_sort, {}):
+        params[found.queue_sort]["age_size_exponent"] = 0.0
+    return dataclasses.replace(found, params=params)
+
+
+def test_the_phalanx_profile_is_held_to_a_fixed_order_here() -> None:
+    held = _fixed_order("phalanx")
+    assert named_profile("phalanx").plugin_params(held.queue_sort).get("age_size_exponent")
+    assert held.plugin_params(held.queue_sort)["age_size_exponent"] == 0.0
 
 
 @st.composite
@@ -48,7 +71,7 @@ def specs(draw: st.DrawFn) -> JobSpec:
 def test_the_reserved_head_starts_no_later_than_its_expected_start(
     profile: str, cluster: Cluster, jobs: list[JobSpec]
 ) -> None:
-    d = EngineDriver(cluster, profile)
+    d = EngineDriver(cluster, _fixed_order(profile))
     for spec in jobs:
         d.submit(spec, runtime=spec.time_limit)
     promised: dict[int, Instant] = {}

@@ -122,6 +122,7 @@ def job_info(job: Job, cluster: Cluster) -> dict[str, Any]:
         "qos": spec.qos,
         "state": job.state.value,
         "reason": str(job.reason) if pending else "None",
+        "reason_message": job.reason_message if pending else "",
         "priority": float(job.priority),
         "nodes_requested": spec.nodes_min,
         "tasks": spec.tasks_per_node * nodes,
@@ -253,6 +254,7 @@ _FIELDS: dict[str, str | _Getter | None] = {
     "qos": "spec.qos",
     "state": "state._value_",  # the enum's value; `.value` is a slower descriptor
     "reason": lambda j: str(j.reason) if j.state is _PENDING else "None",
+    "reason_message": lambda j: j.reason_message if j.state is _PENDING else "",
     "priority": lambda j: float(j.priority),
     "nodes_requested": "spec.nodes_min",
     "tasks": lambda j: j.spec.tasks_per_node * _nodes(j),

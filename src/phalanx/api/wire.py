@@ -175,6 +175,12 @@ class JobInfo(_Wire):
     qos: str
     state: str
     reason: str
+    reason_message: str = Field(
+        "",
+        description="while pending: why, in the terms of the plugin that gave the reason "
+        "(a ClusterQueue's quota: 'ClusterQueue team-a uses 64 GPUs of its nominal 64 GPUs "
+        "..., cohort c has none to lend'); empty if the reason says all",
+    )
     priority: float
     nodes_requested: int
     tasks: int

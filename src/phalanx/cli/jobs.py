@@ -2,7 +2,9 @@
 
 Columns: JOBID (``123``, or ``123_4`` for task 4 of array job 123), PARTITION, NAME, USER,
 STATE, TIME (elapsed: from start to the end, or to now while running), NODES, GPUS and
-NODELIST(REASON): the nodes of a started job, ``(Reason)`` for a pending one.
+NODELIST(REASON): the nodes of a started job, ``(Reason)`` for a pending one. With
+``--why``, a last column WHY: a pending job's reason in its plugin's terms (a ClusterQueue's
+quota), where it has one; squeue's columns stay as they are.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from phalanx.cli.table import format_count, render_table
 from phalanx.client.wirecall import ApiError, ControllerUnreachable, QueryValue
 from phalanx.domain.time import format_duration
 
-__all__ = ["HEADER", "add_arguments", "display_id", "elapsed", "row", "run"]
+__all__ = ["HEADER", "add_arguments", "display_id", "elapsed", "row", "run", "why"]
 
 HEADER = (
     "JOBID",
@@ -48,6 +50,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="STATES",
         help="only jobs in these states, comma separated (PENDING,RUNNING)",
     )
+    parser.add_argument(
+        "--why",
+        action="store_true",
+        help="a last column WHY: why each pending job waits, in quota terms where known",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -62,8 +69,17 @@ def run(args: argparse.Namespace) -> int:
     except (ApiError, ControllerUnreachable) as exc:
         return fail("jobs", str(exc), exit_status(exc))
     now = now_ms()
-    print(render_table(HEADER, (row(job, now) for job in answer["jobs"])))
+    if getattr(args, "why", False):
+        rows = ([*row(job, now), why(job)] for job in answer["jobs"])
+        print(render_table((*HEADER, "WHY"), rows))
+    else:
+        print(render_table(HEADER, (row(job, now) for job in answer["jobs"])))
     return 0
+
+
+def why(job: Mapping[str, Any]) -> str:
+    """A pending job's reason message (empty for others, or where the reason says all)."""
+    return str(job.get("reason_message") or "") if job["state"] == "PENDING" else ""
 
 
 def row(job: Mapping[str, Any], now: int) -> list[str]:

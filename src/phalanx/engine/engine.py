@@ -161,7 +161,7 @@ class Engine:
         now = self._now
         self._dequeue(job)
         transition(job, JobState.RUNNING)
-        job.reason = Reason.NONE
+        job.reason, job.reason_message = Reason.NONE, ""  # and the pass's message about why
         job.expected_start = None
         job.start = now
         if job.first_start is None:
@@ -304,7 +304,7 @@ class Engine:
             self._enqueue(job)
             self._request_pass()
         else:
-            job.reason = reason
+            job.reason, job.reason_message = reason, ""
             self._waiting[job.id] = job
             if reason == Reason.BEGIN_TIME and job.spec.begin is not None:
                 self._out.append(WakeAt(job.spec.begin, BeginTimer(job.id)))
@@ -317,7 +317,7 @@ class Engine:
                 self._enqueue(job)
                 self._request_pass()
             else:
-                job.reason = reason
+                job.reason, job.reason_message = reason, ""
 
     # -- the queue ------------------------------------------------------------------------
     def _enqueue(self, job: Job) -> None:
@@ -503,7 +503,8 @@ class Engine:
                 if job.holds:
                     self.view.unreserve(job)
                 self._dequeue(job)
-                job.reason = Reason.HELD_ADMIN if event.admin else Reason.HELD_USER
+                held = Reason.HELD_ADMIN if event.admin else Reason.HELD_USER
+                job.reason, job.reason_message = held, ""
                 self._waiting[job.id] = job
             elif job.id in self._waiting:
                 self._recheck_waiting()

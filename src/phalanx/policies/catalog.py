@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 from phalanx.domain.time import DAY, HOUR, MINUTE, SECOND
 from phalanx.errors import ConfigError
 from phalanx.policies.backfill import BackfillScheduler, FifoScheduler, GreedyScheduler
-from phalanx.policies.clusterqueue import ClusterQueueAdmission, KueueOrder
+from phalanx.policies.clusterqueue import ClusterQueueAdmission, ClusterQueuePreempt, KueueOrder
 from phalanx.policies.filter_fit import FitFilter
 from phalanx.policies.k8s_default import PodGroupPermit
 from phalanx.policies.preempt_checkpoint import CheckpointPreempt
@@ -41,6 +41,7 @@ REGISTRY.register("select/binpack", BinpackSelect)
 REGISTRY.register("permit/pod-group", PodGroupPermit)
 REGISTRY.register("preempt/checkpoint", CheckpointPreempt)
 REGISTRY.register("preempt/las", LasPreempt)
+REGISTRY.register("preempt/clusterqueue", ClusterQueuePreempt)
 # reservation and backfill
 REGISTRY.register("sched/builtin", FifoScheduler)
 REGISTRY.register("sched/backfill", BackfillScheduler)
@@ -62,7 +63,11 @@ if TYPE_CHECKING:  # every built-in plugin satisfies its point's Protocol (mypy 
     _filter: list[type[points.FilterPlugin]] = [FitFilter]
     _score: list[type[points.ScorePlugin]] = [TopologySelect, SpreadSelect, BinpackSelect]
     _permit: list[type[points.PermitPlugin]] = [PodGroupPermit]
-    _post_filter: list[type[points.PostFilterPlugin]] = [CheckpointPreempt, LasPreempt]
+    _post_filter: list[type[points.PostFilterPlugin]] = [
+        CheckpointPreempt,
+        LasPreempt,
+        ClusterQueuePreempt,
+    ]
     _reservation: list[type[points.ReservationPlugin]] = [
         BackfillScheduler,
         FifoScheduler,
@@ -138,7 +143,11 @@ POLICIES: dict[str, Profile] = {
         pre_filter=("admit/clusterqueue",),
         reserve=("admit/clusterqueue",),
         score="select/spread",
+        # Kueue's preemption and reclaim (the ClusterQueues' policies), freeing quota only,
+        # victims in Kueue's order.
+        post_filter="preempt/clusterqueue",
         reservation="sched/greedy",
+        params={"preempt/clusterqueue": {"order": "kueue", "placement": False}},
         calc_period=0,  # submit order never changes
         description="Kueue: gang admission against quota with cohort borrowing, BestEffortFIFO.",
     ),
@@ -170,10 +179,16 @@ POLICIES: dict[str, Profile] = {
     "phalanx": Profile(
         name="phalanx",
         queue_sort="priority/multifactor",
+        # ClusterQueues where the cluster has them (--queues): quota that knows placement,
+        # and preemption and reclaim whose victims free a placement (preempt/clusterqueue:
+        # preempt/checkpoint's search with the quota as its budget, and its parameters).
+        pre_filter=("admit/clusterqueue",),
+        reserve=("admit/clusterqueue",),
         score="select/topology",
-        post_filter="preempt/checkpoint",
+        post_filter="preempt/clusterqueue",
         reservation="sched/backfill",
         params={
+            "admit/clusterqueue": {"without_queues": "none"},
             # Up to 8 blocked jobs a pass may look for cheap victims (below). No Slurm bounds
             # (bf_max_job_test, bf_interval): every pass backfills over the whole queue, since
             # a short job deep in a long queue is what favouring short jobs is for, and the
@@ -202,7 +217,7 @@ POLICIES: dict[str, Profile] = {
             # (11.4 s -> 3.5 s, mean JCT 13,145.0 s), at the cost of the 2-4 and 5-8 GPU jobs
             # (30 s and 66 s against slurm's 0.1 s and 3.5 s). Not measured on its own on 512
             # GPUs in time, so not the default yet.
-            "preempt/checkpoint": {
+            "preempt/clusterqueue": {
                 "opportunistic": True,
                 "job_attained_gpu_ms": 1 * HOUR,
                 "victim_attained_gpu_ms": 10 * HOUR,
@@ -230,6 +245,7 @@ POLICIES: dict[str, Profile] = {
             # 1.45 -> 1.25 h) but raised the 1 and 2-4 GPU ones and the mean JCT (+0.5 %).
             "priority/multifactor": {
                 **_SLURM_WEIGHTS,
+                "queues_first": True,  # under ClusterQueues only
                 "favor_small": True,
                 "weight_jobsize": 4000,
                 "weight_short": 20000,

@@ -11,16 +11,39 @@ from __future__ import annotations
 
 import bisect
 from collections.abc import Mapping
+from typing import Protocol
 
 from phalanx.domain.cluster import Cluster, PreemptMode
 from phalanx.domain.time import HOUR, MINUTE, Instant
+from phalanx.sched.capacity import Capacity
 from phalanx.sched.context import PassContext
 from phalanx.sched.job import Job
 
-__all__ = ["CheckpointPreempt", "could_preempt_any", "lost_work", "may_preempt"]
+__all__ = ["CheckpointPreempt", "VictimBudget", "could_preempt_any", "lost_work", "may_preempt"]
 
 _FIRST, _LAST = -1, 1 << 62
 """Below and above every job's ``seq``: bounds of a range of phases in (phase, seq) keys."""
+
+
+class VictimBudget(Protocol):
+    """What a victim set must free besides a placement (``CheckpointPreempt._search``): a
+    ClusterQueue's quota. Candidates come in the order they are tried; ``take`` and ``put``
+    are what-ifs the search undoes before it returns."""
+
+    placed: bool
+    """Whether the job must also have a placement once the victims are gone."""
+
+    def may_take(self, victim: Job) -> bool:
+        """Whether ``victim`` may go, given those taken so far (Kueue: a victim of another
+        ClusterQueue only while that queue still borrows)."""
+
+    def take(self, victim: Job) -> None: ...
+    def put(self, victim: Job) -> None: ...
+    def enough(self) -> bool:
+        """Whether the job's quota fits with the victims taken gone."""
+
+    def capacity(self, cap: Capacity) -> Capacity:
+        """Where the job may be placed in ``cap`` (its flavors' nodes)."""
 
 
 def lost_work(job: Job, now: Instant) -> float:
@@ -240,15 +263,26 @@ class CheckpointPreempt:
         return None if found is None else list(found)
 
     def _search(
-        self, job: Job, ctx: PassContext, candidates: list[Job], can: bool
+        self,
+        job: Job,
+        ctx: PassContext,
+        candidates: list[Job],
+        can: bool,
+        budget: VictimBudget | None = None,
     ) -> list[Job] | None:
         """The victims among ``candidates`` (not empty), added cheapest first until ``job``
-        fits, then those not needed dropped, dearest first; None if it never fits."""
+        fits, then those not needed dropped, dearest first; None if it never fits.
+
+        With a ``budget`` (a ClusterQueue's quota), a candidate is added only if the budget
+        lets it go, the job fits only once the budget says ``enough`` too, and it is placed
+        in the budget's ``capacity`` (its flavors' nodes; with ``placed`` False, not placed
+        at all: Kueue frees quota, not a placement). The budget is left as it was found."""
         now = ctx.now
+        placed = budget is None or budget.placed
         # Whole GPUs free once the victims so far are gone, at most (a shared device counted
         # as if it became whole): while fewer than the job needs, placing cannot succeed and
         # is not tried. Not with a switch limit, whose failed placement asks for a wake-up.
-        counting = job.shape.switches is None
+        counting = placed and job.shape.switches is None
         need = job.shape.nodes_min * job.shape.gpus
         could = ctx.state.free_gpus
         if counting and could + sum(_devices(r) for r in candidates) < need:
@@ -264,27 +298,52 @@ class CheckpointPreempt:
             # search below could only end in no victims (so it is not made; without a leaf
             # limit, its placements would have asked for no wake-up either).
             return None
-        candidates.sort(key=lambda r: (lost_work(r, now), -(r.alloc.gpus if r.alloc else 0), r.seq))
+        if budget is None:
+            candidates.sort(
+                key=lambda r: (lost_work(r, now), -(r.alloc.gpus if r.alloc else 0), r.seq)
+            )
         cap = ctx.state.cap.copy()
+
+        def fits() -> bool:
+            if budget is None:
+                return ctx.place(job, cap) is not None
+            if not budget.enough():
+                return False
+            return not placed or ctx.place(job, budget.capacity(cap)) is not None
+
         chosen: list[Job] = []
         for r in candidates:
             assert r.alloc is not None
+            if budget is not None:
+                if not budget.may_take(r):
+                    continue
+                budget.take(r)
             cap.give(r.alloc)
             chosen.append(r)
             could += _devices(r)
             if counting and could < need:
                 continue
-            if ctx.place(job, cap) is not None:
+            if fits():
                 break
         else:
+            if budget is not None:
+                for r in chosen:
+                    budget.put(r)
             return None
         for r in sorted(chosen, key=lambda r: (-lost_work(r, now), r.seq)):
             assert r.alloc is not None
             cap.take(r.alloc)
-            if ctx.place(job, cap) is None:
-                cap.give(r.alloc)
-            else:
+            if budget is not None:
+                budget.put(r)
+            if fits():
                 chosen.remove(r)
+                continue
+            cap.give(r.alloc)
+            if budget is not None:
+                budget.take(r)
+        if budget is not None:
+            for r in chosen:
+                budget.put(r)
         if self.max_ratio is not None and not can and not self._worth_it(job, chosen):
             return None
         return chosen

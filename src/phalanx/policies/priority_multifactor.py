@@ -25,6 +25,7 @@ import numpy as np
 import numpy.typing as npt
 
 from phalanx.domain.time import DAY, Instant
+from phalanx.policies.clusterqueue.admission import ClusterQueueAdmission
 from phalanx.policies.fairshare_tree import FairShareTree
 from phalanx.policies.priority_rows import FactorRows, Static
 from phalanx.sched.context import PassContext
@@ -54,6 +55,11 @@ class MultifactorPriority:
         self.requeued_full_age = bool(params.get("requeued_full_age", False))
         self.max_limit = int(_num(params, "short_horizon_ms", 7 * DAY))
         self.favor_small = bool(params.get("favor_small", False))
+        self.queues_first = bool(params.get("queues_first", False))
+        """Under ClusterQueues, jobs that fit their queue's nominal quota go before those that
+        would borrow, each in priority order (Kueue's entry ordering): what a reclaim frees
+        goes to the queue that reclaimed it, not back to a borrower."""
+        self._admission = ClusterQueueAdmission({}) if self.queues_first else None
         self.algorithm = str(params.get("fairshare", "fair_tree"))
         self._tree: FairShareTree | None = None
         self._rows = FactorRows()
@@ -189,6 +195,8 @@ class MultifactorPriority:
         return table[accounts]
 
     def order(self, jobs: Sequence[Job], ctx: PassContext) -> Iterable[Job]:
+        if self._admission is not None and ctx.cluster.queues.cluster_queues:
+            return self._admission.nonborrowing_first(jobs, ctx)
         return jobs  # the queue's own order
 
     def compact(self) -> None:

@@ -28,6 +28,10 @@ class Status:
     message: str = ""
     """Why, in the plugin's own terms, beyond the reason ``squeue`` shows ("ClusterQueue
     team-a at its nominal 64 GPUs, cohort has none to lend"); empty if the reason says all."""
+    resolvable: bool = False
+    """A pre-filter's WAIT that preemption may resolve, so the post-filter is asked for
+    victims (Kubernetes' ``Unschedulable``, against ``UnschedulableAndUnresolvable``): a
+    ClusterQueue short of quota that may reclaim or preempt."""
 
     @property
     def ok(self) -> bool:
@@ -46,6 +50,11 @@ class Status:
     def wait_because(reason: str, plugin: str, message: str) -> Status:
         """``wait`` with a message (not shared: messages name jobs and amounts)."""
         return Status(Code.WAIT, reason, plugin, message)
+
+    @staticmethod
+    def wait_resolvable(reason: str, plugin: str, message: str) -> Status:
+        """``wait_because`` that the post-filter may resolve by preempting."""
+        return Status(Code.WAIT, reason, plugin, message, resolvable=True)
 
     @staticmethod
     def never(reason: str, plugin: str) -> Status:

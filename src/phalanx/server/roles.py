@@ -36,9 +36,9 @@ log = logging.getLogger("phalanx.controller")
 
 FOLLOW_S = 0.2
 """How often a standby reads the journal and tries for the lead."""
-CHECK_S = 0.5
+CHECK_S = 0.25
 """How often the leader checks that it still leads."""
-LEASE_S = 1.5
+LEASE_S = 1.0
 """How long a confirmation of the lead lasts: a leader whose last check that succeeded
 began longer ago than this answers nothing and commands no agent (it may have been
 deposed without knowing); a successor waits this long after raising the epoch before it

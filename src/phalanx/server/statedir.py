@@ -37,10 +37,11 @@ def alive(pid: int) -> bool:
     return True
 
 
-def agent_node(pid: int, socket: Path) -> str | None:
+def agent_node(pid: int, socket: Path, agents_dir: Path | None = None) -> str | None:
     """The node ``pid`` is the agent of, if it is a live Phalanx agent of the controller at
-    ``socket`` (its command line says so), else None: a PID file may be stale and its PID
-    reused by anything."""
+    ``socket`` -- or, started with ``--peers``, one whose credential file is in
+    ``agents_dir`` (its command line says so) -- else None: a PID file may be stale and its
+    PID reused by anything."""
     if not alive(pid):
         return None
     try:
@@ -48,9 +49,13 @@ def agent_node(pid: int, socket: Path) -> str | None:
             argv = f.read().decode(errors="replace").split("\0")
     except OSError:
         return None
-    if "phalanx.agent" not in argv or _flag(argv, "--socket") != str(socket):
+    if "phalanx.agent" not in argv:
         return None
-    return _flag(argv, "--node")
+    token = _flag(argv, "--token-file")
+    ours = _flag(argv, "--socket") == str(socket) or (
+        agents_dir is not None and token is not None and Path(token).parent == agents_dir
+    )
+    return _flag(argv, "--node") if ours else None
 
 
 def _flag(argv: list[str], name: str) -> str | None:
@@ -101,7 +106,7 @@ class StateDir:
             candidates.update(int(p) for p in os.listdir("/proc") if p.isdigit())
         out: dict[str, list[int]] = {}
         for pid in sorted(candidates):
-            node = agent_node(pid, self.socket)
+            node = agent_node(pid, self.socket, self.agents_dir)
             if node is not None:
                 out.setdefault(node, []).append(pid)
         return out

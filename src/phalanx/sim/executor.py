@@ -309,6 +309,7 @@ class SimulatedExecutor:
             return
         rec = self.records[job_id]
         rec.cleanup_gpu_ms += int(state.gpus * self.cleanup)
+        rec.held.append((state.launched, at))
         self._alloc(at, -state.gpus)
         if self.keep_segments:
             share = state.gpus / max(len(state.alloc_nodes), 1)
@@ -328,7 +329,9 @@ class SimulatedExecutor:
         self.preempted_at[d.job_id] = d.at
         if d.suspend:
             self.suspending.add(d.job_id)
-        self.records[d.job_id].preemptions += 1
+        rec = self.records[d.job_id]
+        rec.preemptions += 1
+        rec.preempted_for.append(d.for_job)
 
     def _final_kill(self, d: TimedOut | Cancelled) -> None:
         self.final_kill.add(d.job_id)

@@ -45,6 +45,7 @@ import numpy as np
 import numpy.typing as npt
 
 from phalanx.domain.time import HOUR, SECOND, Instant
+from phalanx.sim.queue_metrics import queue_figures
 from phalanx.sim.records import JobRecord, RunRecord, Segment
 
 __all__ = [
@@ -114,11 +115,14 @@ class PolicyMetrics:
     multinode_extra_leaves: int = 0
     wait_by_size: Mapping[str, SizeWait] = dataclasses.field(default_factory=dict)
     """By size class (``SIZE_CLASSES``, every class present)."""
+    queues: Mapping[str, Mapping[str, float | int]] = dataclasses.field(default_factory=dict)
+    """By ClusterQueue, under queues (``phalanx.sim.queue_metrics``); empty without."""
 
 
 def to_json_dict(m: PolicyMetrics) -> dict[str, Any]:
     """Every figure of ``m`` by field name (the policy name is the caller's key);
-    ``wait_by_size`` as ``{class: {"jobs", "mean_s", "p95_s", "max_s"}}``."""
+    ``wait_by_size`` as ``{class: {"jobs", "mean_s", "p95_s", "max_s"}}``; ``queues`` (by
+    ClusterQueue) only when the run had ClusterQueues."""
     out: dict[str, Any] = {}
     for f in dataclasses.fields(m):
         if f.name == "policy":
@@ -126,6 +130,10 @@ def to_json_dict(m: PolicyMetrics) -> dict[str, Any]:
         value = getattr(m, f.name)
         if f.name == "wait_by_size":
             value = {k: dataclasses.asdict(v) for k, v in value.items()}
+        elif f.name == "queues":
+            if not value:
+                continue  # a run without ClusterQueues keeps its keys as they were
+            value = {k: dict(v) for k, v in value.items()}
         out[f.name] = value
     return out
 
@@ -197,9 +205,12 @@ def summarize(run: RunRecord, bounded_slowdown_tau_s: float = 10.0) -> PolicyMet
     """The figures of merit of ``run`` (definitions in the module docstring)."""
     rejected = sum(1 for j in run.jobs if j.rejected is not None)
     kept = [j for j in run.jobs if j.rejected is None]
-    return _summarize(
+    figures = _summarize(
         run, kept, len(run.jobs), rejected, run.alloc_timeline, bounded_slowdown_tau_s
     )
+    if run.queues is None:
+        return figures
+    return dataclasses.replace(figures, queues=queue_figures(run))
 
 
 def wait_by_size(gpus: FloatArray, waits_ms: FloatArray) -> dict[str, SizeWait]:

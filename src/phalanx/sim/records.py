@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from phalanx.domain.queues import Queues
 from phalanx.domain.time import Instant
 
 __all__ = ["JobRecord", "RunRecord", "Segment"]
@@ -49,6 +50,11 @@ class JobRecord:
     """Why the job could never run on this cluster, if so."""
     requeue_wait_ms: int = 0
     """Time pending again after requeues (preemption, node failure), until the next launch."""
+    held: list[tuple[Instant, Instant]] = field(default_factory=list)
+    """Each run's hold of its GPUs, from the launch to the end of its cleanup (for the
+    queues' figures: usage and pending demand over time)."""
+    preempted_for: list[int] = field(default_factory=list)
+    """The jobs its preemptions were for, in order."""
     extra_leaves: int = 0
     """Over its placements, the most leaf switches spanned beyond the fewest that could hold
     that many nodes on this cluster (0 for a one-node job, or a gang packed as tightly as the
@@ -84,3 +90,5 @@ class RunRecord:
     sim_wall_s: float = 0.0
     mfu: float = 0.4
     passes: int = 0
+    queues: Queues | None = None
+    """The cluster's queues when it had ClusterQueues (the ``queues`` figures)."""

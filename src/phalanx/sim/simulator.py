@@ -146,6 +146,7 @@ class Simulator:
             sim_wall_s=time.perf_counter() - wall0,
             mfu=self.mfu,
             passes=self.engine.passes,
+            queues=self.cluster.queues if self.cluster.queues.cluster_queues else None,
         )
 
     def _register(self, job_id: int, tj: TraceJob) -> None:

@@ -51,10 +51,16 @@ class Preemption:
         (``PendingQueue.with_first``)."""
         self._can: dict[tuple[str, int], bool] = {}
         self.preemptors = 0
+        self._queue_can: Callable[[Job, Cluster], bool] | None = getattr(
+            plugin, "could_preempt", None
+        )
+        """A post-filter's own answer to whether a job could preempt (a ClusterQueue's
+        preemption policies), beyond QOS and partition tiers; stable for a job."""
         """Queued jobs for which ``could_preempt`` holds."""
 
     def could_preempt(self, job: Job) -> bool:
-        """Whether ``job`` could preempt anything at all (by its QOS or partition tier)."""
+        """Whether ``job`` could preempt anything at all (by its QOS or partition tier, or
+        as its post-filter says: ``could_preempt(job, cluster)`` where it has one)."""
         if self.plugin is None:
             return False
         key = (job.spec.qos, job.tier)
@@ -66,6 +72,8 @@ class Preemption:
                 for p in self._cluster.partitions.values()
             )
             self._can[key] = can
+        if not can and self._queue_can is not None:
+            return self._queue_can(job, self._cluster)
         return can
 
     def is_preempting(self, job: Job) -> bool:

@@ -7,7 +7,8 @@
    each pod reserved while the permit plugin keeps the gang waiting for the rest.
 4. A job that cannot start: the reservation step (``sched/*``) reserves for it on the timeline
    if it is among those that get one; later jobs start only where they delay no reservation.
-5. Post-filter: preemption, for blocked jobs the reservation step lets search.
+5. Post-filter: preemption, for blocked jobs the reservation step lets search, and for jobs
+   whose pre-filter refusal is ``resolvable`` (quota that reclaim may give back).
 6. Every job that did not start carries a ``Status`` and, where known, its expected start.
 
 Plugin lists are resolved once (``Points``); a point with no plugin costs no call.
@@ -143,6 +144,13 @@ class Recipe:
             if (checks or job.spec.array is not None) and not job.holds:
                 status = self.pre_filter(job)
                 if not status.ok:
+                    # Short of quota that preemption may give back (a ClusterQueue below
+                    # its nominal quota reclaiming what others borrowed): victims now.
+                    if status.resolvable and post_filter is not None:
+                        victims = preemption.victims(job, view)
+                        if victims:
+                            preemption.preempt(victims, job, view.now)
+                            step.preempting(job)
                     wait(job, status)
                     continue
             if pods:

@@ -2,5 +2,6 @@
 
 from phalanx.policies.clusterqueue.admission import ClusterQueueAdmission
 from phalanx.policies.clusterqueue.order import KueueOrder
+from phalanx.policies.clusterqueue.preemption import ClusterQueuePreempt
 
-__all__ = ["ClusterQueueAdmission", "KueueOrder"]
+__all__ = ["ClusterQueueAdmission", "ClusterQueuePreempt", "KueueOrder"]

@@ -40,8 +40,10 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 
 from phalanx.domain.cluster import Cluster
+from phalanx.domain.jobspec import JobSpec
 from phalanx.domain.queues import (
     ClusterQueue,
+    PreemptionPolicy,
     QueueingStrategy,
     Queues,
     StopPolicy,
@@ -59,12 +61,13 @@ from phalanx.sched.job import Job
 from phalanx.sched.occupancy import BoolArray
 from phalanx.sched.status import OK, Status
 
-__all__ = ["ClusterQueueAdmission"]
+__all__ = ["ClusterQueueAdmission", "Pass", "Static", "may_preempt"]
 
 PLUGIN = "admit/clusterqueue"
+_SPECS_KEPT = 200_000
 
 
-class _Static:
+class Static:
     """What the queues say about one cluster, derived once: flavor node masks and the
     quota tree (its usage emptied at every pass)."""
 
@@ -80,20 +83,33 @@ class _Static:
         self.tree = QuotaTree(queues)
         self.nodes = [*self.tree.queues.values(), *self.tree.cohorts.values()]
         self.targets: dict[tuple[str, str], tuple[ClusterQueue | None, str]] = {}
+        self.by_spec: dict[int, tuple[JobSpec, tuple[ClusterQueue | None, str]]] = {}
+        """``targets`` by job spec (a spec never changes; kept with it, so an id reused
+        after it is gone is told apart), bounded: every pass asks for every running job."""
+        self.charges: dict[tuple[int, int], tuple[Allocation, dict[FlavorResource, int]]] = {}
+        """What each running job's run (and allocation) counts against its queue, as of the
+        last pass."""
 
     def target(self, queues: Queues, job: Job) -> tuple[ClusterQueue | None, str]:
-        key = (job.spec.account, queue_name(job.spec))
-        found = self.targets.get(key)
-        if found is None:
-            found = self.targets[key] = queues.cluster_queue_of(job.spec)
-        return found
+        spec = job.spec
+        found = self.by_spec.get(id(spec))
+        if found is not None and found[0] is spec:
+            return found[1]
+        key = (spec.account, queue_name(spec))
+        target = self.targets.get(key)
+        if target is None:
+            target = self.targets[key] = queues.cluster_queue_of(spec)
+        if len(self.by_spec) > _SPECS_KEPT:
+            self.by_spec.clear()
+        self.by_spec[id(spec)] = (spec, target)
+        return target
 
 
-class _Pass:
+class Pass:
     """One pass's accounting, shared by the plugin's instances (pre-filter, reserve, the
     queue order) through ``ctx.scratch``: the first to look sets it up."""
 
-    def __init__(self, static: _Static) -> None:
+    def __init__(self, static: Static) -> None:
         self.static = static
         self.borrows: dict[tuple[object, int], bool] = {}
         """(shape key, tasks per node) -> whether such a job would borrow at the pass's
@@ -120,7 +136,7 @@ class ClusterQueueAdmission:
                 field=f"{PLUGIN}.without_queues",
             )
         self._fallback: QuotaAdmission | None = None
-        self._static: _Static | None = None
+        self._static: Static | None = None
 
     def _quota(self, ctx: PassContext) -> QuotaAdmission:
         """``admit/quota``, with its parameters from the profile (under either id)."""
@@ -129,31 +145,48 @@ class ClusterQueueAdmission:
         return self._fallback
 
     # -- the pass's accounting ------------------------------------------------------------
-    def _setup(self, ctx: PassContext) -> tuple[_Static, _Pass]:
+    def _setup(self, ctx: PassContext) -> tuple[Static, Pass]:
         static = self._static
         if static is None or static.cluster is not ctx.cluster:
-            static = self._static = _Static(ctx.cluster)
+            static = self._static = Static(ctx.cluster)
         current = ctx.scratch.get(PLUGIN)
-        if isinstance(current, _Pass):
+        if isinstance(current, Pass):
             return current.static, current
-        current = ctx.scratch[PLUGIN] = _Pass(static)
+        current = ctx.scratch[PLUGIN] = Pass(static)
         for node in static.nodes:
             node.usage.clear()
         queues = ctx.cluster.queues
-        for job in sorted(ctx.running(), key=lambda j: j.seq):
+        # What each run holds never changes while it runs: computed once per run (a pass
+        # looks at every running job), and added up per queue before the tree is walked
+        # (taking a sum at once counts in the parent what taking its parts in turn would).
+        known = static.charges
+        charges: dict[tuple[int, int], tuple[Allocation, dict[FlavorResource, int]]] = {}
+        totals: dict[str, dict[FlavorResource, int]] = {}
+        for job in ctx.running():
             alloc = job.alloc
             cq, _ = static.target(queues, job)
             if cq is None or alloc is None:
                 continue
-            charge = self._held_charge(static, cq, job, alloc)
-            node = static.tree.queues[cq.name]
+            run = (job.id, job.run)
+            cached = known.get(run)
+            if cached is not None and cached[0] is alloc:
+                charge = cached[1]
+            else:
+                charge = self._held_charge(static, cq, job, alloc)
+            charges[run] = (alloc, charge)
+            total = totals.setdefault(cq.name, {})
             for fr, amount in charge.items():
+                total[fr] = total.get(fr, 0) + amount
+        static.charges = charges
+        for name in sorted(totals):
+            node = static.tree.queues[name]
+            for fr, amount in sorted(totals[name].items()):
                 node.add(fr, amount)
         return static, current
 
     @staticmethod
     def _held_charge(
-        static: _Static, cq: ClusterQueue, job: Job, alloc: Allocation
+        static: Static, cq: ClusterQueue, job: Job, alloc: Allocation
     ) -> dict[FlavorResource, int]:
         """What ``alloc`` counts against ``cq``: each resource in the first flavor of its
         group whose nodes hold the whole allocation (else the first holding any of it, else
@@ -171,6 +204,21 @@ class ClusterQueueAdmission:
             charge[(flavor, resource)] = charge.get((flavor, resource), 0) + amount
         return charge
 
+    def accounting(self, ctx: PassContext) -> tuple[Static, Pass]:
+        """The pass's quota accounting (set up by the first plugin to look), for the
+        ClusterQueue post-filter's what-ifs."""
+        return self._setup(ctx)
+
+    def held_charge(self, static: Static, cq: ClusterQueue, job: Job) -> dict[FlavorResource, int]:
+        """What running ``job`` counts against ``cq`` (nothing if it holds nothing)."""
+        alloc = job.alloc
+        if alloc is None:
+            return {}
+        known = static.charges.get((job.id, job.run))
+        if known is not None and known[0] is alloc:
+            return known[1]
+        return self._held_charge(static, cq, job, alloc)
+
     # -- queue order --------------------------------------------------------------------
     def kueue_order(self, jobs: Sequence[Job], ctx: PassContext) -> list[Job]:
         """``jobs`` (in queue order) as Kueue's scheduler takes its entries
@@ -186,8 +234,18 @@ class ClusterQueueAdmission:
         keyed.sort()
         return [jobs[position] for _, _, position in keyed]
 
+    def nonborrowing_first(self, jobs: Sequence[Job], ctx: PassContext) -> list[Job]:
+        """``jobs`` with those that fit their ClusterQueue's nominal quota first, each part
+        in the order given (Kueue's entry ordering without its priority classes)."""
+        static, current = self._setup(ctx)
+        first: list[Job] = []
+        then: list[Job] = []
+        for job in jobs:
+            (then if self._borrows(static, current, job, ctx) else first).append(job)
+        return first + then
+
     @staticmethod
-    def _borrows(static: _Static, current: _Pass, job: Job, ctx: PassContext) -> bool:
+    def _borrows(static: Static, current: Pass, job: Job, ctx: PassContext) -> bool:
         memo = (job.key, job.spec.tasks_per_node)
         known = current.borrows.get(memo)
         if known is not None:
@@ -253,9 +311,11 @@ class ClusterQueueAdmission:
         if isinstance(result, Refusal):
             if cq.queueing_strategy is QueueingStrategy.STRICT_FIFO:
                 current.heads[cq.name] = job.id
-            status = current.refused[memo] = Status.wait_because(
-                result.reason, PLUGIN, result.message
-            )
+            if result.reason != Reason.INVALID_ACCOUNT and may_preempt(cq):
+                status = Status.wait_resolvable(result.reason, PLUGIN, result.message)
+            else:
+                status = Status.wait_because(result.reason, PLUGIN, result.message)
+            current.refused[memo] = status
             return status
         self._admit(node, current, job, result)
         if result.nodes is not None:
@@ -263,7 +323,7 @@ class ClusterQueueAdmission:
         return OK
 
     @staticmethod
-    def _admit(node: QuotaNode, current: _Pass, job: Job, result: Assignment) -> None:
+    def _admit(node: QuotaNode, current: Pass, job: Job, result: Assignment) -> None:
         charge = dict(result.charge)
         for fr, amount in charge.items():
             node.add(fr, amount)
@@ -303,6 +363,17 @@ class ClusterQueueAdmission:
     def unreserve(self, job: Job, ctx: PassContext) -> None:
         """Nothing: an admitted job keeps its quota for the rest of the pass."""
         del job, ctx
+
+
+def may_preempt(cq: ClusterQueue) -> bool:
+    """Whether a job of ``cq`` short of quota may preempt for it (any policy not Never)."""
+    p = cq.preemption
+    never = PreemptionPolicy.NEVER
+    return (
+        p.within_cluster_queue is not never
+        or p.reclaim_within_cohort is not never
+        or p.borrow_within_cohort.policy is not never
+    )
 
 
 def _stopped(queues: Queues, cq: ClusterQueue, job: Job) -> str:

@@ -1,0 +1,362 @@
+"""``preempt/clusterqueue`` (post-filter): Kueue's preemption within a ClusterQueue and
+reclaim within a cohort, with victims whose freed resources form a usable placement.
+
+Kueue's rules (``pkg/scheduler/preemption``, docs ``concepts/preemption``), for a pending job
+``P`` of ClusterQueue ``Q``, whose priority is its WorkloadPriorityClass value:
+
+- ``withinClusterQueue``: running jobs of ``Q`` may be victims if of lower priority
+  (``LowerPriority``), or also of equal priority and submitted after ``P``
+  (``LowerOrNewerEqualPriority``); ``Never``: none.
+- ``reclaimWithinCohort``: if ``P`` fits within ``Q``'s nominal quota, jobs of the other
+  ClusterQueues of the cohort tree that borrow (use more than their nominal quota of a
+  resource ``P`` needs) may be victims: any (``Any``) or those of lower priority
+  (``LowerPriority``); ``Never``: none. A victim of another queue is taken only while its
+  queue still borrows, so reclaim never pushes a lender below its own nominal quota.
+- ``borrowWithinCohort``: if ``P`` needs to borrow, jobs of borrowing queues that
+  ``reclaimWithinCohort`` allows, of lower priority than ``P`` and at most
+  ``maxPriorityThreshold`` if set, may be victims (``LowerPriority``); ``Never``: none.
+
+Kueue's heuristics are tried in turn ("Targets" in its docs): borrowing allowed, with
+``borrowWithinCohort``; reclaim, only if ``P`` fits its nominal quota, and ``P`` must then
+fit without borrowing; ``Q``'s own jobs only, borrowing allowed.
+
+The victim set is the one ``preempt/checkpoint`` searches (its ``_search``, with the quota as
+its budget): whole gangs, added in order until ``P``'s quota fits and, beyond Kueue, ``P`` has
+a placement in its flavors' nodes (Kueue #10815: victims that free scattered GPUs leave the
+64-GPU job waiting), then those not needed dropped. ``order: checkpoint`` (the default) tries
+them by least work lost since their checkpoints, then Kueue's order; ``order: kueue`` in
+Kueue's order only (other queues' borrowers first, then lower priority, then the most recently
+started). ``placement: false`` frees quota only, as Kueue does (the ``kueue`` baseline).
+
+Asked for a job short of quota (its pre-filter status is ``resolvable``) and for a job that
+quota admitted but that has no placement (with ``placement``). Where no queue victims do,
+the job may still preempt as ``preempt/checkpoint`` lets it (QOS, tiers, cheap victims),
+with that plugin's parameters.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import numpy as np
+
+from phalanx.domain.cluster import Cluster
+from phalanx.domain.queues import ClusterQueue, PreemptionPolicy, Queues
+from phalanx.domain.queues.quota import FlavorResource, QuotaNode
+from phalanx.errors import ConfigError
+from phalanx.policies.clusterqueue.admission import (
+    ClusterQueueAdmission,
+    Pass,
+    Static,
+    may_preempt,
+)
+from phalanx.policies.clusterqueue.amounts import requested
+from phalanx.policies.clusterqueue.assign import Assignment, assign
+from phalanx.policies.preempt_checkpoint import CheckpointPreempt, lost_work
+from phalanx.sched.capacity import Capacity
+from phalanx.sched.context import PassContext
+from phalanx.sched.job import Job
+from phalanx.sched.occupancy import BoolArray
+
+__all__ = ["ClusterQueuePreempt"]
+
+PLUGIN = "preempt/clusterqueue"
+
+
+class ClusterQueuePreempt(CheckpointPreempt):
+    plugin = PLUGIN
+
+    def __init__(self, params: Mapping[str, object]) -> None:
+        super().__init__(params)
+        self.order = str(params.get("order", "checkpoint"))
+        if self.order not in ("checkpoint", "kueue"):
+            raise ConfigError(
+                f"order must be checkpoint or kueue, got {self.order!r}", field=f"{PLUGIN}.order"
+            )
+        self.placed = bool(params.get("placement", True))
+        self._admission = ClusterQueueAdmission({"without_queues": "none"})
+
+    def could_preempt(self, job: Job, cluster: Cluster) -> bool:
+        """Whether ``job``'s ClusterQueue lets it preempt at all (stable for a job)."""
+        queues = cluster.queues
+        if not queues.cluster_queues:
+            return False
+        cq, _ = queues.cluster_queue_of(job.spec)
+        return cq is not None and may_preempt(cq)
+
+    def victims(self, job: Job, ctx: PassContext) -> list[Job] | None:
+        queues = ctx.cluster.queues
+        if not queues.cluster_queues:
+            return super().victims(job, ctx)
+        static, current = self._admission.accounting(ctx)
+        cq, _ = static.target(queues, job)
+        admitted = job.id in current.charged
+        if cq is None or not may_preempt(cq) or (admitted and not self.placed):
+            return super().victims(job, ctx) if admitted else None
+        if ctx.victims_leaving(job):
+            return None
+        if admitted and self.placed:
+            # Quota admits it and what earlier preemptions free will hold it: it waits for
+            # those victims' kill rather than preempting more for a placement already coming.
+            leaving = with_leaving(ctx, ctx.state.cap)
+            if leaving is not ctx.state.cap and ctx.place(job, leaving) is not None:
+                return None
+        memo = ctx.state.memo()
+        key = (PLUGIN, ctx.now, cq.name, job.key, job.spec.tasks_per_node, admitted)
+        found: list[Job] | None = None
+        if key not in memo:
+            found = self._queue_victims(job, ctx, static, current, queues, cq, admitted)
+            if found is None:
+                memo[key] = True  # a job like it fails alike until the running set changes
+        if found is None and admitted:
+            return super().victims(job, ctx)
+        return found
+
+    def _queue_victims(
+        self,
+        job: Job,
+        ctx: PassContext,
+        static: Static,
+        current: Pass,
+        queues: Queues,
+        cq: ClusterQueue,
+        admitted: bool,
+    ) -> list[Job] | None:
+        """Kueue's classic heuristics in turn (docs ``concepts/preemption``, "Targets"):
+        while borrowing, if ``borrowWithinCohort`` allows; reclaiming without borrowing, if
+        the job fits its nominal quota; its own queue's jobs only, borrowing allowed."""
+        budget = _QuotaBudget(self._admission, static, queues, cq, job, ctx, admitted)
+        budget.placed = self.placed
+        modes = []
+        if cq.preemption.borrow_within_cohort.policy is not PreemptionPolicy.NEVER:
+            modes.append(_BORROW)
+        if budget.within_nominal:
+            modes.append(_RECLAIM)
+        modes.append(_OWN)
+        tried: list[list[int]] = []
+        now = ctx.now
+        for mode in modes:
+            candidates = budget.candidates(ctx, mode)
+            ids = [r.id for r in candidates]
+            if not candidates or ids in tried:
+                continue
+            tried.append(ids)
+            if self.order == "kueue":
+                candidates.sort(key=budget.kueue_key)
+            else:
+                candidates.sort(key=lambda r: (lost_work(r, now), *budget.kueue_key(r)))
+            found = self._search(job, ctx, candidates, True, budget)
+            if found is None and self.placed and len(candidates) > 1:
+                # Cheapest first may free quota on scattered nodes and run out of victims a
+                # borrowing queue may still lose before a placement forms: try again node
+                # by node, so that the victims taken first free whole nodes together.
+                candidates.sort(key=lambda r: (_first_node(r), lost_work(r, now), r.seq))
+                found = self._search(job, ctx, candidates, True, budget)
+            if found is not None:
+                budget.commit(found, current)
+                return found
+        return None
+
+
+def _first_node(job: Job) -> int:
+    alloc = job.alloc
+    return min(alloc.nodes) if alloc is not None and len(alloc.nodes) else -1
+
+
+_BORROW, _RECLAIM, _OWN = "borrow", "reclaim", "own"
+
+
+class _QuotaBudget:
+    """The quota side of a victim search for ``job`` of ``cq`` (``VictimBudget``): which
+    running jobs are candidates, and whether the job's quota fits with some of them gone.
+    What-ifs change the pass's quota tree and are undone by the search."""
+
+    placed = True
+
+    def __init__(
+        self,
+        admission: ClusterQueueAdmission,
+        static: Static,
+        queues: Queues,
+        cq: ClusterQueue,
+        job: Job,
+        ctx: PassContext,
+        admitted: bool,
+    ) -> None:
+        self.admission = admission
+        self.static = static
+        self.queues = queues
+        self.cq = cq
+        self.job = job
+        self.ctx = ctx
+        self.admitted = admitted
+        self.node = static.tree.queues[cq.name]
+        self.request = requested(job, job.shape.nodes_max)
+        self.needed: set[FlavorResource] = set()
+        for resource in self.request:
+            group = cq.group_of(resource)
+            if group is not None:
+                self.needed.update((f.name, resource) for f in group.flavors)
+        self.priority = queues.priority_of(job.spec)
+        self.within_nominal = self._within_nominal()
+        self.taken: dict[int, tuple[QuotaNode, dict[FlavorResource, int]]] = {}
+        self.assignment: Assignment | None = None
+        self.queue_of: dict[int, ClusterQueue] = {}
+        self.mode = _OWN
+
+    def _within_nominal(self) -> bool:
+        """Whether the job fits in its queue's nominal quota, were nothing borrowed from it
+        (Kueue reclaims only for a workload that fits within nominal)."""
+        node = self.node
+        for resource, amount in self.request.items():
+            group = self.cq.group_of(resource)
+            if group is None:
+                continue
+            own = [(f.name, resource) for f in group.flavors]
+            if not any(node.usage.get(fr, 0) + amount <= node.nominal(fr) for fr in own):
+                return False
+        return True
+
+    def _borrowing(self, node: QuotaNode) -> bool:
+        return any(node.usage.get(fr, 0) > node.nominal(fr) for fr in self.needed)
+
+    def candidates(self, ctx: PassContext, mode: str) -> list[Job]:
+        """Running jobs Kueue's policies let ``job`` preempt in ``mode`` (module docstring):
+        its queue's by ``withinClusterQueue``; with ``_RECLAIM`` and ``_BORROW``, also
+        borrowing queues' of the cohort by ``reclaimWithinCohort``, and with ``_BORROW`` by
+        ``borrowWithinCohort`` too."""
+        p = self.cq.preemption
+        tree, queues, job = self.static.tree, self.queues, self.job
+        root = self.node.cohort_root() if self.node.parent is not None else None
+        borrow = p.borrow_within_cohort
+        reclaim = p.reclaim_within_cohort
+        self.mode = mode
+        out: list[Job] = []
+        for r in ctx.running():
+            if r.alloc is None or r.id == job.id or ctx.is_preempting(r):
+                continue
+            rcq, _ = self.static.target(queues, r)
+            if rcq is None:
+                continue
+            prio = queues.priority_of(r.spec)
+            if rcq.name == self.cq.name:
+                ok = _within_ok(p.within_cluster_queue, prio, self.priority, r.seq > job.seq)
+            elif mode == _OWN or root is None:
+                continue
+            else:
+                rnode = tree.queues[rcq.name]
+                if rnode.cohort_root() is not root or not self._borrowing(rnode):
+                    continue
+                ok = reclaim is PreemptionPolicy.ANY or (
+                    reclaim is PreemptionPolicy.LOWER_PRIORITY and prio < self.priority
+                )
+                if mode == _BORROW:
+                    limit = borrow.max_priority_threshold
+                    ok = ok and prio < self.priority and (limit is None or prio <= limit)
+            if not ok:
+                continue
+            if not self.admitted:
+                charge = self.admission.held_charge(self.static, rcq, r)
+                if not self.needed.intersection(charge):
+                    continue  # frees none of the quota the job lacks
+            self.queue_of[r.id] = rcq
+            out.append(r)
+        return out
+
+    def kueue_key(self, r: Job) -> tuple[int, int, int, int]:
+        """Kueue's candidate order: other queues' first, lower priority, latest start."""
+        own = self.queue_of[r.id].name == self.cq.name
+        return (own, self.queues.priority_of(r.spec), -(r.start or 0), -r.seq)
+
+    # -- VictimBudget ----------------------------------------------------------------------
+    def may_take(self, victim: Job) -> bool:
+        rcq = self.queue_of[victim.id]
+        if rcq.name == self.cq.name:
+            return True
+        return self._borrowing(self.static.tree.queues[rcq.name])
+
+    def take(self, victim: Job) -> None:
+        rcq = self.queue_of[victim.id]
+        node = self.static.tree.queues[rcq.name]
+        charge = self.admission.held_charge(self.static, rcq, victim)
+        for fr, amount in charge.items():
+            node.remove(fr, amount)
+        self.taken[victim.id] = (node, charge)
+
+    def put(self, victim: Job) -> None:
+        node, charge = self.taken.pop(victim.id)
+        for fr, amount in charge.items():
+            node.add(fr, amount)
+
+    def commit(self, victims: list[Job], current: Pass) -> None:
+        """The pass's accounting after the preemption: the victims' quota is gone and the
+        job's is held (as Kueue's cycle counts a preempting workload's assignment), so later
+        jobs of the pass neither take it nor preempt again for it."""
+        for v in victims:
+            self.take(v)
+        if self.admitted or not self.enough() or self.assignment is None:
+            return
+        charge = dict(self.assignment.charge)
+        for fr, amount in charge.items():
+            self.node.add(fr, amount)
+        current.charged[self.job.id] = charge
+
+    def enough(self) -> bool:
+        if self.admitted:
+            return True
+        ctx, static = self.ctx, self.static
+        result = assign(
+            self.cq,
+            self.node,
+            self.request,
+            self.queues.flavors,
+            static.masks,
+            ctx.state.static_mask(self.job.shape),
+            lambda mask: True,
+        )
+        if not isinstance(result, Assignment):
+            return False
+        if self.mode == _RECLAIM and result.borrowing:
+            return False  # reclaim gives back nominal quota, not more
+        self.assignment = result
+        return True
+
+    def capacity(self, cap: Capacity) -> Capacity:
+        """``cap`` with what jobs already on their way out will free (victims are chosen
+        for what is missing beyond it), within the job's flavors' nodes."""
+        out = with_leaving(self.ctx, cap)
+        found = self.assignment
+        if self.admitted or found is None or found.nodes is None:
+            return out
+        return _within(out, found.nodes)
+
+
+def with_leaving(ctx: PassContext, cap: Capacity) -> Capacity:
+    """``cap`` (a copy if anything changes) with the resources of the running jobs already
+    signalled for preemption given back, as they will be at their kill."""
+    leaving = [r.alloc for r in ctx.running() if r.alloc is not None and ctx.is_preempting(r)]
+    if not leaving:
+        return cap
+    out = cap.copy()
+    for alloc in leaving:
+        out.give(alloc)
+    return out
+
+
+def _within_ok(policy: PreemptionPolicy, prio: int, mine: int, newer: bool) -> bool:
+    if policy is PreemptionPolicy.LOWER_PRIORITY:
+        return prio < mine
+    if policy is PreemptionPolicy.LOWER_OR_NEWER_EQUAL_PRIORITY:
+        return prio < mine or (prio == mine and newer)
+    return False
+
+
+def _within(cap: Capacity, mask: BoolArray) -> Capacity:
+    """``cap`` with every node outside ``mask`` taken (a copy)."""
+    out = cap.copy()
+    outside = ~mask
+    out.gpus[outside] = 0
+    out.cpus[outside] = 0
+    out.mem[outside] = 0
+    out.dev[outside] = np.minimum(out.dev[outside], 0)
+    return out

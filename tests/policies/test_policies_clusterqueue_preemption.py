@@ -1,0 +1,280 @@
+"""``preempt/clusterqueue``: Kueue's preemption policies, scenarios transcribed from Kueue's
+documentation (concepts/cluster_queue.md "Preemption", concepts/preemption.md "Classic
+Preemption") with the documented outcome; and, in the ``phalanx`` profile, victims that free
+a placement the preemptor can use."""
+
+from __future__ import annotations
+
+import dataclasses
+
+from phalanx.config.queues import queues_from_yaml
+from phalanx.domain.cluster import Cluster
+from phalanx.domain.jobspec import JobSpec
+from phalanx.domain.queues import PRIORITY_CLASS_LABEL
+from phalanx.domain.state import JobState
+from phalanx.domain.time import HOUR, MINUTE
+from phalanx.engine.decisions import Preempted
+from phalanx.testing import EngineDriver, make_job, small_cluster
+
+KUEUE = "apiVersion: kueue.x-k8s.io/v1beta1\n"
+FLAVOR = KUEUE + "kind: ResourceFlavor\nmetadata: {name: default-flavor}\n"
+
+
+def cpu_queue(name: str, nominal: int, *, cohort: str | None) -> str:
+    """A ClusterQueue of Kueue's examples: CPUs of ``default-flavor``, all namespaces."""
+    return (
+        KUEUE
+        + f"kind: ClusterQueue\nmetadata: {{name: {name}}}\nspec:\n  namespaceSelector: {{}}\n"
+        + (f"  cohort: {cohort}\n" if cohort else "")
+        + "  resourceGroups:\n  - coveredResources: [cpu]\n    flavors:\n"
+        + "    - name: default-flavor\n      resources:\n"
+        + f"      - {{name: cpu, nominalQuota: {nominal}}}\n"
+    )
+
+
+def gpu_queue(name: str, nominal: int, *, cohort: str, spec: str = "") -> str:
+    return (
+        KUEUE
+        + f"kind: ClusterQueue\nmetadata: {{name: {name}}}\nspec:\n  namespaceSelector: {{}}\n"
+        + f"  cohort: {cohort}\n"
+        + spec
+        + "\n  resourceGroups:\n  - coveredResources: [nvidia.com/gpu, cpu]\n    flavors:\n"
+        + "    - name: default-flavor\n      resources:\n"
+        + f"      - {{name: nvidia.com/gpu, nominalQuota: {nominal}}}\n"
+        + "      - {name: cpu, nominalQuota: 1000}\n"
+    )
+
+
+def local(namespace: str, cq: str) -> str:
+    return (
+        KUEUE + f"kind: LocalQueue\nmetadata: {{name: default, namespace: {namespace}}}\n"
+        f"spec: {{clusterQueue: {cq}}}\n"
+    )
+
+
+def with_queues(cluster: Cluster, *documents: str) -> Cluster:
+    return dataclasses.replace(cluster, queues=queues_from_yaml("---\n".join(documents)))
+
+
+def submit(d: EngineDriver, spec: JobSpec, count: int) -> list[int]:
+    ids = [d.submit(spec)[0] for _ in range(count)]
+    d.settle()
+    return ids
+
+
+def running(d: EngineDriver, ids: list[int]) -> int:
+    return sum(d.state(i) is JobState.RUNNING for i in ids)
+
+
+def classes(*pairs: tuple[str, int]) -> list[str]:
+    return [
+        KUEUE + f"kind: WorkloadPriorityClass\nmetadata: {{name: {name}}}\nvalue: {value}\n"
+        for name, value in pairs
+    ]
+
+
+PRIORITIES = classes(("low", 50), ("mid", 150), ("high", 200))
+
+
+def preemption(
+    within: str = "Never",
+    reclaim: str = "Never",
+    borrow: str = "Never",
+    threshold: int | None = None,
+) -> str:
+    limit = f", maxPriorityThreshold: {threshold}" if threshold is not None else ""
+    return (
+        "\n  preemption:\n"
+        f"    withinClusterQueue: {within}\n"
+        f"    reclaimWithinCohort: {reclaim}\n"
+        f"    borrowWithinCohort: {{policy: {borrow}{limit}}}\n"
+    )
+
+
+def queue(name: str, nominal: int, policy: str = "", cohort: str | None = "team-ab") -> str:
+    """``cpu_queue`` with a preemption stanza (inserted in its spec)."""
+    text = cpu_queue(name, nominal, cohort=cohort)
+    return text.replace("spec:\n", "spec:" + policy + "\n", 1) if policy else text
+
+
+def job(namespace: str, priority: str | None = None, cpus: int = 1) -> JobSpec:
+    labels = ((PRIORITY_CLASS_LABEL, priority),) if priority else ()
+    return make_job(
+        gpus=0, account=namespace, cpus_per_task=cpus, time_limit=10 * HOUR, extra=labels
+    )
+
+
+def driver(*queues: str, profile: str = "kueue") -> EngineDriver:
+    namespaces = [q.split("name: ")[1].split("}")[0] for q in queues]
+    cluster: Cluster = with_queues(
+        small_cluster(nodes=1, gpus=8),
+        FLAVOR,
+        *PRIORITIES,
+        *queues,
+        *(local(n.removesuffix("-cq"), n) for n in namespaces),
+    )
+    return EngineDriver(cluster, profile)
+
+
+def preempted(d: EngineDriver) -> list[int]:
+    return [e.job_id for e in d.decisions(Preempted)]
+
+
+# -- withinClusterQueue ----------------------------------------------------------------------
+
+
+def _within(policy: str, incoming: str) -> tuple[EngineDriver, list[int], int]:
+    """team-a-cq (4 CPUs, no cohort) runs four 1-CPU low jobs; a 2-CPU job comes."""
+    d = driver(queue("team-a-cq", 4, preemption(within=policy), cohort=None))
+    low = submit(d, job("team-a", "low"), 4)
+    [new] = submit(d, job("team-a", incoming, cpus=2), 1)
+    d.settle()
+    return d, low, new
+
+
+def test_within_cluster_queue_lower_priority_preempts_the_fewest_newest_low_jobs() -> None:
+    """ "LowerPriority: only preempt Workloads in the ClusterQueue that have lower priority
+    than the pending Workload"; targets are taken most recently admitted first, and only as
+    many as the pending one needs."""
+    d, low, new = _within("LowerPriority", "high")
+    assert sorted(preempted(d)) == sorted(low[-2:])
+    assert d.state(new) is JobState.RUNNING
+    assert running(d, low) == 2
+
+
+def test_within_cluster_queue_never_and_equal_priority_preempt_nothing() -> None:
+    d, _, new = _within("Never", "high")
+    assert preempted(d) == [] and d.state(new) is JobState.PENDING
+    d, _, new = _within("LowerPriority", "low")
+    assert preempted(d) == [] and d.state(new) is JobState.PENDING
+
+
+def test_lower_or_newer_equal_priority_preempts_equal_jobs_submitted_after() -> None:
+    """ "LowerOrNewerEqualPriority: ... also preempt Workloads that have the same priority
+    but are newer": a 4-CPU job that waited behind an older one takes back the quota that
+    newer jobs of its own priority filled meanwhile; under LowerPriority it keeps waiting."""
+    for policy, expect in (("LowerOrNewerEqualPriority", True), ("LowerPriority", False)):
+        d = driver(queue("team-a-cq", 4, preemption(within=policy), cohort=None))
+        [old] = submit(d, job("team-a", "low", cpus=2), 1)
+        [big] = submit(d, job("team-a", "low", cpus=4), 1)
+        newer = submit(d, job("team-a", "low"), 2)
+        assert running(d, newer) == 2 and d.state(big) is JobState.PENDING
+        d.finish(old)
+        d.settle()
+        assert (sorted(preempted(d)) == sorted(newer)) is expect
+        assert (d.state(big) is JobState.RUNNING) is expect
+
+
+# -- reclaimWithinCohort ---------------------------------------------------------------------
+
+
+def _reclaim(
+    policy: str, a_priority: str, b_count: int = 1
+) -> tuple[EngineDriver, list[int], list[int]]:
+    """cluster_queue.md's team-a-cq (9 CPUs) and team-b-cq (12): team-a borrows all 12 of
+    team-b's while team-b is idle; then team-b submits ``b_count`` 1-CPU mid jobs."""
+    d = driver(
+        queue("team-a-cq", 9),
+        queue("team-b-cq", 12, preemption(reclaim=policy)),
+    )
+    a = submit(d, job("team-a", a_priority), 21)
+    assert running(d, a) == 21
+    b = submit(d, job("team-b", "mid"), b_count)
+    d.settle()
+    return d, a, b
+
+
+def test_reclaim_any_takes_back_borrowed_quota() -> None:
+    """ "Any: if the pending Workload fits within the nominal quota of its ClusterQueue,
+    preempt any Workload in the cohort, irrespective of priority"."""
+    d, a, [b] = _reclaim("Any", "high")
+    assert len(preempted(d)) == 1 and preempted(d)[0] in a
+    assert d.state(b) is JobState.RUNNING
+
+
+def test_reclaim_lower_priority_only_from_lower_priority_borrowers() -> None:
+    d, _, [b] = _reclaim("LowerPriority", "high")
+    assert preempted(d) == [] and d.state(b) is JobState.PENDING
+    d, _, [b] = _reclaim("LowerPriority", "low")
+    assert len(preempted(d)) == 1 and d.state(b) is JobState.RUNNING
+
+
+def test_reclaim_never_waits() -> None:
+    d, _, [b] = _reclaim("Never", "low")
+    assert preempted(d) == [] and d.state(b) is JobState.PENDING
+
+
+def test_reclaim_stops_at_the_lenders_nominal_quota() -> None:
+    """A victim of another queue only while that queue borrows: team-b gets its 12 back,
+    its 13th job (which would borrow) preempts nothing, and team-a keeps its nominal 9."""
+    d, a, b = _reclaim("Any", "low", b_count=13)
+    assert len(preempted(d)) == 12
+    assert running(d, b) == 12 and running(d, a) == 9
+
+
+# -- borrowWithinCohort ----------------------------------------------------------------------
+
+
+def _borrow(threshold: int, b_priority: str) -> tuple[EngineDriver, list[int], int]:
+    """team-a-cq (9) uses its nominal quota; team-b-cq (12) borrows 3 of idle team-c-cq's;
+    a high 2-CPU job of team-a would have to borrow."""
+    policy = preemption(reclaim="Any", borrow="LowerPriority", threshold=threshold)
+    d = driver(queue("team-a-cq", 9, policy), queue("team-b-cq", 12), queue("team-c-cq", 3))
+    a = submit(d, job("team-a", "low"), 9)
+    b = submit(d, job("team-b", b_priority), 15)
+    assert running(d, a) == 9 and running(d, b) == 15
+    [new] = submit(d, job("team-a", "high", cpus=2), 1)
+    d.settle()
+    return d, b, new
+
+
+def test_borrow_within_cohort_preempts_lower_priority_borrowers_under_the_threshold() -> None:
+    """ "LowerPriority: if the pending Workload requires borrowing, only preempt Workloads in
+    the cohort that have lower priority than the pending Workload", "with priority less than
+    or equal to" maxPriorityThreshold."""
+    d, b, new = _borrow(100, "low")
+    assert len(preempted(d)) == 2 and set(preempted(d)) <= set(b)
+    assert d.state(new) is JobState.RUNNING
+
+
+def test_borrow_within_cohort_spares_jobs_over_the_threshold() -> None:
+    d, _, new = _borrow(10, "low")
+    assert preempted(d) == [] and d.state(new) is JobState.PENDING
+    d, _, new = _borrow(100, "mid")  # lower than high, but over the threshold
+    assert preempted(d) == [] and d.state(new) is JobState.PENDING
+
+
+# -- beyond Kueue: victims that free a placement ---------------------------------------------
+
+
+def test_reclaim_frees_a_node_the_gang_can_use_not_scattered_gpus() -> None:
+    """Kueue #10815: 2 nodes x 8 GPUs, team-b (nominal 8) borrows team-a's 8 with four
+    4-GPU jobs, two per node; the two that lost least since their checkpoints sit on
+    different nodes. team-a's 8-GPU job reclaims two on one node, so it starts, and team-b
+    keeps its nominal 8."""
+    cluster = with_queues(
+        small_cluster(nodes=2, gpus=8, per_leaf=2),
+        FLAVOR,
+        gpu_queue("team-a", 8, cohort="pool", spec=preemption(reclaim="Any")),
+        gpu_queue("team-b", 8, cohort="pool"),
+        local("team-a", "team-a"),
+        local("team-b", "team-b"),
+    )
+    d = EngineDriver(cluster, "phalanx")
+    b = []
+    for interval in (30 * MINUTE, 7 * HOUR, 30 * MINUTE, 7 * HOUR):
+        [j] = d.submit(
+            make_job(gpus=4, account="team-b", time_limit=10 * HOUR, checkpoint_interval=interval)
+        )
+        d.settle()
+        b.append(j)
+    assert running(d, b) == 4
+    nodes = {j: d.job(j).alloc.nodes for j in b}  # type: ignore[union-attr]
+    d.advance(d.now + 2 * HOUR + MINUTE)
+    [a] = d.submit(make_job(gpus=8, account="team-a", time_limit=HOUR))
+    d.settle()
+    victims = preempted(d)
+    assert len(victims) == 2
+    assert nodes[victims[0]] == nodes[victims[1]]
+    assert d.state(a) is JobState.RUNNING
+    assert running(d, b) == 2
