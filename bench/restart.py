@@ -2,8 +2,10 @@
 
 The journal is built through the store's interface by the controller's own driver loop, as a
 live controller fills it, without HTTP: rounds of ``--per-round`` (500) one-GPU jobs are
-submitted (one journal write), the engine starts them on 64 nodes x 8 GPUs, and their ends
-(``TasksExited``, one write per round) come 1 s later; the fake clock moves 10 s a round.
+submitted (one journal write; each job its own ``JobSpec``, as the API decodes each request,
+with an idempotency key, as ``sbatch`` sends one), the engine starts them on 64 nodes x 8
+GPUs, and their ends (``TasksExited``, one write per round) come 1 s later; the fake clock
+moves 10 s a round.
 Two inputs per job, ``--inputs`` (1,000,000) in all. A snapshot is saved every
 ``SNAPSHOT_EVERY`` inputs, as the controller does, forgetting jobs ended more than MinJobAge
 (300 s) ago into the store's accounting -- except in the last interval, so that the restart
@@ -22,6 +24,7 @@ replay of the whole journal without the snapshot (today's restart before snapsho
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import shutil
@@ -96,11 +99,15 @@ def build(store: Store, inputs: int, per_round: int) -> tuple[int, float]:
     loop.attach(ends)
     snaps = Snapshots(loop, ends, store.accounting, _record)  # type: ignore[arg-type]
     spec = JobSpec(user="bench", gpus_per_task=1, time_limit=3_600 * SECOND, command=("true",))
+    rounds = 0
     t0 = time.perf_counter()
     jobs = 0
     while loop.accepted < inputs:
         n = min(per_round, (inputs - loop.accepted) // 2) or 1
-        loop.submit_many([spec] * n)
+        # Distinct objects, as a live controller holds them (a shared one pickles once).
+        specs = [dataclasses.replace(spec) for _ in range(n)]
+        loop.submit_many(specs, [f"bench/{rounds:032x}/{i}" for i in range(n)])
+        rounds += 1
         jobs += n
         clock.advance(1)
         loop.run_due()

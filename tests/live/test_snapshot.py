@@ -9,14 +9,16 @@ from collections.abc import Callable
 from typing import Any
 
 from phalanx.config.clusterspec import regular_cluster
-from phalanx.domain.jobspec import JobSpec
-from phalanx.engine import Submit
+from phalanx.domain.jobspec import ArraySpec, JobSpec
+from phalanx.engine import Launch, Submit, TimerFired
+from phalanx.engine.timers import is_stale
 from phalanx.live.controller import Controller
-from phalanx.live.snapshot import Cadence
+from phalanx.live.snapshot import Cadence, Saved, dump, load
 from phalanx.live.store import Store, open_journal
 from phalanx.policies.catalog import profile
 from phalanx.protocol.agent import AgentHello, AgentReports, RunReport
 from phalanx.runtime import FakeClock
+from phalanx.sched.capacity import Allocation
 from phalanx.sched.job import Job
 
 NODES = ("n001", "n002")
@@ -196,6 +198,52 @@ def test_a_snapshot_saved_in_the_background_is_restored_alike(
     assert 0 < c.snapshots.position < stores().journal.position()
     again = _controller(stores(), clock)
     assert again.recovered == 1 and _view(again) == _view(c)
+
+
+def _timers(c: Controller) -> list[tuple[int, int, int, object]]:
+    return sorted(c.loop.checkpoint().heap, key=lambda e: e[2])
+
+
+def test_a_snapshot_drops_timers_of_runs_that_are_over_here_and_in_the_copy(
+    stores: Callable[[], Store],
+) -> None:
+    clock = FakeClock(1_000_000)
+    c = _controller(stores(), clock)
+    _some_work(c, clock, 3)  # runs end long before their limit: their limit timers stay
+    jobs = c.engine.jobs
+    stale = [e for e in _timers(c) if isinstance(e[3], TimerFired) and is_stale(e[3].key, jobs)]
+    assert stale
+    assert c.save_snapshot()
+    assert not [e for e in _timers(c) if e in stale]
+    again = _controller(stores(), clock)
+    assert again.recovered == 0 and _timers(again) == _timers(c)
+    for ctl in (c, again):
+        ctl.submit([_spec(8), _spec(4)])
+        _tick(ctl, clock, 0)
+    assert _view(again) == _view(c) and _timers(again) == _timers(c)
+
+
+def test_idempotency_keys_survive_a_snapshot(stores: Callable[[], Store]) -> None:
+    clock = FakeClock(1_000_000)
+    c = _controller(stores(), clock)
+    ids = c.submit([_spec(), _spec(2)], key="k1")
+    _tick(c, clock)
+    assert c.save_snapshot()
+    again = _controller(stores(), clock)
+    assert again.recovered == 0
+    assert again.submit([_spec(), _spec(2)], key="k1") == ids
+    assert again.engine.next_id == c.engine.next_id
+
+
+def test_frozen_dataclasses_come_back_equal_fields_computed_in_post_init_too() -> None:
+    alloc = Allocation((0, 3), ((0, 1), (2, 3)), 0, 4, 1024)
+    spec = JobSpec(user="alice", gpus_per_task=2, array=ArraySpec((1, 2, 5)), command=("x",))
+    launch = Launch(7, 2, alloc, spec, 3_600_000, None, None)
+    saved = Saved(42, None, [launch, launch])  # type: ignore[arg-type]
+    copy = load(dump(saved))
+    assert copy is not None and copy.position == 42
+    assert copy.launches == [launch, launch] and copy.launches[0] is copy.launches[1]
+    assert copy.launches[0].alloc.gpus == 4.0 and hash(copy.launches[0].spec) == hash(spec)
 
 
 def test_the_snapshot_child_lets_go_of_the_parents_sockets(tmp_path: Any) -> None:

@@ -69,3 +69,29 @@ def test_factors_keep_their_values_when_rows_are_compacted() -> None:
     last = plugin.compute_many(jobs[32:], engine.view, DAY)
     again = MultifactorPriority(PARAMS).compute_many(jobs[32:], engine.view, DAY)
     assert [(p, dict(f)) for p, f in last] == [(p, dict(f)) for p, f in again]
+
+
+def test_compact_gives_up_the_rows_of_jobs_out_of_the_last_calculation() -> None:
+    """What a snapshot saves: the rows of the last calculation's jobs only; the factors of
+    the others keep their values, and the calculations that follow are those of rows never
+    compacted."""
+    engine = Engine(small_cluster(accounts={"a": 1, "b": 3}), POLICIES["slurm"])
+    jobs = _jobs(40)
+    compacted, plain = MultifactorPriority(PARAMS), MultifactorPriority(PARAMS)
+    views = []
+    for plugin in (compacted, plain):
+        views.append(plugin.compute_many(jobs[:30], engine.view, HOUR))
+        plugin.compute_many(jobs[20:30], engine.view, 2 * HOUR)  # the first 20 left the queue
+    before = [dict(f) for _, f in views[0]]
+    compacted.compact()
+    rows = compacted._rows
+    assert sorted(rows.row_of) == [j.seq for j in jobs[20:30]]
+    assert len(rows.views) == 10 and len(plain._rows.views) == 30
+    assert [dict(f) for _, f in views[0]] == before == [dict(f) for _, f in views[1]]
+    for now in (3 * HOUR, DAY):
+        after = [(p, dict(f)) for p, f in compacted.compute_many(jobs[10:], engine.view, now)]
+        assert after == [(p, dict(f)) for p, f in plain.compute_many(jobs[10:], engine.view, now)]
+    assert (
+        compacted.compute(jobs[0], engine.view, DAY)[0]
+        == plain.compute(jobs[0], engine.view, DAY)[0]
+    )

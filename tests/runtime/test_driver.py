@@ -12,7 +12,8 @@ import pytest
 from phalanx.config.clusterspec import regular_cluster
 from phalanx.domain.jobspec import JobSpec
 from phalanx.domain.time import HOUR, MINUTE
-from phalanx.engine import Engine, Event, Launch, Submit
+from phalanx.engine import Engine, Event, Launch, Submit, TimerFired
+from phalanx.engine.timers import is_stale
 from phalanx.live.journal import SqliteJournal
 from phalanx.policies.catalog import profile
 from phalanx.runtime import (
@@ -204,3 +205,36 @@ def test_commands_need_an_executor() -> None:
     driver.deliver(Submit(0, JobSpec(gpus_per_task=1)))
     with pytest.raises(RuntimeError, match="no executor attached to carry out Launch"):
         driver.run_due()
+
+
+@pytest.mark.parametrize("policy", ["slurm", "phalanx"])
+def test_compacting_after_every_step_changes_no_decision(policy: str) -> None:
+    """Runs that end before their time limit leave their limit timers behind; ``compact``
+    drops them (and the priority rows of jobs gone), and the decision log is the one of the
+    loop that keeps them all."""
+    # And runs that reach their limit, whose limit timers must stay.
+    over = [
+        TraceJob(
+            i * 13 * MINUTE, JobSpec(name=f"over{i}", gpus_per_task=2, time_limit=HOUR), 2 * HOUR
+        )
+        for i in range(40)
+    ]
+    workload = sorted(_workload() + over, key=lambda tj: tj.submit)
+    whole, _ = _run_live(policy, workload)
+    assert sum(type(e).__name__ == "TimedOut" for e in whole.decisions.entries) >= 40
+    clock = FakeClock()
+    engine = Engine(regular_cluster(16, 8, 4), profile(policy))
+    loop = Driver(engine, clock)
+    runtimes = {i + 1: tj.runtime for i, tj in enumerate(workload)}
+    loop.attach(FakeExecutor(loop.report, runtimes, launch_latency_ms=2_000, cleanup_ms=1_000))
+    for tj in workload:
+        loop.accept([Submit(tj.submit, tj.spec)])
+    dropped = 0
+    while (due := loop.next_due()) is not None:
+        clock.set(due)
+        loop.run_due()
+        dropped += loop.compact()
+        timers = [e[3].key for e in loop.checkpoint().heap if isinstance(e[3], TimerFired)]
+        assert not any(is_stale(key, engine.jobs) for key in timers)
+    assert dropped > 100
+    assert engine.decisions.entries == whole.decisions.entries

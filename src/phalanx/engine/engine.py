@@ -242,7 +242,7 @@ class Engine:
         tasks: Sequence[int | None] = spec.array.task_ids if spec.array else (None,)
         base = self._next_id
         if key:
-            self.request_ids.remember(key, list(range(base, base + len(tasks))))
+            self.request_ids.remember(key, base, len(tasks))
         for task in tasks:
             job = self._new_job(spec)
             if task is not None:

@@ -7,9 +7,12 @@ Timers are never journaled: a replay of the inputs sets them again.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 
+from phalanx.domain.state import JobState
 from phalanx.domain.time import SECOND, Duration
+from phalanx.sched.job import Job
 
 __all__ = [
     "DEFAULT_TIME_LIMIT",
@@ -24,6 +27,7 @@ __all__ = [
     "RecalcTimer",
     "TimerKey",
     "WakeTimer",
+    "is_stale",
 ]
 
 DEFAULT_TIME_LIMIT: Duration = 365 * 24 * 3600 * SECOND
@@ -75,3 +79,16 @@ TimerKey = PassTimer | WakeTimer | RecalcTimer | LimitTimer | KillTimer | BeginT
 PASS = PassTimer()
 WAKE = WakeTimer()
 RECALC = RecalcTimer()
+
+
+_ALIVE = (JobState.RUNNING, JobState.SUSPENDED)
+
+
+def is_stale(key: TimerKey, jobs: Mapping[int, Job]) -> bool:
+    """Whether the timer, whenever it fires, can change nothing: a limit or kill timer of a
+    run that is over. A run never comes back: a job becomes RUNNING only by a new start,
+    which takes the next run number (SUSPENDED resumes the same run, so it is not over)."""
+    if type(key) is LimitTimer or type(key) is KillTimer:
+        job = jobs.get(key.job_id)
+        return job is None or job.run != key.run or job.state not in _ALIVE
+    return False

@@ -129,10 +129,9 @@ class Controller(ArchivedJobs):
         """Restore the last snapshot, replay the journal after it; return the inputs read."""
         self.fleet.replaying = True
         try:
-            tail = self.snapshots.restore()
-            self.engine = self.loop.engine
-            self.recovered = self.loop.replay(self.clock.now(), tail)
+            self.recovered = self.snapshots.recover(self.clock.now())
         finally:
+            self.engine = self.loop.engine
             running = self.engine.jobs.values()
             self.fleet.finish_replay((j.id, j.run) for j in running if j.state is JobState.RUNNING)
         self._index_arrays()

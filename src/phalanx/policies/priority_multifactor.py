@@ -198,3 +198,7 @@ class MultifactorPriority:
         if self._admission is not None and ctx.cluster.queues.cluster_queues:
             return self._admission.nonborrowing_first(jobs, ctx)
         return jobs  # the queue's own order
+
+    def compact(self) -> None:
+        """``Compacts``: the rows of jobs in no calculation since the last are given up."""
+        self._rows.compact()

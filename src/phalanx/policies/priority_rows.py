@@ -95,6 +95,12 @@ class FactorRows:
         if need > len(self.gen):
             self._resize(list(self.row_of.items()), max(need, 2 * len(self.gen)))
 
+    def compact(self) -> None:
+        """Give up now the rows ``_make_room`` gives up when the columns are full: saved
+        state then holds the rows of the queue, not those of every job seen since the last
+        compaction (no value changes: see ``_make_room``)."""
+        self._make_room()
+
     def _make_room(self) -> int:
         """Give up the rows not confirmed in the last calculation (their views keep their
         values; the engine queues no job without computing it, so none of them is queued),

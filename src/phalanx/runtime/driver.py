@@ -40,6 +40,7 @@ from phalanx.engine import (
     WakeAt,
 )
 from phalanx.engine.ordering import order_of, timer_order
+from phalanx.engine.timers import is_stale
 from phalanx.runtime.clock import Clock
 from phalanx.runtime.ports import Executor, Journal, MemoryJournal, Observer
 
@@ -259,6 +260,29 @@ class Driver:
         self._accepted_until = saved.accepted_until
         self._unhandled_ids = saved.unhandled_ids
         self.handled = saved.handled
+
+    def compact(self) -> int:
+        """Drop, between two events, what can no longer change a decision: the timers that
+        are stale (``is_stale``: those of runs that are over, which a job that ran for less than
+        its time limit leaves behind: with a year's limit they would pile up for a year),
+        and what the engine's plugins give up (``Points.compact``). A dropped timer would
+        have done nothing, so this driver, and one restored from a checkpoint taken now,
+        decide as if nothing was dropped. Return the timers dropped."""
+        heap = self._heap
+        jobs = self.engine.jobs
+        kept = []
+        for entry in heap:
+            event = entry[3]
+            if type(event) is not TimerFired or not is_stale(event.key, jobs):
+                kept.append(entry)
+        dropped = len(heap) - len(kept)
+        if dropped:
+            # Entries are unique (seq), so any heap of them pops in the same order.
+            heapq.heapify(kept)
+            heap[:] = kept
+        # What the engine's plugins keep only as a cache (``Compacts``) changes nothing either.
+        self.engine.points.compact()
+        return dropped
 
     def settle(self) -> int:
         """Handle every input accepted so far (and what falls due before it), even if the

@@ -17,7 +17,7 @@ point (``phalanx.sched.profile``). Expected outcomes are ``Status`` values, neve
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
 from phalanx.domain.time import Instant
 from phalanx.sched.capacity import Allocation, Capacity
@@ -28,6 +28,7 @@ from phalanx.sched.shape import Shape
 from phalanx.sched.status import Status
 
 __all__ = [
+    "Compacts",
     "FilterPlugin",
     "PermitPlugin",
     "PostFilterPlugin",
@@ -38,6 +39,16 @@ __all__ = [
     "ReservePlugin",
     "ScorePlugin",
 ]
+
+
+@runtime_checkable
+class Compacts(Protocol):
+    """A plugin, at any point, that keeps state it can compute again (a cache; rows of jobs
+    long gone) may give it up: ``compact`` is called between two events, before the engine's
+    state is saved (``phalanx.live.snapshot``), and must change no decision and no answer, so
+    that a state saved after it and restored decides as the one that goes on."""
+
+    def compact(self) -> None: ...
 
 
 class QueueSortPlugin(Protocol):

@@ -6,6 +6,7 @@ from typing import Any
 
 from phalanx.policies.catalog import REGISTRY
 from phalanx.sched.points import (
+    Compacts,
     FilterPlugin,
     PermitPlugin,
     PostFilterPlugin,
@@ -42,3 +43,13 @@ class Points:
         self.score_id = profile.score
         self.params = profile.plugin_params
         self.pods = profile.members == "pods"
+
+    def compact(self) -> None:
+        """``compact`` every plugin that can (``Compacts``)."""
+        plugins = (
+            self.queue_sort, *self.pre_filter, *self.filter, self.score, *self.reserve,
+            self.permit, self.post_filter, self.reservation,
+        )  # fmt: skip
+        for plugin in plugins:
+            if isinstance(plugin, Compacts):
+                plugin.compact()
