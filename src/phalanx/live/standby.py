@@ -28,10 +28,12 @@ from phalanx.live.journal import READ_BATCH, StoreJournal
 if TYPE_CHECKING:
     from phalanx.live.controller import Controller
 
-__all__ = ["ACCOUNT_AGAIN", "Follower"]
+__all__ = ["ACCOUNT_AGAIN", "COMPACT_EVERY", "Follower"]
 
 log = logging.getLogger("phalanx.controller")
 
+COMPACT_EVERY = 5_000
+"""Inputs followed between two compactions of the standby's queue (``Driver.compact``)."""
 ACCOUNT_AGAIN: Duration = 60 * SECOND
 """At a takeover, the records of the jobs that ended this long before it are stored again."""
 
@@ -46,6 +48,7 @@ class Follower:
         """The journal position of the last input handed to the engine."""
         self.inputs = 0
         """Inputs read since the snapshot."""
+        self._uncompacted = 0
 
     def start(self) -> int:
         """Restore the last snapshot and follow from there; return the inputs read."""
@@ -69,6 +72,11 @@ class Follower:
         if read:
             ctl.book()
             self.inputs += read
+            self._uncompacted += read
+            if self._uncompacted >= COMPACT_EVERY:
+                # As the leader does at each snapshot: timers of runs that are over go.
+                ctl.loop.compact()
+                self._uncompacted = 0
         return read
 
     def take_over(self) -> int:
