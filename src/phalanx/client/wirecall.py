@@ -179,7 +179,8 @@ class WireCaller:
             except Broken as exc:
                 raise ControllerUnreachable(self.address.describe(), str(exc)) from None
             answer = _decode(raw)
-            if status == 503 and isinstance(answer, dict) and "leader" in answer:
+            serving = path == "/v1/ping"  # a ping's 503 says the role: an answer, kept
+            if status == 503 and isinstance(answer, dict) and "leader" in answer and not serving:
                 # Starting (recovering), or standing by: no controller serves here now.
                 raise ControllerUnreachable(self.address.describe(), str(answer.get("error")))
             return status, answer
