@@ -20,7 +20,9 @@ import contextlib
 import logging
 import os
 import sys
+import threading
 import time
+from collections.abc import Callable
 from typing import Protocol
 
 from phalanx.api.gate import Gate
@@ -74,6 +76,7 @@ class Roles:
         self.start_again = False
         """Set when this process must start again (deposed, or its store lost)."""
         self._loop_task: asyncio.Task[None] | None = None
+        self._stopping = threading.Event()
 
     async def run(self) -> None:
         try:
@@ -101,12 +104,19 @@ class Roles:
         self._confirmed(time.monotonic())
         self.gate.lead()
         self._loop_task = asyncio.create_task(self.controller.run())
-        while True:
-            await asyncio.sleep(CHECK_S)
-            began = time.monotonic()
-            if not await asyncio.to_thread(self.leadership.still_leads):
-                break
-            self._confirmed(began)
+        # The checks run in a thread of their own: a request that holds the event loop for
+        # a while (a batch of thousands of jobs) must not let the lease lapse meanwhile.
+        deposed = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        watch = threading.Thread(
+            target=self._watch, args=(lambda: loop.call_soon_threadsafe(deposed.set),),
+            name="lead-check", daemon=True,
+        )  # fmt: skip
+        watch.start()
+        try:
+            await deposed.wait()
+        finally:
+            self._stopping.set()
         self.start_again = True
         self.leading = False
         self.gate.close()
@@ -152,6 +162,16 @@ class Roles:
                 return
             self.gate.leader = self.leadership.leader()
 
+    def _watch(self, on_deposed: Callable[[], None]) -> None:
+        """Check the lead every ``CHECK_S`` until it is lost (then ``on_deposed``) or the
+        role ends. The lock's connection is this thread's alone from here on."""
+        while not self._stopping.wait(CHECK_S):
+            began = time.monotonic()
+            if not self.leadership.still_leads():
+                on_deposed()
+                return
+            self._confirmed(began)
+
     def _confirmed(self, began: float) -> None:
         """The lead was confirmed by a check that began at ``began``."""
         if self.store.fence is not None:  # the embedded store has one controller: no lease
@@ -171,6 +191,7 @@ class Roles:
 
     async def stop(self, task: asyncio.Task[None]) -> None:
         """End the role (the controller was told to stop): wait for its loop."""
+        self._stopping.set()
         task.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await task
