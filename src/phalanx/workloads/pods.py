@@ -124,7 +124,7 @@ def pod_status(pod: Mapping[str, Any], job: EngineJob | None, now: Instant) -> d
     conditions: list[dict[str, Any]] = status.setdefault("conditions", [])
     if job is None or job.state in _WAITING:
         status["phase"] = "Pending"
-        if job is not None:
+        if job is not None and job.reason not in ("", "None"):  # None: not looked at yet
             set_condition(conditions, "PodScheduled", False, "Unschedulable", _why(job), now)
         return status
     meta = pod.get("metadata") or {}
