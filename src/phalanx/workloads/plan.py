@@ -23,6 +23,7 @@ __all__ = [
     "ANNOTATION_KEY",
     "ANNOTATION_LOG",
     "ANNOTATION_RANK",
+    "ANNOTATION_RESTARTS",
     "Context",
     "EngineJob",
     "NameSource",
@@ -38,6 +39,8 @@ ANNOTATION_RANK = "phalanx.io/rank"
 """On a pod: its task's rank in that engine job."""
 ANNOTATION_KEY = "phalanx.io/submission"
 """On a pod: the idempotency key of the submission that runs it."""
+ANNOTATION_RESTARTS = "phalanx.io/restarts"
+"""On a pod: how many times its gang was started again before this run (its restartCount)."""
 ANNOTATION_LOG = "phalanx.io/log"
 """On a pod: the file its container's stdout and stderr go to (``kubectl logs``)."""
 

@@ -18,7 +18,12 @@ from phalanx.domain.state import JobState
 from phalanx.domain.time import Instant
 from phalanx.workloads.conditions import condition, set_condition
 from phalanx.workloads.events import event
-from phalanx.workloads.plan import ANNOTATION_JOB_ID, ANNOTATION_RANK, EngineJob
+from phalanx.workloads.plan import (
+    ANNOTATION_JOB_ID,
+    ANNOTATION_RANK,
+    ANNOTATION_RESTARTS,
+    EngineJob,
+)
 from phalanx.workloads.podspec import LOCALHOST
 from phalanx.workloads.timestamps import rfc3339
 
@@ -140,7 +145,8 @@ def pod_status(pod: Mapping[str, Any], job: EngineJob | None, now: Instant) -> d
         "image": container.get("image", ""),
         "imageID": "",
         "containerID": f"phalanx://{job.id}.{rank}",
-        "restartCount": job.restarts,
+        "restartCount": job.restarts
+        + int((meta.get("annotations") or {}).get(ANNOTATION_RESTARTS, 0)),
     }
     set_condition(conditions, "PodScheduled", True, "", "", now)
     if job.state in _RUNNING:
