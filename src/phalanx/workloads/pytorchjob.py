@@ -199,7 +199,7 @@ def reconcile(
         )
 
     # 1. the pods as their engine job leaves them
-    current: list[Mapping[str, Any]] = []
+    seen: list[Mapping[str, Any]] = []
     job: EngineJob | None = None
     for pod in sorted(
         pods,
@@ -215,7 +215,8 @@ def reconcile(
             plan.update.append(new)
             pod = new
         plan.events.extend(events)
-        current.append(pod)
+        seen.append(pod)
+    current: Sequence[Mapping[str, Any]] = seen
     attempt = max(
         (
             int(((p.get("metadata") or {}).get("annotations") or {}).get(ANNOTATION_RESTARTS, 0))
@@ -268,7 +269,7 @@ def _run(
     conditions: list[dict[str, Any]],
     now: Instant,
     ctx: Context,
-) -> list[Mapping[str, Any]]:
+) -> Sequence[Mapping[str, Any]]:
     name = str((obj.get("metadata") or {}).get("name", ""))
     if is_true(conditions, "Suspended"):
         message = f"{KIND} {name} is resumed."
@@ -283,7 +284,7 @@ def _run(
 
     # 2. no pods yet: the whole gang, one submission
     if not current:
-        fresh: list[Mapping[str, Any]] = [
+        fresh: list[dict[str, Any]] = [
             _pod(obj, shape, m, attempt, now, ctx) for m in members(obj, shape)
         ]
         try:
@@ -377,7 +378,7 @@ def _run(
                     component=CONTROLLER,
                 )
             )
-            again: list[Mapping[str, Any]] = [
+            again: list[dict[str, Any]] = [
                 _pod(obj, shape, m, attempt + 1, now, ctx) for m in members(obj, shape)
             ]
             plan.update = list(again)  # fresh pods supersede their refreshed old selves
