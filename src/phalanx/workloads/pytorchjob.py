@@ -262,7 +262,7 @@ def _run(
     plan: Plan,
     obj: Mapping[str, Any],
     shape: TrainingShape,
-    current: list[Mapping[str, Any]],
+    current: Sequence[Mapping[str, Any]],
     job: EngineJob | None,
     attempt: int,
     status: dict[str, Any],
