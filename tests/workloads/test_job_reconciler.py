@@ -9,7 +9,7 @@ import pytest
 
 from phalanx.domain.state import JobState
 from phalanx.domain.time import SECOND
-from phalanx.testing.workloads import Bench, sequence_names
+from phalanx.testing.workloads import Bench
 from phalanx.workloads import job as kjob
 from phalanx.workloads.plan import ANNOTATION_LOG, Context
 from phalanx.workloads.timestamps import rfc3339
@@ -47,16 +47,15 @@ def make_job(**spec: Any) -> dict[str, Any]:
 
 
 def step(bench: Bench, now: int, ctx: Context = CTX) -> kjob.Plan:
-    plan = kjob.reconcile(bench.obj, list(bench.pods.values()), bench.engine(), now, ctx,
-                          bench.names)
+    plan = kjob.reconcile(
+        bench.obj, list(bench.pods.values()), bench.engine(), now, ctx, bench.names
+    )
     bench.apply(plan)
     return plan
 
 
 def bench_for(obj: dict[str, Any]) -> Bench:
-    bench = Bench(obj)
-    bench.names = sequence_names()  # type: ignore[attr-defined]
-    return bench
+    return Bench(obj)
 
 
 def test_creates_parallelism_pods_with_labels_owner_and_submissions() -> None:
@@ -68,16 +67,28 @@ def test_creates_parallelism_pods_with_labels_owner_and_submissions() -> None:
     assert labels["batch.kubernetes.io/job-name"] == labels["job-name"] == "pi"
     assert labels["batch.kubernetes.io/controller-uid"] == labels["controller-uid"] == "uid-1"
     (owner,) = pod["metadata"]["ownerReferences"]
-    assert owner == {"apiVersion": "batch/v1", "kind": "Job", "name": "pi", "uid": "uid-1",
-                     "controller": True, "blockOwnerDeletion": True}
+    assert owner == {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "name": "pi",
+        "uid": "uid-1",
+        "controller": True,
+        "blockOwnerDeletion": True,
+    }
     assert pod["metadata"]["annotations"][ANNOTATION_LOG] == "/logs/team-a/pi-p0000.log"
     assert pod["status"]["phase"] == "Pending"
-    assert any(c["type"] == "phalanx.io/RunsOnHost" and "busybox" in c["message"]
-               for c in pod["status"]["conditions"])
+    assert any(
+        c["type"] == "phalanx.io/RunsOnHost" and "busybox" in c["message"]
+        for c in pod["status"]["conditions"]
+    )
     spec = plan.submit[0].spec
     assert spec.command == ("/bin/sh", "-c", "echo hi")
     assert (spec.user, spec.account, spec.cpus_per_task, spec.mem_per_node_mb) == (
-        "alice", "team-a", 1, 200)
+        "alice",
+        "team-a",
+        1,
+        200,
+    )
     assert ("kueue.x-k8s.io/queue-name", "user-queue") in spec.extra
     assert spec.output == "/logs/team-a/pi-p0000.log" and spec.workdir == "/work"
     assert plan.submit[0].key == "kube/uid-1/pi-p0000"
@@ -91,7 +102,7 @@ def test_creates_parallelism_pods_with_labels_owner_and_submissions() -> None:
 def test_runs_to_completion_with_counts_conditions_and_events() -> None:
     bench = bench_for(make_job(parallelism=2, completions=3))
     step(bench, T0)
-    first, second = sorted(bench.pods)
+    first, _second = sorted(bench.pods)
     bench.move(bench.job_of(first), JobState.RUNNING, T0 + 10)
     plan = step(bench, T0 + 10)
     assert bench.phases()[first] == "Running"
@@ -114,8 +125,10 @@ def test_runs_to_completion_with_counts_conditions_and_events() -> None:
     assert status["succeeded"] == 3 and "active" not in status
     assert status["completionTime"] == rfc3339(T0 + 40)
     kinds = [(c["type"], c["status"], c["reason"]) for c in status["conditions"]]
-    assert kinds == [("SuccessCriteriaMet", "True", "CompletionsReached"),
-                     ("Complete", "True", "CompletionsReached")]
+    assert kinds == [
+        ("SuccessCriteriaMet", "True", "CompletionsReached"),
+        ("Complete", "True", "CompletionsReached"),
+    ]
     assert "Completed" in [e["reason"] for e in plan.events]
     assert step(bench, T0 + 50).status is None  # settled: nothing more to write
 
@@ -139,8 +152,9 @@ def test_backoff_limit_fails_the_job_and_stops_the_rest() -> None:
     assert status["conditions"][1]["reason"] == "BackoffLimitExceeded"
     assert "completionTime" not in status
     assert plan.cancel and plan.delete  # the pod still pending is stopped
-    assert any(e["reason"] == "BackoffLimitExceeded" and e["type"] == "Warning"
-               for e in plan.events)
+    assert any(
+        e["reason"] == "BackoffLimitExceeded" and e["type"] == "Warning" for e in plan.events
+    )
 
 
 def test_active_deadline_fails_with_deadline_exceeded() -> None:
@@ -193,7 +207,7 @@ def test_suspend_makes_no_pods_and_resuming_creates_them() -> None:
     assert len(plan.create) == 2
     cond = bench.obj["status"]["conditions"][0]
     assert (cond["status"], cond["reason"]) == ("False", "JobResumed")
-    assert [e["reason"] for e in plan.events][0] == "Resumed"
+    assert next(e["reason"] for e in plan.events) == "Resumed"
     bench.obj["spec"]["suspend"] = True
     running = sorted(bench.pods)
     ids = sorted(bench.job_of(n) for n in running)
@@ -231,15 +245,19 @@ def test_pending_pod_says_why_and_when() -> None:
     bench = bench_for(make_job())
     step(bench, T0)
     (name,) = bench.pods
-    bench.move(bench.job_of(name), JobState.PENDING, T0, reason="Resources",
-               expected_start=T0 + 60_000)
+    bench.move(
+        bench.job_of(name), JobState.PENDING, T0, reason="Resources", expected_start=T0 + 60_000
+    )
     plan = step(bench, T0 + 1)
     cond = next(c for c in bench.pods[name]["status"]["conditions"] if c["type"] == "PodScheduled")
     assert (cond["status"], cond["reason"]) == ("False", "Unschedulable")
     assert cond["message"] == f"Resources; expected to start at {rfc3339(T0 + 60_000)}"
     (ev,) = plan.events
     assert (ev["reason"], ev["type"], ev["source"]["component"]) == (
-        "FailedScheduling", "Warning", "default-scheduler")
+        "FailedScheduling",
+        "Warning",
+        "default-scheduler",
+    )
     assert step(bench, T0 + 2).events == []  # the same reason is not told twice
 
 
@@ -248,8 +266,9 @@ def test_resubmits_a_pod_whose_submission_was_lost_under_the_same_key() -> None:
     plan = step(bench, T0)
     (name,) = bench.pods
     del bench.pods[name]["metadata"]["annotations"]["phalanx.io/job-id"]
-    again = kjob.reconcile(bench.obj, list(bench.pods.values()), bench.engine(), T0 + 1, CTX,
-                           bench.names)
+    again = kjob.reconcile(
+        bench.obj, list(bench.pods.values()), bench.engine(), T0 + 1, CTX, bench.names
+    )
     assert [s.key for s in again.submit] == [plan.submit[0].key]
     assert not again.create
 

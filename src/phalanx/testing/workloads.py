@@ -40,6 +40,7 @@ class Bench:
         self.events: list[Obj] = []
         self.deleted = False
         self._ids = itertools.count(1)
+        self.names = sequence_names()
 
     def engine(self) -> Mapping[int, EngineJob]:
         return dict(self.jobs)
