@@ -52,14 +52,16 @@ def make(parallelism: int, completions: int | None, indexed: bool, backoff: int)
     completions=st.one_of(st.none(), st.integers(1, 6)),
     indexed=st.booleans(),
     backoff=st.integers(0, 4),
-    moves=st.lists(st.tuples(st.integers(0, 30), MOVES), max_size=40),
+    moves=st.lists(
+        st.lists(st.tuples(st.integers(0, 30), MOVES), min_size=1, max_size=3), max_size=30
+    ),
 )
 def test_status_matches_pods(
     parallelism: int,
     completions: int | None,
     indexed: bool,
     backoff: int,
-    moves: list[tuple[int, JobState]],
+    moves: list[list[tuple[int, JobState]]],
 ) -> None:
     if indexed and completions is None:
         completions = parallelism
@@ -82,6 +84,7 @@ def test_status_matches_pods(
         assert status.get("ready", 0) == phases.count("Running")
         if completions is not None:
             assert phases.count("Succeeded") <= completions
+            assert active <= completions - phases.count("Succeeded")
         if indexed:
             done = [p for p in bench.pods.values() if p["status"]["phase"] == "Succeeded"]
             idx = [
@@ -91,10 +94,12 @@ def test_status_matches_pods(
             assert len(idx) == len(set(idx))  # an index succeeds once
 
     step()
-    for pick, state in moves:
+    for batch in moves:  # engine changes that happen between two reconciles
         now += 1000
         live = [n for n, p in sorted(bench.phases().items()) if p in ("Pending", "Running")]
-        if live:
+        for pick, state in batch:
+            if not live:
+                break
             job_id = bench.job_of(live[pick % len(live)])
             current = bench.jobs[job_id].state
             if current in (JobState.PENDING, JobState.RUNNING):
