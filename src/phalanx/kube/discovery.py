@@ -52,14 +52,9 @@ def api_versions() -> dict[str, Any]:
 
 
 def _group(group: str, versions: list[str]) -> dict[str, Any]:
+    # The preferred version comes first (kinds lists each kind's preferred version first).
     gvs = [{"groupVersion": f"{group}/{v}", "version": v} for v in versions]
-    # The preferred version is the most stable one: v1 over v1beta1 over v1alpha1.
-    preferred = sorted(gvs, key=lambda gv: _stability(gv["version"]))[0]
-    return {"name": group, "versions": gvs, "preferredVersion": preferred}
-
-
-def _stability(v: str) -> tuple[int, str]:
-    return (2 if "alpha" in v else 1 if "beta" in v else 0, v)
+    return {"name": group, "versions": gvs, "preferredVersion": gvs[0]}
 
 
 def api_group_list() -> dict[str, Any]:
@@ -72,7 +67,7 @@ def api_group_list() -> dict[str, Any]:
 
 
 def _served(group: str, version_: str) -> list[Kind]:
-    return [k for k in kinds.KINDS if k.group == group and k.version == version_]
+    return [k for k in kinds.KINDS if k.group == group and version_ in k.versions]
 
 
 def resource_list(group: str, version_: str) -> dict[str, Any] | None:
@@ -112,8 +107,8 @@ def resource_list(group: str, version_: str) -> dict[str, Any] | None:
     }
 
 
-def _discovered(k: Kind) -> dict[str, Any]:
-    kind_ref = {"group": k.group, "version": k.version, "kind": k.kind}
+def _discovered(k: Kind, version_: str) -> dict[str, Any]:
+    kind_ref = {"group": k.group, "version": version_, "kind": k.kind}
     entry: dict[str, Any] = {
         "resource": k.plural,
         "responseKind": kind_ref,
@@ -139,17 +134,16 @@ def aggregated(core: bool) -> dict[str, Any]:
     for group, versions in kinds.groups():
         if (group == "") != core:
             continue
-        ordered = sorted(versions, key=_stability)
         items.append(
             {
                 "metadata": {"name": group} if group else {},
                 "versions": [
                     {
                         "version": v,
-                        "resources": [_discovered(k) for k in _served(group, v)],
+                        "resources": [_discovered(k, v) for k in _served(group, v)],
                         "freshness": "Current",
                     }
-                    for v in ordered
+                    for v in versions
                 ],
             }
         )

@@ -29,6 +29,17 @@ class Kind:
     categories: tuple[str, ...] = ()
     verbs: tuple[str, ...] = ALL_VERBS
     subresources: tuple[str, ...] = ("status",)
+    also: tuple[str, ...] = ()
+    """Further versions served (objects are kept as written; read through another version,
+    only ``apiVersion`` changes: no field conversion)."""
+
+    @property
+    def versions(self) -> tuple[str, ...]:
+        """Every version served, the preferred one first."""
+        return (self.version, *self.also)
+
+    def api_version_of(self, version: str) -> str:
+        return f"{self.group}/{version}" if self.group else version
 
     @property
     def api_version(self) -> str:
@@ -63,6 +74,7 @@ def _k(
     cat: tuple[str, ...] = (),
     status: bool = True,
     verbs: tuple[str, ...] = ALL_VERBS,
+    also: tuple[str, ...] = (),
 ) -> Kind:
     group, _, version = api_version.rpartition("/")
     return Kind(
@@ -76,9 +88,11 @@ def _k(
         categories=cat,
         verbs=verbs,
         subresources=("status",) if status else (),
+        also=also,
     )
 
 
+_KUEUE_OLD = ("v1beta1",)
 _NS_VERBS = ("create", "delete", "get", "list", "patch", "update", "watch")
 
 KINDS: tuple[Kind, ...] = (
@@ -125,30 +139,46 @@ KINDS: tuple[Kind, ...] = (
         short=("q", "queue-v1beta1"),
     ),
     _k("jobset.x-k8s.io/v1alpha2", "JobSet", "jobsets"),
+    # Kueue serves v1beta2 (its examples' version) and v1beta1; Cohort also v1alpha1.
     _k(
-        "kueue.x-k8s.io/v1beta1",
+        "kueue.x-k8s.io/v1beta2",
         "ResourceFlavor",
         "resourceflavors",
         cluster=True,
         short=("flavor", "flavors", "rf"),
         status=False,
+        also=_KUEUE_OLD,
     ),
-    _k("kueue.x-k8s.io/v1beta1", "ClusterQueue", "clusterqueues", cluster=True, short=("cq",)),
-    _k("kueue.x-k8s.io/v1beta1", "LocalQueue", "localqueues", short=("queue", "queues", "lq")),
     _k(
-        "kueue.x-k8s.io/v1beta1",
+        "kueue.x-k8s.io/v1beta2",
+        "ClusterQueue",
+        "clusterqueues",
+        cluster=True,
+        short=("cq",),
+        also=_KUEUE_OLD,
+    ),
+    _k(
+        "kueue.x-k8s.io/v1beta2",
+        "LocalQueue",
+        "localqueues",
+        short=("queue", "queues", "lq"),
+        also=_KUEUE_OLD,
+    ),
+    _k(
+        "kueue.x-k8s.io/v1beta2",
         "WorkloadPriorityClass",
         "workloadpriorityclasses",
         cluster=True,
         status=False,
+        also=_KUEUE_OLD,
     ),
-    _k("kueue.x-k8s.io/v1beta1", "Workload", "workloads", short=("wl",)),
-    _k("kueue.x-k8s.io/v1alpha1", "Cohort", "cohorts", cluster=True),
+    _k("kueue.x-k8s.io/v1beta2", "Workload", "workloads", short=("wl",), also=_KUEUE_OLD),
+    _k("kueue.x-k8s.io/v1beta2", "Cohort", "cohorts", cluster=True, also=(*_KUEUE_OLD, "v1alpha1")),
 )
 
 _BY_RESOURCE = {k.resource: k for k in KINDS}
 _BY_KIND = {(k.group, k.kind): k for k in KINDS}
-_BY_PATH = {(k.group, k.version, k.plural): k for k in KINDS}
+_BY_PATH = {(k.group, v, k.plural): k for k in KINDS for v in k.versions}
 
 
 def by_resource(group: str, plural: str) -> Kind | None:
@@ -160,7 +190,7 @@ def by_kind(api_version: str, kind: str) -> Kind | None:
     """The kind of an object with this ``apiVersion`` and ``kind`` (None: not served)."""
     group, _, version = api_version.rpartition("/")
     found = _BY_KIND.get((group, kind))
-    return found if found is not None and found.version == version else None
+    return found if found is not None and version in found.versions else None
 
 
 def lookup(group: str, version: str, plural: str) -> Kind | None:
@@ -173,6 +203,7 @@ def groups() -> Iterator[tuple[str, list[str]]]:
     seen: dict[str, list[str]] = {}
     for k in KINDS:
         versions = seen.setdefault(k.group, [])
-        if k.version not in versions:
-            versions.append(k.version)
+        for v in k.versions:
+            if v not in versions:
+                versions.append(v)
     yield from seen.items()

@@ -43,6 +43,18 @@ class Request:
     table: bool = False
     user: str = ""
     warnings: list[str] = field(default_factory=list)
+    version: str = ""
+    """The version in the URL (default: the kind's preferred one)."""
+
+    @property
+    def api_version(self) -> str:
+        return self.kind.api_version_of(self.version or self.kind.version)
+
+    def as_served(self, obj: dict[str, Any]) -> dict[str, Any]:
+        """``obj`` with the apiVersion of this request (a shallow copy where it differs)."""
+        if obj.get("apiVersion") == self.api_version:
+            return obj
+        return {**obj, "apiVersion": self.api_version}
 
 
 def _flag(query: Mapping[str, str], name: str) -> bool:
@@ -93,9 +105,10 @@ class Resources:
 
     def get(self, req: Request) -> dict[str, Any]:
         assert req.name is not None
-        obj = self.store.get(req.kind.resource, req.namespace, req.name)
-        if obj is None:
+        found = self.store.get(req.kind.resource, req.namespace, req.name)
+        if found is None:
             raise NotFound(req.kind.resource, req.name)
+        obj = req.as_served(found)
         if req.table:
             return table(
                 req.kind,
@@ -109,7 +122,12 @@ class Resources:
     def list(self, req: Request) -> dict[str, Any]:
         kind = req.kind
         rv = self.store.resource_version
-        items = self.store.list(kind.resource, req.namespace, match=self.selector(req), copy=False)
+        items = [
+            req.as_served(o)
+            for o in self.store.list(
+                kind.resource, req.namespace, match=self.selector(req), copy=False
+            )
+        ]
         limit = int(req.query.get("limit") or 0)
         cont = req.query.get("continue")
         if cont:
@@ -142,7 +160,7 @@ class Resources:
                 meta["remainingItemCount"] = remaining
         return {
             "kind": f"{kind.kind}List",
-            "apiVersion": kind.api_version,
+            "apiVersion": req.api_version,
             "metadata": meta,
             "items": items,
         }
@@ -157,13 +175,13 @@ class Resources:
                 f"the body of the request is not a {kind.kind} object: "
                 f"json: cannot unmarshal {type(body).__name__} into Go value of type {kind.kind}"
             )
-        body.setdefault("apiVersion", kind.api_version)
+        body.setdefault("apiVersion", req.api_version)
         body.setdefault("kind", kind.kind)
-        if body["apiVersion"] != kind.api_version or body["kind"] != kind.kind:
+        if body["apiVersion"] != req.api_version or body["kind"] != kind.kind:
             raise BadRequest(
                 f"the API version in the data ({body['apiVersion']}) does not match the expected"
-                f" API version ({kind.api_version})"
-                if body["apiVersion"] != kind.api_version
+                f" API version ({req.api_version})"
+                if body["apiVersion"] != req.api_version
                 else f"the kind in the data ({body['kind']}) does not match the expected kind"
                 f" ({kind.kind})"
             )
@@ -237,6 +255,7 @@ class Resources:
                 return self.store.create(obj, dry_run=_dry_run(req.query)), 201
         if current is None:
             raise NotFound(kind.resource, req.name)
+        current["apiVersion"] = req.api_version
         patched = apply_patch(content_type, current, patch, builtin=builtin)
         patched = self._prepare(req, patched)
         self._check_name(req, patched)
@@ -313,7 +332,14 @@ class Resources:
         gone = []
         for obj in doomed:
             meta = obj["metadata"]
-            one = Request(kind, meta.get("namespace") or None, meta["name"], None, req.query)
+            one = Request(
+                kind,
+                meta.get("namespace") or None,
+                meta["name"],
+                None,
+                req.query,
+                version=req.version,
+            )
             try:
                 self.delete(one, options)
             except NotFound:
@@ -321,7 +347,7 @@ class Resources:
             gone.append(copy_obj(obj))
         return {
             "kind": f"{kind.kind}List",
-            "apiVersion": kind.api_version,
+            "apiVersion": req.api_version,
             "metadata": {"resourceVersion": str(self.store.resource_version)},
             "items": gone,
         }

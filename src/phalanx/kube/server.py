@@ -201,7 +201,14 @@ class KubeApp:
         kind, ns, name, sub = self._parse(group, version, rest)
         query = dict(http.query_params)
         req = Request(
-            kind, ns, name, sub, query, table=wants_table(http.headers.get("accept")), user=user[0]
+            kind,
+            ns,
+            name,
+            sub,
+            query,
+            table=wants_table(http.headers.get("accept")),
+            user=user[0],
+            version=version,
         )
         method = http.method
         watch = query.get("watch", "").lower() in ("1", "true")

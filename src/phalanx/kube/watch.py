@@ -40,7 +40,9 @@ def open_watch(api: Resources, req: Request) -> AsyncIterator[bytes]:
         raise BadRequest(f"invalid resource version: {rv_text!r}")
 
     def wanted(obj: dict[str, Any]) -> bool:
-        if obj.get("kind") != kind.kind or obj.get("apiVersion") != kind.api_version:
+        if obj.get("kind") != kind.kind:
+            return False
+        if str(obj.get("apiVersion", "")).rpartition("/")[0] != kind.group:
             return False
         if req.namespace is not None and obj["metadata"].get("namespace") != req.namespace:
             return False
@@ -69,6 +71,8 @@ def open_watch(api: Resources, req: Request) -> AsyncIterator[bytes]:
 
 
 def _frame(api: Resources, req: Request, verb: str, obj: dict[str, Any]) -> bytes:
+    if verb != "BOOKMARK":
+        obj = req.as_served(obj)
     if req.table and verb != "BOOKMARK":
         obj = table(
             req.kind,
@@ -84,7 +88,7 @@ def _bookmark(req: Request, rv: int, *, initial_end: bool = False) -> dict[str, 
     meta: dict[str, Any] = {"resourceVersion": str(rv)}
     if initial_end:
         meta["annotations"] = {"k8s.io/initial-events-end": "true"}
-    return {"kind": req.kind.kind, "apiVersion": req.kind.api_version, "metadata": meta}
+    return {"kind": req.kind.kind, "apiVersion": req.api_version, "metadata": meta}
 
 
 async def _stream(
