@@ -57,9 +57,9 @@ class Bench:
                 self.jobs[job_id] = EngineJob(job_id, JobState.PENDING)
                 self.specs[job_id] = sub
             for rank, name in enumerate(sub.pods):
-                pod = self.pods.get(name)
-                if pod is not None:
-                    notes = pod["metadata"].setdefault("annotations", {})
+                held = self.pods.get(name)
+                if held is not None:
+                    notes = held["metadata"].setdefault("annotations", {})
                     notes[ANNOTATION_JOB_ID] = str(job_id)
                     notes["phalanx.io/rank"] = str(rank)
         for job_id in plan.cancel:
