@@ -361,6 +361,10 @@ class WorkloadRunner:
     def _submit(
         self, key: Key, namespace: str, request: str, spec: JobSpec, pods: Sequence[str]
     ) -> None:
+        # the agents open the pods' output files but make no directories (nor does Slurm)
+        for out in {spec.output, *(t.output for t in spec.tasks)}:
+            if out:
+                Path(out).parent.mkdir(parents=True, exist_ok=True)
         try:
             ids = self.engine.submit([spec], request)
         except PhalanxError as e:
