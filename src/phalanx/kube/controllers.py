@@ -35,6 +35,7 @@ from phalanx.workloads import job as batch_job
 from phalanx.workloads import pytorchjob
 from phalanx.workloads.plan import (
     ANNOTATION_JOB_ID,
+    ANNOTATION_KEY,
     ANNOTATION_LOG,
     ANNOTATION_RANK,
     Context,
@@ -155,7 +156,9 @@ def _owner_of(pod: Mapping[str, Any]) -> Key | None:
 
 class WorkloadRunner:
     """Carries the reconcilers out (module docstring). Runs on the controller's loop
-    thread: ``defer(fn)`` runs ``fn`` soon on it, ``later(seconds, fn)`` after a while."""
+    thread: ``defer(fn)`` runs ``fn`` soon on it; ``later(fn)`` runs ``fn`` once the loop
+    has had time for other work (the controller's pass); None: workloads' statuses and
+    events are written at the end of each drain."""
 
     def __init__(
         self,
@@ -169,6 +172,7 @@ class WorkloadRunner:
         default_user: str = "root",
         address: Callable[[str], str] = lambda _node: LOCALHOST,
         names: Callable[[], str] = _random_name,
+        later: Callable[[Callable[[], None]], Any] | None = None,
     ) -> None:
         self.store = store
         self.engine = engine
@@ -180,12 +184,23 @@ class WorkloadRunner:
         self.address = address
         self.names = names
         self.dirty: set[Key] = set()
+        self.assigned: dict[tuple[str, str], tuple[str, int, int]] = {}
+        """(namespace, pod) -> (submission key, engine job id, rank), kept here rather than
+        written at once: the pod carries them in its annotations from its next write on (a
+        write fewer before it runs; after a restart, the submission again, under its key,
+        answers the same id)."""
         self.owners: dict[int, Key] = {}
         """Engine job id -> the workload whose pods it runs."""
         self.waiting: set[Key] = set()
         """Workloads with pending pods: looked at again on each tick."""
         self.wakes: dict[Key, Instant] = {}
         self._scheduled = False
+        self.later = later
+        self.backlog: dict[Key, Obj] = {}
+        """Workloads' statuses not written yet (the latest of each), and below, events: they
+        wait for ``flush``, so that the writes a pod needs to start and run come first."""
+        self.backlog_events: list[Obj] = []
+        self._flushing = False
         self.reconciles = 0
         self.caller = Caller(0, "root", admin=True)
 
@@ -215,7 +230,9 @@ class WorkloadRunner:
             return
         owner = _owner_of(obj)
         if kind == "DELETED":
-            job_id = engine_id(obj)
+            meta = obj.get("metadata") or {}
+            found = self.assigned.pop((str(meta.get("namespace")), str(meta.get("name"))), None)
+            job_id = engine_id(obj) if found is None else found[1]
             if job_id is not None and owner is not None:
                 self._cancel(job_id)
         if owner is not None:
@@ -264,12 +281,34 @@ class WorkloadRunner:
                 self.reconcile(key)
             except (KubeError, PhalanxError) as e:
                 log.warning("reconciling %s/%s: %s", key[1], key[2], e)
+        if self.later is None:
+            self.flush()
+        elif (self.backlog or self.backlog_events) and not self._flushing:
+            self._flushing = True
+            self.later(self.flush)
+
+    def flush(self) -> None:
+        """Write the workloads' statuses and the events that wait."""
+        self._flushing = False
+        backlog, self.backlog = self.backlog, {}
+        events, self.backlog_events = self.backlog_events, []
+        for (resource, namespace, name), status in sorted(backlog.items()):
+            current = self.store.get(resource, namespace, name)
+            if current is not None and current.get("status") != status:
+                current["status"] = status
+                current["metadata"].pop("resourceVersion", None)
+                self._quietly(self.store.update_status, current)
+        for event in events:
+            self._quietly(self.store.create, event)
 
     def reconcile(self, key: Key) -> Plan | None:
         resource, namespace, name = key
         obj = self.store.get(resource, namespace, name)
         if obj is None:
+            self.backlog.pop(key, None)
             return None
+        if key in self.backlog:
+            obj["status"] = self.backlog[key]  # as it will be written
         uid = (obj.get("metadata") or {}).get("uid")
         pods = [
             p
@@ -279,6 +318,7 @@ class WorkloadRunner:
                 for r in (p.get("metadata") or {}).get("ownerReferences") or ()
             )
         ]
+        stored, pods = pods, [self._with_job(namespace, p) for p in pods]
         ids = {i for p in pods if (i := engine_id(p)) is not None}
         for job_id in ids:
             self.owners[job_id] = key
@@ -294,8 +334,19 @@ class WorkloadRunner:
         else:
             plan = pytorchjob.reconcile(obj, pods, jobs, now, ctx)
         self.reconciles += 1
-        self._carry_out(key, obj, plan)
+        self._carry_out(key, stored, plan)
         return plan
+
+    def _with_job(self, namespace: str, pod: Obj) -> Obj:
+        """``pod`` with its engine job's id and rank, where only this runner knows them."""
+        meta = pod.get("metadata") or {}
+        notes = meta.get("annotations") or {}
+        found = self.assigned.get((namespace, str(meta.get("name"))))
+        if found is None or ANNOTATION_JOB_ID in notes or notes.get(ANNOTATION_KEY) != found[0]:
+            return pod
+        _, job_id, rank = found
+        annotations = {**notes, ANNOTATION_JOB_ID: str(job_id), ANNOTATION_RANK: str(rank)}
+        return {**pod, "metadata": {**meta, "annotations": annotations}}
 
     def _context(self, obj: Obj) -> Context:
         annotations = (obj.get("metadata") or {}).get("annotations") or {}
@@ -316,42 +367,49 @@ class WorkloadRunner:
             max_nodes=len(self.engine.cluster.nodes),
         )
 
-    def _carry_out(self, key: Key, obj: Obj, plan: Plan) -> None:
+    def _carry_out(self, key: Key, pods: Sequence[Obj], plan: Plan) -> None:
+        """The plan, in the order that lets the engine start the pods soonest: pods created
+        (with their status), submissions, pods' new status, then their spec (a node bound),
+        cancels, deletions, the workload's status, events."""
         resource, namespace, name = key
         for pod in plan.create:
-            self._quietly(self.store.create, pod)
-            self._quietly(self.store.update_status, pod)
+            made = self._quietly(self.store.create, pod)
+            if made is not None and made.get("status") != pod.get("status"):
+                self._quietly(self.store.update_status, pod)
+        for sub in plan.submit:
+            self._submit(key, namespace, sub.key, sub.spec, sub.pods)
+        before = {str(p["metadata"]["name"]): p for p in pods}
         for pod in plan.update:
+            pod = self._with_job(namespace, pod)
             pod = {
                 **pod,
                 "metadata": {k: v for k, v in pod["metadata"].items() if k != "resourceVersion"},
             }
-            self._quietly(self.store.update, pod)
             self._quietly(self.store.update_status, pod)
-        for sub in plan.submit:
-            self._submit(key, namespace, sub.key, sub.spec, sub.pods)
+            old = before.get(str(pod["metadata"]["name"]))
+            if (
+                old is None
+                or old.get("spec") != pod.get("spec")
+                or (old["metadata"].get("annotations") != pod["metadata"].get("annotations"))
+            ):
+                self._quietly(self.store.update, pod)
         for job_id in plan.cancel:
             self._cancel(job_id)
         for pod_name in plan.delete:
             self._quietly(self.store.delete, PODS, namespace, pod_name)
+            self.assigned.pop((namespace, pod_name), None)
         if plan.status is not None:
-            current = self.store.get(resource, namespace, name)
-            if current is not None:
-                current["status"] = plan.status
-                current["metadata"].pop("resourceVersion", None)
-                self._quietly(self.store.update_status, current)
-        for event in plan.events:
-            self._quietly(self.store.create, event)
+            self.backlog[key] = plan.status
+        self.backlog_events.extend(plan.events)
         if plan.wake_at is not None:
             self.wakes[key] = plan.wake_at
-        pending = any(
-            (p.get("status") or {}).get("phase") == "Pending" for p in [*plan.create, *plan.update]
-        ) or any(
+        latest = {**before, **{str(p["metadata"]["name"]): p for p in [*plan.create, *plan.update]}}
+        gone = set(plan.delete)
+        if any(
             (p.get("status") or {}).get("phase") == "Pending"
-            for p in self.store.list(PODS, namespace)
-            if _owner_of(p) == key
-        )
-        if pending:
+            for n, p in latest.items()
+            if n not in gone
+        ):
             self.waiting.add(key)
         else:
             self.waiting.discard(key)
@@ -393,26 +451,18 @@ class WorkloadRunner:
         job_id = ids[0][0]
         self.owners[job_id] = key
         for rank, pod_name in enumerate(pods):
-            pod = self.store.get(PODS, namespace, pod_name)
-            if pod is None:
-                continue
-            notes = pod["metadata"].setdefault("annotations", {})
-            if notes.get(ANNOTATION_JOB_ID) == str(job_id):
-                continue
-            notes[ANNOTATION_JOB_ID] = str(job_id)
-            notes[ANNOTATION_RANK] = str(rank)
-            pod["metadata"].pop("resourceVersion", None)
-            self._quietly(self.store.update, pod)
+            self.assigned[(namespace, pod_name)] = (request, job_id, rank)
 
     def _cancel(self, job_id: int) -> None:
         with contextlib.suppress(PhalanxError):  # gone already
             self.engine.cancel(job_id, self.caller)
 
     @staticmethod
-    def _quietly(call: Callable[..., Any], *args: Any) -> None:
+    def _quietly(call: Callable[..., Any], *args: Any) -> Any:
         """A write that may have been done before (a plan carried out twice), or whose object
-        is gone: logged, not raised."""
+        is gone: logged, not raised (None returned)."""
         try:
-            call(*args)
+            return call(*args)
         except KubeError as e:
             log.debug("%s: %s", getattr(call, "__name__", call), e)
+            return None

@@ -15,6 +15,9 @@ from phalanx.workloads.podspec import LOCALHOST
 
 __all__ = ["Workloads"]
 
+FLUSH_S = 0.02
+"""Workloads' statuses and events are written this long after the drain that made them: the
+controller's pass and the pods' own writes go first, and a burst of changes is one write."""
 TICK_S = 1.0
 """How often pending pods are looked at again (their reason or expected start may move)."""
 
@@ -42,6 +45,7 @@ class Workloads:
             workdir=str(state.root),
             default_user=user,
             address=address,
+            later=lambda fn: loop.call_later(FLUSH_S, fn),
         )
         self._task: asyncio.Task[None] | None = None
 
