@@ -181,3 +181,78 @@ def test_pytorchjob_gang_all_reduces_over_gloo(
     assert condition(store.get(*key), "Succeeded"), logs
     for name in ("pytorch-simple-master-0", "pytorch-simple-worker-0"):
         assert "all_reduce sum=1" in logs[name], logs
+
+
+def test_a_new_runner_resubmits_under_the_same_key_and_runs_nothing_twice(
+    world: tuple[ObjectStore, WorkloadRunner, Loop, LiveStack], tmp_path: Path
+) -> None:
+    store, _runner, loop, stack = world
+    obj = load(SAMPLE_JOB, name="again")
+    obj["spec"]["template"]["spec"]["containers"][0]["args"] = ["-c", "sleep 60"]
+    store.create(obj)
+    assert loop.run(lambda: len(store.list(PODS, "default")) == 3, 10)
+    loop.step()
+    before = {j.id for j in stack.controller.jobs(finished=True)}
+    # a controller restart: the runner's memory is gone, the store and the engine are not
+    fresh = WorkloadRunner(
+        store,
+        stack.controller,
+        clock=stack.controller.clock.now,
+        defer=loop.defer,
+        log_dir=str(tmp_path / "logs"),
+        default_user="t",
+    )
+    fresh.start(stack.controller.watch)
+    loop.run(lambda: False, 1)
+    assert {j.id for j in stack.controller.jobs(finished=True)} == before
+    assert len(store.list(PODS, "default")) == 3
+
+
+def test_deleting_a_pod_cancels_its_engine_job_and_the_job_replaces_it(
+    world: tuple[ObjectStore, WorkloadRunner, Loop, LiveStack],
+) -> None:
+    store, _runner, loop, stack = world
+    obj = load(SAMPLE_JOB, name="one")
+    obj["spec"].update(parallelism=1, completions=1)
+    obj["spec"]["template"]["spec"]["containers"][0]["args"] = ["-c", "sleep 60"]
+    store.create(obj)
+    assert loop.run(
+        lambda: any(
+            p["status"]["phase"] == "Running"
+            and "phalanx.io/job-id" in p["metadata"]["annotations"]
+            for p in store.list(PODS, "default")
+        ),
+        20,
+    )
+    (pod,) = store.list(PODS, "default")
+    job_id = int(pod["metadata"]["annotations"]["phalanx.io/job-id"])
+    store.delete(PODS, "default", pod["metadata"]["name"])
+    assert loop.run(
+        lambda: stack.controller.jobs(finished=True, ids=[job_id])[0].state.is_final, 20
+    )
+    assert loop.run(lambda: len(store.list(PODS, "default")) == 1, 10)
+    (again,) = store.list(PODS, "default")
+    assert again["metadata"]["name"] != pod["metadata"]["name"]
+
+
+def test_a_pod_that_can_never_run_here_says_why(
+    world: tuple[ObjectStore, WorkloadRunner, Loop, LiveStack],
+) -> None:
+    store, _runner, loop, _stack = world
+    obj = load(SAMPLE_JOB, name="huge")
+    obj["spec"].update(parallelism=1, completions=1)
+    obj["spec"]["template"]["spec"]["containers"][0]["resources"] = {
+        "limits": {"nvidia.com/gpu": "64"}
+    }
+    store.create(obj)
+
+    def why() -> str:
+        pods = store.list(PODS, "default")
+        conds = pods[0]["status"].get("conditions", []) if pods else []
+        return next((c["message"] for c in conds if c["type"] == "PodScheduled"), "")
+
+    assert loop.run(lambda: bool(why()), 10)
+    assert store.list(PODS, "default")[0]["status"]["phase"] == "Pending"
+    assert "Requested node configuration is not available" in why()
+    events = [e for e in store.list(("", "events"), "default") if e["reason"] == "FailedScheduling"]
+    assert events and events[0]["type"] == "Warning"

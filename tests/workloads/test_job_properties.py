@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from hypothesis import given, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from phalanx.domain.state import JobState
@@ -46,7 +46,7 @@ def make(parallelism: int, completions: int | None, indexed: bool, backoff: int)
     }
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     parallelism=st.integers(1, 4),
     completions=st.one_of(st.none(), st.integers(1, 6)),

@@ -33,6 +33,7 @@ from phalanx.kube.errors import KubeError
 from phalanx.sched.job import Job
 from phalanx.workloads import job as batch_job
 from phalanx.workloads import pytorchjob
+from phalanx.workloads.events import event
 from phalanx.workloads.plan import (
     ANNOTATION_JOB_ID,
     ANNOTATION_KEY,
@@ -94,6 +95,9 @@ class Engine(Protocol):
 
     @property
     def cluster(self) -> Cluster: ...
+
+    def check(self, spec: JobSpec) -> None:
+        """Raise ``SpecError`` for a request that can never run here."""
 
     def submit(self, specs: Sequence[JobSpec], key: str = "") -> list[list[int]]: ...
 
@@ -298,8 +302,8 @@ class WorkloadRunner:
                 current["status"] = status
                 current["metadata"].pop("resourceVersion", None)
                 self._quietly(self.store.update_status, current)
-        for event in events:
-            self._quietly(self.store.create, event)
+        for one in events:
+            self._quietly(self.store.create, one)
 
     def reconcile(self, key: Key) -> Plan | None:
         resource, namespace, name = key
@@ -424,6 +428,7 @@ class WorkloadRunner:
             if out:
                 Path(out).parent.mkdir(parents=True, exist_ok=True)
         try:
+            self.engine.check(spec)
             ids = self.engine.submit([spec], request)
         except PhalanxError as e:
             # a request that can never run here: the pods say so and stay Pending
@@ -447,6 +452,16 @@ class WorkloadRunner:
                 )
                 status["conditions"] = conditions
                 self._quietly(self.store.update_status, pod)
+                self.backlog_events.append(
+                    event(
+                        pod,
+                        "FailedScheduling",
+                        str(e),
+                        self.clock(),
+                        warning=True,
+                        component="default-scheduler",
+                    )
+                )
             return
         job_id = ids[0][0]
         self.owners[job_id] = key
