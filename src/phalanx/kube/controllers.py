@@ -33,6 +33,7 @@ from phalanx.kube.errors import KubeError
 from phalanx.sched.job import Job
 from phalanx.workloads import job as batch_job
 from phalanx.workloads import pytorchjob
+from phalanx.workloads import training as pytorch_labels
 from phalanx.workloads.events import event
 from phalanx.workloads.plan import (
     ANNOTATION_JOB_ID,
@@ -314,9 +315,15 @@ class WorkloadRunner:
         if key in self.backlog:
             obj["status"] = self.backlog[key]  # as it will be written
         uid = (obj.get("metadata") or {}).get("uid")
+        # the controllers' own labels narrow the list (only what matches is copied)
+        labels = (
+            {batch_job.CONTROLLER_UID: str(uid)}
+            if resource == JOBS
+            else {pytorch_labels.JOB_NAME: name, pytorch_labels.OPERATOR: pytorch_labels.CONTROLLER}
+        )
         pods = [
             p
-            for p in self.store.list(PODS, namespace)
+            for p in self.store.list(PODS, namespace, labels)
             if any(
                 r.get("uid") == uid and r.get("controller")
                 for r in (p.get("metadata") or {}).get("ownerReferences") or ()
