@@ -6,13 +6,14 @@ from __future__ import annotations
 
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
 
+from phalanx.domain.caller import Caller
 from phalanx.kube.controllers import JOBS, PODS, PYTORCHJOBS, WorkloadRunner, log_path
 from phalanx.kube.store import ObjectStore
 from phalanx.testing.live import LiveStack, live_stack
@@ -50,7 +51,7 @@ class Loop:
 
 
 @pytest.fixture
-def world(tmp_path: Path) -> tuple[ObjectStore, WorkloadRunner, Loop, LiveStack]:
+def world(tmp_path: Path) -> Iterator[tuple[ObjectStore, WorkloadRunner, Loop, LiveStack]]:
     stack = live_stack(nodes=2, gpus=1)
     store = ObjectStore()
     loop = Loop(stack)
@@ -66,7 +67,17 @@ def world(tmp_path: Path) -> tuple[ObjectStore, WorkloadRunner, Loop, LiveStack]
     runner.start(stack.controller.watch)
     for ns in ("kubeflow",):
         store.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})
-    return store, runner, loop, stack
+    yield store, runner, loop, stack
+    # whatever still runs is stopped and reaped: no process outlives its test
+    for resource in (JOBS, PYTORCHJOBS):  # else a Job replaces the pods cancelled below
+        for obj in store.list(resource):
+            store.delete(resource, obj["metadata"]["namespace"], obj["metadata"]["name"])
+    admin = Caller(0, "root", admin=True)
+    for job in stack.controller.jobs():
+        stack.controller.cancel(job.id, admin)
+    tasks = stack.agents.runner
+    done = loop.run(lambda: not tasks.running_count() and not tasks.unreaped(), 30)
+    assert done, (tasks.running_count(), tasks.unreaped(), stack.controller.jobs(finished=True))
 
 
 def load(path: Path, **meta: Any) -> dict[str, Any]:
