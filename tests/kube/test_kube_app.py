@@ -42,7 +42,7 @@ def store() -> ObjectStore:
 
 @pytest.fixture
 def api(store: ObjectStore) -> Iterator[TestClient]:
-    app = create_app(store, {"tok": ("ann", ("system:authenticated",))})
+    app = create_app(store, {"tok": ("ann", ("system:authenticated", "system:masters"))})
     with TestClient(app, base_url="https://testserver") as client:
         client.headers.update(AUTH)
         yield client
@@ -212,7 +212,7 @@ def test_table_has_columns_and_wide_ones(api: TestClient) -> None:
 
 def test_watch_replays_from_a_version_and_410_when_too_old(store: ObjectStore) -> None:
     small = ObjectStore(window=2)
-    client = TestClient(create_app(small, {"tok": ("ann", ())}))
+    client = TestClient(create_app(small, {"tok": ("ann", ("system:masters",))}))
     client.headers.update(AUTH)
     start = small.resource_version
     client.post(JOBS, json=job("a"))
@@ -260,3 +260,40 @@ def test_cluster_scoped_and_namespace_errors(api: TestClient) -> None:
     bad = api.delete("/api/v1/namespaces/default")
     assert bad.status_code == 403 and bad.json()["reason"] == "Forbidden"
     assert api.post("/api/v1/namespaces", json={"metadata": {"name": "Bad"}}).status_code == 422
+
+
+def test_rbac_a_user_bound_in_one_namespace_is_forbidden_in_another(
+    api: TestClient, store: ObjectStore
+) -> None:
+    for ns in ("a", "b"):
+        api.post("/api/v1/namespaces", json={"metadata": {"name": ns}})
+    binding = {
+        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": "RoleBinding",
+        "metadata": {"name": "bob-user", "namespace": "a"},
+        "roleRef": {
+            "apiGroup": "rbac.authorization.k8s.io",
+            "kind": "ClusterRole",
+            "name": "kueue-batch-user-role",
+        },
+        "subjects": [{"kind": "User", "name": "bob"}],
+    }
+    made = api.post("/apis/rbac.authorization.k8s.io/v1/namespaces/a/rolebindings", json=binding)
+    assert made.status_code == 201, made.text
+    bob = TestClient(create_app(store, {"b0b": ("bob", ("system:authenticated",))}))
+    bob.headers.update({"Authorization": "Bearer b0b"})
+    ok = bob.post("/apis/batch/v1/namespaces/a/jobs", json=job("mine"))
+    assert ok.status_code == 201, ok.text
+    assert bob.get("/apis/kueue.x-k8s.io/v1beta2/namespaces/a/localqueues").status_code == 200
+    no = bob.post("/apis/batch/v1/namespaces/b/jobs", json=job("theirs"))
+    assert no.status_code == 403
+    assert no.json()["message"] == (
+        'jobs.batch is forbidden: User "bob" cannot create resource "jobs" in API group "batch"'
+        ' in the namespace "b"'
+    )
+    assert bob.get("/apis/kueue.x-k8s.io/v1beta2/namespaces/b/localqueues").status_code == 403
+    assert bob.get("/apis/batch/v1/jobs").status_code == 403  # all namespaces: cluster scope
+    cq = bob.post("/apis/kueue.x-k8s.io/v1beta2/clusterqueues", json={"metadata": {"name": "x"}})
+    assert cq.status_code == 403
+    status = bob.put("/apis/batch/v1/namespaces/a/jobs/mine/status", json=ok.json())
+    assert status.status_code == 403 and '"jobs/status"' in status.json()["message"]

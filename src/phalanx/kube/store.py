@@ -126,10 +126,11 @@ class ObjectStore:
 
     def get(self, resource: Resource, namespace: str | None, name: str) -> dict[str, Any] | None:
         """A copy of the object, or None."""
-        found = self._peek(resource, namespace, name)
+        found = self.peek(resource, namespace, name)
         return copy_obj(found) if found is not None else None
 
-    def _peek(self, resource: Resource, namespace: str | None, name: str) -> dict[str, Any] | None:
+    def peek(self, resource: Resource, namespace: str | None, name: str) -> dict[str, Any] | None:
+        """The store's own object (no copy: never mutate it), or None."""
         return self._objects.get(resource, {}).get(namespace or "", {}).get(name)
 
     def list(
@@ -201,7 +202,7 @@ class ObjectStore:
             )
         check_name(kind, name)
         ns = self._namespace_for(kind, meta)
-        if self._peek(kind.resource, ns, name) is not None:
+        if self.peek(kind.resource, ns, name) is not None:
             raise AlreadyExists(kind.resource, name)
         for field in (
             "uid",
@@ -270,7 +271,7 @@ class ObjectStore:
         for the system namespaces."""
         kind = self._kind(resource)
         ns = namespace or "" if kind.namespaced else ""
-        old = self._peek(resource, ns, name)
+        old = self.peek(resource, ns, name)
         if old is None:
             raise NotFound(resource, name)
         meta = old["metadata"]
@@ -331,7 +332,7 @@ class ObjectStore:
             return ""
         ns = meta.get("namespace") or "default"
         meta["namespace"] = ns
-        space = self._peek(NAMESPACES, "", ns)
+        space = self.peek(NAMESPACES, "", ns)
         if space is None:
             raise NotFound(NAMESPACES, ns)
         if space["metadata"].get("deletionTimestamp") is not None:
@@ -347,7 +348,7 @@ class ObjectStore:
         meta = obj.get("metadata") or {}
         name = meta.get("name") or ""
         ns = (meta.get("namespace") or "default") if kind.namespaced else ""
-        old = self._peek(kind.resource, ns, name)
+        old = self.peek(kind.resource, ns, name)
         if old is None:
             raise NotFound(kind.resource, name)
         rv = meta.get("resourceVersion")
@@ -395,7 +396,7 @@ class ObjectStore:
             self._gc(uid, dependents, "Background")
         elif propagation == "Orphan":
             for resource, ns, name in dependents:
-                orphan = self._peek(resource, ns, name)
+                orphan = self.peek(resource, ns, name)
                 if orphan is not None:
                     new = copy_obj(orphan)
                     refs = [
@@ -409,12 +410,12 @@ class ObjectStore:
 
     def _force_remove(self, kind: kinds.Kind, obj: dict[str, Any]) -> None:
         """Gone now, finalizers or not (its namespace went)."""
-        if self._peek(kind.resource, obj["metadata"].get("namespace"), obj["metadata"]["name"]):
+        if self.peek(kind.resource, obj["metadata"].get("namespace"), obj["metadata"]["name"]):
             self._commit([("DELETED", kind.resource, obj)])
 
     def _gc(self, uid: str, dependents: Dependents, policy: str) -> None:
         for resource, ns, name in dependents:
-            child = self._peek(resource, ns, name)
+            child = self.peek(resource, ns, name)
             if child is None:
                 continue
             owners = [r.get("uid") for r in child["metadata"].get("ownerReferences", [])]
