@@ -242,3 +242,58 @@ def test_objects_survive_a_restart(kube: Kube) -> None:
     kube.refresh()  # a new port
     after = kube.run("get", "cq", "cluster-queue", "-o", "jsonpath={.metadata.uid}").stdout
     assert after == uid
+
+
+def test_rbac_through_kubectl_with_a_user_kubeconfig(kube: Kube) -> None:
+    manifest = kube.root / "rbac.yaml"
+    manifest.write_text(
+        """\
+apiVersion: v1
+kind: Namespace
+metadata:
+  name: lab-a
+---
+apiVersion: v1
+kind: Namespace
+metadata:
+  name: lab-b
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: RoleBinding
+metadata:
+  name: bob-batch-user
+  namespace: lab-a
+roleRef:
+  apiGroup: rbac.authorization.k8s.io
+  kind: ClusterRole
+  name: kueue-batch-user-role
+subjects:
+- kind: User
+  name: bob
+"""
+    )
+    kube.run("apply", "--validate=false", "-f", str(manifest))
+    out = _phalanx(["kubeconfig", "--user", "bob"], kube.state)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout == _phalanx(["kubeconfig", "--user", "bob"], kube.state).stdout  # reread
+    bob = kube.root / "bob-kubeconfig"
+    bob.write_text(out.stdout)
+    assert KUBECTL is not None
+
+    def as_bob(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [KUBECTL, *args],
+            capture_output=True,
+            text=True,
+            env=dict(kube.env(), KUBECONFIG=str(bob)),
+            timeout=60,
+        )
+
+    assert as_bob("get", "localqueues", "-n", "lab-a").returncode == 0
+    denied = as_bob("get", "localqueues", "-n", "lab-b")
+    assert denied.returncode == 1
+    assert (
+        'Error from server (Forbidden): localqueues.kueue.x-k8s.io is forbidden: User "bob" '
+        'cannot list resource "localqueues" in API group "kueue.x-k8s.io" in the namespace '
+        '"lab-b"' in denied.stderr
+    )
