@@ -297,3 +297,26 @@ def test_rbac_a_user_bound_in_one_namespace_is_forbidden_in_another(
     assert cq.status_code == 403
     status = bob.put("/apis/batch/v1/namespaces/a/jobs/mine/status", json=ok.json())
     assert status.status_code == 403 and '"jobs/status"' in status.json()["message"]
+
+
+def test_scale_subresource(api: TestClient) -> None:
+    deploy = {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": "web"},
+        "spec": {"replicas": 3, "selector": {"matchLabels": {"app": "web"}}, "template": {}},
+    }
+    path = "/apis/apps/v1/namespaces/default/deployments/web"
+    assert api.post("/apis/apps/v1/namespaces/default/deployments", json=deploy).status_code == 201
+    scale = api.get(f"{path}/scale").json()
+    assert scale["kind"] == "Scale" and scale["spec"]["replicas"] == 3
+    assert scale["status"]["selector"] == "app=web"
+    patched = api.patch(
+        f"{path}/scale",
+        content=json.dumps({"spec": {"replicas": 1}}),
+        headers={"Content-Type": "application/merge-patch+json"},
+    )
+    assert patched.status_code == 200 and patched.json()["spec"]["replicas"] == 1
+    assert api.get(path).json()["spec"]["replicas"] == 1
+    bad = api.put(f"{path}/scale", json={"spec": {"replicas": -1}})
+    assert bad.status_code == 422 and "spec.replicas" in bad.json()["message"]
