@@ -320,3 +320,9 @@ def test_scale_subresource(api: TestClient) -> None:
     assert api.get(path).json()["spec"]["replicas"] == 1
     bad = api.put(f"{path}/scale", json={"spec": {"replicas": -1}})
     assert bad.status_code == 422 and "spec.replicas" in bad.json()["message"]
+
+
+def test_a_standby_answers_503(store: ObjectStore) -> None:
+    app = create_app(store, {"tok": ("ann", ("system:masters",))}, is_open=lambda: False)
+    r = TestClient(app).get("/api/v1/namespaces", headers=AUTH)
+    assert r.status_code == 503 and r.json()["reason"] == "ServiceUnavailable"

@@ -4,7 +4,6 @@ through (``ObjectTable``) and its in-memory twin. The controller's database tabl
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from typing import Any, Protocol
 
@@ -41,7 +40,7 @@ class MemoryObjects:
             if body is None:
                 self.rows.pop((resource, ns, name), None)
             else:
-                self.rows[(resource, ns, name)] = json.loads(json.dumps(body))
+                self.rows[(resource, ns, name)] = body  # the store never mutates it
 
     def close(self) -> None:
         pass
