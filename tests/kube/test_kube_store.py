@@ -208,3 +208,22 @@ def test_restart_keeps_objects_on_each_state_store(db_url: str) -> None:
         assert back.resource_version == rv
     finally:
         again.close()
+
+
+def test_create_fills_the_defaults_of_jobs_and_pods() -> None:
+    s = ObjectStore()
+    made = s.create(job("pi"))
+    uid = made["metadata"]["uid"]
+    assert made["spec"]["selector"] == {"matchLabels": {"batch.kubernetes.io/controller-uid": uid}}
+    assert made["spec"]["backoffLimit"] == 6 and made["spec"]["completionMode"] == "NonIndexed"
+    assert made["metadata"]["labels"] == {"app": "pi"}  # its own labels kept
+    bare = job("bare")
+    del bare["metadata"]["labels"]
+    bare["spec"]["template"] = {"spec": {"containers": [{"name": "c", "image": "busybox"}]}}
+    made = s.create(bare)
+    labels = made["spec"]["template"]["metadata"]["labels"]
+    assert labels["batch.kubernetes.io/job-name"] == "bare" and made["metadata"]["labels"] == labels
+    assert made["spec"]["template"]["spec"]["restartPolicy"] == "Never"
+    assert made["spec"]["template"]["spec"]["containers"][0]["imagePullPolicy"] == "Always"
+    p = s.create(pod("p"))
+    assert p["status"]["phase"] == "Pending" and p["spec"]["restartPolicy"] == "Always"

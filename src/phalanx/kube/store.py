@@ -24,7 +24,7 @@ from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from typing import Any
 
-from phalanx.kube import kinds
+from phalanx.kube import defaults, kinds
 from phalanx.kube.errors import (
     AlreadyExists,
     BadRequest,
@@ -219,6 +219,8 @@ class ObjectStore:
         if kind.resource == NAMESPACES:
             new.setdefault("spec", {"finalizers": ["kubernetes"]})
             new["status"] = {"phase": "Active"}
+        defaults.before_create(kind, new)
+        defaults.after_create(kind, new)
         if dry_run:
             return new
         self._commit([("ADDED", kind.resource, new)])
