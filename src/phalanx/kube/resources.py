@@ -177,26 +177,18 @@ class Resources:
     def list(self, req: Request) -> dict[str, Any]:
         kind = req.kind
         rv = self.store.resource_version
-        items = [
-            req.as_served(o)
-            for o in self.store.list(
-                kind.resource, req.namespace, match=self.selector(req), copy=False
-            )
-        ]
-        limit = int(req.query.get("limit") or 0)
+        try:
+            limit = max(0, int(req.query.get("limit") or 0))
+        except ValueError:
+            raise BadRequest(f"invalid limit: {req.query.get('limit')!r}") from None
         cont = req.query.get("continue")
-        if cont:
-            ns, name = _untoken(cont)
-            items = [
-                o
-                for o in items
-                if (o["metadata"].get("namespace", ""), o["metadata"]["name"]) > (ns, name)
-            ]
+        after = _untoken(cont) if cont else None
+        found, more, remaining = self.store.page(
+            kind.resource, req.namespace, match=self.selector(req), after=after, limit=limit
+        )
+        items = [req.as_served(o) for o in found]
         next_token = ""
-        remaining = 0
-        if limit > 0 and len(items) > limit:
-            remaining = len(items) - limit
-            items = items[:limit]
+        if more:
             last = items[-1]["metadata"]
             next_token = _token(last.get("namespace", ""), last["name"], rv)
         if req.table:
@@ -211,7 +203,7 @@ class Resources:
         meta: dict[str, Any] = {"resourceVersion": str(rv)}
         if next_token:
             meta["continue"] = next_token
-            if "labelSelector" not in req.query and "fieldSelector" not in req.query:
+            if remaining is not None:
                 meta["remainingItemCount"] = remaining
         return {
             "kind": f"{kind.kind}List",
