@@ -326,3 +326,14 @@ def test_a_standby_answers_503(store: ObjectStore) -> None:
     app = create_app(store, {"tok": ("ann", ("system:masters",))}, is_open=lambda: False)
     r = TestClient(app).get("/api/v1/namespaces", headers=AUTH)
     assert r.status_code == 503 and r.json()["reason"] == "ServiceUnavailable"
+
+
+def test_delete_collection_by_label(api: TestClient, store: ObjectStore) -> None:
+    for name in ("a", "b", "c"):
+        api.post(JOBS, json=job(name))
+    gone = api.request("DELETE", JOBS, params={"labelSelector": "app in (a,b)"}).json()
+    assert gone["kind"] == "JobList" and [i["metadata"]["name"] for i in gone["items"]] == [
+        "a",
+        "b",
+    ]
+    assert [j["metadata"]["name"] for j in store.list(("batch", "jobs"))] == ["c"]
