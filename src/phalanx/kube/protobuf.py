@@ -42,9 +42,9 @@ _GROUPS = {
     "meta.k8s.io": "meta",
 }
 _MODULES = (
-    "core_v1 apps_v1 batch_v1 rbac_v1 scheduling_v1 policy_v1 networking_v1 autoscaling_v1 "
-    "autoscaling_v2 authentication_v1 meta_v1 runtime"
-).split()
+    "core_v1", "apps_v1", "batch_v1", "rbac_v1", "scheduling_v1", "policy_v1", "networking_v1",
+    "autoscaling_v1", "autoscaling_v2", "authentication_v1", "meta_v1", "runtime",
+)
 
 
 class ProtobufError(ValueError):
@@ -105,7 +105,8 @@ def encode(obj: dict[str, Any]) -> bytes:
     # Go's runtime.Unknown writes its non-pointer strings even when empty.
     unknown.contentEncoding = ""
     unknown.contentType = ""
-    return MAGIC + unknown.SerializeToString(deterministic=True)
+    envelope: bytes = unknown.SerializeToString(deterministic=True)
+    return MAGIC + envelope
 
 
 @cache

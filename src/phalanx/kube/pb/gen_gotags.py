@@ -71,10 +71,7 @@ def main(work: Path) -> None:
     print()
     print("FIELDS: dict[str, tuple[tuple[str, str, str], ...]] = {")
     for name in sorted(tables):
-        print(f"    {name!r}: (")
-        for field in tables[name]:
-            print(f"        {field!r},")
-        print("    ),")
+        print(f"    {name!r}: {tuple(tables[name])!r},")
     print("}")
     print()
     print("# Messages that wrap a Go slice type (`type ExtraValue []string`): JSON is the list.")

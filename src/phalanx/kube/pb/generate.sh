@@ -35,6 +35,6 @@ for p in $PACKAGES; do
   done
 done
 for f in "$WORK"/phalanx/kube/pb/*.proto; do sed -i "${sed_args[@]}" "$f"; done
-"$PROTOC_PY" -m grpc_tools.protoc -I"$WORK" --python_out="$SRC" --pyi_out="$SRC" "$WORK"/phalanx/kube/pb/*.proto
+"$PROTOC_PY" -m grpc_tools.protoc -I"$WORK" --python_out="$SRC" "$WORK"/phalanx/kube/pb/*.proto
 python3 "$HERE/gen_gotags.py" "$WORK" >"$HERE/gotags.py"
 echo "generated from $TAG: api $(git -C "$API" rev-parse "$TAG^{commit}"), apimachinery $(git -C "$MACHINERY" rev-parse "$TAG^{commit}")"

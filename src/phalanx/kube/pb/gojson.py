@@ -23,8 +23,10 @@ import base64
 import binascii
 import json
 import math
+import re
 from collections.abc import Callable
 from datetime import UTC, datetime
+from functools import partial
 from typing import Any
 
 from phalanx.kube.pb.gotags import FIELDS, LISTS
@@ -261,7 +263,7 @@ def _fields_from_json(message: Any, obj: dict[str, Any], path: str) -> None:
                     into_message(container.add(), item, f"{where}[{i}]")
             else:
                 getattr(message, proto_name).extend(
-                    _checked_list(value, where, lambda v, p, f=field: _scalar(f, v, p))
+                    _checked_list(value, where, partial(_scalar, field))
                 )
         elif field.message_type is not None:
             if value is None and "p" in flags:
@@ -389,13 +391,17 @@ def parse_go_duration(text: str, path: str) -> int:
     return sign * total
 
 
+# resource.ParseQuantity's grammar: a signed decimal, then a binary-SI, decimal-SI or e suffix.
+_QUANTITY = re.compile(r"[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[KMGTPE]i|[numkMGTPE]|[eE][+-]?\d+)?")
+
+
 def _quantity_from_json(message: Any, value: Any, path: str) -> None:
     # Passed through as written: Go would canonicalise ("1000m" -> "1"); kubectl already has.
     if isinstance(value, bool) or not isinstance(value, str | int | float | type(None)):
         raise ValueError(f"{path}: a quantity is a string or a number, got {_kind(value)}")
     text = "0" if value is None else str(value)
-    if not text.strip() or not text.lstrip("+-")[:1].isdigit() and not text.lstrip("+-").startswith("."):
-        raise ValueError(f"{path}: {text!r} is not a quantity")
+    if _QUANTITY.fullmatch(text) is None:
+        raise ValueError(f"{path}: {text!r} is not a quantity (like 500m, 2Gi or 1e3)")
     message.string = text
 
 
