@@ -25,7 +25,7 @@ import json
 import math
 import re
 from collections.abc import Callable
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from functools import partial
 from typing import Any
 
@@ -43,6 +43,7 @@ RAW_EXTENSION = "k8s.io.apimachinery.pkg.runtime.RawExtension"
 
 # Go's zero time.Time (0001-01-01T00:00:00Z) in Unix seconds; its JSON is null.
 _GO_ZERO_SECONDS = -62135596800
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _INT_RANGES = {"int32": (-(2**31), 2**31 - 1), "int64": (-(2**63), 2**63 - 1)}
 
 
@@ -351,7 +352,8 @@ def _time_from_json(message: Any, value: Any, path: str) -> None:
         raise ValueError(f"{path}: {text!r} is not an RFC 3339 time") from e
     if moment.tzinfo is None or "T" not in text.upper():
         raise ValueError(f"{path}: {text!r} is not an RFC 3339 time (no time zone)")
-    seconds = math.floor(moment.timestamp())
+    # Exact integer seconds: a float timestamp rounds .999999 up in far years.
+    seconds = (moment - _EPOCH) // timedelta(seconds=1)
     if seconds == _GO_ZERO_SECONDS and moment.microsecond == 0:
         return
     message.seconds = seconds
