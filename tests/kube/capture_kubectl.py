@@ -18,11 +18,13 @@ import subprocess
 import sys
 import tempfile
 import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
-from phalanx.kube.protobuf import PROTOBUF, decode
+from phalanx.kube.protobuf import PROTOBUF, decode, encode
 
 FIXTURES = Path(__file__).parent / "fixtures" / "kubectl"
 
@@ -129,10 +131,15 @@ MANIFEST = {
 }
 
 
-class _Store:
-    def __init__(self) -> None:
+class Store:
+    """What the server saw and holds; `respond`, if set, turns a created object into the one
+    the server answers with (encoded as the request was: protobuf or JSON)."""
+
+    def __init__(self, respond: Callable[[dict[str, Any]], dict[str, Any]] | None = None) -> None:
         self.objects: dict[str, dict[str, Any]] = {}
         self.requests: list[dict[str, Any]] = []
+        self.replies: list[bytes] = []
+        self.respond = respond
         self.lock = threading.Lock()
 
 
@@ -168,7 +175,7 @@ def _discovery(path: str, port: int) -> Any:
     return None
 
 
-def _handler(store: _Store, port_box: list[int]) -> type[BaseHTTPRequestHandler]:
+def _handler(store: Store, port_box: list[int]) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
         def log_message(self, *args: object) -> None:
             pass
@@ -226,6 +233,10 @@ def _handler(store: _Store, port_box: list[int]) -> type[BaseHTTPRequestHandler]
                                                    "expirationTimestamp": "2026-12-01T19:00:00Z"}})
                 return
             store.objects[f"{path}/{obj['metadata']['name']}"] = obj
+            if store.respond is not None:
+                answer = store.respond(obj)
+                body = encode(answer) if content_type == PROTOBUF else json.dumps(answer).encode()
+                store.replies.append(body)
             self._reply(201, body, content_type)
 
         def do_PATCH(self) -> None:
@@ -254,28 +265,40 @@ def _handler(store: _Store, port_box: list[int]) -> type[BaseHTTPRequestHandler]
     return Handler
 
 
-def main(names: list[str]) -> None:
-    store = _Store()
+@contextmanager
+def kubectl_against(store: Store, tmp: Path) -> Iterator[list[str]]:
+    """Serves `store` on a free port; yields the kubectl command line that talks to it."""
     port_box = [0]
     server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(store, port_box))
     port_box[0] = server.server_address[1]
-    threading.Thread(target=server.serve_forever, daemon=True).start()
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    kubeconfig = tmp / "config"
+    kubeconfig.write_text(json.dumps({
+        "apiVersion": "v1", "kind": "Config", "current-context": "c",
+        "clusters": [{"name": "c", "cluster": {"server": f"http://127.0.0.1:{port_box[0]}"}}],
+        "contexts": [{"name": "c", "context": {"cluster": "c", "user": "u",
+                                               "namespace": "default"}}],
+        "users": [{"name": "u", "user": {"token": "t"}}],
+    }))
+    try:
+        yield ["/usr/bin/kubectl", f"--kubeconfig={kubeconfig}", f"--cache-dir={tmp}/cache"]
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join()
+
+
+def main(names: list[str]) -> None:
+    store = Store()
     FIXTURES.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory() as tmp:
-        kubeconfig = Path(tmp) / "config"
-        kubeconfig.write_text(json.dumps({
-            "apiVersion": "v1", "kind": "Config", "current-context": "c",
-            "clusters": [{"name": "c", "cluster": {"server": f"http://127.0.0.1:{port_box[0]}"}}],
-            "contexts": [{"name": "c", "context": {"cluster": "c", "user": "u",
-                                                   "namespace": "default"}}],
-            "users": [{"name": "u", "user": {"token": "t"}}],
-        }))
+    with tempfile.TemporaryDirectory() as tmp, kubectl_against(store, Path(tmp)) as base:
         manifest = Path(tmp) / "manifest.json"
         manifest.write_text(json.dumps(MANIFEST))
-        base = ["/usr/bin/kubectl", f"--kubeconfig={kubeconfig}", f"--cache-dir={tmp}/cache"]
         for name, (args, dry_run) in COMMANDS.items():
             if names and name not in names:
                 continue
+            command = ["kubectl", *args]
             args = [a.replace("{manifest}", str(manifest)) for a in args]
             split = args.index("--") if "--" in args else len(args)
             expected = None
@@ -291,13 +314,14 @@ def main(names: list[str]) -> None:
             validate = ["--validate=false"] if args[0] in ("create", "apply") and \
                 args[1] != "token" else []
             ran = subprocess.run([*base, *validate, *args], capture_output=True, text=True)
-            record = {"command": ["kubectl", *args], "exit": ran.returncode,
+            record = {"command": command, "exit": ran.returncode,
                       "stdout": ran.stdout, "stderr": ran.stderr,
                       "requests": list(store.requests), "dryRunJson": expected}
+            if "{manifest}" in command:
+                record["manifest"] = MANIFEST
             (FIXTURES / f"{name}.json").write_text(json.dumps(record, indent=1) + "\n")
             kinds = [f"{r['method']} {r['path']} {r['contentType']}" for r in store.requests]
             print(f"{name}: exit {ran.returncode} {ran.stderr.strip()[:120]} {kinds}")
-    server.shutdown()
 
 
 if __name__ == "__main__":

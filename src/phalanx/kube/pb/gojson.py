@@ -23,13 +23,13 @@ import base64
 import binascii
 import json
 import math
-import re
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from functools import partial
 from typing import Any
 
 from phalanx.kube.pb.gotags import FIELDS, LISTS
+from phalanx.kube.pb.quantity import canonical
 
 _META = "k8s.io.apimachinery.pkg.apis.meta.v1."
 TIME = _META + "Time"
@@ -165,6 +165,11 @@ def _time_json(message: Any, micro: bool) -> Any:
     return moment.strftime("%Y-%m-%dT%H:%M:%S") + f".{message.nanos // 1000:06d}Z"
 
 
+def _quantity_json(message: Any) -> str:
+    # An empty message is Go's zero Quantity; a string is parsed, as Go's Unmarshal does.
+    return canonical(message.string) if message.HasField("string") else "0"
+
+
 def _int_or_string_json(message: Any) -> Any:
     if message.type == 0:
         return message.intVal
@@ -187,8 +192,8 @@ _SPECIAL_TO_JSON: dict[str, Callable[[Any], Any]] = {
     MICRO_TIME: lambda m: _time_json(m, micro=True),
     DURATION: lambda m: go_duration(m.duration),
     FIELDS_V1: lambda m: _raw_json(m.Raw, "fieldsV1"),
-    QUANTITY: lambda m: m.string or "0",
-    QUANTITY_VALUE: lambda m: m.string or "0",
+    QUANTITY: _quantity_json,
+    QUANTITY_VALUE: _quantity_json,
     INT_OR_STRING: _int_or_string_json,
     RAW_EXTENSION: lambda m: _raw_json(m.raw, "RawExtension"),
 }
@@ -393,18 +398,14 @@ def parse_go_duration(text: str, path: str) -> int:
     return sign * total
 
 
-# resource.ParseQuantity's grammar: a signed decimal, then a binary-SI, decimal-SI or e suffix.
-_QUANTITY = re.compile(r"[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[KMGTPE]i|[numkMGTPE]|[eE][+-]?\d+)?")
-
-
 def _quantity_from_json(message: Any, value: Any, path: str) -> None:
-    # Passed through as written: Go would canonicalise ("1000m" -> "1"); kubectl already has.
+    # Go parses the text (a JSON number's own digits) and writes it back canonical.
     if isinstance(value, bool) or not isinstance(value, str | int | float | type(None)):
         raise ValueError(f"{path}: a quantity is a string or a number, got {_kind(value)}")
-    text = "0" if value is None else str(value)
-    if _QUANTITY.fullmatch(text) is None:
-        raise ValueError(f"{path}: {text!r} is not a quantity (like 500m, 2Gi or 1e3)")
-    message.string = text
+    try:
+        message.string = "0" if value is None else canonical(str(value).strip())
+    except ValueError as e:
+        raise ValueError(f"{path}: {value!r} is not a quantity: {e}") from e
 
 
 def _int_or_string_from_json(message: Any, value: Any, path: str) -> None:
