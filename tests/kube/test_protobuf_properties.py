@@ -45,17 +45,41 @@ resources = _optional(limits=st.dictionaries(st.sampled_from(["cpu", "memory", "
                                              quantities, max_size=3),
                       requests=st.dictionaries(st.sampled_from(["cpu", "memory"]), quantities,
                                                max_size=2))
+probes = _optional(
+    httpGet=st.fixed_dictionaries({"port": st.integers(1, 65535) | names},
+                                  optional={"path": texts, "scheme": st.just("HTTP")}),
+    periodSeconds=small, failureThreshold=small, initialDelaySeconds=small,
+)
 containers = st.lists(
     st.fixed_dictionaries(
         {"name": names, "image": names},
         optional={"command": st.lists(texts, max_size=3), "args": st.lists(texts, max_size=3),
-                  "env": env, "workingDir": texts, "ports": ports, "resources": resources},
+                  "env": env, "workingDir": texts, "ports": ports, "resources": resources,
+                  "livenessProbe": probes,
+                  "volumeMounts": st.lists(st.fixed_dictionaries(
+                      {"name": names, "mountPath": texts}, optional={"readOnly": st.booleans()}),
+                      max_size=2)},
     ),
     min_size=1, max_size=2,
 )
+volumes = st.lists(st.one_of(  # VolumeSource is inlined in Volume's JSON
+    st.fixed_dictionaries({"name": names, "emptyDir": _optional(sizeLimit=quantities,
+                                                               medium=st.just("Memory"))}),
+    st.fixed_dictionaries({"name": names, "configMap": _optional(
+        name=names, defaultMode=st.integers(0, 511), optional=st.booleans(),
+        items=st.lists(st.fixed_dictionaries({"key": names, "path": names}), max_size=2))}),
+    st.fixed_dictionaries({"name": names, "hostPath": st.fixed_dictionaries(
+        {"path": texts}, optional={"type": st.sampled_from(["", "Directory"])})}),
+), max_size=2)
+tolerations = st.lists(_optional(key=names, operator=st.sampled_from(["Exists", "Equal"]),
+                                 value=texts, effect=st.just("NoSchedule"),
+                                 tolerationSeconds=st.integers(0, 2**40)), max_size=2)
 pod_spec = st.fixed_dictionaries(
     {"containers": containers},
-    optional={"restartPolicy": st.sampled_from(["Never", "OnFailure", "Always"]),
+    optional={"volumes": volumes, "tolerations": tolerations,
+              "securityContext": _optional(runAsUser=st.integers(0, 2**31),
+                                           runAsNonRoot=st.booleans(), fsGroup=small),
+              "restartPolicy": st.sampled_from(["Never", "OnFailure", "Always"]),
               "nodeName": names, "nodeSelector": string_maps, "priority": int32s,
               "terminationGracePeriodSeconds": st.integers(0, 2**40),
               "hostNetwork": st.booleans(), "priorityClassName": names},
