@@ -224,3 +224,13 @@ def test_importing_the_module_loads_no_generated_code() -> None:
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2] / "src")}
     done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
+
+
+def test_the_api_answers_a_malformed_protobuf_body_with_bad_request() -> None:
+    from phalanx.kube.errors import BadRequest
+    from phalanx.kube.wire import decode_body
+
+    namespace = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "x"}}
+    assert decode_body(PROTOBUF, encode(namespace))["metadata"]["name"] == "x"
+    with pytest.raises(BadRequest, match=r"protobuf decode error: .*k8s"):
+        decode_body(PROTOBUF, b'{"kind": "Namespace"}')
