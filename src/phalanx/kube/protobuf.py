@@ -41,10 +41,10 @@ _GROUPS = {
     "authentication.k8s.io": "authentication",
     "meta.k8s.io": "meta",
 }
-_MODULES = (
+_VERSIONS = {
     "core_v1", "apps_v1", "batch_v1", "rbac_v1", "scheduling_v1", "policy_v1", "networking_v1",
-    "autoscaling_v1", "autoscaling_v2", "authentication_v1", "meta_v1", "runtime",
-)
+    "autoscaling_v1", "autoscaling_v2", "authentication_v1", "meta_v1",
+}
 
 
 class ProtobufError(ValueError):
@@ -60,8 +60,7 @@ def decode(body: bytes) -> dict[str, Any]:
 
     if not body.startswith(MAGIC):
         raise ProtobufError("not a Kubernetes protobuf body: it does not start with k8s\\x00")
-    modules = _modules()
-    unknown = modules["runtime"].Unknown()
+    unknown = _module("runtime").Unknown()
     try:
         unknown.ParseFromString(body[len(MAGIC):])
     except (DecodeError, RecursionError, ValueError) as e:
@@ -98,7 +97,7 @@ def encode(obj: dict[str, Any]) -> bytes:
         raw = message.SerializeToString(deterministic=True)
     except (ValueError, TypeError, RecursionError) as e:
         raise ProtobufError(str(e)) from e
-    unknown = _modules()["runtime"].Unknown()
+    unknown = _module("runtime").Unknown()
     unknown.typeMeta.apiVersion = api_version
     unknown.typeMeta.kind = kind
     unknown.raw = raw
@@ -110,25 +109,23 @@ def encode(obj: dict[str, Any]) -> bytes:
 
 
 @cache
-def _modules() -> dict[str, Any]:
-    return {
-        name: importlib.import_module(f"phalanx.kube.pb.{name}_pb2") for name in _MODULES
-    }
+def _module(name: str) -> Any:
+    """A generated module, imported on first use (core/v1 alone takes about 0.1 s)."""
+    return importlib.import_module(f"phalanx.kube.pb.{name}_pb2")
 
 
 @cache
 def _message_class(api_version: str, kind: str) -> Any:
     group, _, version = api_version.rpartition("/")
     module = _GROUPS.get(group)
-    modules = _modules()
-    candidates = []
-    if module is not None and f"{module}_{version}" in modules:
-        candidates.append(modules[f"{module}_{version}"])
+    names = []
+    if module is not None and f"{module}_{version}" in _VERSIONS:
+        names.append(f"{module}_{version}")
     if version == "v1":
         # meta/v1's kinds (Status, DeleteOptions, ...) are registered in every group version.
-        candidates.append(modules["meta_v1"])
-    for candidate in candidates:
-        descriptor = candidate.DESCRIPTOR.message_types_by_name.get(kind)
-        if descriptor is not None and kind[:1].isupper():
+        names.append("meta_v1")
+    for name in names:
+        candidate = _module(name)
+        if kind[:1].isupper() and kind in candidate.DESCRIPTOR.message_types_by_name:
             return getattr(candidate, kind)
     raise ProtobufError(f"unknown kind {kind!r} in apiVersion {api_version!r} for protobuf")

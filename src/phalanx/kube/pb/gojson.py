@@ -26,7 +26,7 @@ import math
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from functools import partial
-from typing import Any
+from typing import Any, NamedTuple
 
 from phalanx.kube.pb.gotags import FIELDS, LISTS
 from phalanx.kube.pb.quantity import canonical
@@ -63,40 +63,87 @@ def to_json(message: Any) -> Any:
     return out
 
 
+_INLINE, _MAP, _LIST, _MESSAGE, _SCALAR = range(5)
+
+
+class _Field(NamedTuple):
+    """One field of a message, with what Go's tags and the descriptor say, looked up once."""
+
+    proto_name: str
+    json_name: str
+    shape: int  # _INLINE, _MAP, _LIST, _MESSAGE or _SCALAR
+    omitempty: bool
+    pointer: bool
+    descriptor: Any  # the field; for a map, its value field
+    holds_messages: bool  # a message field, or a list or map of messages
+
+
+_PLANS: dict[str, tuple[_Field, ...]] = {}
+
+
+def _plan(descriptor: Any) -> tuple[_Field, ...]:
+    plan = _PLANS.get(descriptor.full_name)
+    if plan is None:
+        plan = _PLANS[descriptor.full_name] = tuple(
+            _planned(descriptor.fields_by_name[proto], json_name, flags)
+            for proto, json_name, flags in _fields_of(descriptor)
+        )
+    return plan
+
+
+def _planned(field: Any, json_name: str, flags: str) -> _Field:
+    target = field
+    if "i" in flags:
+        shape = _INLINE
+    elif _is_map(field):
+        shape, target = _MAP, field.message_type.fields_by_name["value"]
+    elif field.is_repeated:
+        shape = _LIST
+    else:
+        shape = _MESSAGE if field.message_type is not None else _SCALAR
+    return _Field(field.name, json_name, shape, "o" in flags, "p" in flags, target,
+                  target.message_type is not None)
+
+
 def _fields_to_json(message: Any, out: dict[str, Any]) -> None:
-    descriptor = message.DESCRIPTOR
-    for proto_name, json_name, flags in _fields_of(descriptor):
-        field = descriptor.fields_by_name[proto_name]
-        if "i" in flags:
-            _fields_to_json(getattr(message, proto_name), out)
-            continue
-        omitempty, pointer = "o" in flags, "p" in flags
-        if field.is_repeated:
-            items = getattr(message, proto_name)
-            if len(items) == 0:
-                # Go's protobuf decoding leaves an empty list or map nil: omitted or null.
-                if not omitempty:
-                    out[json_name] = None
-            elif _is_map(field):
-                out[json_name] = {k: _scalar_or_message(field, items[k]) for k in sorted(items)}
-            else:
-                out[json_name] = [_scalar_or_message(field, v) for v in items]
-        elif field.message_type is not None:
-            if message.HasField(proto_name):
-                out[json_name] = to_json(getattr(message, proto_name))
-            elif pointer:
-                if not omitempty:
-                    out[json_name] = None
+    for f in _plan(message.DESCRIPTOR):
+        shape = f.shape
+        if shape == _SCALAR:
+            value = getattr(message, f.proto_name)
+            if f.pointer:
+                if message.HasField(f.proto_name):
+                    out[f.json_name] = _scalar_json(f.descriptor, value)
+                elif not f.omitempty:
+                    out[f.json_name] = None
+            elif value or not f.omitempty:
+                out[f.json_name] = _scalar_json(f.descriptor, value)
+        elif shape == _MESSAGE:
+            if message.HasField(f.proto_name):
+                out[f.json_name] = to_json(getattr(message, f.proto_name))
+            elif f.pointer:
+                if not f.omitempty:
+                    out[f.json_name] = None
             else:
                 # A non-pointer struct is always written; omitempty never omits a Go struct.
-                out[json_name] = _zero_json(getattr(message, proto_name))
+                out[f.json_name] = _zero_json(getattr(message, f.proto_name))
+        elif shape == _INLINE:
+            _fields_to_json(getattr(message, f.proto_name), out)
         else:
-            value = getattr(message, proto_name)
-            if pointer and not message.HasField(proto_name):
-                if not omitempty:
-                    out[json_name] = None
-            elif not (omitempty and not pointer and not value):
-                out[json_name] = _scalar_json(field, value)
+            items = getattr(message, f.proto_name)
+            if len(items) == 0:
+                # Go's protobuf decoding leaves an empty list or map nil: omitted or null.
+                if not f.omitempty:
+                    out[f.json_name] = None
+            elif shape == _MAP:
+                if f.holds_messages:
+                    out[f.json_name] = {k: to_json(items[k]) for k in sorted(items)}
+                else:
+                    out[f.json_name] = {k: _scalar_json(f.descriptor, items[k])
+                                        for k in sorted(items)}
+            elif f.holds_messages:
+                out[f.json_name] = [to_json(v) for v in items]
+            else:
+                out[f.json_name] = [_scalar_json(f.descriptor, v) for v in items]
 
 
 def _fields_of(descriptor: Any) -> tuple[tuple[str, str, str], ...]:
@@ -109,14 +156,6 @@ def _fields_of(descriptor: Any) -> tuple[tuple[str, str, str], ...]:
 
 def _is_map(field: Any) -> bool:
     return field.message_type is not None and field.message_type.GetOptions().map_entry
-
-
-def _scalar_or_message(field: Any, value: Any) -> Any:
-    if _is_map(field):
-        field = field.message_type.fields_by_name["value"]
-    if field.message_type is not None:
-        return to_json(value)
-    return _scalar_json(field, value)
 
 
 def _scalar_json(field: Any, value: Any) -> Any:
@@ -248,48 +287,50 @@ def into_message(message: Any, value: Any, path: str) -> None:
 
 
 def _fields_from_json(message: Any, obj: dict[str, Any], path: str) -> None:
-    descriptor = message.DESCRIPTOR
-    for proto_name, json_name, flags in _fields_of(descriptor):
-        field = descriptor.fields_by_name[proto_name]
-        if "i" in flags:
-            inline = getattr(message, proto_name)
+    for f in _plan(message.DESCRIPTOR):
+        shape = f.shape
+        if shape == _INLINE:
+            inline = getattr(message, f.proto_name)
             inline.SetInParent()
             _fields_from_json(inline, obj, path)
             continue
-        value = obj.get(json_name)
-        where = f"{path}.{json_name}"
-        if field.is_repeated:
-            if value is None:
-                continue
-            if _is_map(field):
-                _map_from_json(getattr(message, proto_name), field, value, where)
-            elif field.message_type is not None:
-                container = getattr(message, proto_name)
-                for i, item in enumerate(_checked_list(value, where, lambda v, p: v)):
-                    into_message(container.add(), item, f"{where}[{i}]")
-            else:
-                getattr(message, proto_name).extend(
-                    _checked_list(value, where, partial(_scalar, field))
-                )
-        elif field.message_type is not None:
-            if value is None and "p" in flags:
-                continue
-            sub = getattr(message, proto_name)
+        value = obj.get(f.json_name)
+        if value is None:
+            if shape == _SCALAR and not f.pointer:
+                # Go writes every non-pointer field, its zero value included.
+                setattr(message, f.proto_name, _scalar(f.descriptor, None, ""))
+            elif shape == _MESSAGE and not f.pointer:
+                sub = getattr(message, f.proto_name)
+                sub.SetInParent()
+                into_message(sub, None, "")
+            continue
+        where = f"{path}.{f.json_name}"
+        if shape == _SCALAR:
+            setattr(message, f.proto_name, _scalar(f.descriptor, value, where))
+        elif shape == _MESSAGE:
+            sub = getattr(message, f.proto_name)
             sub.SetInParent()
             into_message(sub, value, where)
-        elif value is not None or "p" not in flags:
-            setattr(message, proto_name, _scalar(field, value, where))
+        elif shape == _MAP:
+            _map_from_json(getattr(message, f.proto_name), f, value, where)
+        elif f.holds_messages:
+            container = getattr(message, f.proto_name)
+            for i, item in enumerate(_checked_list(value, where, lambda v, p: v)):
+                into_message(container.add(), item, f"{where}[{i}]")
+        else:
+            getattr(message, f.proto_name).extend(
+                _checked_list(value, where, partial(_scalar, f.descriptor))
+            )
 
 
-def _map_from_json(container: Any, field: Any, value: Any, path: str) -> None:
+def _map_from_json(container: Any, f: _Field, value: Any, path: str) -> None:
     if not isinstance(value, dict):
         raise ValueError(f"{path}: expected an object, got {_kind(value)}")
-    value_field = field.message_type.fields_by_name["value"]
     for key, item in value.items():
-        if value_field.message_type is not None:
+        if f.holds_messages:
             into_message(container[key], item, f"{path}[{key!r}]")
         else:
-            container[key] = _scalar(value_field, item, f"{path}[{key!r}]")
+            container[key] = _scalar(f.descriptor, item, f"{path}[{key!r}]")
 
 
 def _checked_list(value: Any, path: str, each: Callable[[Any, str], Any]) -> list[Any]:
