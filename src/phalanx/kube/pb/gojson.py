@@ -14,7 +14,13 @@ Contracts:
 - `into_message(message, value, path)` fills the message as Go's `json.Unmarshal` followed by its
   protobuf `Marshal` would: non-pointer fields are set even when zero (Go writes them), pointer
   fields only when present and not null. Anything Go would reject raises `ValueError` naming the
-  JSON path (`Pod.spec.containers[0].ports[0].containerPort: ...`).
+  JSON path (`Pod.spec.containers[0].ports[0].containerPort: ...`). Unknown JSON keys are
+  ignored, as Go's (non-strict) decoder ignores them.
+
+Known differences from Go, none reachable from kubectl's generators: a Quantity given as a JSON
+float is read from Python's repr of it, not the document's digits; RawExtension and FieldsV1
+bytes are Python's compact JSON, where Go keeps the bytes it was sent; float fields print as
+Python writes floats.
 """
 
 from __future__ import annotations
