@@ -26,7 +26,8 @@ class OpenAPIDataMissing(RuntimeError):
 class KindInfo:
     """A kind with a schema: where it lives (``group_version`` is the /openapi/v3 path, such as
     ``apis/batch/v1``), the name of its schema in that document, and whether it comes from a
-    CRD (``origin == "crd"``: unknown fields are pruned, no typed Go decoding)."""
+    CRD (``origin == "crd"``: unknown fields are pruned, no typed Go decoding); ``plural`` is
+    its resource in URLs (``jobs``) and ``namespaced`` its scope, both read off its paths."""
 
     group: str
     version: str
@@ -34,6 +35,8 @@ class KindInfo:
     schema: str
     group_version: str
     origin: str
+    plural: str
+    namespaced: bool
 
     @property
     def api_version(self) -> str:
@@ -85,7 +88,16 @@ def document(group_version: str) -> dict[str, Any] | None:
 @functools.cache
 def kinds() -> tuple[KindInfo, ...]:
     return tuple(
-        KindInfo(k["group"], k["version"], k["kind"], k["schema"], k["groupVersion"], k["origin"])
+        KindInfo(
+            k["group"],
+            k["version"],
+            k["kind"],
+            k["schema"],
+            k["groupVersion"],
+            k["origin"],
+            k["plural"],
+            k["namespaced"],
+        )
         for k in _index()["kinds"]
     )
 

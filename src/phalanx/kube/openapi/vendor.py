@@ -21,6 +21,7 @@ import copy
 import gzip
 import hashlib
 import json
+import re
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
@@ -183,6 +184,15 @@ def trim_builtin(doc: Json, kinds: tuple[str, ...]) -> Json:
     return out
 
 
+def _resource_of(doc: Json, kind: str) -> dict[str, Any]:
+    """The plural resource name and scope of a kind, read off its create (``post``) path."""
+    for p, item in sorted(doc["paths"].items()):
+        op = item.get("post")
+        if op and _gvk_of(op) and _gvk_of(op)[2] == kind:  # type: ignore[index]
+            return {"plural": p.rsplit("/", 1)[1], "namespaced": "{namespace}" in p}
+    raise ValueError(f"no create path for {kind}")
+
+
 def _reverse_group(group: str) -> str:
     return ".".join(reversed(group.split(".")))
 
@@ -193,8 +203,11 @@ def _rewrite(node: Json, subst: list[tuple[str, str]]) -> Json:
     if isinstance(node, list):
         return [_rewrite(v, subst) for v in node]
     if isinstance(node, str):
-        for a, b in subst:
-            node = node.replace(a, b)
+        # One pass, longest match first: a replacement is never rewritten again (the new kind
+        # "JobSet" holds the old "Job").
+        table = dict(subst)
+        pattern = "|".join(re.escape(a) for a in sorted(table, key=len, reverse=True))
+        return re.sub(pattern, lambda m: table[m.group(0)], node)
     return node
 
 
@@ -216,7 +229,7 @@ def crd_paths(
     subst = [
         ("io.k8s.api.batch.v1.JobList", schema + "List"),
         ("io.k8s.api.batch.v1.Job", schema),
-        ("/apis/batch/v1/", f"/apis/{group}/{version}/"),
+        ("/apis/batch/v1", f"/apis/{group}/{version}"),
         ("/jobs", "/" + plural),
         ("BatchV1", ""),
         ("batch_v1", f"{group}_{version}".replace(".", "_")),
@@ -318,6 +331,7 @@ def build(mirrors: Path, out: Path) -> None:
                             "schema": name,
                             "groupVersion": gv,
                             "origin": "builtin",
+                            **_resource_of(doc, g["kind"]),
                         }
                     )
     index["sources"].append(
