@@ -18,11 +18,11 @@ import pytest
 from openapi_data import EXAMPLES, needs_data, needs_examples
 
 from phalanx.kube.openapi import (
+    bad_request_message,
     kinds,
     loads_strict,
     openapi_v3,
     openapi_v3_index,
-    strict_decoding_message,
     validate,
 )
 
@@ -131,12 +131,11 @@ class _Handler(BaseHTTPRequestHandler):
         obj = loads_strict(body)
         mode = query.get("fieldValidation", ["Warn"])[0]  # kube-apiserver's default is Warn
         errors, warnings = validate(obj, mode)
-        strict = [e for e in errors if e.strict]
-        if strict:
+        if any(e.bad_request for e in errors):
             kind, version = obj["kind"], obj["apiVersion"].rpartition("/")[2]
             message = (
                 f'{kind} in version "{version}" cannot be handled as a {kind}: '
-                + strict_decoding_message(strict)
+                + bad_request_message(errors)
             )
             return self._send(400, _status(400, "BadRequest", message))
         if errors:

@@ -15,6 +15,7 @@ from openapi_data import EXAMPLES, needs_data, needs_examples
 
 from phalanx.kube.openapi import (
     FieldError,
+    bad_request_message,
     invalid_message,
     loads_strict,
     strict_decoding_message,
@@ -129,18 +130,49 @@ def test_nested_unknown_field_path_has_list_index() -> None:
     ]
 
 
-def test_wrong_types_and_missing_required_fields() -> None:
-    job = _job(parallelism="two", suspend=1)
+def test_missing_required_fields() -> None:
+    job = _job()
     del job["spec"]["template"]["spec"]["containers"][0]["name"]
+    del job["spec"]["template"]["spec"]["containers"][0]["image"]
     errors, _ = validate(job, "Ignore")
+    assert _paths(errors) == [("spec.template.spec.containers[0].name", "FieldValueRequired")]
+    assert errors[0].message == "spec.template.spec.containers[0].name: Required value"
+
+
+def test_a_builtin_kinds_wrong_type_is_gos_decoding_error() -> None:
+    """kube-apiserver decodes built-in kinds into Go structs: the first wrong type fails the
+    request (400) with encoding/json's words, and nothing else is reported."""
+    job = _job(parallelism="two", suspend=1, bogus=1)
+    job["spec"]["template"]["spec"]["containers"][0]["env"] = [{"name": "A", "value": True}]
+    errors, warnings = validate(job, "Strict")
+    assert _paths(errors) == [("spec.template.spec.containers[0].env[0].value", "DecodeError")]
+    assert errors[0].message == (
+        "json: cannot unmarshal bool into Go struct field EnvVar.spec.template.spec.containers"
+        ".env.value of type string"
+    )
+    assert errors[0].bad_request and not errors[0].strict and warnings == []
+    del job["spec"]["template"]["spec"]["containers"][0]["env"]
+    errors, _ = validate(job, "Warn")
+    assert bad_request_message(errors) == (
+        "json: cannot unmarshal string into Go struct field JobSpec.spec.parallelism of type int32"
+    )
+
+
+def test_a_crds_wrong_type_is_a_validation_error() -> None:
+    lq = {
+        "apiVersion": "kueue.x-k8s.io/v1beta2",
+        "kind": "LocalQueue",
+        "metadata": {"name": "q", "namespace": "default"},
+        "spec": {"clusterQueue": 5, "stopPolicy": ["x"]},
+    }
+    errors, _ = validate(lq, "Strict")
     assert _paths(errors) == [
-        ("spec.template.spec.containers[0].name", "FieldValueRequired"),
-        ("spec.parallelism", "FieldValueTypeInvalid"),
-        ("spec.suspend", "FieldValueTypeInvalid"),
+        ("spec.clusterQueue", "FieldValueTypeInvalid"),
+        ("spec.stopPolicy", "FieldValueTypeInvalid"),
     ]
-    assert errors[1].message == (
-        'spec.parallelism: Invalid value: "two": spec.parallelism in body must be of type '
-        'integer: "string"'
+    assert errors[0].message == (
+        "spec.clusterQueue: Invalid value: 5: spec.clusterQueue in body must be of type string: "
+        '"integer"'
     )
 
 
@@ -153,7 +185,7 @@ def test_int_or_string_and_quantities_take_both() -> None:
     assert validate(job, "Strict") == ([], [])
     container["livenessProbe"]["httpGet"]["port"] = True
     assert _paths(validate(job, "Strict")[0]) == [
-        ("spec.template.spec.containers[0].livenessProbe.httpGet.port", "FieldValueTypeInvalid")
+        ("spec.template.spec.containers[0].livenessProbe.httpGet.port", "DecodeError")
     ]
 
 
@@ -267,6 +299,7 @@ def test_random_mutations_never_raise(
     assert all(isinstance(w, str) for w in warnings)
     if mode != "Strict":
         assert not any(e.strict for e in errors)
+    assert sum(e.reason == "DecodeError" for e in errors) <= 1
 
 
 @needs_examples

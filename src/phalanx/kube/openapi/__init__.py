@@ -19,6 +19,7 @@ from phalanx.kube.openapi.documents import (
 )
 from phalanx.kube.openapi.fielderror import (
     FieldError,
+    bad_request_message,
     invalid_message,
     strict_decoding_message,
 )
@@ -30,6 +31,7 @@ __all__ = [
     "FieldError",
     "KindInfo",
     "OpenAPIDataMissing",
+    "bad_request_message",
     "invalid_message",
     "kinds",
     "loads_strict",

@@ -7,6 +7,10 @@ Two families, answered differently by kube-apiserver:
   ``<Kind> in version "<v>" cannot be handled as a <Kind>: strict decoding error: <m1>, <m2>``
   (:func:`strict_decoding_message` gives the part after the colon); with ``Warn`` each message is
   one ``Warning`` header; with ``Ignore`` nothing.
+- ``DecodeError``: a built-in kind's value of the wrong JSON type, which Go's decoder refuses
+  in every mode: 400 BadRequest, ``<Kind> in version "<v>" cannot be handled as a <Kind>:
+  json: cannot unmarshal string into Go struct field JobSpec.spec.parallelism of type int32``.
+  Only the first is reported (Go stops there) and it wins over strict decoding errors.
 - every other reason is a ``field.ErrorType`` of k8s.io/apimachinery (``FieldValueRequired``,
   ``FieldValueInvalid``, ``FieldValueTypeInvalid``, ``FieldValueNotSupported``,
   ``FieldValueTooLong``): the request fails with 422 Invalid, message
@@ -22,6 +26,7 @@ from typing import Any
 
 UNKNOWN = "UnknownField"
 DUPLICATE = "DuplicateField"
+DECODE = "DecodeError"
 REQUIRED = "FieldValueRequired"
 INVALID = "FieldValueInvalid"
 TYPE_INVALID = "FieldValueTypeInvalid"
@@ -29,6 +34,7 @@ NOT_SUPPORTED = "FieldValueNotSupported"
 TOO_LONG = "FieldValueTooLong"
 
 STRICT_REASONS = frozenset({UNKNOWN, DUPLICATE})
+BAD_REQUEST_REASONS = STRICT_REASONS | {DECODE}
 
 # field.ErrorType.String() in k8s.io/apimachinery/pkg/util/validation/field/errors.go.
 _TYPE_WORDS = {
@@ -53,8 +59,13 @@ class FieldError:
 
     @property
     def strict(self) -> bool:
-        """A strict decoding error (400, or a warning), not a validation error (422)."""
+        """A strict decoding error (400 in Strict, a warning in Warn, nothing in Ignore)."""
         return self.reason in STRICT_REASONS
+
+    @property
+    def bad_request(self) -> bool:
+        """Answered 400 BadRequest (a decoding error), not 422 Invalid."""
+        return self.reason in BAD_REQUEST_REASONS
 
 
 def go_value(value: Any) -> str:
@@ -87,14 +98,33 @@ def duplicate_field(path: str) -> FieldError:
     return FieldError(path, DUPLICATE, f'duplicate field "{path}"')
 
 
+def decode_error(path: str, json_kind: str, owner: str, dotted: str, go_type: str) -> FieldError:
+    """encoding/json's UnmarshalTypeError text for a built-in kind's field."""
+    field = f"{owner}.{dotted}"
+    return FieldError(
+        path,
+        DECODE,
+        f"json: cannot unmarshal {json_kind} into Go struct field {field} of type {go_type}",
+    )
+
+
+def bad_request_message(errors: list[FieldError]) -> str:
+    """What follows ``<Kind> in version "<v>" cannot be handled as a <Kind>: `` in the 400:
+    the decoding error if there is one, else the strict decoding errors."""
+    for e in errors:
+        if e.reason == DECODE:
+            return e.message
+    return strict_decoding_message(errors)
+
+
 def strict_decoding_message(errors: list[FieldError]) -> str:
     """runtime.strictDecodingError's text for the strict errors among ``errors``."""
     return "strict decoding error: " + ", ".join(e.message for e in errors if e.strict)
 
 
 def invalid_message(kind: str, group: str, name: str, errors: list[FieldError]) -> str:
-    """apierrors.NewInvalid's message for the validation errors among ``errors``."""
-    msgs = [e.message for e in errors if not e.strict]
+    """apierrors.NewInvalid's message for the validation (422) errors among ``errors``."""
+    msgs = [e.message for e in errors if not e.bad_request]
     qualified = f"{kind}.{group}" if group else kind
     body = msgs[0] if len(msgs) == 1 else "[" + ", ".join(msgs) + "]"
     return f'{qualified} "{name}" is invalid: {body}'

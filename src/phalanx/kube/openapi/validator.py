@@ -82,6 +82,24 @@ def loads_strict(body: bytes | str) -> Any:
     return json.loads(body, object_pairs_hook=_pairs)
 
 
+def _dotted(path: Path) -> str:
+    """A path as encoding/json writes it: field names only, no indices or map keys."""
+    return ".".join(str(seg) for seg in path if isinstance(seg, str) and not isinstance(seg, _Key))
+
+
+def _go_json_kind(value: Any) -> str:
+    """How encoding/json names a JSON value in an UnmarshalTypeError."""
+    if isinstance(value, bool):
+        return "bool"
+    if isinstance(value, int):
+        return "number"
+    if isinstance(value, float):
+        return f"number {value!r}"
+    if isinstance(value, str):
+        return "string"
+    return "array" if isinstance(value, list) else "object"
+
+
 def _type_name(value: Any) -> str:
     if isinstance(value, bool):
         return "boolean"
@@ -138,14 +156,16 @@ class _Walk:
     def error(self, err: FieldError) -> None:
         self.errors.append(err)
 
-    def walk(self, value: Any, schema: Any, path: Path) -> None:
+    def walk(self, value: Any, schema: Any, path: Path, owner: str) -> None:
+        """Check ``value`` at ``path`` against ``schema``; ``owner`` is the Go struct that holds
+        the field (for decoding errors' wording)."""
         s, name = self.resolve(schema)
         if value is None or not s:
             return  # null is "unset" to Go's decoder; no schema: nothing declared to check
-        if not self._type_ok(value, s, name, path):
+        if not self._type_ok(value, s, name, path, owner):
             return
         if isinstance(value, dict):
-            self._object(value, s, path)
+            self._object(value, s, path, name.rpartition(".")[2] if name else owner)
             if name == _CONTAINER and isinstance(value.get("name"), str):
                 for msg in names.dns1123_label(value["name"]):
                     self.error(
@@ -156,10 +176,10 @@ class _Walk:
         elif isinstance(value, list):
             items = s.get("items")
             for i, item in enumerate(value):
-                self.walk(item, items, (*path, i))
+                self.walk(item, items, (*path, i), owner)
         self._constraints(value, s, path)
 
-    def _type_ok(self, value: Any, s: dict[str, Any], name: str, path: Path) -> bool:
+    def _type_ok(self, value: Any, s: dict[str, Any], name: str, path: Path, owner: str) -> bool:
         want = s.get("type")
         is_int = isinstance(value, int) and not isinstance(value, bool)
         if name == _QUANTITY:
@@ -183,20 +203,50 @@ class _Walk:
             ok = isinstance(value, bool)
         else:
             ok = True
-        if not ok:
-            where = _field_path(path)
-            self.error(
-                fielderror.field_error(
-                    where,
-                    fielderror.TYPE_INVALID,
-                    value if not isinstance(value, dict | list) else _type_name(value),
-                    f"{where} in body must be of type {want}: "
-                    f"{fielderror.go_value(_type_name(value))}",
+        if ok:
+            return True
+        if not self.crd:
+            # A built-in kind is decoded into Go structs: the first mismatch fails decoding.
+            if not any(e.reason == fielderror.DECODE for e in self.errors):
+                self.error(
+                    fielderror.decode_error(
+                        _strict_path(path),
+                        _go_json_kind(value),
+                        owner,
+                        _dotted(path),
+                        self._go_type(s, name),
+                    )
                 )
+            return False
+        where = _field_path(path)
+        bad = value if not isinstance(value, dict | list) else _type_name(value)
+        self.error(
+            fielderror.field_error(
+                where,
+                fielderror.TYPE_INVALID,
+                bad,
+                f"{where} in body must be of type {want}: {fielderror.go_value(_type_name(value))}",
             )
-        return ok
+        )
+        return False
 
-    def _object(self, value: dict[str, Any], s: dict[str, Any], path: Path) -> None:
+    def _go_type(self, s: dict[str, Any], name: str) -> str:
+        """The Go type behind a schema, as encoding/json names it in its errors."""
+        if name:
+            pkg, _, short = name.rpartition(".")
+            return f"{pkg.rpartition('.')[2]}.{short}"
+        t = s.get("type")
+        if t == "array":
+            return "[]" + self._go_type(*self.resolve(s.get("items")))
+        if t == "object" and isinstance(s.get("additionalProperties"), dict):
+            return "map[string]" + self._go_type(*self.resolve(s["additionalProperties"]))
+        fmt = s.get("format")
+        simple = {"string": "string", "boolean": "bool", "number": "float64"}
+        if t == "integer":
+            return fmt if fmt in ("int32", "int64") else "int"
+        return simple.get(str(t), "interface {}")
+
+    def _object(self, value: dict[str, Any], s: dict[str, Any], path: Path, owner: str) -> None:
         props: dict[str, Any] | None = s.get("properties")
         extra = s.get("additionalProperties")
         preserve = bool(s.get("x-kubernetes-preserve-unknown-fields"))
@@ -208,9 +258,9 @@ class _Walk:
             self.strict.append(fielderror.duplicate_field(_strict_path((*path, dup))))
         for key, sub in value.items():
             if props is not None and key in props:
-                self.walk(sub, props[key], (*path, key))
+                self.walk(sub, props[key], (*path, key), owner)
             elif isinstance(extra, dict):
-                self.walk(sub, extra, (*path, _Key(key)))
+                self.walk(sub, extra, (*path, _Key(key)), owner)
             elif (
                 extra is True
                 or preserve
@@ -357,8 +407,11 @@ def validate(obj: Any, mode: str) -> tuple[list[FieldError], list[str]]:
             )
         ], []
     walk = _Walk(catalog.schemas_of(info), crd=info.origin == "crd")
-    walk.walk(obj, {"$ref": "#/components/schemas/" + info.schema}, ())
+    walk.walk(obj, {"$ref": "#/components/schemas/" + info.schema}, (), info.kind)
     errors = walk.errors
+    decode = [e for e in errors if e.reason == fielderror.DECODE]
+    if decode:
+        return decode, []  # the object could not be decoded: nothing else is looked at
     errors.extend(_metadata(obj, group, kind))
     for field in _NONNEGATIVE.get((group, kind), ()):
         value = _get(obj, field)
