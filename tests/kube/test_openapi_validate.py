@@ -18,6 +18,7 @@ from phalanx.kube.openapi import (
     bad_request_message,
     invalid_message,
     loads_strict,
+    prune,
     strict_decoding_message,
     validate,
 )
@@ -236,6 +237,23 @@ def test_duplicate_fields_from_the_body() -> None:
     assert validate(obj, "Ignore") == ([], [])
 
 
+def test_prune_drops_what_validation_calls_unknown() -> None:
+    job = _job(bogus=1)
+    job["spec"]["template"]["spec"]["containers"][0]["imagee"] = "x"
+    job["metadata"]["labels"] = {"keep": "me"}
+    cq = {
+        "apiVersion": "kueue.x-k8s.io/v1beta2",
+        "kind": "ClusterQueue",
+        "metadata": {"name": "q"},
+        "spec": {"namespaceSelector": {}, "extra": {"deep": 1}},
+    }
+    assert prune(job) == ["spec.template.spec.containers[0].imagee", "spec.bogus"]
+    assert validate(job, "Strict") == ([], [])
+    assert job["metadata"]["labels"] == {"keep": "me"}
+    assert prune(cq) == ["spec.extra"] and cq["spec"] == {"namespaceSelector": {}}
+    assert prune({"kind": "Nothing"}) == [] and prune([1]) == []
+
+
 def test_unknown_kind_and_bad_mode() -> None:
     errors, _ = validate({"apiVersion": "batch/v1", "kind": "Jobb", "metadata": {}}, "Strict")
     assert _paths(errors) == [("kind", "FieldValueNotSupported")]
@@ -300,6 +318,10 @@ def test_random_mutations_never_raise(
     if mode != "Strict":
         assert not any(e.strict for e in errors)
     assert sum(e.reason == "DecodeError" for e in errors) <= 1
+    if isinstance(doc, dict):
+        pruned = prune(doc)
+        assert all(isinstance(p, str) for p in pruned)
+        assert not any(e.reason == "UnknownField" for e in validate(doc, "Strict")[0])
 
 
 @needs_examples

@@ -48,6 +48,12 @@ def data_dir() -> Path:
     return Path(env) if env else Path(__file__).with_name("data")
 
 
+def available() -> bool:
+    """Whether the documents are built (``index.json`` is there); without them a server
+    validates nothing and serves an empty ``/openapi/v3`` index."""
+    return (data_dir() / "index.json").is_file()
+
+
 @functools.cache
 def _index() -> dict[str, Any]:
     path = data_dir() / "index.json"
