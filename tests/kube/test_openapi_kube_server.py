@@ -131,3 +131,55 @@ def test_every_adapted_manifest_passes_strict_validation(kubeconfig: Path) -> No
             kubeconfig, "create", "--validate=strict", "--dry-run=server", "-f", str(path)
         )
         assert done.returncode == 0, (path, done.stderr)
+
+
+_DEPLOYMENT = """apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: web
+spec:
+  replicas: {replicas}
+  selector:
+    matchLabels: {{app: web}}
+  template:
+    metadata:
+      labels: {{app: web}}
+    spec:
+      containers:
+      - name: web
+        image: nginx
+        env:
+        - {{name: A, value: "1"}}
+{extra}"""
+
+
+def test_apply_patches_with_the_documents_merge_keys_and_strict_checks_them(
+    kubeconfig: Path,
+) -> None:
+    """kubectl apply on an existing object computes a strategic merge patch from the v3
+    documents' x-kubernetes-patch-* (env merged by name) and sends it with
+    fieldValidation=Strict; an unknown field in it is refused, in Warn it is dropped."""
+    path = kubeconfig.parent / "web.yaml"
+
+    def apply(replicas: int, extra: str, *flags: str) -> subprocess.CompletedProcess[str]:
+        path.write_text(_DEPLOYMENT.format(replicas=replicas, extra=extra))
+        return _kubectl(kubeconfig, "apply", *flags, "-f", str(path))
+
+    assert apply(1, "").returncode == 0
+    assert apply(2, '        - {name: B, value: "2"}\n').returncode == 0
+    got = json.loads(_kubectl(kubeconfig, "get", "deploy", "web", "-o", "json").stdout)
+    assert got["spec"]["replicas"] == 2
+    assert [e["name"] for e in got["spec"]["template"]["spec"]["containers"][0]["env"]] == [
+        "A",
+        "B",
+    ]
+    done = apply(3, "  bogus: 1\n")
+    assert done.returncode == 1
+    assert (
+        'error when patching "' + str(path) + '": Deployment in version "v1" cannot be handled '
+        'as a Deployment: strict decoding error: unknown field "spec.bogus"'
+    ) in done.stderr
+    done = apply(3, "  bogus: 1\n", "--validate=warn")
+    assert done.returncode == 0 and 'Warning: unknown field "spec.bogus"' in done.stderr
+    got = json.loads(_kubectl(kubeconfig, "get", "deploy", "web", "-o", "json").stdout)
+    assert got["spec"]["replicas"] == 3 and "bogus" not in got["spec"]
