@@ -172,8 +172,8 @@ def test_a_crds_wrong_type_is_a_validation_error() -> None:
         ("spec.stopPolicy", "FieldValueTypeInvalid"),
     ]
     assert errors[0].message == (
-        "spec.clusterQueue: Invalid value: 5: spec.clusterQueue in body must be of type string: "
-        '"integer"'
+        'spec.clusterQueue: Invalid value: "integer": spec.clusterQueue in body must be of type '
+        'string: "integer"'
     )
 
 

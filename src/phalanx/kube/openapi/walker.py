@@ -177,13 +177,15 @@ class Walk:
                 )
             return False
         where = _field_path(path)
-        bad = value if not isinstance(value, dict | list) else type_name(value)
+        # kube-openapi's InvalidType: the bad value shown is the JSON type found, not the value
+        # ("Invalid value: \"string\": spec.x in body must be of type integer: \"string\"").
+        found = type_name(value)
         self.error(
             fielderror.field_error(
                 where,
                 fielderror.TYPE_INVALID,
-                bad,
-                f"{where} in body must be of type {want}: {fielderror.go_value(type_name(value))}",
+                found,
+                f"{where} in body must be of type {want}: {fielderror.go_value(found)}",
             )
         )
         return False
