@@ -44,7 +44,12 @@ def _pairs(pairs: list[tuple[str, Any]]) -> StrictDict:
     out = StrictDict(pairs)
     if len(out) != len(pairs):
         seen: set[str] = set()
-        out.duplicates = tuple(k for k, _ in pairs if k in seen or seen.add(k))  # type: ignore[func-returns-value]
+        duplicates: list[str] = []
+        for key, _ in pairs:
+            if key in seen:
+                duplicates.append(key)
+            seen.add(key)
+        out.duplicates = tuple(duplicates)
     return out
 
 
@@ -69,8 +74,8 @@ def _metadata(obj: dict[str, Any], group: str, kind: str) -> Iterator[FieldError
     rule = names.name_rule(group, kind)
     name, generate = meta.get("name"), meta.get("generateName")
     if isinstance(generate, str) and generate:
-        # Kubernetes checks the prefix as if a suffix followed (mask-trailing-dash).
-        for msg in rule(generate.rstrip("-") or generate):
+        # A prefix is checked as if a suffix followed: maskTrailingDash turns a last "-" to "a".
+        for msg in rule(generate[:-1] + "a" if generate.endswith("-") else generate):
             yield fielderror.field_error("metadata.generateName", fielderror.INVALID, generate, msg)
     if not name:
         if not generate:
