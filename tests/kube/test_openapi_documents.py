@@ -162,3 +162,25 @@ def test_openapi_v2_is_swagger_with_resolvable_refs() -> None:
     patch = doc["paths"]["/apis/batch/v1/namespaces/{namespace}/jobs/{name}"]["patch"]
     assert any(p["name"] == "fieldValidation" and p["in"] == "query" for p in patch["parameters"])
     assert any(p["in"] == "body" for p in patch["parameters"])
+
+
+def test_the_servers_merge_key_table_agrees_with_the_documents() -> None:
+    """phalanx.kube.patch merges lists by field name; every built-in field the documents give
+    a patch merge key has that key in the table (a Service's ports, keyed by port, are told
+    apart there by their elements)."""
+    from phalanx.kube.patch import MERGE_KEYS, PRIMITIVE_MERGE
+
+    for gv in sorted(openapi_v3_index()["paths"]):
+        doc = _doc(gv)
+        for name, schema in doc["components"]["schemas"].items():
+            if not name.startswith("io.k8s."):
+                continue
+            for field, prop in (schema.get("properties") or {}).items():
+                strategy = prop.get("x-kubernetes-patch-strategy", "")
+                if "merge" not in strategy.split(","):
+                    continue
+                key = prop.get("x-kubernetes-patch-merge-key")
+                if key is None:
+                    assert field in PRIMITIVE_MERGE, (name, field)
+                elif (name, field) != ("io.k8s.api.core.v1.ServiceSpec", "ports"):
+                    assert MERGE_KEYS.get(field) == key, (name, field, key)
