@@ -50,9 +50,12 @@ def kubeconfig(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     server = uvicorn.Server(config)
     thread = threading.Thread(target=lambda: asyncio.run(server.serve(sockets=[sock])))
     thread.start()
-    deadline = time.monotonic() + 20
-    while not server.started and time.monotonic() < deadline:
+    # Generous: on a loaded machine the server thread can take long to start, and a kubectl
+    # run before it has would fail for the wrong reason.
+    deadline = time.monotonic() + 120
+    while not server.started and time.monotonic() < deadline and thread.is_alive():
         time.sleep(0.05)
+    assert server.started, "the kube API did not start"
     path = tmp / "kubeconfig"
     path.write_text(
         json.dumps(
