@@ -76,7 +76,7 @@ def _kubectl(config: Path, *args: str) -> subprocess.CompletedProcess[str]:
         [KUBECTL, "--kubeconfig", str(config), "--cache-dir", str(config.parent / "cache"), *args],
         capture_output=True,
         text=True,
-        timeout=60,
+        timeout=180,
         check=False,
     )
 

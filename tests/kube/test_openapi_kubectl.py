@@ -178,7 +178,7 @@ def _kubectl(url: str, tmp: Path, *args: str) -> subprocess.CompletedProcess[str
         [KUBECTL, "--kubeconfig", str(config), "--cache-dir", str(tmp / "cache"), *args],
         capture_output=True,
         text=True,
-        timeout=60,
+        timeout=180,
         check=False,
     )
 
