@@ -54,6 +54,7 @@ __all__ = [
     "WorkClass",
     "mix_jobs",
     "read_mix",
+    "read_mix_text",
     "serving_curve",
 ]
 
@@ -152,7 +153,12 @@ def read_mix(path: str) -> Mix:
     """The mix in the YAML file at ``path``. ``ConfigError`` names file, line and field."""
     with open(path, encoding="utf-8") as handle:
         text = handle.read()
-    root = compose_yaml(text, path)
+    return read_mix_text(text, path)
+
+
+def read_mix_text(text: str, source: str) -> Mix:
+    """The mix in YAML ``text``; errors name ``source`` as the file."""
+    root = compose_yaml(text, source)
     top = root.mapping(("days", "classes"), required=("classes",))
     days = _float(top["days"], positive=True) if "days" in top else 1.0
     classes = tuple(_work_class(f) for f in top["classes"].sequence())
@@ -162,7 +168,7 @@ def read_mix(path: str) -> Mix:
     for f, name in zip(top["classes"].sequence(), names, strict=True):
         if names.count(name) > 1:
             raise f.error(f"duplicate class name {name!r}")
-    return Mix(path, days, classes)
+    return Mix(source, days, classes)
 
 
 def _work_class(f: YamlField) -> WorkClass:
