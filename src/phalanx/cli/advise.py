@@ -115,7 +115,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from phalanx.sim.advice import Advice, check_claims, recommend, summarise
+    from phalanx.sim.advice import Advice, check_claims, recommend, reference_load, summarise
     from phalanx.sim.advice_report import advice_json, print_advice
     from phalanx.sim.setups import setup
     from phalanx.sim.sweep import RunFigures, RunSpec, run_sweep
@@ -133,10 +133,22 @@ def run(args: argparse.Namespace) -> int:
     cluster = build_cluster(args, source.fmt).cluster
     classes = source.classes()
     mfu, default_mfu = _mfu(args.mfu, source)
-    notes = _plan_split(names, source, cluster, max(args.loads), explicit=bool(args.setups))
+    ref_load = reference_load(args.loads)
+    serving_peak = _serving_peak(source, args.seed, ref_load)
+    notes = _plan_split(names, source, cluster, serving_peak, explicit=bool(args.setups))
     seeds = [args.seed + k for k in range(args.seeds)]
     specs = [
-        RunSpec(source, cluster, name, seed, load, mfu, default_mfu, args.slo_wait * SECOND)
+        RunSpec(
+            source,
+            cluster,
+            name,
+            seed,
+            load,
+            mfu,
+            default_mfu,
+            args.slo_wait * SECOND,
+            split_serving_gpus=serving_peak,
+        )
         for name in names
         for load in args.loads
         for seed in seeds
@@ -278,23 +290,32 @@ def _mfu(values: list[str], source: Any) -> tuple[tuple[tuple[str, float], ...],
     return tuple(sorted(by_class.items())), default
 
 
+def _serving_peak(source: Any, seed: int, load: float) -> float:
+    """The serving load's peak in GPUs at ``load``: what a static split is sized for."""
+    from phalanx.sim.setups import peak_gpus
+
+    serving = set(source.serving_classes())
+    return peak_gpus([j for j in source.jobs(seed, load) if j.spec.account in serving])
+
+
 def _plan_split(
-    names: list[str], source: Any, cluster: Any, top_load: float, *, explicit: bool
+    names: list[str], source: Any, cluster: Any, serving_peak: float, *, explicit: bool
 ) -> list[str]:
     """Drop the split where it cannot run (a note says why); an explicit ``--setup split``
     that cannot run is an error."""
-    from phalanx.sim.setups import peak_gpus, split_clusters
+    from phalanx.sim.setups import split_clusters
 
     if "split" not in names:
         return []
     if not source.serving_classes():
         why = "the workload has no serving class, so the split would be slurm on all nodes"
     else:
-        serving = set(source.serving_classes())
-        jobs = [j for j in source.jobs(0, top_load) if j.spec.account in serving]
         try:
-            split_clusters(cluster, peak_gpus(jobs))
-            return []
+            train, serve = split_clusters(cluster, serving_peak)
+            return [
+                f"split: serving on {len(serve.nodes)} nodes (its peak at the reference load, "
+                f"{serving_peak:g} GPUs), training on {len(train.nodes)}, at every load"
+            ]
         except ConfigError as exc:
             why = exc.message
     if explicit:

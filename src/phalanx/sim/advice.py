@@ -41,6 +41,8 @@ __all__ = [
 
 COST_TIE = 0.02
 """Costs within 2 % of the cheapest are a tie, settled by mean JCT."""
+_NOISE = 0.005
+"""Differences of cost or mean JCT under 0.5 % are not given as reasons either way."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -175,14 +177,14 @@ def recommend(
     reasons.append(_driver(win))
     reasons.append(
         f"{best} at load {ref:g}: {_money(_cost(win))} per productive GPU-hour, mean JCT "
-        f"{format_duration_s(win.jct_mean_s.median)}, eta_sched {_pct(win.eta_sched.median)}, "
+        f"{_duration(win.jct_mean_s.median)}, eta_sched {_pct(win.eta_sched.median)}, "
         f"theta {_pct(win.theta_overhead.median)}, utilisation {_pct(win.utilization.median)}"
         + (
             f", SLO attainment {_pct(win.slo_attainment.median)}"
             if win.slo_attainment is not None
             else ""
         )
-        + f" (median of {win.seeds} seeds)"
+        + (f" (median of {win.seeds} seeds)" if win.seeds > 1 else " (one seed)")
     )
     if len(tied) > 1:
         others = ", ".join(f"{n} {_money(_cost(at[n]))}" for n in tied if n != best)
@@ -241,7 +243,7 @@ def _against(
                 )
             )
     cost, best_cost = _cost(f), _cost(win)
-    if best_cost > 0 and cost > best_cost:
+    if best_cost > 0 and cost > best_cost * (1 + _NOISE):
         issues.append(
             (
                 cost / best_cost - 1,
@@ -249,11 +251,11 @@ def _against(
             )
         )
     jct, best_jct = f.jct_mean_s.median, win.jct_mean_s.median
-    if best_jct > 0 and jct > best_jct:
+    if best_jct > 0 and jct > best_jct * (1 + _NOISE):
         issues.append(
             (
                 jct / best_jct - 1,
-                f"mean JCT {format_duration_s(jct)} against {format_duration_s(best_jct)} "
+                f"mean JCT {_duration(jct)} against {_duration(best_jct)} "
                 f"(+{_pct(jct / best_jct - 1)})",
             )
         )
@@ -262,7 +264,8 @@ def _against(
         issues.append(
             (
                 ratio - 1,
-                f"jobs of {size} GPUs wait {format_duration_s(f.wait_by_size[size]['mean_s'])} "
+                f"jobs of {size} GPU{'' if size == '1' else 's'} wait "
+                f"{format_duration_s(f.wait_by_size[size]['mean_s'])} "
                 f"on average against "
                 f"{format_duration_s(win.wait_by_size[size]['mean_s'])}",
             )
@@ -277,13 +280,16 @@ def _against(
             )
         )
     better = []
-    if best_jct > 0 and jct < best_jct:
-        better.append(f"mean JCT {format_duration_s(jct)} against {format_duration_s(best_jct)}")
-    if cost < best_cost:
+    if best_jct > 0 and jct < best_jct * (1 - _NOISE):
+        better.append(f"mean JCT {_duration(jct)} against {_duration(best_jct)}")
+    if cost < best_cost * (1 - _NOISE):
         better.append(f"{_money(cost)} per productive GPU-hour against {_money(best_cost)}")
     though = f" (better: {'; '.join(better)})" if better else ""
     if not issues:
-        return f"{name}: no figure worse than {win.setup}'s beyond the tie rule{though}"
+        return (
+            f"{name}: cost {_money(cost)} and mean JCT {_duration(jct)}, within "
+            f"{_pct(_NOISE)} of {win.setup}'s{though}"
+        )
     issues.sort(key=lambda item: -item[0])
     return f"{name}: " + "; ".join(text for _, text in issues[:3]) + though
 
@@ -303,6 +309,11 @@ def _worst_size(f: SetupFigures, win: SetupFigures) -> tuple[str | None, float]:
         if ratio >= 1.5 and ratio > worst[1]:
             worst = (size, ratio)
     return worst
+
+
+def _duration(seconds: float) -> str:
+    """A mean JCT: hours with two decimals (set-ups often differ by minutes), else as usual."""
+    return f"{seconds / 3600:,.2f} h" if seconds >= 3600 else format_duration_s(seconds)
 
 
 def _pct(x: float, digits: int = 1) -> str:

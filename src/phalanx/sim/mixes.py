@@ -130,7 +130,7 @@ BUILTIN_MIXES: dict[str, Mix] = {
     # whose replicas follow the day, with some fine-tuning.
     "small-serving": Mix(
         "small-serving",
-        2.0,
+        1.5,
         (
             WorkClass("hpo", "hpo", (1,), 48.0, hours=(0.2, 2.0), burst=(20, 100), mfu=0.3),
             WorkClass(

@@ -11,8 +11,10 @@ k8s        ``k8s-default`` (vanilla kube-scheduler: pods one by one, no gang)
 kueue      ``kueue`` (gang admission against quota)
 volcano    ``volcano`` (gangs, DRF, binpack)
 split      training on ``slurm`` and serving on ``k8s-default``, each on its own sub-cluster:
-           the serving side gets the fewest whole nodes that hold the serving load's peak, the
-           training side the rest; the two runs are merged into one record (``merge_runs``)
+           the serving side gets the fewest whole nodes that hold the serving peak it is sized
+           for (``phalanx advise``: the peak at the reference load, the same at every load, as
+           a static split does not grow), the training side the rest; the two runs are merged
+           into one record (``merge_runs``)
 phalanx    the ``phalanx`` profile
 =========  =============================================================================
 

@@ -89,7 +89,7 @@ class WorkloadSource:
         return _jobs(self, seed, load)
 
 
-@functools.lru_cache(maxsize=8)
+@functools.lru_cache(maxsize=32)
 def _jobs(source: WorkloadSource, seed: int, load: float) -> list[TraceJob]:
     if source.kind == "mix":
         assert source.mix is not None
@@ -106,7 +106,7 @@ def _jobs(source: WorkloadSource, seed: int, load: float) -> list[TraceJob]:
     raise ConfigError(f"unknown workload kind {source.kind!r}")
 
 
-@functools.lru_cache(maxsize=2)
+@functools.lru_cache(maxsize=8)
 def _trace(source: WorkloadSource, seed: int) -> list[TraceJob]:
     assert source.path is not None
     return read_trace(source.path, source.fmt, TraceOptions(source.limit, source.window, 1, seed))
@@ -125,6 +125,9 @@ class RunSpec:
     """MFU by workload class; classes not named get ``default_mfu``."""
     default_mfu: float = 0.4
     slo_wait_ms: Duration = 60 * SECOND
+    split_serving_gpus: float | None = None
+    """GPUs the split's serving side is sized for (static across loads); None: this run's
+    serving peak."""
 
 
 @dataclass(frozen=True)
@@ -156,7 +159,10 @@ def run_one(spec: RunSpec) -> RunFigures:
         serving_names = set(source.serving_classes())
         serving = [j for j in jobs if j.spec.account in serving_names]
         training = [j for j in jobs if j.spec.account not in serving_names]
-        train_cluster, serve_cluster = split_clusters(spec.cluster, peak_gpus(serving))
+        sized_for = spec.split_serving_gpus
+        train_cluster, serve_cluster = split_clusters(
+            spec.cluster, peak_gpus(serving) if sized_for is None else sized_for
+        )
         serving_nodes = len(serve_cluster.nodes)
         train_profile, serve_profile = chosen.profiles()
         record = merge_runs(
