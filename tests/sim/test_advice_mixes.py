@@ -124,3 +124,10 @@ def test_built_in_mixes_are_what_their_names_say() -> None:
     assert small.serving_classes() == ("serving",)
     batch = [j for j in mix_jobs(small, 0) if j.spec.account != "serving"]
     assert max(j.spec.gpu_equivalent for j in batch) <= 8
+
+
+def test_the_example_mix_reads() -> None:
+    example = Path(__file__).parents[2] / "examples" / "mix.yaml"
+    mix = read_mix(str(example))
+    assert {c.kind for c in mix.classes} == {"pretrain", "finetune", "hpo", "rlhf", "serving"}
+    assert mix_jobs(mix, 0)

@@ -87,3 +87,9 @@ def test_a_dask_cluster_gives_the_serial_results() -> None:
         ) as cluster:
             on_dask = run_sweep(specs, dask=cluster.scheduler_address)
     assert on_dask == serial
+
+
+def test_a_static_split_keeps_its_size_at_every_load() -> None:
+    spec = dataclasses.replace(_specs(("split",), 1)[0], split_serving_gpus=8.0)
+    sizes = {run_one(dataclasses.replace(spec, load=load)).serving_nodes for load in (0.5, 2.0)}
+    assert sizes == {1}
