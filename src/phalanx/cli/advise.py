@@ -18,7 +18,7 @@ import argparse
 import json
 import os
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from phalanx.cli.simulate import (
     add_cluster_arguments,
@@ -31,6 +31,11 @@ from phalanx.cli.simulate import (
 )
 from phalanx.domain.time import SECOND
 from phalanx.errors import ConfigError, InputError
+
+if TYPE_CHECKING:
+    from phalanx.domain.cluster import Cluster
+    from phalanx.sim.sweep import WorkloadSource
+    from phalanx.sim.workload import TraceJob
 
 __all__ = ["add_arguments", "run"]
 
@@ -228,7 +233,7 @@ def _all_setups() -> list[str]:
     return list(SETUPS)
 
 
-def _source(args: argparse.Namespace) -> Any:
+def _source(args: argparse.Namespace) -> WorkloadSource:
     from phalanx.sim.mixes import BUILTIN_MIXES, read_mix
     from phalanx.sim.sweep import WorkloadSource
     from phalanx.sim.traces import guess_format
@@ -265,7 +270,7 @@ def _source(args: argparse.Namespace) -> Any:
     )
 
 
-def _mfu(values: list[str], source: Any) -> tuple[tuple[tuple[str, float], ...], float]:
+def _mfu(values: list[str], source: WorkloadSource) -> tuple[tuple[tuple[str, float], ...], float]:
     """(MFU by class, the default for the others): the mix file's, then ``--mfu``'s."""
     default = 0.4
     by_class: dict[str, float] = {}
@@ -290,7 +295,7 @@ def _mfu(values: list[str], source: Any) -> tuple[tuple[tuple[str, float], ...],
     return tuple(sorted(by_class.items())), default
 
 
-def _serving_peak(source: Any, seed: int, load: float) -> float:
+def _serving_peak(source: WorkloadSource, seed: int, load: float) -> float:
     """The serving load's peak in GPUs at ``load``: what a static split is sized for."""
     from phalanx.sim.setups import peak_gpus
 
@@ -299,7 +304,12 @@ def _serving_peak(source: Any, seed: int, load: float) -> float:
 
 
 def _plan_split(
-    names: list[str], source: Any, cluster: Any, serving_peak: float, *, explicit: bool
+    names: list[str],
+    source: WorkloadSource,
+    cluster: Cluster,
+    serving_peak: float,
+    *,
+    explicit: bool,
 ) -> list[str]:
     """Drop the split where it cannot run (a note says why); an explicit ``--setup split``
     that cannot run is an error."""
@@ -324,7 +334,7 @@ def _plan_split(
     return [f"split not run: {why}"]
 
 
-def _multinode_share(jobs: list[Any]) -> float:
+def _multinode_share(jobs: list[TraceJob]) -> float:
     total = sum(j.spec.gpu_equivalent * j.runtime for j in jobs)
     multi = sum(j.spec.gpu_equivalent * j.runtime for j in jobs if j.spec.nodes_min > 1)
     return multi / total if total > 0 else 0.0
