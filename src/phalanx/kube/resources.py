@@ -10,7 +10,14 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from phalanx.kube.errors import BadRequest, FieldCause, Invalid, MethodNotAllowed, NotFound
+from phalanx.kube.errors import (
+    BadRequest,
+    FieldCause,
+    Invalid,
+    MethodNotAllowed,
+    NotFound,
+    field_error,
+)
 from phalanx.kube.kinds import Kind
 from phalanx.kube.patch import APPLY, apply_patch
 from phalanx.kube.selectors import Predicate, field_selector, label_selector
@@ -108,6 +115,8 @@ class Resources:
         found = self.store.get(req.kind.resource, req.namespace, req.name)
         if found is None:
             raise NotFound(req.kind.resource, req.name)
+        if req.subresource == "scale":
+            return self.scale(req, found)
         obj = req.as_served(found)
         if req.table:
             return table(
@@ -119,29 +128,67 @@ class Resources:
             )
         return obj
 
+    def scale(self, req: Request, found: dict[str, Any]) -> dict[str, Any]:
+        """The ``autoscaling/v1 Scale`` of a Deployment or ReplicaSet."""
+        meta = found["metadata"]
+        labels = (found.get("spec", {}).get("selector") or {}).get("matchLabels") or {}
+        return {
+            "kind": "Scale",
+            "apiVersion": "autoscaling/v1",
+            "metadata": {
+                k: meta[k]
+                for k in ("name", "namespace", "uid", "resourceVersion", "creationTimestamp")
+                if k in meta
+            },
+            "spec": {"replicas": found.get("spec", {}).get("replicas", 1)},
+            "status": {
+                "replicas": (found.get("status") or {}).get("replicas", 0),
+                "selector": ",".join(f"{k}={v}" for k, v in sorted(labels.items())),
+            },
+        }
+
+    def rescale(self, req: Request, scale: Any) -> dict[str, Any]:
+        """Set ``spec.replicas`` from a Scale (PUT, or a patched one)."""
+        assert req.name is not None
+        replicas = (scale.get("spec") or {}).get("replicas") if isinstance(scale, dict) else None
+        if not isinstance(replicas, int) or replicas < 0:
+            raise Invalid(
+                "autoscaling",
+                "Scale",
+                req.name,
+                [
+                    field_error(
+                        "spec.replicas",
+                        "FieldValueInvalid",
+                        "must be greater than or equal to 0",
+                        replicas,
+                    )
+                ],
+            )
+        found = self.store.get(req.kind.resource, req.namespace, req.name)
+        if found is None:
+            raise NotFound(req.kind.resource, req.name)
+        rv = (scale.get("metadata") or {}).get("resourceVersion")
+        if rv:
+            found["metadata"]["resourceVersion"] = rv
+        found.setdefault("spec", {})["replicas"] = replicas
+        return self.scale(req, self.store.update(found, dry_run=_dry_run(req.query)))
+
     def list(self, req: Request) -> dict[str, Any]:
         kind = req.kind
         rv = self.store.resource_version
-        items = [
-            req.as_served(o)
-            for o in self.store.list(
-                kind.resource, req.namespace, match=self.selector(req), copy=False
-            )
-        ]
-        limit = int(req.query.get("limit") or 0)
+        try:
+            limit = max(0, int(req.query.get("limit") or 0))
+        except ValueError:
+            raise BadRequest(f"invalid limit: {req.query.get('limit')!r}") from None
         cont = req.query.get("continue")
-        if cont:
-            ns, name = _untoken(cont)
-            items = [
-                o
-                for o in items
-                if (o["metadata"].get("namespace", ""), o["metadata"]["name"]) > (ns, name)
-            ]
+        after = _untoken(cont) if cont else None
+        found, more, remaining = self.store.page(
+            kind.resource, req.namespace, match=self.selector(req), after=after, limit=limit
+        )
+        items = [req.as_served(o) for o in found]
         next_token = ""
-        remaining = 0
-        if limit > 0 and len(items) > limit:
-            remaining = len(items) - limit
-            items = items[:limit]
+        if more:
             last = items[-1]["metadata"]
             next_token = _token(last.get("namespace", ""), last["name"], rv)
         if req.table:
@@ -156,7 +203,7 @@ class Resources:
         meta: dict[str, Any] = {"resourceVersion": str(rv)}
         if next_token:
             meta["continue"] = next_token
-            if "labelSelector" not in req.query and "fieldSelector" not in req.query:
+            if remaining is not None:
                 meta["remainingItemCount"] = remaining
         return {
             "kind": f"{kind.kind}List",
@@ -227,6 +274,8 @@ class Resources:
             )
 
     def update(self, req: Request, body: Any) -> dict[str, Any]:
+        if req.subresource == "scale":
+            return self.rescale(req, body)
         obj = self._prepare(req, body)
         self._check_name(req, obj)
         if req.subresource == "status":
@@ -239,6 +288,9 @@ class Resources:
         kind = req.kind
         current = self.store.get(kind.resource, req.namespace, req.name)
         builtin = kind.group in BUILTIN_GROUPS
+        if req.subresource == "scale" and current is not None:
+            scale = apply_patch(content_type, self.scale(req, current), patch, builtin=True)
+            return self.rescale(req, scale), 200
         if content_type == APPLY:
             manager = req.query.get("fieldManager")
             if not manager:

@@ -68,8 +68,8 @@ class _NoRoute(KubeError):
         super().__init__("the server could not find the requested resource", details={"causes": []})
 
 
-def _forbidden_why(user: str, verb: str, kind: kinds.Kind, namespace: str | None) -> str:
-    why = f'User "{user}" cannot {verb} resource "{kind.plural}" in API group "{kind.group}"'
+def _forbidden_why(user: str, verb: str, group: str, resource: str, namespace: str | None) -> str:
+    why = f'User "{user}" cannot {verb} resource "{resource}" in API group "{group}"'
     if namespace:
         why += f' in the namespace "{namespace}"'
     else:
@@ -99,7 +99,13 @@ class KubeApp:
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
         if scope["type"] == "lifespan":
-            return
+            while True:  # nothing to start or stop: acknowledge both
+                message = await receive()
+                if message["type"] == "lifespan.startup":
+                    await send({"type": "lifespan.startup.complete"})
+                elif message["type"] == "lifespan.shutdown":
+                    await send({"type": "lifespan.shutdown.complete"})
+                    return
         if scope["type"] != "http":
             return
         http = HttpRequest(scope, receive)
@@ -199,6 +205,7 @@ class KubeApp:
         self, http: HttpRequest, user: User, group: str, version: str, rest: list[str]
     ) -> Response:
         kind, ns, name, sub = self._parse(group, version, rest)
+        resource = f"{kind.plural}/{sub}" if sub else kind.plural
         query = dict(http.query_params)
         req = Request(
             kind,
@@ -223,8 +230,10 @@ class KubeApp:
             raise MethodNotAllowed(kind.resource, method.lower())
         if verb not in kind.verbs or (verb == "create" and name is not None):
             raise MethodNotAllowed(kind.resource, verb)
-        if not self.authorize(user[0], user[1], verb, kind.group, kind.plural, ns, name):
-            raise Forbidden(kind.resource, name or "", _forbidden_why(user[0], verb, kind, ns))
+        if not self.authorize(user[0], user[1], verb, kind.group, resource, ns, name):
+            raise Forbidden(
+                kind.resource, name or "", _forbidden_why(user[0], verb, kind.group, resource, ns)
+            )
         api = self.api
         if verb == "watch":
             stream = open_watch(api, req)
@@ -264,11 +273,17 @@ def create_app(
     store: ObjectStore,
     tokens: Mapping[str, User],
     *,
-    authorize: Authorizer = allow_all,
+    authorize: Authorizer | None = None,
     validate: Validator | None = None,
     is_open: Callable[[], bool] = lambda: True,
 ) -> KubeApp:
-    """The Kubernetes API over ``store``; see ``KubeApp``."""
+    """The Kubernetes API over ``store``; see ``KubeApp``. ``authorize`` defaults to RBAC
+    over the store's roles and bindings (its bootstrap roles made if missing)."""
+    if authorize is None:
+        from phalanx.kube.rbac import Rbac, bootstrap
+
+        bootstrap(store)
+        authorize = Rbac(store).authorize
     if validate is None:
         try:
             # phalanx.kube.openapi comes from another branch; used where it is present.

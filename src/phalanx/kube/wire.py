@@ -46,7 +46,11 @@ def _protobuf(body: bytes) -> Any:
         protobuf = importlib.import_module("phalanx.kube.protobuf")
     except ImportError:
         raise UnsupportedMediaType(PROTOBUF, [JSON, YAML]) from None
-    return protobuf.decode(body)
+    try:
+        return protobuf.decode(body)
+    except protobuf.ProtobufError as exc:
+        # A body kube-apiserver could not decode either: 400 with what is wrong.
+        raise BadRequest(f"protobuf decode error: {exc}") from None
 
 
 def decode_body(content_type: str | None, body: bytes) -> Any:
