@@ -19,6 +19,7 @@ from phalanx.kube.errors import (
     field_error,
 )
 from phalanx.kube.kinds import Kind
+from phalanx.kube.openapi import FieldError, bad_request_message, prune
 from phalanx.kube.patch import APPLY, apply_patch
 from phalanx.kube.selectors import Predicate, field_selector, label_selector
 from phalanx.kube.store import ObjectStore, copy_obj, timestamp
@@ -26,7 +27,7 @@ from phalanx.kube.tables import table
 
 __all__ = ["Request", "Resources", "Validator"]
 
-Validator = Callable[[dict[str, Any], str], tuple[list[FieldCause], list[str]]]
+Validator = Callable[[dict[str, Any], str], tuple[list[FieldError], list[str]]]
 """``phalanx.kube.openapi.validate``: (object, "Strict" | "Warn" | "Ignore") -> (field errors,
 warnings)."""
 
@@ -36,6 +37,13 @@ BUILTIN_GROUPS = frozenset(
 # batch/v1 Jobs orphan their pods unless told otherwise (their DefaultGarbageCollectionPolicy);
 # kubectl and the clients ask for Background explicitly.
 _ORPHAN_BY_DEFAULT = frozenset((("batch", "jobs"),))
+
+
+def _cause(error: FieldError) -> FieldCause:
+    """A validation error as a Status cause: the message without its leading field path."""
+    lead = f"{error.path}: "
+    message = error.message[len(lead) :] if error.message.startswith(lead) else error.message
+    return error.path, error.reason, message
 
 
 @dataclass
@@ -253,9 +261,19 @@ class Resources:
                     " Strict"
                 )
             errors, warnings = self.validate(body, mode)
+            if any(e.bad_request for e in errors):
+                # Decoding failed (a wrong JSON type, or unknown/duplicate fields in Strict):
+                # kube-apiserver's transformDecodeError wording, with the version sent.
+                sent = str(body.get("apiVersion", "")).rpartition("/")[2] or kind.version
+                raise BadRequest(
+                    f'{kind.kind} in version "{sent}" cannot be handled as a {kind.kind}: '
+                    + bad_request_message(errors)
+                )
             if errors:
-                raise Invalid(kind.group, kind.kind, str(meta.get("name", "")), errors)
+                name = str(meta.get("name", ""))
+                raise Invalid(kind.group, kind.kind, name, [_cause(e) for e in errors])
             req.warnings.extend(warnings)
+            prune(body)  # accepted with unknown fields (Warn, Ignore): they are dropped
         return body
 
     def create(self, req: Request, body: Any) -> dict[str, Any]:

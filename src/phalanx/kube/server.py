@@ -4,7 +4,7 @@ hook. ``create_app`` builds it; the controller serves it on its own TLS port."""
 
 from __future__ import annotations
 
-import importlib
+import json
 import logging
 import time
 from collections.abc import Callable, Mapping
@@ -13,7 +13,7 @@ from typing import Any
 from starlette.requests import Request as HttpRequest
 from starlette.responses import Response, StreamingResponse
 
-from phalanx.kube import discovery, kinds
+from phalanx.kube import discovery, kinds, openapi
 from phalanx.kube.errors import (
     BadRequest,
     Forbidden,
@@ -55,6 +55,10 @@ def allow_all(
 ) -> bool:
     """The authorizer until RBAC is evaluated: every authenticated user may do everything."""
     return True
+
+
+def dumps_text(text: str) -> str:
+    return json.dumps(text, ensure_ascii=False)
 
 
 _OPEN_PATHS = frozenset(("/version", "/healthz", "/livez", "/readyz"))
@@ -156,7 +160,7 @@ class KubeApp:
                 discovery.api_versions() if path == "/api" else discovery.api_group_list()
             )
         if path.startswith("/openapi/"):
-            return self._openapi(path)
+            return self._openapi(http, path)
         parts = path.strip("/").split("/")
         if parts[0] == "api" and len(parts) >= 2:
             group, version, rest = "", parts[1], parts[2:]
@@ -176,11 +180,32 @@ class KubeApp:
             return json_response(listing)
         return await self._resource(http, user, group, version, rest)
 
-    def _openapi(self, path: str) -> Response:
-        # The documents come with phalanx.kube.openapi; until then an empty v3 index, which
-        # kubectl reads as "no schemas" (it then needs --validate=false).
+    def _openapi(self, http: HttpRequest, path: str) -> Response:
+        # Without built documents: an empty v3 index, which kubectl reads as "no schemas" (it
+        # then needs --validate=false).
+        if not openapi.available():
+            if path == "/openapi/v3":
+                return json_response({"paths": {}})
+            raise _NoRoute()
         if path == "/openapi/v3":
-            return json_response({"paths": {}})
+            return json_response(openapi.openapi_v3_index())
+        if path.startswith("/openapi/v3/"):
+            gv = path.removeprefix("/openapi/v3/")
+            body = openapi.openapi_v3(gv)
+            if body is None:
+                raise _NoRoute()
+            # The index's ?hash= is the document's ETag; a client that has it gets 304.
+            etag = f'"{openapi.openapi_v3_hash(gv)}"'
+            headers = {"ETag": etag, "Cache-Control": "public, immutable"}
+            if http.headers.get("if-none-match") == etag:
+                return Response(status_code=304, headers=headers)
+            return Response(body, media_type="application/json", headers=headers)
+        if path == "/openapi/v2":
+            accept = http.headers.get("accept", "")
+            if accept and "json" not in accept and "*/*" not in accept:
+                # kubectl asks for protobuf; only JSON is served (kubectl reads v3 instead).
+                return Response(status_code=406)
+            return Response(openapi.openapi_v2(), media_type="application/json")
         raise _NoRoute()
 
     def _parse(
@@ -262,7 +287,11 @@ class KubeApp:
                 else api.delete_collection(req, options)
             )
         headers = (
-            {"Warning": ", ".join(f'299 - "{w}"' for w in req.warnings)} if (req.warnings) else None
+            # warn-code 299, agent "-", the text quoted as Go's strconv.Quote does it (a
+            # warning such as `unknown field "spec.x"` carries quotes of its own).
+            {"Warning": ", ".join(f"299 - {dumps_text(w)}" for w in req.warnings)}
+            if req.warnings
+            else None
         )
         if isinstance(result, dict) and result.get("kind") == "Status":
             return json_response(result, 200, headers)
@@ -284,10 +313,6 @@ def create_app(
 
         bootstrap(store)
         authorize = Rbac(store).authorize
-    if validate is None:
-        try:
-            # phalanx.kube.openapi comes from another branch; used where it is present.
-            validate = importlib.import_module("phalanx.kube.openapi").validate
-        except ImportError:
-            validate = None
+    if validate is None and openapi.available():
+        validate = openapi.validate
     return KubeApp(store, tokens, authorize=authorize, validate=validate, is_open=is_open)
