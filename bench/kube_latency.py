@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -125,6 +126,7 @@ def main() -> int:
         print(("PASS" if p50 <= TARGET_P50_MS else "FAIL") + f": p50 target {TARGET_P50_MS} ms")
     finally:
         subprocess.run([*phalanx, "down"], env=env, capture_output=True, check=False)
+        shutil.rmtree(state, ignore_errors=True)
     return 0
 
 
