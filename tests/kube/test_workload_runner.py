@@ -14,13 +14,21 @@ import pytest
 import yaml
 
 from phalanx.domain.caller import Caller
-from phalanx.kube.controllers import JOBS, PODS, PYTORCHJOBS, WorkloadRunner, log_path
+from phalanx.kube.controllers import (
+    JOBS,
+    PODS,
+    PYTORCHJOBS,
+    VCJOBS,
+    WorkloadRunner,
+    log_path,
+)
 from phalanx.kube.store import ObjectStore
 from phalanx.testing.live import LiveStack, live_stack
 
 EXAMPLES = Path("/work/shared/k8s-examples/adapted")
 SAMPLE_JOB = EXAMPLES / "kueue/site/static/examples/jobs/sample-job.yaml"
 SIMPLE_PYTORCH = EXAMPLES / "training-operator/examples/pytorch/simple.yaml"
+VOLCANO_JOB = EXAMPLES / "volcano/example/job.yaml"
 
 
 class Loop:
@@ -69,7 +77,7 @@ def world(tmp_path: Path) -> Iterator[tuple[ObjectStore, WorkloadRunner, Loop, L
         store.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})
     yield store, runner, loop, stack
     # whatever still runs is stopped and reaped: no process outlives its test
-    for resource in (JOBS, PYTORCHJOBS):  # else a Job replaces the pods cancelled below
+    for resource in (JOBS, PYTORCHJOBS, VCJOBS):  # else a Job replaces the pods cancelled below
         for obj in store.list(resource):
             store.delete(resource, obj["metadata"]["namespace"], obj["metadata"]["name"])
     admin = Caller(0, "root", admin=True)
@@ -267,3 +275,33 @@ def test_a_pod_that_can_never_run_here_says_why(
     assert "Requested node configuration is not available" in why()
     events = [e for e in store.list(("", "events"), "default") if e["reason"] == "FailedScheduling"]
     assert events and events[0]["type"] == "Warning"
+
+
+def test_volcano_job_runs_its_gang_and_the_rest(
+    world: tuple[ObjectStore, WorkloadRunner, Loop, LiveStack],
+) -> None:
+    store, _runner, loop, stack = world
+    obj = load(VOLCANO_JOB)
+    obj["metadata"]["namespace"] = "default"
+    store.create(obj)
+
+    def phase() -> str:
+        got = store.get(VCJOBS, "default", "test-job")
+        return str(((got or {}).get("status") or {}).get("state", {}).get("phase", ""))
+
+    assert loop.run(lambda: phase() in ("Completed", "Failed"), 90)
+    got = store.get(VCJOBS, "default", "test-job")
+    assert got is not None
+    pods = {p["metadata"]["name"]: p for p in store.list(PODS, "default")}
+    logs = {n: (log_path(p) or Path("/nonexistent")).read_text() for n, p in pods.items()}
+    assert phase() == "Completed", (got["status"], logs)
+    assert got["status"]["succeeded"] == 6 and got["status"]["minAvailable"] == 3
+    for i in range(6):
+        name = f"test-job-default-nginx-{i}"
+        assert logs[name] == f"volcano test-job task-index={i}\n"
+        assert pods[name]["metadata"]["labels"]["volcano.sh/task-spec"] == "default-nginx"
+    ids = {n: p["metadata"]["annotations"]["phalanx.io/job-id"] for n, p in pods.items()}
+    gang = {ids[f"test-job-default-nginx-{i}"] for i in range(3)}
+    assert len(gang) == 1 and len(set(ids.values())) == 4  # one gang of 3, 3 on their own
+    jobs = stack.controller.jobs(finished=True, ids=[int(i) for i in set(ids.values())])
+    assert {len(j.spec.tasks) for j in jobs} == {3, 0}

@@ -1,7 +1,7 @@
 """The workload runner: the reconcilers of ``phalanx.workloads`` carried out against the
 object store and the live controller.
 
-Event-driven: the store's commits (a Job, PyTorchJob or pod added, changed or deleted) and
+Event-driven: the store's commits (a Job, PyTorchJob, Volcano Job or pod added, changed or deleted) and
 the controller's decisions (``Controller.watch``: a job started, ended, ...) mark workloads
 dirty; ``drain`` (deferred onto the loop, never run inside a store callback) reconciles each
 once and carries its ``Plan`` out: pods created, pods updated (spec, then status), engine
@@ -32,7 +32,7 @@ from phalanx.errors import PhalanxError
 from phalanx.kube.errors import KubeError
 from phalanx.sched.job import Job
 from phalanx.workloads import job as batch_job
-from phalanx.workloads import pytorchjob
+from phalanx.workloads import pytorchjob, vcjob, volcano
 from phalanx.workloads import training as pytorch_labels
 from phalanx.workloads.events import event
 from phalanx.workloads.plan import (
@@ -47,7 +47,15 @@ from phalanx.workloads.plan import (
 from phalanx.workloads.pods import engine_id
 from phalanx.workloads.podspec import LOCALHOST
 
-__all__ = ["ANNOTATION_USER", "Engine", "Store", "WorkloadRunner", "engine_job", "log_path"]
+__all__ = [
+    "ANNOTATION_USER",
+    "VCJOBS",
+    "Engine",
+    "Store",
+    "WorkloadRunner",
+    "engine_job",
+    "log_path",
+]
 
 log = logging.getLogger("phalanx.kube.workloads")
 
@@ -55,6 +63,7 @@ Resource = tuple[str, str]
 Obj = dict[str, Any]
 JOBS: Resource = ("batch", "jobs")
 PYTORCHJOBS: Resource = ("kubeflow.org", "pytorchjobs")
+VCJOBS: Resource = ("batch.volcano.sh", "jobs")
 PODS: Resource = ("", "pods")
 EVENTS: Resource = ("", "events")
 PRIORITY_CLASSES: Resource = ("scheduling.k8s.io", "priorityclasses")
@@ -63,6 +72,7 @@ _ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
 _KINDS: dict[tuple[str, str], Resource] = {
     ("batch/v1", "Job"): JOBS,
     ("kubeflow.org/v1", "PyTorchJob"): PYTORCHJOBS,
+    ("batch.volcano.sh/v1alpha1", "Job"): VCJOBS,
 }
 Key = tuple[Resource, str, str]
 """(resource, namespace, name) of a workload."""
@@ -217,7 +227,7 @@ class WorkloadRunner:
         self.store.subscribe(self.on_object)
         if watch is not None:
             watch(self.on_jobs)
-        for resource in (JOBS, PYTORCHJOBS):
+        for resource in (JOBS, PYTORCHJOBS, VCJOBS):
             for obj in self.store.list(resource):
                 key = _key_of(obj)
                 if key is not None:
@@ -316,11 +326,16 @@ class WorkloadRunner:
             obj["status"] = self.backlog[key]  # as it will be written
         uid = (obj.get("metadata") or {}).get("uid")
         # the controllers' own labels narrow the list (only what matches is copied)
-        labels = (
-            {batch_job.CONTROLLER_UID: str(uid)}
-            if resource == JOBS
-            else {pytorch_labels.JOB_NAME: name, pytorch_labels.OPERATOR: pytorch_labels.CONTROLLER}
-        )
+        labels: dict[str, str]
+        if resource == JOBS:
+            labels = {batch_job.CONTROLLER_UID: str(uid)}
+        elif resource == VCJOBS:
+            labels = {volcano.JOB_NAME: name}
+        else:
+            labels = {
+                pytorch_labels.JOB_NAME: name,
+                pytorch_labels.OPERATOR: pytorch_labels.CONTROLLER,
+            }
         pods = [
             p
             for p in self.store.list(PODS, namespace, labels)
@@ -342,6 +357,8 @@ class WorkloadRunner:
         ctx = self._context(obj)
         if resource == JOBS:
             plan = batch_job.reconcile(obj, pods, jobs, now, ctx, self.names)
+        elif resource == VCJOBS:
+            plan = vcjob.reconcile(obj, pods, jobs, now, ctx, self.names)
         else:
             plan = pytorchjob.reconcile(obj, pods, jobs, now, ctx)
         self.reconciles += 1
