@@ -1,14 +1,15 @@
 """The workload runner: the reconcilers of ``phalanx.workloads`` carried out against the
 object store and the live controller.
 
-Event-driven: the store's commits (a Job, PyTorchJob, Volcano Job or pod added, changed or deleted) and
-the controller's decisions (``Controller.watch``: a job started, ended, ...) mark workloads
-dirty; ``drain`` (deferred onto the loop, never run inside a store callback) reconciles each
-once and carries its ``Plan`` out: pods created, pods updated (spec, then status), engine
-jobs submitted under their idempotency keys and the pods annotated with their job ids,
-cancels, pod deletions, the workload's status, Events, and the workload's deletion after its
-TTL. ``tick`` (every second or so) looks again at workloads with pending pods, whose engine
-reason or expected start may change without a decision, and at those that asked to be woken.
+Event-driven: the store's commits (a Job, PyTorchJob, Volcano Job, JobSet or pod added, changed
+or deleted) and the controller's decisions (``Controller.watch``: a job started, ended, ...)
+mark workloads dirty; ``drain`` (deferred onto the loop, never run inside a store callback)
+reconciles each once and carries its ``Plan`` out: pods created, pods updated (spec, then
+status), engine jobs submitted under their idempotency keys and the pods annotated with their
+job ids, cancels, pod deletions, the workload's status, Events, and the workload's deletion
+after its TTL. ``tick`` (every second or so) looks again at workloads with pending pods, whose
+engine reason or expected start may change without a decision, and at those that asked to be
+woken.
 
 Kubernetes workloads are ordinary engine jobs (account = namespace), so ``squeue``/``sacct``
 show them. The requesting user is the workload's ``phalanx.io/user`` annotation (set by the
