@@ -33,7 +33,7 @@ from phalanx.errors import PhalanxError
 from phalanx.kube.errors import KubeError
 from phalanx.sched.job import Job
 from phalanx.workloads import job as batch_job
-from phalanx.workloads import pytorchjob, vcjob, volcano
+from phalanx.workloads import jobset, pytorchjob, vcjob, volcano
 from phalanx.workloads import training as pytorch_labels
 from phalanx.workloads.events import event
 from phalanx.workloads.plan import (
@@ -50,6 +50,7 @@ from phalanx.workloads.podspec import LOCALHOST
 
 __all__ = [
     "ANNOTATION_USER",
+    "JOBSETS",
     "VCJOBS",
     "Engine",
     "Store",
@@ -65,6 +66,7 @@ Obj = dict[str, Any]
 JOBS: Resource = ("batch", "jobs")
 PYTORCHJOBS: Resource = ("kubeflow.org", "pytorchjobs")
 VCJOBS: Resource = ("batch.volcano.sh", "jobs")
+JOBSETS: Resource = ("jobset.x-k8s.io", "jobsets")
 PODS: Resource = ("", "pods")
 EVENTS: Resource = ("", "events")
 PRIORITY_CLASSES: Resource = ("scheduling.k8s.io", "priorityclasses")
@@ -74,6 +76,7 @@ _KINDS: dict[tuple[str, str], Resource] = {
     ("batch/v1", "Job"): JOBS,
     ("kubeflow.org/v1", "PyTorchJob"): PYTORCHJOBS,
     ("batch.volcano.sh/v1alpha1", "Job"): VCJOBS,
+    ("jobset.x-k8s.io/v1alpha2", "JobSet"): JOBSETS,
 }
 Key = tuple[Resource, str, str]
 """(resource, namespace, name) of a workload."""
@@ -228,7 +231,7 @@ class WorkloadRunner:
         self.store.subscribe(self.on_object)
         if watch is not None:
             watch(self.on_jobs)
-        for resource in (JOBS, PYTORCHJOBS, VCJOBS):
+        for resource in (JOBS, PYTORCHJOBS, VCJOBS, JOBSETS):
             for obj in self.store.list(resource):
                 key = _key_of(obj)
                 if key is not None:
@@ -241,6 +244,9 @@ class WorkloadRunner:
                 self._forget(key, obj)
             else:
                 self._mark(key)
+            parent = _owner_of(obj)  # a JobSet's child Job
+            if parent is not None:
+                self._mark(parent)
             return
         if obj.get("kind") != "Pod":
             return
@@ -326,6 +332,8 @@ class WorkloadRunner:
         if key in self.backlog:
             obj["status"] = self.backlog[key]  # as it will be written
         uid = (obj.get("metadata") or {}).get("uid")
+        if resource == JOBSETS:
+            return self._reconcile_jobset(key, obj, str(uid))
         # the controllers' own labels narrow the list (only what matches is copied)
         labels: dict[str, str]
         if resource == JOBS:
@@ -364,6 +372,32 @@ class WorkloadRunner:
             plan = pytorchjob.reconcile(obj, pods, jobs, now, ctx)
         self.reconciles += 1
         self._carry_out(key, stored, plan)
+        return plan
+
+    def _reconcile_jobset(self, key: Key, obj: Obj, uid: str) -> Plan:
+        """A JobSet's pass: its plan creates and deletes child Jobs, not pods."""
+        resource, namespace, name = key
+        children = [
+            j
+            for j in self.store.list(JOBS, namespace, {jobset.JOBSET_NAME: name})
+            if any(
+                r.get("uid") == uid and r.get("controller")
+                for r in (j.get("metadata") or {}).get("ownerReferences") or ()
+            )
+        ]
+        plan = jobset.reconcile(obj, children, self.clock(), self._context(obj))
+        self.reconciles += 1
+        for child in plan.create:
+            self._quietly(self.store.create, child)
+        for child_name in plan.delete:
+            self._quietly(self.store.delete, JOBS, namespace, child_name)
+        if plan.status is not None:
+            self.backlog[key] = plan.status
+        self.backlog_events.extend(plan.events)
+        if plan.wake_at is not None:
+            self.wakes[key] = plan.wake_at
+        if plan.delete_self:
+            self._quietly(self.store.delete, resource, namespace, name)
         return plan
 
     def _with_job(self, namespace: str, pod: Obj) -> Obj:
