@@ -16,6 +16,7 @@ import yaml
 from phalanx.domain.caller import Caller
 from phalanx.kube.controllers import (
     JOBS,
+    JOBSETS,
     PODS,
     PYTORCHJOBS,
     VCJOBS,
@@ -29,6 +30,7 @@ EXAMPLES = Path("/work/shared/k8s-examples/adapted")
 SAMPLE_JOB = EXAMPLES / "kueue/site/static/examples/jobs/sample-job.yaml"
 SIMPLE_PYTORCH = EXAMPLES / "training-operator/examples/pytorch/simple.yaml"
 VOLCANO_JOB = EXAMPLES / "volcano/example/job.yaml"
+PARALLEL_JOBS = EXAMPLES / "jobset/site/static/examples/simple/paralleljobs.yaml"
 
 
 class Loop:
@@ -77,7 +79,12 @@ def world(tmp_path: Path) -> Iterator[tuple[ObjectStore, WorkloadRunner, Loop, L
         store.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})
     yield store, runner, loop, stack
     # whatever still runs is stopped and reaped: no process outlives its test
-    for resource in (JOBS, PYTORCHJOBS, VCJOBS):  # else a Job replaces the pods cancelled below
+    for resource in (
+        JOBSETS,
+        JOBS,
+        PYTORCHJOBS,
+        VCJOBS,
+    ):  # else a Job replaces the pods cancelled below
         for obj in store.list(resource):
             store.delete(resource, obj["metadata"]["namespace"], obj["metadata"]["name"])
     admin = Caller(0, "root", admin=True)
@@ -305,3 +312,36 @@ def test_volcano_job_runs_its_gang_and_the_rest(
     assert len(gang) == 1 and len(set(ids.values())) == 4  # one gang of 3, 3 on their own
     jobs = stack.controller.jobs(finished=True, ids=[int(i) for i in set(ids.values())])
     assert {len(j.spec.tasks) for j in jobs} == {3, 0}
+
+
+def test_jobset_runs_its_child_jobs(
+    world: tuple[ObjectStore, WorkloadRunner, Loop, LiveStack],
+) -> None:
+    store, _runner, loop, _stack = world
+    obj = load(PARALLEL_JOBS)
+    obj["metadata"]["namespace"] = "default"
+    store.create(obj)
+
+    def terminal() -> str:
+        got = store.get(JOBSETS, "default", "paralleljobs")
+        return str(((got or {}).get("status") or {}).get("terminalState", ""))
+
+    assert loop.run(lambda: terminal() != "", 90)
+    got = store.get(JOBSETS, "default", "paralleljobs")
+    assert got is not None
+    children = {j["metadata"]["name"]: j for j in store.list(JOBS, "default")}
+    pods = store.list(PODS, "default")
+    logs = [(log_path(p) or Path("/nonexistent")).read_text() for p in pods]
+    assert terminal() == "Completed", (got["status"], logs)
+    assert sorted(children) == ["paralleljobs-driver-0", "paralleljobs-workers-0"]
+    assert all(condition(j, "Complete") for j in children.values())
+    assert (
+        sorted(logs)
+        == ["jobset paralleljobs driver done\n"] + ["jobset paralleljobs workers done\n"] * 4
+    )
+    for pod in pods:
+        labels = pod["metadata"]["labels"]
+        assert labels["jobset.sigs.k8s.io/jobset-name"] == "paralleljobs"
+        assert pod["metadata"]["labels"]["batch.kubernetes.io/job-name"] in children
+    statuses = {s["name"]: s for s in got["status"]["replicatedJobsStatus"]}
+    assert statuses["workers"]["succeeded"] == 1 and statuses["driver"]["succeeded"] == 1
