@@ -23,6 +23,9 @@ _NOW = -(1 << 62)
 _NEVER = 1 << 62
 """A node that cannot fit even with every run on it gone (or is out of the shape's nodes)."""
 
+_SHAPES = 256
+"""Per-node needs kept at most (each costs two lists of a node count)."""
+
 
 class ReadyIndex:
     """Per (nodes a shape may use, per-node need, resolution): each node's ready instant and
@@ -65,6 +68,8 @@ class ReadyIndex:
         entry = self._ready.get(key)
         n = state.n
         if entry is None:
+            if len(self._ready) >= _SHAPES:
+                self._ready.clear()  # a long-lived controller sees many shapes: start over
             entry = self._ready[key] = ([-1] * n, [_NEVER] * n)
         seen, ready = entry
         versions = state.node_version
