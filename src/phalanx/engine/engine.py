@@ -347,12 +347,7 @@ class Engine:
 
     def _recalc(self) -> None:
         self.usage.advance(self._now, self.state.account_gpus)
-        jobs = self._queue.jobs()
-        results = self.points.queue_sort.compute_many(jobs, self.view, self._now)
-        for job, (priority, factors) in zip(jobs, results, strict=True):
-            job.priority = priority if job.fixed_priority is None else job.fixed_priority
-            job.factors = factors
-        reordered = self._queue.resort()
+        reordered = self._queue.recalc(self.points.queue_sort, self.view, self._now)
         if self._queue:
             self._recalc_at = self._now + self.profile.calc_period
             self._out.append(WakeAt(self._recalc_at, RECALC))
