@@ -42,17 +42,8 @@ _GROUPS = {
     "meta.k8s.io": "meta",
 }
 _VERSIONS = {
-    "core_v1",
-    "apps_v1",
-    "batch_v1",
-    "rbac_v1",
-    "scheduling_v1",
-    "policy_v1",
-    "networking_v1",
-    "autoscaling_v1",
-    "autoscaling_v2",
-    "authentication_v1",
-    "meta_v1",
+    "core_v1", "apps_v1", "batch_v1", "rbac_v1", "scheduling_v1", "policy_v1", "networking_v1",
+    "autoscaling_v1", "autoscaling_v2", "authentication_v1", "meta_v1",
 }
 
 
@@ -71,7 +62,7 @@ def decode(body: bytes) -> dict[str, Any]:
         raise ProtobufError("not a Kubernetes protobuf body: it does not start with k8s\\x00")
     unknown = _module("runtime").Unknown()
     try:
-        unknown.ParseFromString(body[len(MAGIC) :])
+        unknown.ParseFromString(body[len(MAGIC):])
     except (DecodeError, RecursionError, ValueError) as e:
         raise ProtobufError(f"malformed protobuf envelope (runtime.Unknown): {e}") from e
     api_version, kind = unknown.typeMeta.apiVersion, unknown.typeMeta.kind
