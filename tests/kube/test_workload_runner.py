@@ -345,3 +345,39 @@ def test_jobset_runs_its_child_jobs(
         assert pod["metadata"]["labels"]["batch.kubernetes.io/job-name"] in children
     statuses = {s["name"]: s for s in got["status"]["replicatedJobsStatus"]}
     assert statuses["workers"]["succeeded"] == 1 and statuses["driver"]["succeeded"] == 1
+
+
+def test_volcano_job_restarts_when_a_pod_is_evicted(
+    world: tuple[ObjectStore, WorkloadRunner, Loop, LiveStack],
+) -> None:
+    """The example's policy: PodEvicted -> RestartJob. Deleting a pod evicts it."""
+    store, _runner, loop, _stack = world
+    obj = load(VOLCANO_JOB)
+    obj["metadata"]["namespace"] = "default"
+    obj["spec"]["tasks"][0]["template"]["spec"]["containers"][0]["command"] = [
+        "/bin/sh",
+        "-c",
+        "sleep 60",
+    ]
+    store.create(obj)
+
+    def running() -> bool:
+        pods = store.list(PODS, "default")
+        return len(pods) == 6 and all(p["status"]["phase"] == "Running" for p in pods)
+
+    assert loop.run(running, 30)
+    first = store.get(PODS, "default", "test-job-default-nginx-0")
+    assert first is not None
+    old = first["metadata"]["annotations"]["phalanx.io/job-id"]
+    store.delete(PODS, "default", "test-job-default-nginx-0")
+
+    def restarted() -> bool:
+        got = store.get(VCJOBS, "default", "test-job")
+        return bool(got and (got.get("status") or {}).get("retryCount") == 1)
+
+    assert loop.run(restarted, 20)
+    assert loop.run(running, 30)
+    again = store.get(PODS, "default", "test-job-default-nginx-0")
+    assert again is not None
+    assert again["metadata"]["annotations"]["phalanx.io/job-id"] != old
+    assert again["metadata"]["annotations"]["volcano.sh/job-retry-count"] == "1"
