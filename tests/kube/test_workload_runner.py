@@ -381,3 +381,31 @@ def test_volcano_job_restarts_when_a_pod_is_evicted(
     assert again is not None
     assert again["metadata"]["annotations"]["phalanx.io/job-id"] != old
     assert again["metadata"]["annotations"]["volcano.sh/job-retry-count"] == "1"
+
+
+def test_jobset_restarts_its_child_jobs_then_fails(
+    world: tuple[ObjectStore, WorkloadRunner, Loop, LiveStack],
+) -> None:
+    store, _runner, loop, _stack = world
+    obj = load(PARALLEL_JOBS)
+    obj["metadata"]["namespace"] = "default"
+    obj["spec"]["failurePolicy"] = {"maxRestarts": 1}
+    obj["spec"]["replicatedJobs"][1]["template"]["spec"]["template"]["spec"]["containers"][0][
+        "args"
+    ] = ["-c", "exit 3"]
+    store.create(obj)
+
+    def status() -> dict[str, Any]:
+        got = store.get(JOBSETS, "default", "paralleljobs")
+        return dict((got or {}).get("status") or {})
+
+    assert loop.run(lambda: "terminalState" in status(), 90)
+    final = status()
+    assert final["terminalState"] == "Failed" and final["restarts"] == 1, final
+    assert [c["reason"] for c in final["conditions"] if c["type"] == "Failed"] == [
+        "ReachedMaxRestarts"
+    ]
+    driver = store.get(JOBS, "default", "paralleljobs-driver-0")
+    assert driver is not None
+    assert driver["metadata"]["labels"]["jobset.sigs.k8s.io/restart-attempt"] == "1"
+    assert condition(driver, "Failed")
