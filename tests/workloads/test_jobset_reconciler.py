@@ -182,3 +182,32 @@ def test_bad_specs_name_the_field(change: dict[str, Any], field: str) -> None:
     assert field in str(e.value)
     plan = jobset.reconcile(jobset_obj(**change), [], T0, CTX)
     assert not plan.create and plan.events[0]["reason"] == "ValidationFailed"
+
+
+def test_failure_policy_rules_first_match_wins() -> None:
+    rules = [
+        {"action": "FailJobSet", "targetReplicatedJobs": ["driver"]},
+        {
+            "action": "RestartJobSetAndIgnoreMaxRestarts",
+            "onJobFailureReasons": ["PodFailurePolicy"],
+        },
+    ]
+    w = World(jobset_obj(failurePolicy={"maxRestarts": 0, "rules": rules}))
+    w.step(T0)
+    w.jobs["js-workers-0"]["status"] = {
+        "conditions": [{"type": "Failed", "status": "True", "reason": "PodFailurePolicy"}]
+    }
+    plan = w.step(T0 + SECOND)
+    assert w.obj["status"]["restarts"] == 1
+    assert w.obj["status"].get("restartsCountTowardsMax", 0) == 0  # ignored by the rule
+    assert "RestartJobSetAndIgnoreMaxRestarts" in plan.events[0]["message"]
+    w.step(T0 + 2 * SECOND)
+    w.finish("js-workers-1", "Failed")  # no rule matches: RestartJobSet, none left
+    w.step(T0 + 3 * SECOND)
+    assert w.obj["status"]["conditions"][0]["reason"] == "ReachedMaxRestarts"
+    w = World(jobset_obj(failurePolicy={"maxRestarts": 5, "rules": rules}))
+    w.step(T0)
+    w.finish("js-driver-0", "Failed")
+    w.step(T0 + SECOND)
+    assert w.obj["status"]["terminalState"] == "Failed"
+    assert w.obj["status"]["conditions"][0]["reason"] == "FailJobSetFailurePolicyAction"

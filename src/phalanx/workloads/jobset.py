@@ -7,16 +7,18 @@ annotated (Job and pod template) with ``jobset.sigs.k8s.io/jobset-name``,
 ``replicatedjob-name``, ``replicatedjob-replicas``, ``job-index``, ``job-global-index``,
 ``restart-attempt``, ``job-key`` and ``jobset-uid``; pods get the JobSet's name as their
 ``subdomain`` (``network.enableDNSHostnames``, default true; ``network.subdomain`` overrides).
-``failurePolicy.maxRestarts``: a failed child Job deletes every child Job and the JobSet makes
-them again with ``restarts`` one up, until the restarts reach the maximum (then Failed, reason
-ReachedMaxRestarts; with none allowed, FailedJobs). ``successPolicy``: operator All (every Job
-of the target replicated jobs, default all, completed) or Any (one of them). ``startupPolicy``
-InOrder makes a replicated job's Jobs only once every Job before it is ready (ready plus
-succeeded pods reach its parallelism), with the StartupPolicyInProgress and
-StartupPolicyCompleted conditions; AnyOrder makes them all at once. ``suspend`` is passed to
-the child Jobs. Once Completed or Failed, its active child Jobs are deleted;
-``ttlSecondsAfterFinished`` deletes the JobSet. In the ``Plan``, ``create`` holds child Jobs
-and ``delete`` the names of child Jobs (not pods).
+``failurePolicy``: none, and a failed child Job fails the JobSet (FailedJobs); else the first
+of its ``rules`` that matches the Job (``targetReplicatedJobs``, ``onJobFailureReasons``) acts
+(FailJobSet; RestartJobSetAndIgnoreMaxRestarts), else RestartJobSet, until
+``restartsCountTowardsMax`` reaches ``maxRestarts`` (then Failed, ReachedMaxRestarts). A
+restart deletes every child Job and makes them again with ``restart-attempt`` one up.
+``successPolicy``: operator All (every Job of the target replicated jobs, default all,
+completed) or Any (one of them). ``startupPolicy`` InOrder makes a replicated job's Jobs only
+once every Job before it is ready (ready plus succeeded pods reach its parallelism), with the
+StartupPolicyInProgress and StartupPolicyCompleted conditions; AnyOrder makes them all at once.
+``suspend`` is passed to the child Jobs. Once Completed or Failed, its active child Jobs are
+deleted; ``ttlSecondsAfterFinished`` deletes the JobSet. In the ``Plan``, ``create`` holds
+child Jobs and ``delete`` the names of child Jobs (not pods).
 """
 
 from __future__ import annotations
@@ -46,6 +48,7 @@ __all__ = [
     "RJOB_NAME",
     "JobSetShape",
     "ReplicatedJob",
+    "Rule",
     "jobset_shape",
     "reconcile",
 ]
@@ -60,6 +63,8 @@ RESTART_ATTEMPT = _P + "restart-attempt"
 JOB_KEY = _P + "job-key"
 JOBSET_UID = _P + "jobset-uid"
 CONTROLLER = "jobset"
+_IN_PROGRESS = ("InOrderStartupPolicyInProgress", "in order startup policy is in progress")
+_STARTED = ("InOrderStartupPolicyCompleted", "in order startup policy has completed")
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,11 +81,26 @@ class ReplicatedJob:
 
 
 @dataclass(frozen=True, slots=True)
+class Rule:
+    """A ``failurePolicy.rules`` entry; empty ``targets``/``reasons`` match any."""
+
+    action: str
+    targets: tuple[str, ...] = ()
+    reasons: tuple[str, ...] = ()
+
+
+_RULE_ACTIONS = ("FailJobSet", "RestartJobSet", "RestartJobSetAndIgnoreMaxRestarts")
+
+
+@dataclass(frozen=True, slots=True)
 class JobSetShape:
     """A JobSet's spec, defaulted as its webhook defaults it."""
 
     jobs: tuple[ReplicatedJob, ...]
     max_restarts: int = 0
+    failure_policy: bool = False
+    """Whether ``failurePolicy`` is given (without one, a failed Job fails the JobSet)."""
+    rules: tuple[Rule, ...] = ()
     success_any: bool = False
     targets: tuple[str, ...] = ()
     """The replicated jobs success looks at (all when the spec names none)."""
@@ -134,11 +154,26 @@ def jobset_shape(obj: Mapping[str, Any]) -> JobSetShape:
         raise InputError(
             f"unsupported value {order!r}", field="spec.startupPolicy.startupPolicyOrder"
         )
+    rules = []
+    for i, rule in enumerate(failure.get("rules") or ()):
+        where = f"spec.failurePolicy.rules[{i}]"
+        action = rule.get("action") if isinstance(rule, Mapping) else None
+        if action not in _RULE_ACTIONS:
+            raise InputError(f"unsupported value {action!r}", field=f"{where}.action")
+        rule_targets = tuple(rule.get("targetReplicatedJobs") or ())
+        for t in rule_targets:
+            if t not in names:
+                raise InputError(
+                    f"{t!r} is not a replicated job", field=f"{where}.targetReplicatedJobs"
+                )
+        rules.append(Rule(str(action), rule_targets, tuple(rule.get("onJobFailureReasons") or ())))
     network = spec.get("network") or {}
     dns = network.get("enableDNSHostnames", True)
     return JobSetShape(
         jobs=tuple(jobs),
         max_restarts=_count(failure.get("maxRestarts"), "spec.failurePolicy.maxRestarts", 0) or 0,
+        failure_policy=bool(spec.get("failurePolicy")),
+        rules=tuple(rules),
         success_any=operator == "Any",
         targets=targets,
         in_order=order == "InOrder",
@@ -270,32 +305,31 @@ def reconcile(
             else bool(targets) and all(n in complete for n in targets)
         )
         if failed:
-            if restarts < shape.max_restarts:
+            action, reason, message = _on_failure(shape, current[failed[0]], rjob_of[failed[0]])
+            counted = int(status.get("restartsCountTowardsMax", 0))
+            if action == "RestartJobSet" and counted >= shape.max_restarts:
+                action = "FailJobSet"
+                reason = "ReachedMaxRestarts"
+                message = "jobset failed due to reaching max number of restarts"
+            if action == "FailJobSet":
+                set_condition(conditions, "Failed", True, reason, message, now)
+                status["terminalState"] = done = "Failed"
+                _event(obj, plan, reason, message, now, warning=True)
+            else:
                 restarts += 1
                 status["restarts"] = restarts
-                status["restartsCountTowardsMax"] = restarts
+                if action == "RestartJobSet":
+                    status["restartsCountTowardsMax"] = counted + 1
                 plan.delete.extend(n for n in current if n not in plan.delete)
                 _event(
                     obj,
                     plan,
-                    "RestartJobSet",
-                    f"restarting jobset, attempt {restarts}",
+                    "Restarting",
+                    f"{message}; restart attempt {restarts}",
                     now,
                     warning=True,
                 )
                 current = {}
-            else:
-                reason, message = (
-                    ("ReachedMaxRestarts", "jobset failed due to reaching max number of restarts")
-                    if shape.max_restarts
-                    else (
-                        "FailedJobs",
-                        f"jobset failed due to one or more job failures ({failed[0]})",
-                    )
-                )
-                set_condition(conditions, "Failed", True, reason, message, now)
-                status["terminalState"] = done = "Failed"
-                _event(obj, plan, reason, message, now, warning=True)
         elif succeeded:
             message = "jobset completed successfully"
             set_condition(conditions, "Completed", True, "AllJobsCompleted", message, now)
@@ -315,6 +349,40 @@ def reconcile(
     if status != (obj.get("status") or {}):
         plan.status = status
     return plan
+
+
+def _on_failure(
+    shape: JobSetShape, job: Mapping[str, Any], rjob: ReplicatedJob
+) -> tuple[str, str, str]:
+    """(action, reason, message) for failed child ``job``: no failurePolicy fails the JobSet;
+    else the first rule that matches (its replicated job, its Failed condition's reason), else
+    RestartJobSet (counted toward ``maxRestarts``)."""
+    if not shape.failure_policy:
+        return "FailJobSet", "FailedJobs", "jobset failed due to one or more job failures"
+    failed = condition((job.get("status") or {}).get("conditions") or (), "Failed") or {}
+    for rule in shape.rules:
+        if rule.targets and rjob.name not in rule.targets:
+            continue
+        if rule.reasons and failed.get("reason") not in rule.reasons:
+            continue
+        if rule.action == "FailJobSet":
+            return (
+                "FailJobSet",
+                "FailJobSetFailurePolicyAction",
+                "applying FailJobSet failure policy action",
+            )
+        if rule.action == "RestartJobSetAndIgnoreMaxRestarts":
+            return (
+                rule.action,
+                "RestartJobSetAndIgnoreMaxRestartsFailurePolicyAction",
+                "applying RestartJobSetAndIgnoreMaxRestarts failure policy action",
+            )
+        break
+    return (
+        "RestartJobSet",
+        "RestartJobSetFailurePolicyAction",
+        "applying RestartJobSet failure policy action",
+    )
 
 
 def _create(
@@ -344,31 +412,10 @@ def _create(
         return
     if blocked:
         if condition(conditions, "StartupPolicyInProgress") is None:
-            set_condition(
-                conditions,
-                "StartupPolicyInProgress",
-                True,
-                "StartupPolicyInProgress",
-                "in order startup policy is in progress",
-                now,
-            )
+            set_condition(conditions, "StartupPolicyInProgress", True, *_IN_PROGRESS, now)
     elif not is_true(conditions, "StartupPolicyCompleted"):
-        set_condition(
-            conditions,
-            "StartupPolicyInProgress",
-            False,
-            "StartupPolicyInProgress",
-            "in order startup policy is in progress",
-            now,
-        )
-        set_condition(
-            conditions,
-            "StartupPolicyCompleted",
-            True,
-            "StartupPolicyCompleted",
-            "all replicated jobs have started",
-            now,
-        )
+        set_condition(conditions, "StartupPolicyInProgress", False, *_IN_PROGRESS, now)
+        set_condition(conditions, "StartupPolicyCompleted", True, *_STARTED, now)
 
 
 def _statuses(
