@@ -56,6 +56,8 @@ class World:
             self.jobs[child["metadata"]["name"]] = copy.deepcopy(child)
         for name in plan.delete:
             self.jobs.pop(name)
+        for child in plan.update:
+            self.jobs[child["metadata"]["name"]] = copy.deepcopy(child)
         if plan.status is not None:
             self.obj["status"] = plan.status
         self.plans.append(plan)
@@ -211,3 +213,16 @@ def test_failure_policy_rules_first_match_wins() -> None:
     w.step(T0 + SECOND)
     assert w.obj["status"]["terminalState"] == "Failed"
     assert w.obj["status"]["conditions"][0]["reason"] == "FailJobSetFailurePolicyAction"
+
+
+def test_resume_unsuspends_the_children() -> None:
+    w = World(jobset_obj(suspend=True))
+    w.step(T0)
+    assert w.obj["status"]["conditions"][0]["reason"] == "SuspendedJobs"
+    w.obj["spec"]["suspend"] = False
+    plan = w.step(T0 + SECOND)
+    assert sorted(j["metadata"]["name"] for j in plan.update) == sorted(w.jobs)
+    assert not any(j["spec"]["suspend"] for j in w.jobs.values())
+    (cond,) = w.obj["status"]["conditions"]
+    assert (cond["type"], cond["status"], cond["reason"]) == ("Suspended", "False", "ResumeJobs")
+    assert not w.step(T0 + 2 * SECOND).update

@@ -389,6 +389,9 @@ class WorkloadRunner:
         self.reconciles += 1
         for child in plan.create:
             self._quietly(self.store.create, child)
+        for child in plan.update:  # spec.suspend passed on
+            meta = {k: v for k, v in child["metadata"].items() if k != "resourceVersion"}
+            self._quietly(self.store.update, {**child, "metadata": meta})
         for child_name in plan.delete:
             self._quietly(self.store.delete, JOBS, namespace, child_name)
         if plan.status is not None:

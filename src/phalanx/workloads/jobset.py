@@ -16,9 +16,10 @@ restart deletes every child Job and makes them again with ``restart-attempt`` on
 completed) or Any (one of them). ``startupPolicy`` InOrder makes a replicated job's Jobs only
 once every Job before it is ready (ready plus succeeded pods reach its parallelism), with the
 StartupPolicyInProgress and StartupPolicyCompleted conditions; AnyOrder makes them all at once.
-``suspend`` is passed to the child Jobs. Once Completed or Failed, its active child Jobs are
-deleted; ``ttlSecondsAfterFinished`` deletes the JobSet. In the ``Plan``, ``create`` holds
-child Jobs and ``delete`` the names of child Jobs (not pods).
+``suspend`` is passed to the child Jobs (``plan.update``), with the Suspended condition. Once
+Completed or Failed, its active child Jobs are deleted; ``ttlSecondsAfterFinished`` deletes the
+JobSet. In the ``Plan``, ``create`` holds child Jobs and ``delete`` the names of child Jobs
+(not pods).
 """
 
 from __future__ import annotations
@@ -336,6 +337,7 @@ def reconcile(
             status["terminalState"] = done = "Completed"
             _event(obj, plan, "AllJobsCompleted", message, now)
         if done is None:
+            _suspend(plan, obj, shape, current, conditions, now)
             _create(plan, obj, shape, current, restarts, conditions, now)
     if done is not None:
         for name, job in current.items():
@@ -349,6 +351,29 @@ def reconcile(
     if status != (obj.get("status") or {}):
         plan.status = status
     return plan
+
+
+def _suspend(
+    plan: Plan,
+    obj: Mapping[str, Any],
+    shape: JobSetShape,
+    current: Mapping[str, Mapping[str, Any]],
+    conditions: list[dict[str, Any]],
+    now: Instant,
+) -> None:
+    """``spec.suspend`` passed to the unfinished child Jobs (``plan.update``; Kueue admits a
+    JobSet by unsuspending it), and the Suspended condition."""
+    for job in current.values():
+        if _finished(job) is None and bool((job.get("spec") or {}).get("suspend")) != shape.suspend:
+            new = copy.deepcopy(dict(job))
+            new.setdefault("spec", {})["suspend"] = shape.suspend
+            plan.update.append(new)
+    if shape.suspend and not is_true(conditions, "Suspended"):
+        set_condition(conditions, "Suspended", True, "SuspendedJobs", "jobset is suspended", now)
+        _event(obj, plan, "SuspendedJobs", "jobset is suspended", now)
+    elif not shape.suspend and is_true(conditions, "Suspended"):
+        set_condition(conditions, "Suspended", False, "ResumeJobs", "jobset is resumed", now)
+        _event(obj, plan, "ResumeJobs", "jobset is resumed", now)
 
 
 def _on_failure(
