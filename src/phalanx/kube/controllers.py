@@ -11,8 +11,10 @@ TTL. ``tick`` (every second or so) looks again at workloads with pending pods, w
 reason or expected start may change without a decision, and at those that asked to be woken.
 
 Kubernetes workloads are ordinary engine jobs (account = namespace), so ``squeue``/``sacct``
-show them. The requesting user is the workload's ``phalanx.io/user`` annotation (set by the
-API server from the bearer token where it does), else the runner's ``default_user``.
+show them. The requesting user is the workload's ``phalanx.io/user`` annotation, which the
+API server sets from the bearer token on create and keeps on updates (clients can neither
+set nor change it: ``phalanx.kube.resources``), else the runner's ``default_user`` (objects
+written to the store directly).
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from phalanx.domain.jobspec import JobSpec
 from phalanx.domain.time import Instant
 from phalanx.errors import PhalanxError
 from phalanx.kube.errors import KubeError
+from phalanx.kube.resources import ANNOTATION_USER
 from phalanx.sched.job import Job
 from phalanx.workloads import job as batch_job
 from phalanx.workloads import pytorchjob
@@ -58,7 +61,6 @@ PYTORCHJOBS: Resource = ("kubeflow.org", "pytorchjobs")
 PODS: Resource = ("", "pods")
 EVENTS: Resource = ("", "events")
 PRIORITY_CLASSES: Resource = ("scheduling.k8s.io", "priorityclasses")
-ANNOTATION_USER = "phalanx.io/user"
 _ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
 _KINDS: dict[tuple[str, str], Resource] = {
     ("batch/v1", "Job"): JOBS,

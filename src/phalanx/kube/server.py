@@ -22,6 +22,7 @@ from phalanx.kube.errors import (
     Unauthorized,
     Unavailable,
 )
+from phalanx.kube.logs import open_log
 from phalanx.kube.resources import Request, Resources, Validator
 from phalanx.kube.store import ObjectStore
 from phalanx.kube.watch import open_watch
@@ -61,6 +62,7 @@ def dumps_text(text: str) -> str:
     return json.dumps(text, ensure_ascii=False)
 
 
+_POD_LOG = ("pods", "log")
 _OPEN_PATHS = frozenset(("/version", "/healthz", "/livez", "/readyz"))
 
 
@@ -99,6 +101,7 @@ class KubeApp:
         self.tokens = tokens
         self.authorize = authorize
         self.is_open = is_open
+        self.clock = clock
         self.api = Resources(store, clock=clock, validate=validate)
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
@@ -222,7 +225,7 @@ class KubeApp:
             raise _NoRoute()
         name = rest[1] if len(rest) >= 2 else None
         sub = rest[2] if len(rest) == 3 else None
-        if sub is not None and sub not in kind.subresources:
+        if sub is not None and sub not in kind.subresources and (kind.plural, sub) != _POD_LOG:
             raise _NoRoute()
         return kind, ns, name, sub
 
@@ -260,6 +263,11 @@ class KubeApp:
                 kind.resource, name or "", _forbidden_why(user[0], verb, kind.group, resource, ns)
             )
         api = self.api
+        if (kind.plural, sub) == _POD_LOG:
+            if verb != "get" or ns is None or name is None:
+                raise MethodNotAllowed(kind.resource, verb)
+            pod_log = open_log(self.store, ns, name, query, self.clock)
+            return StreamingResponse(pod_log.chunks(), media_type="text/plain")
         if verb == "watch":
             stream = open_watch(api, req)
             return StreamingResponse(stream, media_type="application/json")
