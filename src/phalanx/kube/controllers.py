@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import pwd
 import secrets
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
@@ -30,7 +31,7 @@ from phalanx.domain.caller import Caller
 from phalanx.domain.cluster import Cluster
 from phalanx.domain.jobspec import JobSpec
 from phalanx.domain.time import Instant
-from phalanx.errors import PhalanxError
+from phalanx.errors import PhalanxError, SpecError
 from phalanx.kube.errors import KubeError
 from phalanx.kube.resources import ANNOTATION_USER
 from phalanx.sched.job import Job
@@ -139,6 +140,15 @@ def engine_job(job: Job, cluster: Cluster, address: Callable[[str], str]) -> Eng
     )
 
 
+def _known_user(name: str) -> bool:
+    """Whether this machine knows the user ``name`` (the launches look its uid up)."""
+    try:
+        pwd.getpwnam(name)
+    except KeyError:
+        return False
+    return True
+
+
 def _random_name() -> str:
     return "".join(secrets.choice(_ALPHABET) for _ in range(5))
 
@@ -180,6 +190,7 @@ class WorkloadRunner:
         address: Callable[[str], str] = lambda _node: LOCALHOST,
         names: Callable[[], str] = _random_name,
         later: Callable[[Callable[[], None]], Any] | None = None,
+        known_user: Callable[[str], bool] = _known_user,
     ) -> None:
         self.store = store
         self.engine = engine
@@ -190,6 +201,7 @@ class WorkloadRunner:
         self.default_user = default_user
         self.address = address
         self.names = names
+        self.known_user = known_user
         self.dirty: set[Key] = set()
         self.assigned: dict[tuple[str, str], tuple[str, int, int]] = {}
         """(namespace, pod) -> (submission key, engine job id, rank), kept here rather than
@@ -437,6 +449,10 @@ class WorkloadRunner:
             if out:
                 Path(out).parent.mkdir(parents=True, exist_ok=True)
         try:
+            if not self.known_user(spec.user):
+                # The controller launches a job as the user's uid; an unknown name cannot
+                # start (and must not reach the engine, which would retry its launch).
+                raise SpecError(f'Invalid user id: "{spec.user}" is not a user on this machine')
             self.engine.check(spec)
             ids = self.engine.submit([spec], request)
         except PhalanxError as e:
