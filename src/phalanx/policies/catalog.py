@@ -112,12 +112,16 @@ POLICIES: dict[str, Profile] = {
     "slurm": Profile(
         name="slurm",
         queue_sort="priority/multifactor",
+        # Association and QOS limits (sacctmgr's GrpTRES, MaxJobs, ...) held as quotas; no
+        # quota of its own where none are set.
+        pre_filter=("admit/clusterqueue",),
         score="select/topology",
         post_filter="preempt/checkpoint",
         reservation="sched/backfill",
         params={
             "sched/backfill": _SLURM_BACKFILL,
             "priority/multifactor": _SLURM_WEIGHTS,
+            "admit/clusterqueue": {"without_queues": "none"},
         },
         description="Multifactor priority, EASY backfill, topology-aware placement.",
     ),

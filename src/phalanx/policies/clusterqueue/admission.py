@@ -54,6 +54,7 @@ from phalanx.domain.state import Reason
 from phalanx.errors import ConfigError
 from phalanx.policies.clusterqueue.amounts import held, requested
 from phalanx.policies.clusterqueue.assign import Assignment, Refusal, assign, quota_reason
+from phalanx.policies.clusterqueue.limits import Ledger, job_tres, limits_apply
 from phalanx.policies.quota import QuotaAdmission
 from phalanx.sched.capacity import Allocation, Capacity
 from phalanx.sched.context import PassContext
@@ -64,6 +65,7 @@ from phalanx.sched.status import OK, Status
 __all__ = ["ClusterQueueAdmission", "Pass", "Static", "may_preempt"]
 
 PLUGIN = "admit/clusterqueue"
+_LEDGER = "admit/clusterqueue:limits"
 _SPECS_KEPT = 200_000
 
 
@@ -137,6 +139,8 @@ class ClusterQueueAdmission:
             )
         self._fallback: QuotaAdmission | None = None
         self._static: Static | None = None
+        self._limits_of: Cluster | None = None
+        self._any_limits = False
 
     def _quota(self, ctx: PassContext) -> QuotaAdmission:
         """``admit/quota``, with its parameters from the profile (under either id)."""
@@ -267,8 +271,37 @@ class ClusterQueueAdmission:
         current.borrows[memo] = borrows
         return borrows
 
+    # -- Slurm's association and QOS limits ------------------------------------------------
+    def _ledger(self, ctx: PassContext) -> Ledger | None:
+        """The pass's usage against the limits (``limits``), None where there are none."""
+        found = ctx.scratch.get(_LEDGER, False)
+        if found is not False:
+            return found if isinstance(found, Ledger) else None
+        cluster = ctx.cluster
+        if self._limits_of is not cluster:
+            self._limits_of, self._any_limits = cluster, limits_apply(cluster)
+        ledger = Ledger(cluster) if self._any_limits else None
+        if ledger is not None:
+            for running in ctx.running():
+                if running.alloc is not None:
+                    ledger.add(running, job_tres(running, running.alloc))
+        ctx.scratch[_LEDGER] = ledger
+        return ledger
+
     # -- pre-filter -----------------------------------------------------------------------
     def pre_filter(self, job: Job, ctx: PassContext) -> Status:
+        ledger = self._ledger(ctx)
+        if ledger is None:
+            return self._pre_filter(job, ctx)
+        tres = job_tres(job)
+        status = ledger.check(job, tres, PLUGIN)
+        if status.ok:
+            status = self._pre_filter(job, ctx)
+            if status.ok:
+                ledger.add(job, tres)
+        return status
+
+    def _pre_filter(self, job: Job, ctx: PassContext) -> Status:
         queues = ctx.cluster.queues
         if not queues.cluster_queues:
             if self._without_queues == "none":
