@@ -36,8 +36,10 @@ __all__ = [
     "Associations",
     "Limits",
     "Tres",
+    "active_keys",
     "format_tres",
     "parse_tres",
+    "submit_refusal",
     "tres_reason",
 ]
 
@@ -211,3 +213,40 @@ class Associations:
             max_submit=max_submit,
             max_tres=tuple((n, max_tres[n]) for n in TRES_NAMES if n in max_tres),
         )
+
+
+def submit_refusal(
+    assocs: Associations,
+    qos: str,
+    qos_limits: Limits,
+    account: str,
+    user: str,
+    active: Mapping[object, int],
+) -> str:
+    """The reason Slurm refuses a submission over a submit limit ("" if none is passed).
+    ``active`` counts the pending and running jobs by the keys ``Ledger`` uses: (account,
+    user) per association, ("user", account, user), ("qos", name), ("qos-user", name, user).
+    """
+    if qos_limits.max_submit is not None:
+        if active.get(("qos-user", qos, user), 0) >= qos_limits.max_submit:
+            return "QOSMaxSubmitJobPerUserLimit"
+    else:
+        most = assocs.inherited(account, user).max_submit
+        if most is not None and active.get(("user", account, user), 0) >= most:
+            return "AssocMaxSubmitJobLimit"
+    if qos_limits.grp_submit is not None:
+        if active.get(("qos", qos), 0) >= qos_limits.grp_submit:
+            return "QOSGrpSubmitJobsLimit"
+        return ""
+    for assoc in assocs.chain(account, user):
+        most = assoc.limits.grp_submit
+        if most is not None and active.get((assoc.account, assoc.user), 0) >= most:
+            return "AssocGrpSubmitJobsLimit"
+    return ""
+
+
+def active_keys(assocs: Associations, qos: str, account: str, user: str) -> list[object]:
+    """The keys of ``submit_refusal``'s counts that one job of ``user`` counts in."""
+    keys: list[object] = [(a.account, a.user) for a in assocs.chain(account, user)]
+    keys += [("user", account, user), ("qos", qos), ("qos-user", qos, user)]
+    return keys

@@ -40,6 +40,7 @@ from phalanx.live.fleet import DEAD_AFTER, Fleet, RunKey, Step, StepError
 from phalanx.live.journal import Journal, StoreJournal
 from phalanx.live.ledger import Ledger
 from phalanx.live.snapshot import Cadence, Snapshots
+from phalanx.live.submitlimits import has_submit_limits, submit_limit
 from phalanx.protocol.agent import (
     AgentCommand,
     AgentFault,
@@ -252,6 +253,11 @@ class Controller(ArchivedJobs):
             raise SpecError(f"invalid partition specified: {spec.partition}", field="partition")
         if cluster.enforce_qos and spec.qos not in cluster.qos:
             raise SpecError(f"invalid qos specification: {spec.qos}", field="qos")
+        if has_submit_limits(cluster):
+            self.loop.settle()  # every accepted submission counted
+            refused = submit_limit(cluster, self.engine.jobs.values(), spec)
+            if refused:
+                raise SpecError(refused, field="limits")
         limit = part.exceeded_by(spec.nodes_min, spec.time_limit)
         if cluster.enforce_part_limits and limit == Reason.PARTITION_CONFIG:
             raise SpecError(
