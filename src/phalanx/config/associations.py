@@ -155,6 +155,8 @@ def associations_from_yaml(
         )
     for name, acct in accounts.items():
         found.setdefault((name, ""), Association(name, "", shares=acct.shares))
+    # Slurm's accounting starts with user root in account root (sacctmgr shows it).
+    found.setdefault(("root", "root"), Association("root", "root"))
     return Associations(
         by_key=found, parents={name: acct.parent for name, acct in accounts.items()}
     )

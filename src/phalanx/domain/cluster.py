@@ -104,7 +104,7 @@ class Qos:
     preempt_mode: PreemptMode = PreemptMode.REQUEUE
     grace_time: Duration = 0
     max_gpus_per_account: int | None = None
-    limits: Limits = Limits()
+    limits: Limits = field(default_factory=Limits)
     """Slurm's QOS limits (``GrpTRES``, ``MaxTRESPerUser``, ``MaxJobsPerUser``, ...):
     quotas the admission plugin holds jobs to (``phalanx.domain.associations``)."""
 
