@@ -53,9 +53,7 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
 
 
 @pytest.mark.parametrize(("command", "lines", "rc"), captures(), ids=lambda v: str(v)[:40])
-def test_against_reference(
-    cluster: LocalCluster, command: str, lines: list[str], rc: int
-) -> None:
+def test_against_reference(cluster: LocalCluster, command: str, lines: list[str], rc: int) -> None:
     out, err, got_rc = run(sacctmgr.main, command.split(), cluster.state_dir)
     assert (got_rc, err) == (rc, "")
     assert out.splitlines() == lines
