@@ -46,6 +46,7 @@ from phalanx.domain.queues import (
     PreemptionPolicy,
     QueueingStrategy,
     Queues,
+    ResourceGroup,
     StopPolicy,
     queue_name,
 )
@@ -53,7 +54,13 @@ from phalanx.domain.queues.quota import FlavorResource, QuotaNode, QuotaTree
 from phalanx.domain.state import Reason
 from phalanx.errors import ConfigError
 from phalanx.policies.clusterqueue.amounts import held, requested
-from phalanx.policies.clusterqueue.assign import Assignment, Refusal, assign, quota_reason
+from phalanx.policies.clusterqueue.assign import (
+    Assignment,
+    MaskCache,
+    Refusal,
+    assign,
+    quota_reason,
+)
 from phalanx.policies.clusterqueue.limits import Ledger, job_tres, limits_apply
 from phalanx.policies.quota import QuotaAdmission
 from phalanx.sched.capacity import Allocation, Capacity
@@ -83,6 +90,8 @@ class Static:
             mask[list(queues.flavor_nodes(cluster, name))] = True
             self.masks[name] = mask
         self.tree = QuotaTree(queues)
+        self.within: MaskCache = {}
+        """Each flavor's nodes within each set of nodes jobs may use (``assign``)."""
         self.nodes = [*self.tree.queues.values(), *self.tree.cohorts.values()]
         self.targets: dict[tuple[str, str], tuple[ClusterQueue | None, str]] = {}
         self.by_spec: dict[int, tuple[JobSpec, tuple[ClusterQueue | None, str]]] = {}
@@ -197,14 +206,14 @@ class ClusterQueueAdmission:
         the group's first). Resources ``cq`` does not cover count nowhere."""
         nodes = list(alloc.nodes)
         charge: dict[FlavorResource, int] = {}
+        chosen: dict[int, str] = {}  # by group: one look at the masks per group, not resource
         for resource, amount in held(job, alloc).items():
             group = cq.group_of(resource)
             if group is None:
                 continue
-            names = [f.name for f in group.flavors]
-            flavor = next((f for f in names if static.masks[f][nodes].all()), None)
+            flavor = chosen.get(id(group))
             if flavor is None:
-                flavor = next((f for f in names if static.masks[f][nodes].any()), names[0])
+                flavor = chosen[id(group)] = _flavor_holding(static, group, nodes)
             charge[(flavor, resource)] = charge.get((flavor, resource), 0) + amount
         return charge
 
@@ -266,6 +275,7 @@ class ClusterQueueAdmission:
                 static.masks,
                 ctx.state.static_mask(job.shape),
                 lambda mask: True,
+                static.within,
             )
             borrows = isinstance(result, Assignment) and result.borrowing
         current.borrows[memo] = borrows
@@ -340,6 +350,7 @@ class ClusterQueueAdmission:
             static.masks,
             allowed,
             placeable,
+            static.within,
         )
         if isinstance(result, Refusal):
             if cq.queueing_strategy is QueueingStrategy.STRICT_FIFO:
@@ -396,6 +407,18 @@ class ClusterQueueAdmission:
     def unreserve(self, job: Job, ctx: PassContext) -> None:
         """Nothing: an admitted job keeps its quota for the rest of the pass."""
         del job, ctx
+
+
+def _flavor_holding(static: Static, group: ResourceGroup, nodes: list[int]) -> str:
+    """The first flavor of ``group`` whose nodes hold all of ``nodes`` (else the first
+    holding any, else the group's first); a group of one flavor has no choice to make."""
+    names = [f.name for f in group.flavors]
+    if len(names) == 1:
+        return names[0]
+    flavor = next((f for f in names if static.masks[f][nodes].all()), None)
+    if flavor is None:
+        flavor = next((f for f in names if static.masks[f][nodes].any()), names[0])
+    return flavor
 
 
 def may_preempt(cq: ClusterQueue) -> bool:
