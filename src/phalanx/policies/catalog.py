@@ -13,6 +13,7 @@ from phalanx.policies.k8s_default import PodGroupPermit
 from phalanx.policies.preempt_checkpoint import CheckpointPreempt
 from phalanx.policies.priority_multifactor import MultifactorPriority
 from phalanx.policies.priority_simple import BasicPriority, LasPriority
+from phalanx.policies.proportion import ProportionAdmission, ProportionOrder
 from phalanx.policies.quota import QuotaAdmission
 from phalanx.policies.select_simple import BinpackSelect, SpreadSelect
 from phalanx.policies.select_topology import TopologySelect
@@ -30,9 +31,11 @@ REGISTRY.register("priority/multifactor", MultifactorPriority)
 REGISTRY.register("priority/las", LasPriority)
 REGISTRY.register("priority/drf", DrfOrder)
 REGISTRY.register("priority/kueue", KueueOrder)
+REGISTRY.register("priority/proportion", ProportionOrder)
 # pre-filter, filter, score
 REGISTRY.register("admit/quota", QuotaAdmission)
 REGISTRY.register("admit/clusterqueue", ClusterQueueAdmission)
+REGISTRY.register("admit/proportion", ProportionAdmission)
 REGISTRY.register("filter/fit", FitFilter)
 REGISTRY.register("select/topology", TopologySelect)
 REGISTRY.register("select/spread", SpreadSelect)
@@ -56,9 +59,14 @@ if TYPE_CHECKING:  # every built-in plugin satisfies its point's Protocol (mypy 
         MultifactorPriority,
         LasPriority,
         DrfOrder,
+        ProportionOrder,
         KueueOrder,
     ]
-    _pre_filter: list[type[points.PreFilterPlugin]] = [QuotaAdmission, ClusterQueueAdmission]
+    _pre_filter: list[type[points.PreFilterPlugin]] = [
+        QuotaAdmission,
+        ClusterQueueAdmission,
+        ProportionAdmission,
+    ]
     _reserve: list[type[points.ReservePlugin]] = [ClusterQueueAdmission]
     _filter: list[type[points.FilterPlugin]] = [FitFilter]
     _score: list[type[points.ScorePlugin]] = [TopologySelect, SpreadSelect, BinpackSelect]
@@ -157,7 +165,10 @@ POLICIES: dict[str, Profile] = {
     ),
     "volcano": Profile(
         name="volcano",
-        queue_sort="priority/drf",
+        # Volcano's proportion plugin over the cluster's Volcano Queues (queue order by share,
+        # allocation within each queue's deserved share); without them, DRF between accounts.
+        queue_sort="priority/proportion",
+        pre_filter=("admit/proportion",),
         score="select/binpack",
         reservation="sched/greedy",
         params={"sched/greedy": {**_SKIP, "rest": "none"}},
