@@ -65,3 +65,33 @@ def test_bad_entity_and_field_are_refused_as_slurm_refuses_them(cluster: LocalCl
     assert err.startswith("No valid entity in list command\n")
     out, err, rc = run(sacctmgr.main, ["show", "assoc", "format=bogus"], cluster.state_dir)
     assert (out, err, rc) == ("", "Unknown field 'bogus'\n", 1)
+
+
+def changes() -> list[tuple[str, list[str], int]]:
+    text = (Path(__file__).parent / "sacctmgr_changes_reference.txt").read_text()
+    out = []
+    for block in text.split("$ sacctmgr ")[1:]:
+        command, _, rest = block.partition("\n")
+        body, _, rc = rest.rpartition("--- rc=")
+        out.append((command, body.splitlines(), int(rc.strip())))
+    return out
+
+
+def test_changes_print_what_slurm_prints_and_take_effect(cluster: LocalCluster) -> None:
+    """The reference's sequence of add, modify and delete, in order (each depends on the
+    ones before), then the association it made is gone again."""
+    for command, lines, rc in changes():
+        out, err, got_rc = run(sacctmgr.main, command.split(), cluster.state_dir)
+        assert got_rc == rc, (command, out, err)
+        assert (out + err).splitlines() == lines, command
+        if command.startswith("-i modify user bob set GrpTRES"):
+            shown, _, _ = run(
+                sacctmgr.main,
+                ["-P", "-n", "show", "assoc", "user=bob", "format=account,user,grptres,maxjobs"],
+                cluster.state_dir,
+            )
+            assert shown == "teamc|bob|gres/gpu=2|3\n"
+    shown, _, _ = run(
+        sacctmgr.main, ["-P", "-n", "show", "assoc", "account=teamc"], cluster.state_dir
+    )
+    assert shown == ""

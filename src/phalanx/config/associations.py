@@ -18,10 +18,9 @@ one, with no limits, unless given here. ``-1`` clears a limit, as in ``sacctmgr`
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import replace
 
 from phalanx.config.yamlfield import YamlField
-from phalanx.domain.associations import Association, Associations, Limits, parse_tres
+from phalanx.domain.associations import Association, Associations, Limits, apply_settings
 from phalanx.domain.cluster import Account
 
 __all__ = [
@@ -32,31 +31,6 @@ __all__ = [
     "qos_limits_from_yaml",
 ]
 
-_LIMIT_FIELDS = {
-    "grptres": "grp_tres",
-    "grpjobs": "grp_jobs",
-    "grpsubmitjobs": "grp_submit",
-    "grpsubmit": "grp_submit",
-    "maxjobs": "max_jobs",
-    "maxsubmitjobs": "max_submit",
-    "maxsubmit": "max_submit",
-    "maxtres": "max_tres",
-    "maxtresperjob": "max_tres",
-}
-_QOS_FIELDS = {
-    "grptres": "grp_tres",
-    "grpjobs": "grp_jobs",
-    "grpsubmitjobs": "grp_submit",
-    "grpsubmit": "grp_submit",
-    "maxjobsperuser": "max_jobs",
-    "maxjobspu": "max_jobs",
-    "maxsubmitjobsperuser": "max_submit",
-    "maxsubmitpu": "max_submit",
-    "maxtresperjob": "max_tres",
-    "maxtres": "max_tres",
-    "maxtresperuser": "max_tres_per_user",
-    "maxtrespu": "max_tres_per_user",
-}
 ASSOC_KEYS = ("GrpTRES", "GrpJobs", "GrpSubmitJobs", "MaxJobs", "MaxSubmitJobs", "MaxTRES")
 QOS_LIMIT_KEYS = (
     "GrpTRES",
@@ -67,40 +41,6 @@ QOS_LIMIT_KEYS = (
     "MaxJobsPerUser",
     "MaxSubmitJobsPerUser",
 )
-_TRES_FIELDS = ("grp_tres", "max_tres", "max_tres_per_user")
-
-
-def apply_settings(limits: Limits, settings: Mapping[str, str], qos: bool = False) -> Limits:
-    """``limits`` with ``sacctmgr``'s ``Key=Value`` settings applied (keys case-insensitive;
-    ``-1`` clears a limit; a TRES limit changes only the TRES it names, as in Slurm).
-    ``ValueError`` naming the key for anything else."""
-    fields = _QOS_FIELDS if qos else _LIMIT_FIELDS
-    changes: dict[str, object] = {}
-    for key, value in settings.items():
-        attr = fields.get(key.lower())
-        if attr is None:
-            raise ValueError(f"unknown limit {key!r}")
-        value = value.strip()
-        if attr in _TRES_FIELDS:
-            current = dict(changes.get(attr, getattr(limits, attr)))  # type: ignore[call-overload]
-            named = {n for item in value.split(",") for n in [item.partition("=")[0].lower()]}
-            try:
-                given = dict(parse_tres(value))
-            except ValueError as exc:
-                raise ValueError(f"{key}: {exc}") from None
-            for name in named:
-                name = "gres/gpu" if name.startswith("gres/gpu") else name
-                current.pop(name, None)
-            current.update(given)
-            order = ("cpu", "mem", "node", "gres/gpu")
-            changes[attr] = tuple((n, current[n]) for n in order if n in current)
-        elif value == "-1":
-            changes[attr] = None
-        elif value.isdigit():
-            changes[attr] = int(value)
-        else:
-            raise ValueError(f"{key}: expected a count or -1, got {value!r}")
-    return replace(limits, **changes)  # type: ignore[arg-type]
 
 
 def _settings(spec: Mapping[str, YamlField], keys: Iterable[str]) -> dict[str, str]:

@@ -26,7 +26,7 @@ submission over a submit limit is refused with ``SUBMIT_REFUSED``.
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 __all__ = [
     "GPU_TRES",
@@ -37,6 +37,7 @@ __all__ = [
     "Limits",
     "Tres",
     "active_keys",
+    "apply_settings",
     "format_tres",
     "parse_tres",
     "submit_refusal",
@@ -250,3 +251,64 @@ def active_keys(assocs: Associations, qos: str, account: str, user: str) -> list
     keys: list[object] = [(a.account, a.user) for a in assocs.chain(account, user)]
     keys += [("user", account, user), ("qos", qos), ("qos-user", qos, user)]
     return keys
+
+
+_LIMIT_FIELDS = {
+    "grptres": "grp_tres",
+    "grpjobs": "grp_jobs",
+    "grpsubmitjobs": "grp_submit",
+    "grpsubmit": "grp_submit",
+    "maxjobs": "max_jobs",
+    "maxsubmitjobs": "max_submit",
+    "maxsubmit": "max_submit",
+    "maxtres": "max_tres",
+    "maxtresperjob": "max_tres",
+}
+_QOS_FIELDS = {
+    "grptres": "grp_tres",
+    "grpjobs": "grp_jobs",
+    "grpsubmitjobs": "grp_submit",
+    "grpsubmit": "grp_submit",
+    "maxjobsperuser": "max_jobs",
+    "maxjobspu": "max_jobs",
+    "maxsubmitjobsperuser": "max_submit",
+    "maxsubmitpu": "max_submit",
+    "maxtresperjob": "max_tres",
+    "maxtres": "max_tres",
+    "maxtresperuser": "max_tres_per_user",
+    "maxtrespu": "max_tres_per_user",
+}
+_TRES_FIELDS = ("grp_tres", "max_tres", "max_tres_per_user")
+
+
+def apply_settings(limits: Limits, settings: Mapping[str, str], qos: bool = False) -> Limits:
+    """``limits`` with ``sacctmgr``'s ``Key=Value`` settings applied (keys case-insensitive;
+    ``-1`` clears a limit; a TRES limit changes only the TRES it names, as in Slurm).
+    ``ValueError`` naming the key for anything else."""
+    fields = _QOS_FIELDS if qos else _LIMIT_FIELDS
+    changes: dict[str, object] = {}
+    for key, value in settings.items():
+        attr = fields.get(key.lower())
+        if attr is None:
+            raise ValueError(f"unknown limit {key!r}")
+        value = value.strip()
+        if attr in _TRES_FIELDS:
+            current = dict(changes.get(attr, getattr(limits, attr)))  # type: ignore[call-overload]
+            named = {n for item in value.split(",") for n in [item.partition("=")[0].lower()]}
+            try:
+                given = dict(parse_tres(value))
+            except ValueError as exc:
+                raise ValueError(f"{key}: {exc}") from None
+            for name in named:
+                name = "gres/gpu" if name.startswith("gres/gpu") else name
+                current.pop(name, None)
+            current.update(given)
+            order = ("cpu", "mem", "node", "gres/gpu")
+            changes[attr] = tuple((n, current[n]) for n in order if n in current)
+        elif value == "-1":
+            changes[attr] = None
+        elif value.isdigit():
+            changes[attr] = int(value)
+        else:
+            raise ValueError(f"{key}: expected a count or -1, got {value!r}")
+    return replace(limits, **changes)  # type: ignore[arg-type]

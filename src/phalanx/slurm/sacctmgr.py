@@ -2,9 +2,11 @@
 prints them (columns, widths, ``+`` on a cut value, ``-P``/``-p``/``-n``, ``format=`` with
 ``%N`` widths, ``tree``, ``where`` filters by account, user, cluster or QOS name).
 
-Reads ``GET /v1/associations``. The associations are the cluster's (``associations:`` in its
-YAML); changing them with ``sacctmgr add|modify`` is not provided yet: those commands say so
-and exit 1. Exit status: 0, or 1 for a bad command or field, or no controller.
+Reads ``GET /v1/associations``: the cluster's (``associations:`` in its YAML) as changed
+since by ``sacctmgr add|modify|delete account|user|qos`` (``POST /v1/associations``: the
+controller checks and journals the change, so it survives a restart, and answers with what
+Slurm prints, ``domain.accounting``). Changes ask for no confirmation (as ``-i``). Exit
+status: 0, or 1 for a bad command or field, a refused change, or no controller.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from phalanx.client.wirecall import ApiError, ControllerUnreachable, WireCaller
 from phalanx.slurm import UNREACHABLE
 from phalanx.slurm.format import fit, sacct_cut
 
-__all__ = ["ASSOC_FIELDS", "QOS_FIELDS", "main", "render"]
+__all__ = ["ASSOC_FIELDS", "QOS_FIELDS", "main", "render", "request"]
 
 Field = tuple[str, int, str]
 """Header, default width, key of the row."""
@@ -231,6 +233,75 @@ def _show(opts: dict[str, Any], words: list[str]) -> list[str]:
     )
 
 
+_VERBS = {
+    "add": "add",
+    "create": "add",
+    "modify": "modify",
+    "update": "modify",
+    "delete": "delete",
+    "remove": "delete",
+}
+_ENTITIES = {"account": "account", "accounts": "account", "user": "user", "users": "user"}
+_ENTITIES.update({"qos": "qos"})
+_QUIET_REFUSALS = (" Nothing modified", " Nothing deleted")
+"""What sacctmgr prints on stdout when a change matched nothing (other refusals go to
+stderr); the exit status is 1 either way."""
+
+
+def request(verb: str, words: list[str]) -> dict[str, Any]:
+    """The body of ``POST /v1/associations`` for ``sacctmgr VERB ENTITY ...``: bare words
+    and ``name=`` are names; before ``set`` (or anywhere for ``add``) other ``key=value`` are
+    conditions (``account=`` of a user) or, for ``add``, settings; after ``set``, settings."""
+    if not words or words[0].lower() not in _ENTITIES:
+        raise Refused(_ENTITY_ERROR)
+    entity = _ENTITIES[words[0].lower()]
+    names: list[str] = []
+    where: list[tuple[str, str]] = []
+    settings: list[tuple[str, str]] = []
+    after_set = False
+    for word in words[1:]:
+        lower = word.lower()
+        if lower == "set":
+            after_set = True
+            continue
+        if lower == "where":
+            continue
+        key, eq, value = word.partition("=")
+        if not eq:
+            names += [n for n in word.split(",") if n]
+        elif not after_set and key.lower() in ("name", "names"):
+            names += [n for n in value.split(",") if n]
+        elif key.lower() in ("account", "accounts") and entity == "user":
+            where.append(("account", value))
+        elif after_set or verb == "add":
+            settings.append((key, value))
+        else:
+            where.append((key, value))
+    return {"verb": verb, "entity": entity, "names": names, "where": where, "settings": settings}
+
+
+def _change(verb: str, words: list[str]) -> int:
+    body = request(verb, words)
+    status, answer = WireCaller().call("POST", "/v1/associations", body=body)
+    if status == 403:
+        print(
+            "sacctmgr: error: Your user doesn't have privilege to perform this action\n"
+            " Error with request: Access/permission denied",
+            file=sys.stderr,
+        )
+        return 1
+    if status != 200:
+        message = str(answer.get("error", "")) if isinstance(answer, dict) else str(answer)
+        message = message.removeprefix("field 'accounting': ")
+        quiet = message in _QUIET_REFUSALS
+        print(message, file=sys.stdout if quiet else sys.stderr)
+        return 1
+    lines = list(answer["lines"])
+    if lines:
+        sys.stdout.write("\n".join(lines) + "\n")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
     try:
@@ -242,11 +313,8 @@ def main(argv: list[str] | None = None) -> int:
         verb = words[0].lower() if words else ""
         if verb in ("show", "list"):
             lines = _show(opts, words[1:])
-        elif verb in ("add", "create", "modify", "update", "delete", "remove"):
-            raise Refused(
-                f"sacctmgr {verb}: not provided by Phalanx yet (set limits in the "
-                "cluster YAML's associations: and qos:)"
-            )
+        elif verb in _VERBS:
+            return _change(_VERBS[verb], words[1:])
         else:
             raise Refused(f"Invalid keyword: {words[0]}" if words else _ENTITY_ERROR)
     except Refused as exc:

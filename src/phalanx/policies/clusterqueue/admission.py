@@ -91,6 +91,8 @@ class Static:
             self.masks[name] = mask
         self.tree = QuotaTree(queues)
         self.within: MaskCache = {}
+        self.requests: dict[tuple[object, int], dict[str, int]] = {}
+        """(shape key, tasks per node) -> what such a job asks at its largest shape."""
         """Each flavor's nodes within each set of nodes jobs may use (``assign``)."""
         self.nodes = [*self.tree.queues.values(), *self.tree.cohorts.values()]
         self.targets: dict[tuple[str, str], tuple[ClusterQueue | None, str]] = {}
@@ -100,6 +102,16 @@ class Static:
         self.charges: dict[tuple[int, int], tuple[Allocation, dict[FlavorResource, int]]] = {}
         """What each running job's run (and allocation) counts against its queue, as of the
         last pass."""
+
+    def request(self, job: Job) -> dict[str, int]:
+        """``requested`` at the job's largest shape, once per kind of job (read-only)."""
+        memo = (job.key, job.spec.tasks_per_node)
+        found = self.requests.get(memo)
+        if found is None:
+            if len(self.requests) > _SPECS_KEPT:
+                self.requests.clear()
+            found = self.requests[memo] = requested(job, job.shape.nodes_max)
+        return found
 
     def target(self, queues: Queues, job: Job) -> tuple[ClusterQueue | None, str]:
         spec = job.spec
@@ -270,7 +282,7 @@ class ClusterQueueAdmission:
             result = assign(
                 cq,
                 static.tree.queues[cq.name],
-                requested(job, job.shape.nodes_max),
+                static.request(job),
                 queues.flavors,
                 static.masks,
                 ctx.state.static_mask(job.shape),
@@ -345,7 +357,7 @@ class ClusterQueueAdmission:
         result = assign(
             cq,
             node,
-            requested(job, shape.nodes_max),
+            static.request(job),
             queues.flavors,
             static.masks,
             allowed,
