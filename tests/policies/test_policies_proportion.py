@@ -68,9 +68,7 @@ def test_capability_caps_a_queue_and_the_rest_goes_to_the_other() -> None:
 
 
 def test_a_guarantee_is_kept_for_its_queue() -> None:
-    d = driver(
-        queue("q1", 3), queue("q2", 1, "  guarantee:\n    resource: {nvidia.com/gpu: 8}\n")
-    )
+    d = driver(queue("q1", 3), queue("q2", 1, "  guarantee:\n    resource: {nvidia.com/gpu: 8}\n"))
     a, b = fill(d, "q1"), fill(d, "q2")
     d.settle()
     # Weights alone would give q2 4 GPUs; its guarantee raises it to 8, and q1 may not take
