@@ -8,11 +8,13 @@ MaxJobs), and AssocGrpGRES for a 4-GPU job once teama held 15 GPUs."""
 
 from __future__ import annotations
 
+import dataclasses
 import textwrap
 
 import pytest
 
 from phalanx.config.clusterspec import cluster_from_yaml
+from phalanx.config.queues import queues_from_yaml
 from phalanx.domain.associations import format_tres, parse_tres
 from phalanx.domain.cluster import Cluster
 from phalanx.domain.state import JobState
@@ -150,3 +152,28 @@ def test_bad_associations_are_config_errors_naming_the_field() -> None:
     with pytest.raises(ConfigError) as exc:
         cluster('  - {account: teamb, GrpTRES: "gres/gpu=lots"}\n')
     assert "associations[2].GrpTRES" in str(exc.value)
+
+
+def test_the_slurm_profile_holds_limits_but_not_kueues_cluster_queues() -> None:
+    kueue = "apiVersion: kueue.x-k8s.io/v1beta1\n"
+    queues = queues_from_yaml(
+        kueue
+        + "kind: ResourceFlavor\nmetadata: {name: f}\n---\n"
+        + kueue
+        + "kind: ClusterQueue\nmetadata: {name: cq}\nspec:\n  namespaceSelector: {}\n"
+        + "  resourceGroups:\n  - coveredResources: [nvidia.com/gpu, cpu, memory]\n"
+        + "    flavors:\n    - name: f\n      resources:\n"
+        + "      - {name: nvidia.com/gpu, nominalQuota: 1}\n"
+        + "      - {name: cpu, nominalQuota: 100}\n      - {name: memory, nominalQuota: 1Ti}\n"
+        + "---\n"
+        + kueue
+        + "kind: LocalQueue\nmetadata: {name: default, namespace: teamb}\n"
+        + "spec: {clusterQueue: cq}\n"
+    )
+    limited = dataclasses.replace(cluster(), queues=queues)
+    slurm = EngineDriver(limited, "slurm")
+    jobs = [submit(slurm, 1, user="u", account="teamb") for _ in range(2)]
+    assert all(slurm.state(i) is JobState.RUNNING for i in jobs)  # the ClusterQueue is not read
+    phalanx = EngineDriver(limited, "phalanx")
+    jobs = [submit(phalanx, 1, user="u", account="teamb") for _ in range(2)]
+    assert [phalanx.state(i) for i in jobs] == [JobState.RUNNING, JobState.PENDING]

@@ -121,7 +121,7 @@ POLICIES: dict[str, Profile] = {
         name="slurm",
         queue_sort="priority/multifactor",
         # Association and QOS limits (sacctmgr's GrpTRES, MaxJobs, ...) held as quotas; no
-        # quota of its own where none are set.
+        # quota of its own where none are set, and Kueue's ClusterQueues are not Slurm's.
         pre_filter=("admit/clusterqueue",),
         score="select/topology",
         post_filter="preempt/checkpoint",
@@ -129,7 +129,7 @@ POLICIES: dict[str, Profile] = {
         params={
             "sched/backfill": _SLURM_BACKFILL,
             "priority/multifactor": _SLURM_WEIGHTS,
-            "admit/clusterqueue": {"without_queues": "none"},
+            "admit/clusterqueue": {"without_queues": "none", "cluster_queues": False},
         },
         description="Multifactor priority, EASY backfill, topology-aware placement.",
     ),

@@ -30,7 +30,11 @@ holds while it waits for the rest count only in the pass that placed them (next 
 
 With no ClusterQueue configured, the plugin is ``admit/quota``, with that plugin's parameters
 (the ``kueue`` profile keeps its behaviour), or, with ``without_queues: none``, admits every
-job (for a profile that has no quota of its own).
+job (for a profile that has no quota of its own); ``cluster_queues: false`` leaves
+ClusterQueues alone.
+
+Every profile that has the plugin also holds Slurm's association and QOS limits
+(``limits``) before any of this, ClusterQueues or not.
 """
 
 from __future__ import annotations
@@ -158,6 +162,9 @@ class ClusterQueueAdmission:
                 f"without_queues must be quota or none, got {self._without_queues!r}",
                 field=f"{PLUGIN}.without_queues",
             )
+        self._cluster_queues = bool(params.get("cluster_queues", True))
+        """False: Slurm's association and QOS limits only, ClusterQueues left alone (the
+        ``slurm`` baseline does not read Kueue's objects)."""
         self._fallback: QuotaAdmission | None = None
         self._static: Static | None = None
         self._limits_of: Cluster | None = None
@@ -325,6 +332,8 @@ class ClusterQueueAdmission:
 
     def _pre_filter(self, job: Job, ctx: PassContext) -> Status:
         queues = ctx.cluster.queues
+        if not self._cluster_queues:
+            return OK
         if not queues.cluster_queues:
             if self._without_queues == "none":
                 return OK
