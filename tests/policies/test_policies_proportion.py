@@ -101,3 +101,25 @@ def test_without_volcano_queues_the_profile_is_drf_between_accounts() -> None:
     d.settle()
     assert running(d, a) + running(d, b) == 16
     assert abs(running(d, a) - running(d, b)) <= 1
+
+
+def test_a_queue_below_its_share_reclaims_from_one_above_it() -> None:
+    """Volcano's reclaim: q1 took the whole idle cluster; q2's jobs arrive and take their
+    deserved half back from q1's newest jobs."""
+    d = driver(queue("q1", 1), queue("q2", 1))
+    a = fill(d, "q1", 16)
+    d.settle()
+    assert running(d, a) == 16
+    b = fill(d, "q2", 8)
+    d.run(d.now + HOUR // 2)
+    assert (running(d, a), running(d, b)) == (8, 8)
+    assert all(d.state(i) is JobState.RUNNING for i in a[:8])  # the newest gave way
+
+
+def test_a_queue_that_is_not_reclaimable_keeps_what_it_holds() -> None:
+    d = driver(queue("q1", 1, "  reclaimable: false\n"), queue("q2", 1))
+    a = fill(d, "q1", 16)
+    d.settle()
+    b = fill(d, "q2", 8)
+    d.run(d.now + HOUR // 2)
+    assert (running(d, a), running(d, b)) == (16, 0)

@@ -13,7 +13,7 @@ from phalanx.policies.k8s_default import PodGroupPermit
 from phalanx.policies.preempt_checkpoint import CheckpointPreempt
 from phalanx.policies.priority_multifactor import MultifactorPriority
 from phalanx.policies.priority_simple import BasicPriority, LasPriority
-from phalanx.policies.proportion import ProportionAdmission, ProportionOrder
+from phalanx.policies.proportion import ProportionAdmission, ProportionOrder, ProportionReclaim
 from phalanx.policies.quota import QuotaAdmission
 from phalanx.policies.select_simple import BinpackSelect, SpreadSelect
 from phalanx.policies.select_topology import TopologySelect
@@ -45,6 +45,7 @@ REGISTRY.register("permit/pod-group", PodGroupPermit)
 REGISTRY.register("preempt/checkpoint", CheckpointPreempt)
 REGISTRY.register("preempt/las", LasPreempt)
 REGISTRY.register("preempt/clusterqueue", ClusterQueuePreempt)
+REGISTRY.register("preempt/proportion", ProportionReclaim)
 # reservation and backfill
 REGISTRY.register("sched/builtin", FifoScheduler)
 REGISTRY.register("sched/backfill", BackfillScheduler)
@@ -75,6 +76,7 @@ if TYPE_CHECKING:  # every built-in plugin satisfies its point's Protocol (mypy 
         CheckpointPreempt,
         LasPreempt,
         ClusterQueuePreempt,
+        ProportionReclaim,
     ]
     _reservation: list[type[points.ReservationPlugin]] = [
         BackfillScheduler,
@@ -170,6 +172,7 @@ POLICIES: dict[str, Profile] = {
         queue_sort="priority/proportion",
         pre_filter=("admit/proportion",),
         score="select/binpack",
+        post_filter="preempt/proportion",
         reservation="sched/greedy",
         params={"sched/greedy": {**_SKIP, "rest": "none"}},
         calc_period=0,  # submit order never changes

@@ -17,8 +17,13 @@ as Volcano once per session:
   ``deserved - allocated`` (``AllocatableFn``); a job let through counts in ``allocated`` at
   once (``AllocateFunc``).
 
-Reclaim (taking back from queues above their deserved share, reclaimable ones only, for a
-queue below it) is the next step: not done here yet. Resources are ``nvidia.com/gpu``,
+- ``preempt/proportion`` (post-filter, Volcano's ``reclaim`` action with the plugin's
+  ``ReclaimableFn``): a job that fits its queue's deserved share but finds no nodes takes
+  them back from queues above theirs, reclaimable ones only (``spec.reclaimable``), whole
+  gangs, newest first, each victim only while its queue still holds more than it deserves;
+  as few as let the job start. A queue that is overused reclaims nothing.
+
+Resources are ``nvidia.com/gpu``,
 ``cpu`` and ``memory`` in thousandths of their unit, as Volcano Queues state them.
 """
 
@@ -27,6 +32,7 @@ from __future__ import annotations
 import heapq
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 
+from phalanx.domain.cluster import Cluster
 from phalanx.domain.quantity import GPU, MILLI_UNITS
 from phalanx.domain.queues import Queues, VolcanoQueue
 from phalanx.domain.queues.proportion import QueueDemand, deserved
@@ -34,15 +40,24 @@ from phalanx.domain.state import JobState, Reason
 from phalanx.domain.time import Instant
 from phalanx.policies.clusterqueue.amounts import PODS, held, label, requested
 from phalanx.policies.volcano import DrfOrder
+from phalanx.sched.capacity import Capacity
 from phalanx.sched.context import PassContext
 from phalanx.sched.job import Job
 from phalanx.sched.status import OK, Status
 
-__all__ = ["QUEUE_LABEL", "ProportionAdmission", "ProportionOrder", "Shares", "queue_of"]
+__all__ = [
+    "QUEUE_LABEL",
+    "ProportionAdmission",
+    "ProportionOrder",
+    "ProportionReclaim",
+    "Shares",
+    "queue_of",
+]
 
 QUEUE_LABEL = "scheduling.volcano.sh/queue-name"
 DEFAULT_QUEUE = "default"
 _SCRATCH = "proportion"
+_POOL = "proportion:pool"
 _EPSILON = 1e-6
 _MIB = 2**20
 
@@ -124,6 +139,12 @@ class Shares:
 
     def allocate(self, name: str, asks: Amounts) -> None:
         _add(self.allocated.setdefault(name, {}), asks)
+
+    def over(self, name: str, allocated: Mapping[str, float]) -> bool:
+        """Whether ``allocated`` is more than queue ``name`` deserves in some resource
+        (Volcano: not ``allocated.LessEqual(deserved)``)."""
+        want = self.deserved.get(name, {})
+        return any(amount > want.get(r, 0.0) + _EPSILON for r, amount in allocated.items())
 
 
 def _say(amount: float, resource: str) -> str:
@@ -215,3 +236,82 @@ class ProportionAdmission:
             return Status.wait_because(reason, self.plugin, why)
         shares.allocate(name, asks)
         return OK
+
+
+class ProportionReclaim:
+    """``preempt/proportion`` (module docstring); finds nothing without Volcano Queues."""
+
+    plugin = "preempt/proportion"
+
+    def __init__(self, params: Mapping[str, object]) -> None:
+        del params
+
+    @staticmethod
+    def could_preempt(job: Job, cluster: Cluster) -> bool:
+        """Whether ``job``'s queue exists and some other queue may be reclaimed from."""
+        queues = cluster.queues.volcano_queues
+        name = queue_of(cluster.queues, job)
+        return name in queues and any(q.reclaimable for n, q in queues.items() if n != name)
+
+    def victims(self, job: Job, ctx: PassContext) -> list[Job] | None:
+        shares = ctx.scratch.get(_SCRATCH)
+        if not isinstance(shares, Shares):
+            return None
+        name = queue_of(shares.queues, job)
+        queues = shares.queues.volcano_queues
+        # The pre-filter counted the job in its queue already: it may reclaim while that
+        # leaves the queue within what it deserves.
+        if name not in queues or shares.over(name, shares.allocated.get(name, {})):
+            return None
+        pool, others = self._pool(ctx)
+        found = ctx.place(job, pool)
+        if found is not None:
+            pool.take(found)  # what victims on their way out give back goes to one job
+            return []
+        cap = pool.copy()
+        allocated = {q: dict(a) for q, a in shares.allocated.items()}
+        chosen: list[Job] = []
+        for victim in others:
+            owner = queue_of(shares.queues, victim)
+            queue = queues.get(owner)
+            if owner == name or queue is None or not queue.reclaimable:
+                continue
+            mine = allocated.setdefault(owner, {})
+            if not shares.over(owner, mine):
+                continue
+            assert victim.alloc is not None
+            for resource, amount in held(victim, victim.alloc).items():
+                if resource != PODS:
+                    mine[resource] = mine.get(resource, 0.0) - amount
+            cap.give(victim.alloc)
+            chosen.append(victim)
+            found = ctx.place(job, cap)
+            if found is not None:
+                shares.allocated = allocated  # the victims' share is given back
+                for gone in chosen:
+                    others.remove(gone)
+                    pool.give(gone.alloc)  # type: ignore[arg-type]
+                pool.take(found)
+                return chosen
+        return None
+
+    @staticmethod
+    def _pool(ctx: PassContext) -> tuple[Capacity, list[Job]]:
+        """This pass's free capacity with what jobs on their way out will give back, less
+        what jobs waiting for them took; and the running jobs not leaving, newest first
+        (Volcano's victims order): set up by the first job that looks."""
+        found = ctx.scratch.get(_POOL)
+        if isinstance(found, tuple):
+            return found
+        pool = ctx.state.cap.copy()
+        others: list[Job] = []
+        for running in ctx.running():
+            if running.alloc is None:
+                continue
+            if ctx.is_preempting(running):
+                pool.give(running.alloc)
+            else:
+                others.append(running)
+        others.sort(key=lambda r: -r.seq)
+        ctx.scratch[_POOL] = (pool, others)
+        return pool, others
