@@ -27,8 +27,10 @@ from __future__ import annotations
 import argparse
 import cProfile
 import dataclasses
+import os
 import pstats
 import random
+import shlex
 import statistics
 import sys
 import time
@@ -146,6 +148,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--cprofile", action="store_true", help="print a cProfile of one run")
     args = parser.parse_args(argv)
+    given = sys.argv[1:] if argv is None else argv
+    python = os.path.relpath(sys.executable)
+    python = sys.executable if python.startswith("..") else python
+    print("$ " + shlex.join([python, "bench/queue_admission.py", *given]))
     if args.cprofile:
         args.runs = 1
     rates = []
