@@ -65,6 +65,7 @@ from phalanx.policies.clusterqueue.assign import (
     assign,
     quota_reason,
 )
+from phalanx.policies.clusterqueue.forecast import Ending, quota_start, said
 from phalanx.policies.clusterqueue.limits import Ledger, job_tres, limits_apply
 from phalanx.policies.quota import QuotaAdmission
 from phalanx.sched.capacity import Allocation, Capacity
@@ -144,6 +145,8 @@ class Pass:
         self.charged: dict[int, dict[FlavorResource, int]] = {}
         self.heads: dict[str, int] = {}
         """StrictFIFO ClusterQueue -> the job that waits for quota at its head."""
+        self.endings: list[Ending] | None = None
+        """Running jobs' expected ends (``forecast``), when a refusal first asks."""
         self.refused: dict[tuple[object, int], Status] = {}
         """(shape key, tasks per node) -> why such a job was refused: usage only grows
         within a pass, so a job asking as much of the same LocalQueue is refused alike."""
@@ -376,16 +379,47 @@ class ClusterQueueAdmission:
         if isinstance(result, Refusal):
             if cq.queueing_strategy is QueueingStrategy.STRICT_FIFO:
                 current.heads[cq.name] = job.id
+            message = result.message
+            if result.reason != Reason.INVALID_ACCOUNT:
+                found = quota_start(
+                    cq,
+                    node,
+                    static.request(job),
+                    queues,
+                    static.masks,
+                    allowed,
+                    self._endings(static, current, ctx),
+                    static.within,
+                )
+                message = f"{message}; {said(found, ctx.now)}"
+                if found is not None:
+                    ctx.expect(job, found[0])
             if result.reason != Reason.INVALID_ACCOUNT and may_preempt(cq):
-                status = Status.wait_resolvable(result.reason, PLUGIN, result.message)
+                status = Status.wait_resolvable(result.reason, PLUGIN, message)
             else:
-                status = Status.wait_because(result.reason, PLUGIN, result.message)
+                status = Status.wait_because(result.reason, PLUGIN, message)
             current.refused[memo] = status
             return status
         self._admit(node, current, job, result)
         if result.nodes is not None:
             ctx.narrow(job, result.nodes)
         return OK
+
+    @staticmethod
+    def _endings(static: Static, current: Pass, ctx: PassContext) -> list[Ending]:
+        """The running jobs' expected ends with their charges (``forecast``), once a pass."""
+        if current.endings is None:
+            found: list[Ending] = []
+            for job in ctx.running():
+                known = static.charges.get((job.id, job.run))
+                cq, _ = static.target(ctx.cluster.queues, job)
+                if known is None or cq is None or job.start is None:
+                    continue
+                holder = static.tree.queues[cq.name]
+                found.append((job.start + job.time_limit, job.id, holder, known[1]))
+            found.sort(key=lambda e: (e[0], e[1]))
+            current.endings = found
+        return current.endings
 
     @staticmethod
     def _admit(node: QuotaNode, current: Pass, job: Job, result: Assignment) -> None:
