@@ -44,6 +44,7 @@ from phalanx.engine.decisions import (
 from phalanx.engine.dependencies import blocker
 from phalanx.engine.endings import Endings
 from phalanx.engine.events import (
+    AccountingChange,
     Cancel,
     CleanupDone,
     Event,
@@ -58,10 +59,10 @@ from phalanx.engine.events import (
     TimerFired,
     Update,
 )
+from phalanx.engine.housekeeping import housekeep
 from phalanx.engine.idempotency import RequestIds
 from phalanx.engine.nodes import Nodes
 from phalanx.engine.queue import PendingQueue
-from phalanx.engine.retention import forget
 from phalanx.engine.scheduling import Recipe
 from phalanx.engine.scheduling.context import PassView
 from phalanx.engine.scheduling.limits import ClusterLimits
@@ -225,8 +226,8 @@ class Engine:
                 self.nodes.came_up(node)
             case NodeUpdate():
                 self.nodes.update(event)
-            case Forget(before=before):
-                forget(self.jobs, before)
+            case Forget() | AccountingChange():
+                housekeep(self, event)
         return out
 
     def submit(self, spec: JobSpec, at: Instant) -> list[int]:
