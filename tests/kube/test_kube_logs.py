@@ -180,3 +180,28 @@ def test_the_creator_is_recorded_and_cannot_be_forged(api: TestClient, store: Ob
     assert patched.json()["metadata"]["annotations"]["phalanx.io/user"] == "ann"
     stored = store.get(("batch", "jobs"), "default", "pi")
     assert stored is not None and stored["metadata"]["annotations"]["phalanx.io/user"] == "ann"
+
+
+def test_auth_can_i_and_whoami(api: TestClient) -> None:
+    review = "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews"
+
+    def can(token: str, **attrs: str) -> bool:
+        body = {
+            "apiVersion": "authorization.k8s.io/v1",
+            "kind": "SelfSubjectAccessReview",
+            "spec": {"resourceAttributes": attrs},
+        }
+        r = api.post(review, json=body, headers={"Authorization": f"Bearer {token}"})
+        assert r.status_code == 201, r.text
+        return bool(r.json()["status"]["allowed"])
+
+    assert can("tok", verb="create", group="batch", resource="jobs", namespace="default")
+    assert not can("bob", verb="create", group="batch", resource="jobs", namespace="default")
+    assert not can("bob", verb="get", resource="pods", subresource="log", namespace="default")
+    assert api.post(review, json={"spec": {}}).status_code == 400
+    me = api.post("/apis/authentication.k8s.io/v1/selfsubjectreviews", json={})
+    assert me.status_code == 201
+    assert me.json()["status"]["userInfo"] == {
+        "username": "ann",
+        "groups": ["system:authenticated", "system:masters"],
+    }

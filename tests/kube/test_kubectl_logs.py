@@ -166,3 +166,15 @@ def test_a_users_job_runs_as_them_and_kubectl_logs_reads_it(cluster: Cluster) ->
     )
     missing = cluster.kubectl(USER, "logs", "-n", "team-a", "nope", ok=False)
     assert 'pods "nope" not found' in missing.stderr
+
+
+def test_auth_can_i_and_whoami(cluster: Cluster) -> None:
+    setup = cluster.root / "setup.yaml"
+    setup.write_text(SETUP)
+    cluster.kubectl("", "apply", "--validate=false", "-f", str(setup))
+    yes = cluster.kubectl(USER, "auth", "can-i", "create", "jobs", "-n", "team-a")
+    assert yes.stdout.strip() == "yes"
+    no = cluster.kubectl(USER, "auth", "can-i", "get", "pods/log", "-n", "default", ok=False)
+    assert no.returncode == 1 and no.stdout.strip() == "no"
+    me = cluster.kubectl(USER, "auth", "whoami", "-o", "jsonpath={.status.userInfo.username}")
+    assert me.stdout == USER

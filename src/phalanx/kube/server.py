@@ -13,7 +13,7 @@ from typing import Any
 from starlette.requests import Request as HttpRequest
 from starlette.responses import Response, StreamingResponse
 
-from phalanx.kube import discovery, kinds, openapi
+from phalanx.kube import discovery, kinds, openapi, reviews
 from phalanx.kube.errors import (
     BadRequest,
     Forbidden,
@@ -27,6 +27,7 @@ from phalanx.kube.resources import Request, Resources, Validator
 from phalanx.kube.store import ObjectStore
 from phalanx.kube.watch import open_watch
 from phalanx.kube.wire import (
+    PROTOBUF,
     decode_body,
     dumps,
     error_response,
@@ -164,6 +165,20 @@ class KubeApp:
             )
         if path.startswith("/openapi/"):
             return self._openapi(http, path)
+        if path in reviews.REVIEW_PATHS:
+            if http.method != "POST":
+                raise MethodNotAllowed(("", path.rpartition("/")[2]), http.method.lower())
+            if path == reviews.WHOAMI:
+                return json_response(reviews.self_review(*user), 201)
+            content_type = http.headers.get("content-type")
+            raw = await http.body()
+            # kubectl sends this one as protobuf, which the codec has no schema for: read here
+            body = (
+                reviews.decode_access_review(raw)
+                if media(content_type) == PROTOBUF
+                else decode_body(content_type, raw)
+            )
+            return json_response(reviews.access_review(body, *user, self.authorize), 201)
         parts = path.strip("/").split("/")
         if parts[0] == "api" and len(parts) >= 2:
             group, version, rest = "", parts[1], parts[2:]
