@@ -6,6 +6,8 @@ release, requeue, signal), ``steps``, ``accounting`` (priority, fair share, fini
 metrics). ``create_app`` only composes them; what they need (the service, the caller) comes
 from ``deps`` through ``Depends``.
 
+The web dashboard (``phalanx.api.ui``) is served from the same app at ``/ui``.
+
 Callers are known from the Unix socket's peer credentials (``phalanx.api.peer``) or, over
 TCP, from a bearer token. Bad input is answered 4xx with ``ErrorBody`` (the field named);
 nothing a user sends can crash the controller.
@@ -39,4 +41,7 @@ def create_app(service: Service, access: Access | None = None) -> FastAPI:
     errors.install(app)
     for module in _ROUTERS:
         app.include_router(module.router)
+    from phalanx.api import ui  # the dashboard at /ui (its own routers and assets)
+
+    ui.install(app)
     return app
