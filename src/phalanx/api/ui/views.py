@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 
 from phalanx.api.service import Service
 from phalanx.domain.cluster import Cluster
-from phalanx.domain.quantity import GPU
+from phalanx.domain.quantity import GPU, MILLI_UNITS
 from phalanx.domain.queues import queue_name
 from phalanx.domain.state import JobState
 from phalanx.sched.job import Job
@@ -180,8 +180,9 @@ class QuotaRow:
     kind: str
     name: str
     cohort: str
-    nominal: int
-    limit: int | None
+    nominal: float
+    """GPUs (quotas are kept in thousandths: ``phalanx.domain.quantity``)."""
+    limit: float | None
     """Most it may borrow; None: no limit."""
     used: float
 
@@ -210,8 +211,10 @@ def quota_rows(cluster: Cluster, running: Iterable[Job]) -> list[QuotaRow]:
                 "ClusterQueue",
                 cq.name,
                 cq.cohort or "",
-                sum(q.nominal for q in gpu),
-                None if any(x is None for x in limits) else sum(x or 0 for x in limits),
+                sum(q.nominal for q in gpu) / MILLI_UNITS,
+                None
+                if any(x is None for x in limits)
+                else sum(x or 0 for x in limits) / MILLI_UNITS,
                 used.get(cq.name, 0.0),
             )
         )
