@@ -77,12 +77,14 @@ def bars(
     unit: str = "",
     lower_is_better: bool = False,
 ) -> Markup:
-    """One horizontal bar per name, scaled to the largest; the best one marked."""
+    """One horizontal bar per name, scaled to the largest; the best (all tied for it) marked."""
     if not values:
         return Markup('<p class="muted">no figures</p>')
     finite = {k: v for k, v in values.items() if v == v}  # NaN-free
     top = max((abs(v) for v in finite.values()), default=0.0) or 1.0
-    best = (min if lower_is_better else max)(finite, key=lambda k: finite[k]) if finite else None
+    # Every name with the best value is marked: among ties, none is better than another.
+    top_value = (min if lower_is_better else max)(finite.values()) if finite else None
+    best = {k for k, v in finite.items() if top_value is not None and v == top_value}
     row, label = 22, 130
     height = row * len(values) + 4
     out = [f'<svg class="chart" viewBox="0 0 {width} {height}" width="{width}" height="{height}">']
@@ -90,7 +92,7 @@ def bars(
         y = 2 + row * i
         ok = value == value
         length = (width - label - 90) * abs(value) / top if ok else 0
-        cls = "bar best" if name == best else "bar"
+        cls = "bar best" if name in best else "bar"
         shown = _fmt(value) + unit if ok else "n/a"
         out.append(
             f'<text x="{label - 6}" y="{y + 15}" text-anchor="end">{escape(name)}</text>'
