@@ -266,6 +266,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"  role    {role}; peers {', '.join(peers)}")
     print(f"  state   {state.root}")
     print(f"  API     unix:{state.socket}  http://{args.host}:{port}/v1 (token in {state.token})")
+    print(f"  web     http://{args.host}:{port}/ui (sign in with a token)")
     print(f"  logs    {state.logs}")
     print("  try     phalanx submit -- hostname; phalanx jobs; phalanx nodes")
     if args.detach:

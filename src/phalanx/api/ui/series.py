@@ -32,7 +32,7 @@ class Sample:
     eta_sched: float
     theta_overhead: float
     gpus: int
-    """GPUs on nodes in service (not down or drained)."""
+    """GPUs on nodes in service: not down, and not drained (a draining node's count)."""
     gpus_alloc: float
     pending: int
     running: int
@@ -57,8 +57,14 @@ def take_sample(service: Service, at_ms: int) -> Sample:
     in_service = 0
     alloc = 0.0
     for node in cluster.nodes:
-        alloc += usage[node.index][0]
-        if not service.node_down(node.name) and service.node_note(node.name) is None:
+        held = usage[node.index][0]
+        alloc += held
+        # A down node is out; a drained one is out once its jobs have left (while they
+        # run, it is draining and its GPUs still work).
+        out = service.node_down(node.name) or (
+            service.node_note(node.name) is not None and not held
+        )
+        if not out:
             in_service += node.gpus
     pending = running = 0
     for (state, _), n in service.counts().items():
