@@ -8,17 +8,19 @@ GPUs, and their ends (``TasksExited``, one write per round) come 1 s later; the 
 moves 10 s a round.
 Two inputs per job, ``--inputs`` (1,000,000) in all. A snapshot is saved every
 ``SNAPSHOT_EVERY`` inputs, as the controller does, forgetting jobs ended more than MinJobAge
-(300 s) ago into the store's accounting -- except in the last interval, so that the restart
-replays a whole interval of tail (the worst case). The journal and its snapshot are built once, on
-SQLite; the PostgreSQL store (a server this script starts in a temporary directory, with
-fsync on) gets the same rows and the same snapshot copied through the same interface.
+(300 s) ago into the store's accounting. The last snapshot falls one whole interval before
+the end, so that the restart replays a full interval of tail: the worst case of a controller
+that saves every interval (plus, live, what arrives while a save is in flight). The journal and
+its snapshot are built once, on SQLite (``--keep FILE`` keeps it for the next run); the
+PostgreSQL store (a server this script starts in a temporary directory, with fsync on) gets the
+same rows and the same snapshot copied through the same interface.
 
 Timed, per store, ``--repeat`` (3) times: a fresh ``Controller`` on a freshly opened store,
 ``recover()`` (load the snapshot, replay the tail) -- what ``phalanx controller`` does before
 it serves. Target: <= 2 s with 1,000,000 journaled inputs. With ``--full`` it also times a
 replay of the whole journal without the snapshot (today's restart before snapshots).
 
-    .venv/bin/python bench/restart.py [--inputs N] [--repeat N] [--full]
+    .venv/bin/python bench/restart.py [--inputs N] [--repeat N] [--full] [--keep FILE]
 """
 
 from __future__ import annotations
@@ -117,9 +119,11 @@ def build(store: Store, inputs: int, per_round: int) -> tuple[int, float]:
         loop.run_due()
         # As the controller's step does: decisions are booked, then dropped.
         loop.engine.decisions.entries.clear()
-        # The last interval gets no snapshot: a restart replays a whole interval's tail,
-        # the worst case, not a lucky empty one.
-        if snaps.due() and loop.accepted + snaps.cadence.every <= inputs:
+        # The worst case a live controller meets: its last snapshot one whole interval
+        # before the end (a save is due every interval), so the restart replays a full
+        # interval of tail -- not a lucky short one, nor two (a skipped due save).
+        last = inputs - snaps.cadence.every
+        if loop.accepted <= last and (snaps.due() or loop.accepted + 2 * n + 2 > last):
             snaps.save()
         if jobs % 50_000 < per_round:
             print(f"  built {loop.accepted:,} inputs, {len(loop.engine.jobs):,} jobs in memory",
@@ -172,8 +176,8 @@ def restart(url: str, *, full: bool = False) -> tuple[float, float, int, int]:
     return seconds, cpu, replayed, jobs
 
 
-def _stores(root: Path) -> Iterator[tuple[str, str]]:
-    yield "sqlite", sqlite_url(root / "state.db")
+def _stores(root: Path, keep: str | None) -> Iterator[tuple[str, str]]:
+    yield "sqlite", sqlite_url(Path(keep).resolve() if keep else root / "state.db")
     bin_dir = pg_bin_dir()
     if bin_dir is None:
         print("postgresql: initdb/pg_ctl not found (apt-get install postgresql): skipped")
@@ -191,19 +195,28 @@ def main() -> int:
     parser.add_argument("--per-round", type=int, default=500)
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--full", action="store_true", help="also replay without the snapshot")
+    parser.add_argument(
+        "--keep",
+        metavar="FILE",
+        help="keep the built SQLite journal in FILE, and reuse it if FILE exists (the build "
+        "takes minutes; a quiet moment is for the timing)",
+    )
     args = parser.parse_args()
     print("$", " ".join([Path(sys.executable).name, *sys.argv]))
     root = Path(tempfile.mkdtemp(prefix="phx-restart-"))
     results: dict[str, float] = {}
     try:
         sqlite: Store | None = None
-        for name, url in _stores(root):
+        for name, url in _stores(root, args.keep):
             store = open_store(url)
             if sqlite is None:
-                print(f"building {args.inputs:,} inputs on SQLite (snapshot every "
-                      f"{SNAPSHOT_EVERY:,})", flush=True)  # fmt: skip
-                jobs, seconds = build(store, args.inputs, args.per_round)
-                print(f"  {jobs:,} jobs, {store.journal.count():,} inputs in {seconds:.0f} s")
+                if store.journal.count():
+                    print(f"reusing {args.keep}: {store.journal.count():,} inputs")
+                else:
+                    print(f"building {args.inputs:,} inputs on SQLite (snapshot every "
+                          f"{SNAPSHOT_EVERY:,})", flush=True)  # fmt: skip
+                    jobs, seconds = build(store, args.inputs, args.per_round)
+                    print(f"  {jobs:,} jobs, {store.journal.count():,} inputs in {seconds:.0f} s")
                 sqlite = store
             else:
                 t0 = time.perf_counter()

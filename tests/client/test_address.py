@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from phalanx.client.address import ControllerAddress, find_controller, state_dir
+from phalanx.client.address import ControllerAddress, Tries, find_controller, state_dir
 
 
 def test_the_socket_in_the_state_dir_by_default(tmp_path: Path) -> None:
@@ -52,3 +52,17 @@ def test_an_address_is_a_url_or_a_socket() -> None:
         ControllerAddress()
     with pytest.raises(ValueError):
         ControllerAddress(url="http://h:1", socket_path="/s")
+
+
+def test_tries_go_to_the_last_leader_first_then_the_others_once_each() -> None:
+    tries = Tries("http://b:1", ["http://a:1", "http://b:1", "http://c:1"])
+    assert list(tries) == ["http://b:1", "http://a:1", "http://c:1"]
+
+
+def test_a_standbys_hint_is_tried_next_unless_it_was_tried() -> None:
+    tries = Tries(None, ["http://a:1", "http://b:1"])
+    seen = [next(tries)]
+    assert tries.follow("http://c:1/")  # a leader no URL named, trailing slash and all
+    assert not tries.follow("http://a:1")  # already asked
+    seen.extend(tries)
+    assert seen == ["http://a:1", "http://c:1", "http://b:1"]

@@ -11,7 +11,7 @@ TYPE_CHECKING = False  # typing's costs the command's start-up
 if TYPE_CHECKING:
     from phalanx.domain.cluster import Cluster
 
-__all__ = ["add_arguments", "agent_tokens", "run"]
+__all__ = ["add_arguments", "agent_tokens", "kube_port", "run"]
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -47,6 +47,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         type=int,
         default=6817,
         help="TCP port on 127.0.0.1 (0: any free port, written to controller.port)",
+    )
+    parser.add_argument(
+        "--kube-port",
+        type=int,
+        default=None,
+        metavar="PORT",
+        help="the Kubernetes API's TLS port (default 6443 with the default --port, else any "
+        "free port; written to kube.port in the state directory; -1: not served)",
     )
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument(
@@ -152,6 +160,16 @@ def db_url(args: argparse.Namespace) -> str | None:
     return check_url(env, "PHALANX_DB") if env else None
 
 
+def kube_port(args: argparse.Namespace) -> int | None:
+    """The Kubernetes API's port: ``--kube-port``; by default 6443 beside the default API
+    port, else any free one (controllers started with ``--port 0`` or several on one machine
+    must not contend for 6443); None when -1 turns it off."""
+    port: int | None = args.kube_port
+    if port is None:
+        return 6443 if args.port == 6817 else 0
+    return None if port < 0 else port
+
+
 def run(args: argparse.Namespace) -> int:
     from phalanx.policies.catalog import POLICIES
     from phalanx.server.serve import ControllerOptions
@@ -179,6 +197,7 @@ def run(args: argparse.Namespace) -> int:
         epilog_ms=args.epilog,
         dead_after_ms=args.dead_after * 1000,
         tokens=_tokens(args.tokens) if args.tokens is not None else {},
+        kube_port=kube_port(args),
     )
     if args.agent_tokens is not None:
         opts.agent_tokens = agent_tokens(args.agent_tokens, opts.cluster.node_index)

@@ -56,6 +56,9 @@ COMMANDS: dict[str, _Entry] = {
     "down": _Entry("phalanx.cli.down", "stop what phalanx up --detach started"),
     "demo": _Entry("phalanx.cli.demo", "start an emulated 4-node cluster here and submit a demo"),
     "controller": _Entry("phalanx.cli.controller", "run the controller in the foreground"),
+    "kubeconfig": _Entry(
+        "phalanx.cli.kubeconfig", "print a kubeconfig for kubectl and Kubernetes clients"
+    ),
     "submit": _Entry("phalanx.cli.submit", "submit a job: phalanx submit [options] -- CMD ARGS..."),
     "jobs": _Entry("phalanx.cli.jobs", "list pending and running jobs (--all: finished too)"),
     "job": _Entry("phalanx.cli.job", "show everything about one job"),

@@ -73,6 +73,9 @@ def _controller_argv(args: argparse.Namespace, state: Path) -> list[str]:
         str(args.dead_after),
         "--log-level",
         args.log_level,
+        # phalanx up is for a machine that may run other controllers: any free port unless told.
+        "--kube-port",
+        str(args.kube_port if args.kube_port is not None else 0),
     ]
     if args.config is not None:
         argv += ["--config", str(args.config.resolve())]
@@ -267,6 +270,12 @@ def run(args: argparse.Namespace) -> int:
     print(f"  state   {state.root}")
     print(f"  API     unix:{state.socket}  http://{args.host}:{port}/v1 (token in {state.token})")
     print(f"  web     http://{args.host}:{port}/ui (sign in with a token)")
+    kube_port = state.root / "kube.port"
+    if kube_port.exists():
+        print(
+            f"  kube    https://{args.host}:{kube_port.read_text().strip()}"
+            f" (phalanx kubeconfig > ~/.kube/config)"
+        )
     print(f"  logs    {state.logs}")
     print("  try     phalanx submit -- hostname; phalanx jobs; phalanx nodes")
     if args.detach:

@@ -27,6 +27,7 @@ __all__ = [
     "SOCKET_NAME",
     "TOKEN_NAME",
     "ControllerAddress",
+    "Tries",
     "find_controller",
     "state_dir",
 ]
@@ -82,6 +83,38 @@ class ControllerAddress:
         if self.url is None:
             return []
         return [u.strip().rstrip("/") for u in self.url.split(",") if u.strip()]
+
+
+class Tries:
+    """The controllers one call tries, in order: the one that answered last, then the
+    others, then any leader a standby names (``follow``); each at most once. The one rule
+    the CLI's client and the shims' wire caller share."""
+
+    __slots__ = ("_order", "tried")
+
+    def __init__(self, last: str | None, urls: list[str]) -> None:
+        self._order = [u for u in [last, *urls] if u is not None]
+        self.tried: set[str] = set()
+
+    def __iter__(self) -> Tries:
+        return self
+
+    def __next__(self) -> str:
+        while self._order:
+            url = self._order.pop(0)
+            if url not in self.tried:
+                self.tried.add(url)
+                return url
+        raise StopIteration
+
+    def follow(self, hint: str) -> bool:
+        """Try ``hint`` (a standby's word for the leader) next, unless it was tried:
+        whether it will be."""
+        hint = hint.rstrip("/")
+        if hint in self.tried:
+            return False
+        self._order.insert(0, hint)
+        return True
 
 
 def state_dir(environ: Mapping[str, str] | None = None) -> Path:

@@ -34,7 +34,7 @@ from phalanx.api.wire import (
     PartitionInfo,
     SubmitResult,
 )
-from phalanx.client.address import ControllerAddress, find_controller
+from phalanx.client.address import ControllerAddress, Tries, find_controller
 from phalanx.client.wirecall import DEFAULT_TIMEOUT_S, ApiError, ControllerUnreachable, api_error
 
 __all__ = ["ApiError", "Client", "ControllerUnreachable"]
@@ -180,13 +180,8 @@ class Client:
         deadline = time.monotonic() + self.timeout
         while True:
             # The one that answered last first, then the others, then a standby's hint.
-            order = [u for u in [self._leader, *urls] if u] or [""]
-            tried: set[str] = set()
-            while order:
-                base = order.pop(0)
-                if base in tried:
-                    continue
-                tried.add(base)
+            tries = Tries(self._leader or None, urls or [""])
+            for base in tries:
                 try:
                     response = self._http.request(method, base + path, params=query, json=body)
                 except httpx.TimeoutException:
@@ -209,8 +204,8 @@ class Client:
                     answer = response.text
                 if response.status_code == 503 and isinstance(answer, dict) and "leader" in answer:
                     hint = answer.get("leader")
-                    if isinstance(hint, str) and hint.rstrip("/") not in tried:
-                        order.insert(0, hint.rstrip("/"))
+                    if isinstance(hint, str):
+                        tries.follow(hint)
                     continue
                 if not response.is_success:
                     raise api_error(response.status_code, answer)

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import json
 
-from phalanx.client.address import ControllerAddress, find_controller
+from phalanx.client.address import ControllerAddress, Tries, find_controller
 from phalanx.errors import PhalanxError
 
 # Every import here is paid by each run of a Slurm-compatible command: typing, http.client
@@ -220,13 +220,8 @@ class WireCaller:
         deadline = time.monotonic() + self.timeout
         reasons: dict[str, str] = {}
         while True:
-            order = [u for u in [self.leader, *self._urls] if u is not None]
-            tried: set[str] = set()
-            while order:
-                url = order.pop(0)
-                if url in tried:
-                    continue
-                tried.add(url)
+            tries = Tries(self.leader, self._urls)
+            for url in tries:
                 try:
                     status, answer = self._exchange(url, method, target, headers, payload)
                 except _Unreached as exc:
@@ -237,9 +232,8 @@ class WireCaller:
                 hint = answer.get("leader") if isinstance(answer, dict) else None
                 if status == 503 and isinstance(hint, str) and "leader" in answer:
                     reasons[url] = f"not the leader (it names {hint})"
-                    if hint.rstrip("/") not in tried:
-                        _check_url(hint)
-                        order.insert(0, hint.rstrip("/"))
+                    _check_url(hint)
+                    tries.follow(hint)
                     continue
                 if status == 503 and isinstance(answer, dict) and "leader" in answer:
                     reasons[url] = "a standby that knows no leader yet"

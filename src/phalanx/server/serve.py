@@ -55,6 +55,9 @@ class ControllerOptions:
     directory."""
     agent_tokens: dict[str, str] = field(default_factory=dict)
     """token -> node: agents on other hosts, each with its own node's credential."""
+    kube_port: int | None = None
+    """The Kubernetes API's TLS port (0: any free one, written to ``kube.port``); None: not
+    served."""
 
 
 class _Server(uvicorn.Server):
@@ -149,20 +152,40 @@ async def serve(opts: ControllerOptions) -> None:
         timeout_graceful_shutdown=2,
     )
     server = _Server(config, controller)
+    kube = None
+    if opts.kube_port is not None:
+        # Imported here: controllers without the Kubernetes API do not load it.
+        from phalanx.server.kubeserve import kube_server
+
+        kube = kube_server(
+            state,
+            db_url=url,
+            host=opts.host,
+            port=opts.kube_port,
+            tokens=tokens,
+            admins=lambda name: name in opts.admins or name == tokens[token],
+            is_open=gate.open,
+            advertise=opts.advertise,
+        )
     state.pid.write_text(f"{os.getpid()}\n")
     roles = Roles(controller, store, leadership, gate, server)
     role_task = asyncio.create_task(roles.run())
     role_task.add_done_callback(lambda _: setattr(server, "should_exit", True))
+    kube_task = asyncio.create_task(kube.run()) if kube is not None else None
     try:
         await server.serve(sockets=sockets)
     finally:
+        if kube is not None and kube_task is not None:
+            kube.stop()
+            with contextlib.suppress(Exception):
+                await kube_task
         controller.stop()
         await roles.stop(role_task)
         if roles.leading:
             controller.save_snapshot()  # the next start replays nothing
         leadership.close()
         store.close()
-        for path in (state.pid, state.socket):
+        for path in (state.pid, state.socket, state.root / "kube.port"):
             with contextlib.suppress(FileNotFoundError):
                 path.unlink()
     if roles.start_again:

@@ -1,0 +1,353 @@
+"""The verbs on one resource: get, list, create, update, patch, delete, deletecollection,
+and the ``status`` subresource, over the object store, answering as kube-apiserver does."""
+
+from __future__ import annotations
+
+import base64
+import json
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from phalanx.kube.errors import BadRequest, FieldCause, Invalid, MethodNotAllowed, NotFound
+from phalanx.kube.kinds import Kind
+from phalanx.kube.patch import APPLY, apply_patch
+from phalanx.kube.selectors import Predicate, field_selector, label_selector
+from phalanx.kube.store import ObjectStore, copy_obj, timestamp
+from phalanx.kube.tables import table
+
+__all__ = ["Request", "Resources", "Validator"]
+
+Validator = Callable[[dict[str, Any], str], tuple[list[FieldCause], list[str]]]
+"""``phalanx.kube.openapi.validate``: (object, "Strict" | "Warn" | "Ignore") -> (field errors,
+warnings)."""
+
+BUILTIN_GROUPS = frozenset(
+    ("", "apps", "batch", "autoscaling", "scheduling.k8s.io", "rbac.authorization.k8s.io")
+)
+# batch/v1 Jobs orphan their pods unless told otherwise (their DefaultGarbageCollectionPolicy);
+# kubectl and the clients ask for Background explicitly.
+_ORPHAN_BY_DEFAULT = frozenset((("batch", "jobs"),))
+
+
+@dataclass
+class Request:
+    """One call, as the router parsed it."""
+
+    kind: Kind
+    namespace: str | None
+    name: str | None
+    subresource: str | None
+    query: Mapping[str, str]
+    table: bool = False
+    user: str = ""
+    warnings: list[str] = field(default_factory=list)
+    version: str = ""
+    """The version in the URL (default: the kind's preferred one)."""
+
+    @property
+    def api_version(self) -> str:
+        return self.kind.api_version_of(self.version or self.kind.version)
+
+    def as_served(self, obj: dict[str, Any]) -> dict[str, Any]:
+        """``obj`` with the apiVersion of this request (a shallow copy where it differs)."""
+        if obj.get("apiVersion") == self.api_version:
+            return obj
+        return {**obj, "apiVersion": self.api_version}
+
+
+def _flag(query: Mapping[str, str], name: str) -> bool:
+    return query.get(name, "").lower() in ("1", "true")
+
+
+def _dry_run(query: Mapping[str, str], body: Mapping[str, Any] | None = None) -> bool:
+    value = query.get("dryRun", "")
+    if value and value != "All":
+        raise BadRequest(f'Invalid dryRun value: "{value}": supported values: "All"')
+    return value == "All" or bool(body and body.get("dryRun"))
+
+
+def _token(ns: str, name: str, rv: int) -> str:
+    raw = json.dumps({"v": "meta.k8s.io/v1", "rv": rv, "start": f"{ns}/{name}\x00"})
+    return base64.urlsafe_b64encode(raw.encode()).decode()
+
+
+def _untoken(token: str) -> tuple[str, str]:
+    try:
+        start = json.loads(base64.urlsafe_b64decode(token.encode()))["start"]
+        ns, _, name = str(start).rstrip("\x00").partition("/")
+    except (ValueError, KeyError, TypeError):
+        raise BadRequest(f"continue key is not valid: {token!r}") from None
+    return ns, name
+
+
+class Resources:
+    def __init__(
+        self,
+        store: ObjectStore,
+        *,
+        clock: Callable[[], float] = time.time,
+        validate: Validator | None = None,
+    ) -> None:
+        self.store = store
+        self.clock = clock
+        self.validate = validate
+
+    # -- reads ---------------------------------------------------------------------------
+
+    def selector(self, req: Request) -> Predicate | None:
+        labels = label_selector(req.query.get("labelSelector"))
+        fields = field_selector(req.query.get("fieldSelector"), req.kind.plural)
+        if labels is None or fields is None:
+            return labels or fields
+        return lambda o: labels(o) and fields(o)
+
+    def get(self, req: Request) -> dict[str, Any]:
+        assert req.name is not None
+        found = self.store.get(req.kind.resource, req.namespace, req.name)
+        if found is None:
+            raise NotFound(req.kind.resource, req.name)
+        obj = req.as_served(found)
+        if req.table:
+            return table(
+                req.kind,
+                [obj],
+                self.clock(),
+                include=req.query.get("includeObject", "Metadata"),
+                resource_version=obj["metadata"]["resourceVersion"],
+            )
+        return obj
+
+    def list(self, req: Request) -> dict[str, Any]:
+        kind = req.kind
+        rv = self.store.resource_version
+        items = [
+            req.as_served(o)
+            for o in self.store.list(
+                kind.resource, req.namespace, match=self.selector(req), copy=False
+            )
+        ]
+        limit = int(req.query.get("limit") or 0)
+        cont = req.query.get("continue")
+        if cont:
+            ns, name = _untoken(cont)
+            items = [
+                o
+                for o in items
+                if (o["metadata"].get("namespace", ""), o["metadata"]["name"]) > (ns, name)
+            ]
+        next_token = ""
+        remaining = 0
+        if limit > 0 and len(items) > limit:
+            remaining = len(items) - limit
+            items = items[:limit]
+            last = items[-1]["metadata"]
+            next_token = _token(last.get("namespace", ""), last["name"], rv)
+        if req.table:
+            return table(
+                kind,
+                items,
+                self.clock(),
+                include=req.query.get("includeObject", "Metadata"),
+                resource_version=str(rv),
+                continue_=next_token,
+            )
+        meta: dict[str, Any] = {"resourceVersion": str(rv)}
+        if next_token:
+            meta["continue"] = next_token
+            if "labelSelector" not in req.query and "fieldSelector" not in req.query:
+                meta["remainingItemCount"] = remaining
+        return {
+            "kind": f"{kind.kind}List",
+            "apiVersion": req.api_version,
+            "metadata": meta,
+            "items": items,
+        }
+
+    # -- writes --------------------------------------------------------------------------
+
+    def _prepare(self, req: Request, body: Any) -> dict[str, Any]:
+        """The body as an object of ``req.kind`` in ``req.namespace``, validated."""
+        kind = req.kind
+        if not isinstance(body, dict):
+            raise BadRequest(
+                f"the body of the request is not a {kind.kind} object: "
+                f"json: cannot unmarshal {type(body).__name__} into Go value of type {kind.kind}"
+            )
+        body.setdefault("apiVersion", req.api_version)
+        body.setdefault("kind", kind.kind)
+        if body["apiVersion"] != req.api_version or body["kind"] != kind.kind:
+            raise BadRequest(
+                f"the API version in the data ({body['apiVersion']}) does not match the expected"
+                f" API version ({req.api_version})"
+                if body["apiVersion"] != req.api_version
+                else f"the kind in the data ({body['kind']}) does not match the expected kind"
+                f" ({kind.kind})"
+            )
+        meta = body.get("metadata")
+        if meta is None:
+            meta = body["metadata"] = {}
+        if not isinstance(meta, dict):
+            raise BadRequest("metadata: expected an object")
+        if kind.namespaced:
+            ns = meta.get("namespace")
+            if ns and req.namespace and ns != req.namespace:
+                raise BadRequest(
+                    "the namespace of the provided object does not match the namespace sent on"
+                    " the request"
+                )
+            meta["namespace"] = req.namespace or ns or "default"
+        if self.validate is not None:
+            mode = req.query.get("fieldValidation", "Warn")
+            if mode not in ("Strict", "Warn", "Ignore"):
+                raise BadRequest(
+                    f"fieldValidation parameter unsupported: {mode}, must be one of Ignore, Warn,"
+                    " Strict"
+                )
+            errors, warnings = self.validate(body, mode)
+            if errors:
+                raise Invalid(kind.group, kind.kind, str(meta.get("name", "")), errors)
+            req.warnings.extend(warnings)
+        return body
+
+    def create(self, req: Request, body: Any) -> dict[str, Any]:
+        if req.kind.namespaced and req.namespace is None:
+            raise MethodNotAllowed(req.kind.resource, "create")
+        obj = self._prepare(req, body)
+        if "status" in req.kind.subresources:
+            obj.pop("status", None)
+        return self.store.create(obj, dry_run=_dry_run(req.query))
+
+    def _check_name(self, req: Request, obj: dict[str, Any]) -> None:
+        name = obj["metadata"].get("name")
+        if name != req.name:
+            raise BadRequest(
+                f"the name of the object ({name}) does not match the name on the URL ({req.name})"
+            )
+
+    def update(self, req: Request, body: Any) -> dict[str, Any]:
+        obj = self._prepare(req, body)
+        self._check_name(req, obj)
+        if req.subresource == "status":
+            return self.store.update_status(obj, dry_run=_dry_run(req.query))
+        return self.store.update(obj, dry_run=_dry_run(req.query))
+
+    def patch(self, req: Request, content_type: str, patch: Any) -> tuple[dict[str, Any], int]:
+        """The patched object and 200 (201 when an apply created it)."""
+        assert req.name is not None
+        kind = req.kind
+        current = self.store.get(kind.resource, req.namespace, req.name)
+        builtin = kind.group in BUILTIN_GROUPS
+        if content_type == APPLY:
+            manager = req.query.get("fieldManager")
+            if not manager:
+                raise BadRequest(
+                    'PatchOptions.meta.k8s.io "" is invalid: fieldManager: '
+                    "Required value: is required for apply patch"
+                )
+            if current is None:
+                obj = self._prepare(req, patch)
+                self._check_name(req, obj)
+                obj["metadata"]["managedFields"] = [self._managed(manager, "Apply", kind)]
+                if "status" in kind.subresources and req.subresource != "status":
+                    obj.pop("status", None)
+                return self.store.create(obj, dry_run=_dry_run(req.query)), 201
+        if current is None:
+            raise NotFound(kind.resource, req.name)
+        current["apiVersion"] = req.api_version
+        patched = apply_patch(content_type, current, patch, builtin=builtin)
+        patched = self._prepare(req, patched)
+        self._check_name(req, patched)
+        if content_type == APPLY:
+            manager = req.query["fieldManager"]
+            fields = [
+                m
+                for m in patched["metadata"].get("managedFields") or []
+                if not (m.get("manager") == manager and m.get("operation") == "Apply")
+            ]
+            patched["metadata"]["managedFields"] = [*fields, self._managed(manager, "Apply", kind)]
+        if req.subresource == "status":
+            return self.store.update_status(patched, dry_run=_dry_run(req.query)), 200
+        return self.store.update(patched, dry_run=_dry_run(req.query)), 200
+
+    def _managed(self, manager: str, operation: str, kind: Kind) -> dict[str, Any]:
+        return {
+            "manager": manager,
+            "operation": operation,
+            "apiVersion": kind.api_version,
+            "time": timestamp(self.clock()),
+            "fieldsType": "FieldsV1",
+            "fieldsV1": {},
+        }
+
+    def _propagation(self, req: Request, options: Mapping[str, Any]) -> str:
+        policy = options.get("propagationPolicy") or req.query.get("propagationPolicy")
+        orphan = options.get("orphanDependents")
+        if orphan is None and "orphanDependents" in req.query:
+            orphan = _flag(req.query, "orphanDependents")
+        if policy and orphan is not None:
+            raise BadRequest("orphanDependents and propagationPolicy cannot both be set")
+        if orphan is not None:
+            return "Orphan" if orphan else "Background"
+        if policy:
+            return str(policy)
+        return "Orphan" if req.kind.resource in _ORPHAN_BY_DEFAULT else "Background"
+
+    def delete(self, req: Request, options: Mapping[str, Any]) -> dict[str, Any]:
+        """The deleted object's Status (Success), or the object when finalizers hold it."""
+        assert req.name is not None
+        kind = req.kind
+        before = self.store.get(kind.resource, req.namespace, req.name)
+        pre = options.get("preconditions") or {}
+        held = self.store.delete(
+            kind.resource,
+            req.namespace,
+            req.name,
+            propagation=self._propagation(req, options),
+            precondition_uid=pre.get("uid"),
+            precondition_rv=pre.get("resourceVersion"),
+            dry_run=_dry_run(req.query, options),
+        )
+        if held is not None:
+            return held
+        if kind.plural == "pods" and before is not None:
+            return before
+        return {
+            "kind": "Status",
+            "apiVersion": "v1",
+            "metadata": {},
+            "status": "Success",
+            "details": {
+                "name": req.name,
+                **({"group": kind.group} if kind.group else {}),
+                "kind": kind.plural,
+                "uid": (before or {}).get("metadata", {}).get("uid", ""),
+            },
+        }
+
+    def delete_collection(self, req: Request, options: Mapping[str, Any]) -> dict[str, Any]:
+        kind = req.kind
+        doomed = self.store.list(kind.resource, req.namespace, match=self.selector(req))
+        gone = []
+        for obj in doomed:
+            meta = obj["metadata"]
+            one = Request(
+                kind,
+                meta.get("namespace") or None,
+                meta["name"],
+                None,
+                req.query,
+                version=req.version,
+            )
+            try:
+                self.delete(one, options)
+            except NotFound:
+                continue  # taken with an owner deleted before it
+            gone.append(copy_obj(obj))
+        return {
+            "kind": f"{kind.kind}List",
+            "apiVersion": req.api_version,
+            "metadata": {"resourceVersion": str(self.store.resource_version)},
+            "items": gone,
+        }

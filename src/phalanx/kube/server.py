@@ -1,0 +1,278 @@
+"""The Kubernetes-compatible API as an ASGI app: discovery, OpenAPI, and every resource's verbs
+under ``/api/v1`` and ``/apis/GROUP/VERSION``, behind bearer-token authentication and an RBAC
+hook. ``create_app`` builds it; the controller serves it on its own TLS port."""
+
+from __future__ import annotations
+
+import importlib
+import logging
+import time
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from starlette.requests import Request as HttpRequest
+from starlette.responses import Response, StreamingResponse
+
+from phalanx.kube import discovery, kinds
+from phalanx.kube.errors import (
+    BadRequest,
+    Forbidden,
+    KubeError,
+    MethodNotAllowed,
+    Unauthorized,
+    Unavailable,
+)
+from phalanx.kube.resources import Request, Resources, Validator
+from phalanx.kube.store import ObjectStore
+from phalanx.kube.watch import open_watch
+from phalanx.kube.wire import (
+    decode_body,
+    dumps,
+    error_response,
+    json_response,
+    media,
+    wants_table,
+)
+
+__all__ = ["Authorizer", "KubeApp", "User", "allow_all", "create_app"]
+
+log = logging.getLogger("phalanx.kube")
+
+User = tuple[str, tuple[str, ...]]
+"""(user name, groups)."""
+Authorizer = Callable[[str, tuple[str, ...], str, str, str, str | None, str | None], bool]
+"""authorize(user, groups, verb, group, resource, namespace, name) -> allowed."""
+
+
+def allow_all(
+    user: str,
+    groups: tuple[str, ...],
+    verb: str,
+    group: str,
+    resource: str,
+    namespace: str | None,
+    name: str | None,
+) -> bool:
+    """The authorizer until RBAC is evaluated: every authenticated user may do everything."""
+    return True
+
+
+_OPEN_PATHS = frozenset(("/version", "/healthz", "/livez", "/readyz"))
+
+
+class _NoRoute(KubeError):
+    code = 404
+    reason = "NotFound"
+
+    def __init__(self) -> None:
+        super().__init__("the server could not find the requested resource", details={"causes": []})
+
+
+def _forbidden_why(user: str, verb: str, kind: kinds.Kind, namespace: str | None) -> str:
+    why = f'User "{user}" cannot {verb} resource "{kind.plural}" in API group "{kind.group}"'
+    if namespace:
+        why += f' in the namespace "{namespace}"'
+    else:
+        why += " at the cluster scope"
+    return why
+
+
+class KubeApp:
+    """The ASGI app. ``tokens``: bearer token -> (user, groups); ``is_open``: False while
+    this controller does not lead (every call is then 503)."""
+
+    def __init__(
+        self,
+        store: ObjectStore,
+        tokens: Mapping[str, User],
+        *,
+        authorize: Authorizer = allow_all,
+        validate: Validator | None = None,
+        is_open: Callable[[], bool] = lambda: True,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.store = store
+        self.tokens = tokens
+        self.authorize = authorize
+        self.is_open = is_open
+        self.api = Resources(store, clock=clock, validate=validate)
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] == "lifespan":
+            return
+        if scope["type"] != "http":
+            return
+        http = HttpRequest(scope, receive)
+        try:
+            response = await self._handle(http)
+        except KubeError as exc:
+            response = error_response(exc)
+        except Exception as exc:  # a bug must not take the server down: 500, logged
+            log.exception("kube API: %s %s", http.method, http.url.path)
+            response = json_response(
+                {
+                    "kind": "Status",
+                    "apiVersion": "v1",
+                    "metadata": {},
+                    "status": "Failure",
+                    "message": f"Internal error occurred: {exc}",
+                    "reason": "InternalError",
+                    "details": {"causes": [{"message": str(exc)}]},
+                    "code": 500,
+                },
+                500,
+            )
+        await response(scope, receive, send)
+
+    def _user(self, http: HttpRequest) -> User:
+        scheme, _, token = http.headers.get("authorization", "").partition(" ")
+        user = self.tokens.get(token.strip()) if scheme.lower() == "bearer" else None
+        if user is None:
+            raise Unauthorized()
+        return user
+
+    async def _handle(self, http: HttpRequest) -> Response:
+        path = http.url.path.rstrip("/") or "/"
+        if not self.is_open():
+            raise Unavailable("this controller does not lead: the Kubernetes API is on the leader")
+        if path in _OPEN_PATHS:
+            if path == "/version":
+                return json_response(discovery.version())
+            return Response(b"ok", media_type="text/plain")
+        user = self._user(http)
+        accept = http.headers.get("accept", "")
+        if path in ("/api", "/apis"):
+            if discovery.AGGREGATED.split(";as=")[0] in accept.replace(" ", ""):
+                return Response(
+                    dumps(discovery.aggregated(path == "/api")), media_type=discovery.AGGREGATED
+                )
+            return json_response(
+                discovery.api_versions() if path == "/api" else discovery.api_group_list()
+            )
+        if path.startswith("/openapi/"):
+            return self._openapi(path)
+        parts = path.strip("/").split("/")
+        if parts[0] == "api" and len(parts) >= 2:
+            group, version, rest = "", parts[1], parts[2:]
+        elif parts[0] == "apis" and len(parts) >= 3:
+            group, version, rest = parts[1], parts[2], parts[3:]
+        elif parts[0] == "apis" and len(parts) == 2:
+            found = [g for g in discovery.api_group_list()["groups"] if g["name"] == parts[1]]
+            if not found:
+                raise _NoRoute()
+            return json_response({"kind": "APIGroup", "apiVersion": "v1", **found[0]})
+        else:
+            raise _NoRoute()
+        if not rest:
+            listing = discovery.resource_list(group, version)
+            if listing is None:
+                raise _NoRoute()
+            return json_response(listing)
+        return await self._resource(http, user, group, version, rest)
+
+    def _openapi(self, path: str) -> Response:
+        # The documents come with phalanx.kube.openapi; until then an empty v3 index, which
+        # kubectl reads as "no schemas" (it then needs --validate=false).
+        if path == "/openapi/v3":
+            return json_response({"paths": {}})
+        raise _NoRoute()
+
+    def _parse(
+        self, group: str, version: str, rest: list[str]
+    ) -> tuple[kinds.Kind, str | None, str | None, str | None]:
+        """(kind, namespace, name, subresource) of a resource path."""
+        ns: str | None = None
+        if rest[0] == "namespaces" and len(rest) >= 3 and rest[2] not in ("status", "finalize"):
+            ns, rest = rest[1], rest[2:]
+        if len(rest) > 3:
+            raise _NoRoute()
+        kind = kinds.lookup(group, version, rest[0])
+        if kind is None or (ns is not None and not kind.namespaced):
+            raise _NoRoute()
+        name = rest[1] if len(rest) >= 2 else None
+        sub = rest[2] if len(rest) == 3 else None
+        if sub is not None and sub not in kind.subresources:
+            raise _NoRoute()
+        return kind, ns, name, sub
+
+    async def _resource(
+        self, http: HttpRequest, user: User, group: str, version: str, rest: list[str]
+    ) -> Response:
+        kind, ns, name, sub = self._parse(group, version, rest)
+        query = dict(http.query_params)
+        req = Request(
+            kind,
+            ns,
+            name,
+            sub,
+            query,
+            table=wants_table(http.headers.get("accept")),
+            user=user[0],
+            version=version,
+        )
+        method = http.method
+        watch = query.get("watch", "").lower() in ("1", "true")
+        verb = {
+            "GET": "watch" if watch else ("get" if name else "list"),
+            "POST": "create",
+            "PUT": "update",
+            "PATCH": "patch",
+            "DELETE": "delete" if name else "deletecollection",
+        }.get(method)
+        if verb is None:
+            raise MethodNotAllowed(kind.resource, method.lower())
+        if verb not in kind.verbs or (verb == "create" and name is not None):
+            raise MethodNotAllowed(kind.resource, verb)
+        if not self.authorize(user[0], user[1], verb, kind.group, kind.plural, ns, name):
+            raise Forbidden(kind.resource, name or "", _forbidden_why(user[0], verb, kind, ns))
+        api = self.api
+        if verb == "watch":
+            stream = open_watch(api, req)
+            return StreamingResponse(stream, media_type="application/json")
+        if verb == "get":
+            return json_response(api.get(req))
+        if verb == "list":
+            return json_response(api.list(req))
+        body = await http.body()
+        content_type = http.headers.get("content-type")
+        status = 200
+        if verb == "create":
+            result = api.create(req, decode_body(content_type, body))
+            status = 201
+        elif verb == "update":
+            result = api.update(req, decode_body(content_type, body))
+        elif verb == "patch":
+            result, status = api.patch(req, media(content_type), decode_body(content_type, body))
+        else:
+            options = decode_body(content_type, body) if body.strip() else {}
+            if not isinstance(options, dict):
+                raise BadRequest("DeleteOptions must be an object")
+            result = (
+                api.delete(req, options)
+                if verb == "delete"
+                else api.delete_collection(req, options)
+            )
+        headers = (
+            {"Warning": ", ".join(f'299 - "{w}"' for w in req.warnings)} if (req.warnings) else None
+        )
+        if isinstance(result, dict) and result.get("kind") == "Status":
+            return json_response(result, 200, headers)
+        return json_response(result, status, headers)
+
+
+def create_app(
+    store: ObjectStore,
+    tokens: Mapping[str, User],
+    *,
+    authorize: Authorizer = allow_all,
+    validate: Validator | None = None,
+    is_open: Callable[[], bool] = lambda: True,
+) -> KubeApp:
+    """The Kubernetes API over ``store``; see ``KubeApp``."""
+    if validate is None:
+        try:
+            # phalanx.kube.openapi comes from another branch; used where it is present.
+            validate = importlib.import_module("phalanx.kube.openapi").validate
+        except ImportError:
+            validate = None
+    return KubeApp(store, tokens, authorize=authorize, validate=validate, is_open=is_open)

@@ -1,0 +1,467 @@
+"""``meta.k8s.io/v1 Table`` responses: the columns ``kubectl get`` prints for each kind (the
+built-in kinds' as kube-apiserver's printers have them, the CRDs' as their
+additionalPrinterColumns), priority 1 for ``-o wide``."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from datetime import UTC, datetime
+from typing import Any
+
+from phalanx.kube.kinds import Kind
+
+__all__ = ["age", "table"]
+
+Cell = Callable[[dict[str, Any], float], Any]
+Column = tuple[str, str, int, Cell]
+"""(name, type, priority, cell(object, now))."""
+
+
+def _ts(value: str | None) -> float | None:
+    if not value:
+        return None
+    try:
+        return datetime.strptime(value, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC).timestamp()
+    except ValueError:
+        return None
+
+
+def human_duration(seconds: float) -> str:
+    """``k8s.io/apimachinery/pkg/util/duration.HumanDuration``."""
+    s = int(seconds)
+    if s < -1:
+        return "<invalid>"
+    if s < 0:
+        return "0s"
+    if s < 120:
+        return f"{s}s"
+    minutes = s // 60
+    if minutes < 10:
+        rest = s % 60
+        return f"{minutes}m" if rest == 0 else f"{minutes}m{rest}s"
+    if minutes < 180:
+        return f"{minutes}m"
+    hours = minutes // 60
+    if hours < 8:
+        m = minutes % 60
+        return f"{hours}h" if m == 0 else f"{hours}h{m}m"
+    if hours < 48:
+        return f"{hours}h"
+    if hours < 24 * 8:
+        h = hours % 24
+        return f"{hours // 24}d" if h == 0 else f"{hours // 24}d{h}h"
+    if hours < 24 * 365 * 2:
+        return f"{hours // 24}d"
+    if hours < 24 * 365 * 8:
+        dy = (hours // 24) % 365
+        return f"{hours // 24 // 365}y" if dy == 0 else f"{hours // 24 // 365}y{dy}d"
+    return f"{hours // 24 // 365}y"
+
+
+def age(value: str | None, now: float) -> str:
+    """How long ago an RFC 3339 timestamp was (``<unknown>`` without one)."""
+    at = _ts(value)
+    return "<unknown>" if at is None else human_duration(now - at)
+
+
+def _get(obj: Any, path: str, default: Any = None) -> Any:
+    for part in path.split("."):
+        if not isinstance(obj, dict):
+            return default
+        obj = obj.get(part)
+    return default if obj is None else obj
+
+
+def _f(path: str, default: Any = "<none>") -> Cell:
+    return lambda o, now: _get(o, path, default)
+
+
+def _name(o: dict[str, Any], now: float) -> str:
+    return str(o["metadata"]["name"])
+
+
+def _age(o: dict[str, Any], now: float) -> str:
+    return age(o["metadata"].get("creationTimestamp"), now)
+
+
+def _pod_ready(o: dict[str, Any], now: float) -> str:
+    containers = _get(o, "spec.containers", [])
+    statuses = _get(o, "status.containerStatuses", [])
+    ready = sum(1 for s in statuses if s.get("ready"))
+    return f"{ready}/{len(containers)}"
+
+
+def _pod_status(o: dict[str, Any], now: float) -> str:
+    if o["metadata"].get("deletionTimestamp"):
+        return "Terminating"
+    reason = _get(o, "status.reason")
+    if reason:
+        return str(reason)
+    for s in _get(o, "status.containerStatuses", []):
+        state = s.get("state", {})
+        if "waiting" in state and state["waiting"].get("reason"):
+            return str(state["waiting"]["reason"])
+        if "terminated" in state and state["terminated"].get("reason"):
+            return str(state["terminated"]["reason"])
+    return str(_get(o, "status.phase", "Pending"))
+
+
+def _restarts(o: dict[str, Any], now: float) -> int:
+    return sum(int(s.get("restartCount", 0)) for s in _get(o, "status.containerStatuses", []))
+
+
+def _conditions_true(o: dict[str, Any]) -> list[str]:
+    return [c["type"] for c in _get(o, "status.conditions", []) if c.get("status") == "True"]
+
+
+def _job_status(o: dict[str, Any], now: float) -> str:
+    true = _conditions_true(o)
+    for cond, shown in (
+        ("Complete", "Complete"),
+        ("Failed", "Failed"),
+        ("FailureTarget", "FailureTarget"),
+        ("SuccessCriteriaMet", "SuccessCriteriaMet"),
+        ("Suspended", "Suspended"),
+    ):
+        if cond in true:
+            return shown
+    return "Running"
+
+
+def _job_completions(o: dict[str, Any], now: float) -> str:
+    succeeded = _get(o, "status.succeeded", 0)
+    completions = _get(o, "spec.completions")
+    if completions is None:
+        parallelism = _get(o, "spec.parallelism", 1)
+        return f"{succeeded}/1 of {parallelism}" if parallelism > 1 else f"{succeeded}/1"
+    return f"{succeeded}/{completions}"
+
+
+def _job_duration(o: dict[str, Any], now: float) -> str:
+    start = _ts(_get(o, "status.startTime"))
+    if start is None:
+        return ""
+    end = _ts(_get(o, "status.completionTime")) or now
+    return human_duration(end - start)
+
+
+def _containers(path: str, field: str) -> Cell:
+    return lambda o, now: ",".join(str(c.get(field, "")) for c in _get(o, path, [])) or "<none>"
+
+
+def _selector(path: str) -> Cell:
+    def cell(o: dict[str, Any], now: float) -> str:
+        sel = _get(o, path, {})
+        labels = sel.get("matchLabels", sel) if isinstance(sel, dict) else {}
+        return ",".join(f"{k}={v}" for k, v in sorted(labels.items()) if isinstance(v, str)) or (
+            "<none>"
+        )
+
+    return cell
+
+
+def _ports(o: dict[str, Any], now: float) -> str:
+    ports = _get(o, "spec.ports", [])
+    return (
+        ",".join(
+            f"{p.get('port')}/{p.get('protocol', 'TCP')}" for p in ports if isinstance(p, dict)
+        )
+        or "<none>"
+    )
+
+
+def _last_condition(o: dict[str, Any], now: float) -> str:
+    conds = _get(o, "status.conditions", [])
+    return str(conds[-1].get("type", "")) if conds else ""
+
+
+def _event_object(o: dict[str, Any], now: float) -> str:
+    ref = o.get("involvedObject", {})
+    return f"{str(ref.get('kind', '')).lower()}/{ref.get('name', '')}"
+
+
+def _event_last_seen(o: dict[str, Any], now: float) -> str:
+    return age(
+        o.get("lastTimestamp") or o.get("eventTime") or _get(o, "metadata.creationTimestamp"), now
+    )
+
+
+def _ref(o: dict[str, Any], path: str) -> str:
+    ref = _get(o, path, {})
+    return f"{ref.get('kind', '')}/{ref.get('name', '')}"
+
+
+def _subjects(kind: str) -> Cell:
+    def cell(o: dict[str, Any], now: float) -> str:
+        return ",".join(
+            str(s.get("name")) for s in o.get("subjects") or [] if s.get("kind") == kind
+        )
+
+    return cell
+
+
+NAME: Column = ("Name", "string", 0, _name)
+AGE: Column = ("Age", "string", 0, _age)
+
+_COLUMNS: dict[tuple[str, str], Sequence[Column]] = {
+    ("", "Namespace"): (NAME, ("Status", "string", 0, _f("status.phase", "")), AGE),
+    ("", "Pod"): (
+        NAME,
+        ("Ready", "string", 0, _pod_ready),
+        ("Status", "string", 0, _pod_status),
+        ("Restarts", "string", 0, _restarts),
+        AGE,
+        ("IP", "string", 1, _f("status.podIP")),
+        ("Node", "string", 1, _f("spec.nodeName")),
+        ("Nominated Node", "string", 1, _f("status.nominatedNodeName")),
+        ("Readiness Gates", "string", 1, lambda o, now: "<none>"),
+    ),
+    ("", "Event"): (
+        ("Last Seen", "string", 0, _event_last_seen),
+        ("Type", "string", 0, _f("type", "")),
+        ("Reason", "string", 0, _f("reason", "")),
+        ("Object", "string", 0, _event_object),
+        ("Message", "string", 0, _f("message", "")),
+        ("Source", "string", 1, _f("source.component", "")),
+        ("Count", "integer", 1, _f("count", 1)),
+        ("Name", "string", 1, _name),
+    ),
+    ("", "Service"): (
+        NAME,
+        ("Type", "string", 0, _f("spec.type", "ClusterIP")),
+        ("Cluster-IP", "string", 0, _f("spec.clusterIP", "None")),
+        ("External-IP", "string", 0, lambda o, now: "<none>"),
+        ("Port(s)", "string", 0, _ports),
+        AGE,
+        ("Selector", "string", 1, _selector("spec.selector")),
+    ),
+    ("", "ConfigMap"): (
+        NAME,
+        (
+            "Data",
+            "integer",
+            0,
+            lambda o, now: len(o.get("data") or {}) + len(o.get("binaryData") or {}),
+        ),
+        AGE,
+    ),
+    ("batch", "Job"): (
+        NAME,
+        ("Status", "string", 0, _job_status),
+        ("Completions", "string", 0, _job_completions),
+        ("Duration", "string", 0, _job_duration),
+        AGE,
+        ("Containers", "string", 1, _containers("spec.template.spec.containers", "name")),
+        ("Images", "string", 1, _containers("spec.template.spec.containers", "image")),
+        ("Selector", "string", 1, _selector("spec.selector")),
+    ),
+    ("apps", "Deployment"): (
+        NAME,
+        (
+            "Ready",
+            "string",
+            0,
+            lambda o, now: f"{_get(o, 'status.readyReplicas', 0)}/{_get(o, 'spec.replicas', 1)}",
+        ),
+        ("Up-to-date", "integer", 0, _f("status.updatedReplicas", 0)),
+        ("Available", "integer", 0, _f("status.availableReplicas", 0)),
+        AGE,
+        ("Containers", "string", 1, _containers("spec.template.spec.containers", "name")),
+        ("Images", "string", 1, _containers("spec.template.spec.containers", "image")),
+        ("Selector", "string", 1, _selector("spec.selector")),
+    ),
+    ("apps", "ReplicaSet"): (
+        NAME,
+        ("Desired", "integer", 0, _f("spec.replicas", 1)),
+        ("Current", "integer", 0, _f("status.replicas", 0)),
+        ("Ready", "integer", 0, _f("status.readyReplicas", 0)),
+        AGE,
+    ),
+    ("autoscaling", "HorizontalPodAutoscaler"): (
+        NAME,
+        (
+            "Reference",
+            "string",
+            0,
+            lambda o, now: _ref(o, "spec.scaleTargetRef"),
+        ),
+        ("Targets", "string", 0, lambda o, now: "<unknown>"),
+        ("MinPods", "string", 0, _f("spec.minReplicas", 1)),
+        ("MaxPods", "integer", 0, _f("spec.maxReplicas", 0)),
+        ("Replicas", "integer", 0, _f("status.currentReplicas", 0)),
+        AGE,
+    ),
+    ("scheduling.k8s.io", "PriorityClass"): (
+        NAME,
+        ("Value", "integer", 0, _f("value", 0)),
+        ("Global-Default", "boolean", 0, _f("globalDefault", False)),
+        AGE,
+        ("PreemptionPolicy", "string", 0, _f("preemptionPolicy", "PreemptLowerPriority")),
+    ),
+    ("rbac.authorization.k8s.io", "Role"): (
+        NAME,
+        ("Created At", "date", 0, _f("metadata.creationTimestamp", "")),
+    ),
+    ("rbac.authorization.k8s.io", "ClusterRole"): (
+        NAME,
+        ("Created At", "date", 0, _f("metadata.creationTimestamp", "")),
+    ),
+    ("rbac.authorization.k8s.io", "RoleBinding"): (
+        NAME,
+        (
+            "Role",
+            "string",
+            0,
+            lambda o, now: f"{_get(o, 'roleRef.kind', '')}/{_get(o, 'roleRef.name', '')}",
+        ),
+        AGE,
+        ("Users", "string", 1, _subjects("User")),
+        ("Groups", "string", 1, _subjects("Group")),
+        ("ServiceAccounts", "string", 1, _subjects("ServiceAccount")),
+    ),
+    ("kubeflow.org", "PyTorchJob"): (NAME, ("State", "string", 0, _last_condition), AGE),
+    ("batch.volcano.sh", "Job"): (
+        NAME,
+        ("Status", "string", 0, _f("status.state.phase", "")),
+        ("MinAvailable", "integer", 0, _f("spec.minAvailable", "")),
+        ("Runnings", "integer", 0, _f("status.running", "")),
+        AGE,
+        ("Queue", "string", 1, _f("spec.queue", "")),
+    ),
+    ("jobset.x-k8s.io", "JobSet"): (
+        NAME,
+        ("TerminalState", "string", 0, _f("status.terminalState", "")),
+        ("Restarts", "string", 0, _f("status.restarts", "")),
+        (
+            "Completed",
+            "string",
+            0,
+            lambda o, now: next(
+                (
+                    c.get("status")
+                    for c in _get(o, "status.conditions", [])
+                    if c.get("type") == "Completed"
+                ),
+                "",
+            ),
+        ),
+        ("Suspended", "string", 0, _f("spec.suspend", "")),
+        AGE,
+    ),
+    ("kueue.x-k8s.io", "ClusterQueue"): (
+        NAME,
+        ("Cohort", "string", 0, _f("spec.cohort", "")),
+        ("Strategy", "string", 1, _f("spec.queueingStrategy", "BestEffortFIFO")),
+        ("Pending Workloads", "integer", 0, _f("status.pendingWorkloads", "")),
+        ("Admitted Workloads", "integer", 1, _f("status.admittedWorkloads", "")),
+    ),
+    ("kueue.x-k8s.io", "LocalQueue"): (
+        NAME,
+        ("ClusterQueue", "string", 0, _f("spec.clusterQueue", "")),
+        ("Pending Workloads", "integer", 0, _f("status.pendingWorkloads", "")),
+        ("Admitted Workloads", "integer", 0, _f("status.admittedWorkloads", "")),
+    ),
+    ("kueue.x-k8s.io", "Workload"): (
+        NAME,
+        ("Queue", "string", 0, _f("spec.queueName", "")),
+        ("Reserved in", "string", 0, _f("status.admission.clusterQueue", "")),
+        (
+            "Admitted",
+            "string",
+            0,
+            lambda o, now: next(
+                (
+                    c.get("status")
+                    for c in _get(o, "status.conditions", [])
+                    if c.get("type") == "Admitted"
+                ),
+                "",
+            ),
+        ),
+        (
+            "Finished",
+            "string",
+            0,
+            lambda o, now: next(
+                (
+                    c.get("status")
+                    for c in _get(o, "status.conditions", [])
+                    if c.get("type") == "Finished"
+                ),
+                "",
+            ),
+        ),
+        AGE,
+    ),
+    ("kueue.x-k8s.io", "WorkloadPriorityClass"): (
+        NAME,
+        ("Value", "integer", 0, _f("value", 0)),
+        AGE,
+    ),
+    ("scheduling.volcano.sh", "Queue"): (
+        NAME,
+        ("Parent", "string", 0, _f("spec.parent", "root")),
+        AGE,
+    ),
+}
+
+_DESCRIPTIONS = {
+    "Name": "Name must be unique within a namespace. It is required when creating resources,"
+    " although some resources may allow a client to request the generation of an appropriate"
+    " name automatically.",
+    "Age": "CreationTimestamp is a timestamp representing the server time when this object was"
+    " created.",
+}
+
+
+def columns(kind: Kind) -> Sequence[Column]:
+    """The columns of ``kind`` (Name, Age for kinds without printer columns of their own)."""
+    return _COLUMNS.get((kind.group, kind.kind), (NAME, AGE))
+
+
+def table(
+    kind: Kind,
+    objects: Sequence[dict[str, Any]],
+    now: float,
+    *,
+    include: str = "Metadata",
+    resource_version: str = "",
+    continue_: str = "",
+    headers: bool = True,
+) -> dict[str, Any]:
+    """The Table of ``objects``; ``include`` is ``includeObject``: None, Metadata (a
+    PartialObjectMetadata per row, kubectl's default) or Object."""
+    cols = columns(kind)
+    rows = []
+    for obj in objects:
+        row: dict[str, Any] = {"cells": [cell(obj, now) for _, _, _, cell in cols]}
+        if include == "Object":
+            row["object"] = obj
+        elif include != "None":
+            row["object"] = {
+                "kind": "PartialObjectMetadata",
+                "apiVersion": "meta.k8s.io/v1",
+                "metadata": obj.get("metadata", {}),
+            }
+        rows.append(row)
+    out: dict[str, Any] = {
+        "kind": "Table",
+        "apiVersion": "meta.k8s.io/v1",
+        "metadata": {"resourceVersion": resource_version},
+        "columnDefinitions": [
+            {
+                "name": name,
+                "type": type_,
+                "format": "name" if name == "Name" else "",
+                "description": _DESCRIPTIONS.get(name, name),
+                "priority": priority,
+            }
+            for name, type_, priority, _ in cols
+        ]
+        if headers
+        else [],
+        "rows": rows,
+    }
+    if continue_:
+        out["metadata"]["continue"] = continue_
+    return out

@@ -1,0 +1,91 @@
+"""What travels on the Kubernetes API's wire: request bodies (JSON, YAML, Kubernetes protobuf
+once ``phalanx.kube.protobuf`` exists), the media types a client accepts (``as=Table``), and
+JSON responses (``Status`` for errors)."""
+
+from __future__ import annotations
+
+import importlib
+import json
+from typing import Any
+
+from starlette.responses import Response
+
+from phalanx.kube.errors import BadRequest, KubeError, UnsupportedMediaType
+from phalanx.kube.patch import APPLY, PATCH_TYPES
+
+__all__ = [
+    "JSON",
+    "PROTOBUF",
+    "YAML",
+    "decode_body",
+    "dumps",
+    "error_response",
+    "json_response",
+    "media",
+    "wants_table",
+]
+
+JSON = "application/json"
+YAML = "application/yaml"
+PROTOBUF = "application/vnd.kubernetes.protobuf"
+ACCEPTED = (JSON, YAML, PROTOBUF)
+
+
+def dumps(value: Any) -> bytes:
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False).encode()
+
+
+def media(content_type: str | None) -> str:
+    """The bare media type of a Content-Type header, lower case."""
+    return (content_type or "").split(";", 1)[0].strip().lower()
+
+
+def _protobuf(body: bytes) -> Any:
+    try:
+        # phalanx.kube.protobuf comes from another branch; until it lands, 415.
+        protobuf = importlib.import_module("phalanx.kube.protobuf")
+    except ImportError:
+        raise UnsupportedMediaType(PROTOBUF, [JSON, YAML]) from None
+    return protobuf.decode(body)
+
+
+def decode_body(content_type: str | None, body: bytes) -> Any:
+    """The request body as JSON values; ``BadRequest`` for a body that does not parse,
+    ``UnsupportedMediaType`` for a format not understood."""
+    kind = media(content_type)
+    if kind == PROTOBUF:
+        return _protobuf(body)
+    if not body.strip():
+        raise BadRequest("the request body is empty")
+    if kind in ("", JSON, "text/json") or (kind in PATCH_TYPES and kind != APPLY):
+        try:
+            return json.loads(body)
+        except (ValueError, UnicodeDecodeError) as exc:
+            raise BadRequest(f"json parse error: {exc}") from None
+    if kind in (YAML, "application/x-yaml", "text/yaml", APPLY):
+        import yaml
+
+        try:
+            return yaml.safe_load(body)
+        except yaml.YAMLError as exc:
+            raise BadRequest(f"yaml parse error: {exc}".replace("\n", " ")) from None
+    raise UnsupportedMediaType(kind, ACCEPTED)
+
+
+def wants_table(accept: str | None) -> bool:
+    """Whether the client asked for ``meta.k8s.io Table`` (kubectl get's human output)."""
+    if not accept:
+        return False
+    for part in accept.split(","):
+        params = {p.strip() for p in part.split(";")[1:]}
+        if "as=Table" in params and "g=meta.k8s.io" in params:
+            return True
+    return False
+
+
+def json_response(value: Any, status: int = 200, headers: dict[str, str] | None = None) -> Response:
+    return Response(dumps(value), status_code=status, media_type=JSON, headers=headers)
+
+
+def error_response(exc: KubeError) -> Response:
+    return json_response(exc.status(), exc.code)
