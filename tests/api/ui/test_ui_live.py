@@ -62,8 +62,21 @@ def test_streams_asking_the_same_panel_share_a_render(ui: Ui) -> None:
     ui.app.state.ui_cache.clear()
     request = _Request(ui.app, alive=0)
     for _ in range(3):
-        assert live._shared(request, "k", render) == "same"  # type: ignore[arg-type]
+        html, wait = live._shared(request, "k", render)  # type: ignore[arg-type]
+        assert html == "same" and 0 < wait <= live.EVERY_S
     assert len(calls) == 1
+
+
+def test_a_slow_panel_is_rendered_less_often(ui: Ui, monkeypatch: Any) -> None:
+    import time
+
+    def slow() -> str:
+        time.sleep(0.2)
+        return "slow"
+
+    ui.app.state.ui_cache.clear()
+    _, wait = live._shared(_Request(ui.app, alive=0), "s", slow)  # type: ignore[arg-type]
+    assert wait >= 0.2 / live.BUSY_SHARE  # the loop spends at most BUSY_SHARE on it
 
 
 def test_a_live_panel_is_an_event_stream_of_the_page_fragment(ui: Ui) -> None:
@@ -94,3 +107,16 @@ def test_the_series_samples_utilisation_and_idle_gpus_while_jobs_wait(ui: Ui) ->
     for _ in range(3):
         series.sample()
     assert len(series.samples) == 3  # bounded
+
+
+def test_a_pushed_panel_is_the_roles_and_carries_no_session_token(ui: Ui) -> None:
+    ui.submit(gpus_per_task=2)
+    client, csrf = ui.browser("t-root")
+    with client.stream("GET", "/ui/live/overview") as r:
+        seen = ""
+        for chunk in r.iter_text():
+            seen += chunk
+            if "event: overview" in seen and "/ui/nodes/gpu002/drain" in seen:
+                break
+    assert csrf not in seen  # posted by htmx with the page's header instead
+    assert "overview:admin" in ui.app.state.ui_cache

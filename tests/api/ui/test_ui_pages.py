@@ -7,6 +7,7 @@ import dataclasses
 import os
 import re
 from pathlib import Path
+from typing import Any
 
 from ui_scene import ROOT, USER, Ui, scene
 
@@ -193,3 +194,17 @@ def test_a_jobs_page_has_its_timeline_nodes_and_accounting(ui: Ui) -> None:
     assert "submitted 2023-11-14 22:13:20" in page and "started 2023-11-14 22:13:20" in page
     assert "gpu001:0,1" in page
     assert "RUNNING state" in page
+
+
+def test_a_long_queue_shows_its_first_rows_and_says_so(ui: Ui, monkeypatch: Any) -> None:
+    from phalanx.api.ui import render
+
+    monkeypatch.setattr(render, "MAX_ROWS", 2)
+    ids = [ui.submit(gpus_per_task=8, nodes="2", nice=i) for i in range(4)]
+    page = ui.client().get("/ui/queue", headers=USER).text
+    pending = page[page.index("<h2>Pending") : page.index("<h2>Running")]
+    assert '<span class="muted">(3)</span>' in pending
+    assert "The first 2 by priority" in pending
+    # the highest priorities: the least nice of the waiting ones
+    shown = re.findall(r'<tr id="job-(\d+)"', pending)
+    assert shown == [str(ids[1]), str(ids[2])]

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from fastapi import FastAPI
 
+from phalanx.api import ui
 from phalanx.api.metrics import Metrics
 from phalanx.api.routes import accounting, actions, agents, cluster, errors, jobs, ops, steps
 from phalanx.api.routes.access import Access
@@ -41,7 +42,5 @@ def create_app(service: Service, access: Access | None = None) -> FastAPI:
     errors.install(app)
     for module in _ROUTERS:
         app.include_router(module.router)
-    from phalanx.api import ui  # the dashboard at /ui (its own routers and assets)
-
-    ui.install(app)
+    ui.install(app)  # the dashboard at /ui: its own routers and assets
     return app

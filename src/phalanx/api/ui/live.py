@@ -1,10 +1,15 @@
 """``/ui/live/...``: server-sent event streams (``text/event-stream``) of the dashboard's live
 panels, swapped in by htmx's SSE extension.
 
-A stream renders its panel every ``EVERY_S`` and sends it only when it changed (a comment
-line keeps an idle stream open through proxies); renders are shared for a second between
-the streams asking the same panel, so ten open browsers cost one render. A stream ends when
-its browser goes (Starlette notices the disconnect and cancels the generator).
+A stream renders its panel every ``EVERY_S`` (longer where a render is slow: at most
+``BUSY_SHARE`` of the event loop's time goes to one panel) and sends it only when it
+changed (a comment line keeps an idle stream open through proxies); renders are shared
+between
+the streams asking the same panel as the same role (a panel depends on whether its viewer
+is an administrator, and on nothing else of the viewer), so ten open browsers cost one or
+two renders. A pushed panel carries no CSRF token in its forms: they are posted by htmx,
+which sends the page's token as a header. A stream ends when its browser goes (Starlette
+notices the disconnect and cancels the generator).
 """
 
 from __future__ import annotations
@@ -24,7 +29,7 @@ from phalanx.api.ui.render import (
     queue_fragment,
 )
 from phalanx.api.ui.series import Series
-from phalanx.api.ui.session import ViewerDep
+from phalanx.api.ui.session import Viewer, ViewerDep
 from phalanx.api.ui.views import QueueFilter
 
 __all__ = ["EVERY_S", "event", "router"]
@@ -33,6 +38,9 @@ router = APIRouter(include_in_schema=False)
 
 EVERY_S = 1.0
 KEEPALIVE_S = 15.0
+BUSY_SHARE = 0.1
+"""A panel that takes ``r`` s to render is rendered again after ``r / BUSY_SHARE`` s at
+the soonest: the controller's loop must keep answering agents and clients."""
 
 
 def event(name: str, html: str) -> str:
@@ -41,17 +49,20 @@ def event(name: str, html: str) -> str:
     return f"event: {name}\n{lines}\n"
 
 
-def _shared(request: Request, key: str, render: Callable[[], str]) -> str:
-    cache: dict[str, tuple[float, str]] = request.app.state.ui_cache
+def _shared(request: Request, key: str, render: Callable[[], str]) -> tuple[str, float]:
+    """The panel, rendered now or by another stream lately; and how long to wait before
+    asking again."""
+    cache: dict[str, tuple[float, float, str]] = request.app.state.ui_cache
     now = time.monotonic()
     hit = cache.get(key)
-    if hit is not None and now - hit[0] < EVERY_S:
-        return hit[1]
+    if hit is not None and now - hit[0] < hit[1]:
+        return hit[2], hit[1] - (now - hit[0])
     html = render()
+    wait = max(EVERY_S, (time.monotonic() - now) / BUSY_SHARE)
     if len(cache) > 256:  # keys carry filters: forget old ones rather than grow
         cache.clear()
-    cache[key] = (now, html)
-    return html
+    cache[key] = (now, wait, html)
+    return html, wait
 
 
 async def _stream(
@@ -61,15 +72,20 @@ async def _stream(
     quiet = 0.0
     yield "retry: 2000\n\n"
     while not await request.is_disconnected():
-        html = _shared(request, key, render)
+        html, wait = _shared(request, key, render)
         if html != last:
             yield event(name, html)
             last, quiet = html, 0.0
         elif quiet >= KEEPALIVE_S:
             yield ": keep-alive\n\n"
             quiet = 0.0
-        await asyncio.sleep(EVERY_S)
-        quiet += EVERY_S
+        await asyncio.sleep(wait)
+        quiet += wait
+
+
+def _role(who: Viewer) -> tuple[str, Viewer]:
+    """The cache key part and the viewer a shared render uses: the role, no session."""
+    return ("admin" if who.caller.admin else "user"), Viewer(who.caller, None)
 
 
 def _respond(stream: AsyncIterator[str]) -> StreamingResponse:
@@ -82,9 +98,10 @@ def _respond(stream: AsyncIterator[str]) -> StreamingResponse:
 
 @router.get("/ui/live/overview")
 async def overview(request: Request, who: ViewerDep, service: Svc) -> StreamingResponse:
-    # The key names the viewer's role: administrators' fragments carry buttons.
-    key = f"overview:{who.caller.admin}:{who.csrf}"
-    return _respond(_stream(request, "overview", key, lambda: overview_fragment(service, who)))
+    role, shared = _role(who)
+    return _respond(
+        _stream(request, "overview", f"overview:{role}", lambda: overview_fragment(service, shared))
+    )
 
 
 @router.get("/ui/live/queue")
@@ -98,8 +115,9 @@ async def queue(
     partition: str = "",
 ) -> StreamingResponse:
     wanted = QueueFilter(user, account, queue, partition)
-    key = f"queue:{who.caller.admin}:{who.csrf}:{wanted.query()}"
-    return _respond(_stream(request, "queue", key, lambda: queue_fragment(service, who, wanted)))
+    role, shared = _role(who)
+    key = f"queue:{role}:{wanted.query()}"
+    return _respond(_stream(request, "queue", key, lambda: queue_fragment(service, shared, wanted)))
 
 
 @router.get("/ui/live/efficiency")
@@ -114,7 +132,12 @@ async def efficiency(request: Request, who: ViewerDep, service: Svc) -> Streamin
 @router.get("/ui/live/jobs/{job_id}")
 async def job(job_id: int, request: Request, who: ViewerDep, service: Svc) -> StreamingResponse:
     service.job(job_id)  # NotFound: 404 before the stream starts
-    key = f"job:{job_id}:{who.caller.admin}:{who.csrf}"
+    role, shared = _role(who)
     return _respond(
-        _stream(request, "job", key, lambda: job_fragment(service, who, service.job(job_id)))
+        _stream(
+            request,
+            "job",
+            f"job:{job_id}:{role}",
+            lambda: job_fragment(service, shared, service.job(job_id)),
+        )
     )

@@ -121,15 +121,23 @@ def _gpus_where(job: Job, service: Service) -> str:
     )
 
 
+MAX_ROWS = 200
+"""Rows per table of the queue page: the first by priority (pending) or id (running); the
+filters narrow the rest. A page of thousands of rows helps nobody, and its render would hold
+the controller's loop."""
+
+
 def queue_fragment(service: Service, who: Viewer, wanted: QueueFilter) -> str:
     pending, running = select_jobs(service, wanted)
-    factors = sorted({k for j in pending for k in j.factors})
+    factors = sorted({k for j in pending[:MAX_ROWS] for k in j.factors})
     cluster = service.cluster
     return ENV.get_template("_queue.html").render(
         who=who.caller,
         csrf=who.csrf,
-        pending=pending,
-        running=running,
+        pending=pending[:MAX_ROWS],
+        running=running[:MAX_ROWS],
+        pending_total=len(pending),
+        running_total=len(running),
         factors=factors,
         queue_of=lambda j: queue_of(j, cluster),
         gpus_where=lambda j: _gpus_where(j, service),
