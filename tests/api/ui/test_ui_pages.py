@@ -46,6 +46,9 @@ def test_every_page_loads_for_a_user_and_an_administrator(ui: Ui) -> None:
             r = client.get(path, headers=headers)
             assert r.status_code == 200, (path, r.text)
     assert client.get("/ui/jobs/999", headers=USER).status_code == 404
+    framed = client.get("/ui/queue", headers=ROOT).headers
+    assert framed["x-frame-options"] == "DENY"  # no other site frames the buttons
+    assert "frame-ancestors 'none'" in framed["content-security-policy"]
 
 
 def test_the_assets_are_served_here_and_no_page_loads_anything_from_elsewhere(ui: Ui) -> None:

@@ -31,6 +31,21 @@ __all__ = ["router"]
 
 router = APIRouter(include_in_schema=False)
 
+_HEADERS = {
+    # No other site may frame the dashboard (clickjacking of its buttons), nor learn its
+    # addresses (a session's page in a Referer).
+    "X-Frame-Options": "DENY",
+    "Content-Security-Policy": "frame-ancestors 'none'",
+    "Referrer-Policy": "same-origin",
+    "Cache-Control": "no-store",
+}
+
+
+class _Html(HTMLResponse):
+    def __init__(self, content: str, status_code: int = 200) -> None:
+        super().__init__(content, status_code=status_code, headers=_HEADERS)
+
+
 _MAX_FORM = 64 * 1024
 MAX_REPORT = 32 * 1024 * 1024
 """The largest simulation report accepted (a JSON of every policy is a few hundred KB)."""
@@ -71,7 +86,7 @@ def _login_form(error: str = "", target: str = "/ui", status: int = 200) -> HTML
     from phalanx.api.ui.render import ENV
 
     html = ENV.get_template("login.html").render(error=error, next=_safe_next(target))
-    return HTMLResponse(html, status_code=status)
+    return _Html(html, status_code=status)
 
 
 @router.get("/ui/login", response_class=HTMLResponse)
@@ -117,7 +132,7 @@ async def overview(request: Request, service: Svc, token: str | None = None) -> 
 
     who = await viewer(request)
     _series(request)
-    return HTMLResponse(page("overview", who, service, panel=overview_fragment(service, who)))
+    return _Html(page("overview", who, service, panel=overview_fragment(service, who)))
 
 
 @router.get("/ui/queue", response_class=HTMLResponse)
@@ -132,7 +147,7 @@ async def queue(
 ) -> HTMLResponse:
     _series(request)
     wanted = QueueFilter(user, account, queue, partition)
-    return HTMLResponse(
+    return _Html(
         page(
             "queue",
             who,
@@ -147,20 +162,18 @@ async def queue(
 @router.get("/ui/accounts", response_class=HTMLResponse)
 async def accounts(request: Request, who: ViewerDep, service: Svc) -> HTMLResponse:
     series = _series(request)
-    return HTMLResponse(page("accounts", who, service, panel=accounts_fragment(service, series)))
+    return _Html(page("accounts", who, service, panel=accounts_fragment(service, series)))
 
 
 @router.get("/ui/efficiency", response_class=HTMLResponse)
 async def efficiency(request: Request, who: ViewerDep, service: Svc) -> HTMLResponse:
     series = _series(request)
-    return HTMLResponse(
-        page("efficiency", who, service, panel=efficiency_fragment(service, series))
-    )
+    return _Html(page("efficiency", who, service, panel=efficiency_fragment(service, series)))
 
 
 @router.get("/ui/serving", response_class=HTMLResponse)
 async def serving(who: ViewerDep, service: Svc) -> HTMLResponse:
-    return HTMLResponse(page("serving", who, service))
+    return _Html(page("serving", who, service))
 
 
 @router.get("/ui/jobs/{job_id}", response_class=HTMLResponse)
@@ -174,7 +187,7 @@ async def job(job_id: int, who: ViewerDep, service: Svc) -> HTMLResponse:
         for kind, path in output_paths(found, first).items():
             owner = None if caller.admin else found.spec.user
             outputs[kind] = (path, await asyncio.to_thread(tail, path, owner))
-    return HTMLResponse(
+    return _Html(
         page(
             "job",
             who,
@@ -206,7 +219,7 @@ async def simulation(
         except InputError as exc:
             error = str(exc)
     status = 422 if error else 200
-    return HTMLResponse(
+    return _Html(
         page("sim", who, service, report=report, error=error, path=path or ""),
         status_code=status,
     )
@@ -237,13 +250,13 @@ async def simulation_upload(request: Request, who: ViewerDep, service: Svc) -> H
             raise InputError(f"larger than {MAX_REPORT} bytes", source=name)
         report = read_report(body, source=name)
     except InputError as exc:
-        return HTMLResponse(
+        return _Html(
             ENV.get_template("_sim.html").render(report=None, error=str(exc)), status_code=422
         )
-    return HTMLResponse(ENV.get_template("_sim.html").render(report=report, error=None))
+    return _Html(ENV.get_template("_sim.html").render(report=report, error=None))
 
 
 @router.get("/ui/fragments/accounts", response_class=HTMLResponse)
 async def accounts_panel(request: Request, who: ViewerDep, service: Svc) -> HTMLResponse:
     """The accounts panel alone (the page refreshes it every few seconds)."""
-    return HTMLResponse(accounts_fragment(service, _series(request)))
+    return _Html(accounts_fragment(service, _series(request)))
