@@ -13,6 +13,7 @@ data served under ``/ui/static``: no CDN at run time.
 from __future__ import annotations
 
 from pathlib import Path
+from urllib.parse import quote
 
 from fastapi import FastAPI, Request
 from fastapi.responses import PlainTextResponse, RedirectResponse, Response
@@ -35,8 +36,6 @@ async def _sign_in(request: Request, exc: NeedSignIn) -> Response:
         and "text/event-stream" not in request.headers.get("accept", "")
     )
     if wants_page:
-        from urllib.parse import quote
-
         target = request.url.path + (f"?{request.url.query}" if request.url.query else "")
         return RedirectResponse(f"/ui/login?next={quote(target, safe='')}", status_code=303)
     return PlainTextResponse("sign in first: a valid API token is needed", status_code=401)

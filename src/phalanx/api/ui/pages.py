@@ -14,6 +14,7 @@ from phalanx.api.routes.access import Access, Unauthorized
 from phalanx.api.routes.deps import Svc
 from phalanx.api.ui.outputs import output_paths, tail
 from phalanx.api.ui.render import (
+    ENV,
     accounts_fragment,
     efficiency_fragment,
     job_fragment,
@@ -22,7 +23,7 @@ from phalanx.api.ui.render import (
     queue_fragment,
 )
 from phalanx.api.ui.series import Series
-from phalanx.api.ui.session import COOKIE, Sessions, ViewerDep, check_csrf
+from phalanx.api.ui.session import COOKIE, Sessions, ViewerDep, check_csrf, viewer
 from phalanx.api.ui.simreport import read_report
 from phalanx.api.ui.views import QueueFilter
 from phalanx.errors import InputError, NotAllowed
@@ -83,8 +84,6 @@ def _signed_in(request: Request, token: str, target: str) -> Response:
 
 
 def _login_form(error: str = "", target: str = "/ui", status: int = 200) -> HTMLResponse:
-    from phalanx.api.ui.render import ENV
-
     html = ENV.get_template("login.html").render(error=error, next=_safe_next(target))
     return _Html(html, status_code=status)
 
@@ -128,8 +127,6 @@ async def overview(request: Request, service: Svc, token: str | None = None) -> 
             return _signed_in(request, token, "/ui")
         except Unauthorized:
             return _login_form("unknown token", status=401)
-    from phalanx.api.ui.session import viewer
-
     who = await viewer(request)
     _series(request)
     return _Html(page("overview", who, service, panel=overview_fragment(service, who)))
@@ -241,8 +238,6 @@ async def simulation_upload(request: Request, who: ViewerDep, service: Svc) -> H
     """A report uploaded as the request's body (the page's script posts the chosen file):
     the report's fragment, or the error (422)."""
     check_csrf(request, who, None)
-    from phalanx.api.ui.render import ENV
-
     body = await request.body()
     name = request.headers.get("x-file-name", "upload")[:200]
     try:

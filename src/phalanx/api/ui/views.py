@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from urllib.parse import urlencode
 
 from phalanx.api.service import Service
 from phalanx.domain.cluster import Cluster
@@ -149,8 +150,6 @@ class QueueFilter:
 
     def query(self) -> str:
         """As a query string (without ``?``), for links and the live stream."""
-        from urllib.parse import urlencode
-
         pairs = [
             (k, v) for k in ("user", "account", "queue", "partition") if (v := getattr(self, k))
         ]
