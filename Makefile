@@ -39,6 +39,14 @@ $(STAMP): pyproject.toml
 	    apt-get install -y -q chromium >/dev/null 2>&1 || \
 	    { apt-get update -q >/dev/null && apt-get install -y -q chromium >/dev/null; } || \
 	    echo "make: no chromium: the dashboard's browser tests will be skipped" >&2; }
+	@# kubectl for the Kubernetes API's tests (tests/kube): Debian's kubectl, else its older
+	@# kubernetes-client; without either those tests are skipped.
+	@command -v kubectl >/dev/null || ! command -v apt-get >/dev/null || \
+	  { echo "make: installing kubectl (apt) for the Kubernetes API's tests"; \
+	    apt-get install -y -q kubectl >/dev/null 2>&1 || \
+	    { apt-get update -q >/dev/null && apt-get install -y -q kubectl >/dev/null 2>&1; } || \
+	    apt-get install -y -q kubernetes-client >/dev/null 2>&1 || \
+	    echo "make: no kubectl: the kubectl tests will be skipped" >&2; }
 	@touch $(STAMP)
 
 # A live Phalanx on this machine: the controller and four emulated 8-GPU nodes (one agent

@@ -8,8 +8,8 @@ from typing import Any
 import pytest
 
 from phalanx.kube.errors import AlreadyExists, Conflict, Forbidden, Gone, Invalid, NotFound
-from phalanx.kube.persist import SqliteObjects
 from phalanx.kube.store import ObjectStore
+from phalanx.live.kubeobjects import SqliteObjects
 
 JOBS = ("batch", "jobs")
 PODS = ("", "pods")
@@ -190,3 +190,40 @@ def test_restart_keeps_every_object(tmp_path: Path) -> None:
     again.delete(JOBS, "default", "a")  # the ownership index was rebuilt
     assert again.get(PODS, "default", "a-0") is None
     assert int(again.create(job("c"))["metadata"]["resourceVersion"]) > rv
+
+
+def test_restart_keeps_objects_on_each_state_store(db_url: str) -> None:
+    from phalanx.live.kubeobjects import open_objects
+
+    first = open_objects(db_url)
+    s = ObjectStore(first)
+    s.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "team"}})
+    made = s.create(job("a", ns="team"))
+    rv = s.resource_version
+    first.close()
+    again = open_objects(db_url)
+    try:
+        back = ObjectStore(again)
+        assert back.get(JOBS, "team", "a") == made
+        assert back.resource_version == rv
+    finally:
+        again.close()
+
+
+def test_create_fills_the_defaults_of_jobs_and_pods() -> None:
+    s = ObjectStore()
+    made = s.create(job("pi"))
+    uid = made["metadata"]["uid"]
+    assert made["spec"]["selector"] == {"matchLabels": {"batch.kubernetes.io/controller-uid": uid}}
+    assert made["spec"]["backoffLimit"] == 6 and made["spec"]["completionMode"] == "NonIndexed"
+    assert made["metadata"]["labels"] == {"app": "pi"}  # its own labels kept
+    bare = job("bare")
+    del bare["metadata"]["labels"]
+    bare["spec"]["template"] = {"spec": {"containers": [{"name": "c", "image": "busybox"}]}}
+    made = s.create(bare)
+    labels = made["spec"]["template"]["metadata"]["labels"]
+    assert labels["batch.kubernetes.io/job-name"] == "bare" and made["metadata"]["labels"] == labels
+    assert made["spec"]["template"]["spec"]["restartPolicy"] == "Never"
+    assert made["spec"]["template"]["spec"]["containers"][0]["imagePullPolicy"] == "Always"
+    p = s.create(pod("p"))
+    assert p["status"]["phase"] == "Pending" and p["spec"]["restartPolicy"] == "Always"

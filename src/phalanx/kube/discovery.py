@@ -23,6 +23,7 @@ AGGREGATED = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryLi
 """The media type of aggregated discovery (v2, GA since Kubernetes 1.30)."""
 
 _STATUS_VERBS = ["get", "patch", "update"]
+_SCALE = {"group": "autoscaling", "version": "v1", "kind": "Scale"}
 
 
 def version() -> dict[str, Any]:
@@ -95,8 +96,9 @@ def resource_list(group: str, version_: str) -> dict[str, Any] | None:
                     "name": f"{k.plural}/{sub}",
                     "singularName": "",
                     "namespaced": k.namespaced,
-                    "kind": k.kind,
+                    "kind": "Scale" if sub == "scale" else k.kind,
                     "verbs": _STATUS_VERBS,
+                    **({"group": "autoscaling", "version": "v1"} if sub == "scale" else {}),
                 }
             )
     return {
@@ -122,7 +124,11 @@ def _discovered(k: Kind, version_: str) -> dict[str, Any]:
         entry["categories"] = list(k.categories)
     if k.subresources:
         entry["subresources"] = [
-            {"subresource": s, "responseKind": kind_ref, "verbs": _STATUS_VERBS}
+            {
+                "subresource": s,
+                "responseKind": _SCALE if s == "scale" else kind_ref,
+                "verbs": _STATUS_VERBS,
+            }
             for s in k.subresources
         ]
     return entry

@@ -73,6 +73,7 @@ def _k(
     short: tuple[str, ...] = (),
     cat: tuple[str, ...] = (),
     status: bool = True,
+    scale: bool = False,
     verbs: tuple[str, ...] = ALL_VERBS,
     also: tuple[str, ...] = (),
 ) -> Kind:
@@ -87,7 +88,7 @@ def _k(
         short_names=short,
         categories=cat,
         verbs=verbs,
-        subresources=("status",) if status else (),
+        subresources=(("status",) if status else ()) + (("scale",) if scale else ()),
         also=also,
     )
 
@@ -102,8 +103,8 @@ KINDS: tuple[Kind, ...] = (
     _k("v1", "Service", "services", short=("svc",), cat=("all",)),
     _k("v1", "ConfigMap", "configmaps", short=("cm",), status=False),
     _k("batch/v1", "Job", "jobs", cat=("all",)),
-    _k("apps/v1", "Deployment", "deployments", short=("deploy",), cat=("all",)),
-    _k("apps/v1", "ReplicaSet", "replicasets", short=("rs",), cat=("all",)),
+    _k("apps/v1", "Deployment", "deployments", short=("deploy",), cat=("all",), scale=True),
+    _k("apps/v1", "ReplicaSet", "replicasets", short=("rs",), cat=("all",), scale=True),
     _k(
         "autoscaling/v2",
         "HorizontalPodAutoscaler",

@@ -45,6 +45,11 @@ MERGE_KEYS: dict[str, str] = {
     "resourceClaims": "name",
     "topologySpreadConstraints": "topologyKey",
     "readinessGates": "conditionType",
+    "schedulingGates": "name",
+    "podIPs": "ip",
+    "hostIPs": "ip",
+    "allocatedResourcesStatus": "name",
+    "resourceClaimStatuses": "name",
 }
 # A Service's ports are keyed by port, a container's by containerPort: told apart by the keys
 # their elements carry (a Service port has "port"; a container port need not).

@@ -10,8 +10,16 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from phalanx.kube.errors import BadRequest, FieldCause, Invalid, MethodNotAllowed, NotFound
+from phalanx.kube.errors import (
+    BadRequest,
+    FieldCause,
+    Invalid,
+    MethodNotAllowed,
+    NotFound,
+    field_error,
+)
 from phalanx.kube.kinds import Kind
+from phalanx.kube.openapi import FieldError, bad_request_message, prune
 from phalanx.kube.patch import APPLY, apply_patch
 from phalanx.kube.selectors import Predicate, field_selector, label_selector
 from phalanx.kube.store import ObjectStore, copy_obj, timestamp
@@ -19,7 +27,7 @@ from phalanx.kube.tables import table
 
 __all__ = ["Request", "Resources", "Validator"]
 
-Validator = Callable[[dict[str, Any], str], tuple[list[FieldCause], list[str]]]
+Validator = Callable[[dict[str, Any], str], tuple[list[FieldError], list[str]]]
 """``phalanx.kube.openapi.validate``: (object, "Strict" | "Warn" | "Ignore") -> (field errors,
 warnings)."""
 
@@ -29,6 +37,13 @@ BUILTIN_GROUPS = frozenset(
 # batch/v1 Jobs orphan their pods unless told otherwise (their DefaultGarbageCollectionPolicy);
 # kubectl and the clients ask for Background explicitly.
 _ORPHAN_BY_DEFAULT = frozenset((("batch", "jobs"),))
+
+
+def _cause(error: FieldError) -> FieldCause:
+    """A validation error as a Status cause: the message without its leading field path."""
+    lead = f"{error.path}: "
+    message = error.message[len(lead) :] if error.message.startswith(lead) else error.message
+    return error.path, error.reason, message
 
 
 @dataclass
@@ -108,6 +123,8 @@ class Resources:
         found = self.store.get(req.kind.resource, req.namespace, req.name)
         if found is None:
             raise NotFound(req.kind.resource, req.name)
+        if req.subresource == "scale":
+            return self.scale(req, found)
         obj = req.as_served(found)
         if req.table:
             return table(
@@ -119,29 +136,67 @@ class Resources:
             )
         return obj
 
+    def scale(self, req: Request, found: dict[str, Any]) -> dict[str, Any]:
+        """The ``autoscaling/v1 Scale`` of a Deployment or ReplicaSet."""
+        meta = found["metadata"]
+        labels = (found.get("spec", {}).get("selector") or {}).get("matchLabels") or {}
+        return {
+            "kind": "Scale",
+            "apiVersion": "autoscaling/v1",
+            "metadata": {
+                k: meta[k]
+                for k in ("name", "namespace", "uid", "resourceVersion", "creationTimestamp")
+                if k in meta
+            },
+            "spec": {"replicas": found.get("spec", {}).get("replicas", 1)},
+            "status": {
+                "replicas": (found.get("status") or {}).get("replicas", 0),
+                "selector": ",".join(f"{k}={v}" for k, v in sorted(labels.items())),
+            },
+        }
+
+    def rescale(self, req: Request, scale: Any) -> dict[str, Any]:
+        """Set ``spec.replicas`` from a Scale (PUT, or a patched one)."""
+        assert req.name is not None
+        replicas = (scale.get("spec") or {}).get("replicas") if isinstance(scale, dict) else None
+        if not isinstance(replicas, int) or replicas < 0:
+            raise Invalid(
+                "autoscaling",
+                "Scale",
+                req.name,
+                [
+                    field_error(
+                        "spec.replicas",
+                        "FieldValueInvalid",
+                        "must be greater than or equal to 0",
+                        replicas,
+                    )
+                ],
+            )
+        found = self.store.get(req.kind.resource, req.namespace, req.name)
+        if found is None:
+            raise NotFound(req.kind.resource, req.name)
+        rv = (scale.get("metadata") or {}).get("resourceVersion")
+        if rv:
+            found["metadata"]["resourceVersion"] = rv
+        found.setdefault("spec", {})["replicas"] = replicas
+        return self.scale(req, self.store.update(found, dry_run=_dry_run(req.query)))
+
     def list(self, req: Request) -> dict[str, Any]:
         kind = req.kind
         rv = self.store.resource_version
-        items = [
-            req.as_served(o)
-            for o in self.store.list(
-                kind.resource, req.namespace, match=self.selector(req), copy=False
-            )
-        ]
-        limit = int(req.query.get("limit") or 0)
+        try:
+            limit = max(0, int(req.query.get("limit") or 0))
+        except ValueError:
+            raise BadRequest(f"invalid limit: {req.query.get('limit')!r}") from None
         cont = req.query.get("continue")
-        if cont:
-            ns, name = _untoken(cont)
-            items = [
-                o
-                for o in items
-                if (o["metadata"].get("namespace", ""), o["metadata"]["name"]) > (ns, name)
-            ]
+        after = _untoken(cont) if cont else None
+        found, more, remaining = self.store.page(
+            kind.resource, req.namespace, match=self.selector(req), after=after, limit=limit
+        )
+        items = [req.as_served(o) for o in found]
         next_token = ""
-        remaining = 0
-        if limit > 0 and len(items) > limit:
-            remaining = len(items) - limit
-            items = items[:limit]
+        if more:
             last = items[-1]["metadata"]
             next_token = _token(last.get("namespace", ""), last["name"], rv)
         if req.table:
@@ -156,7 +211,7 @@ class Resources:
         meta: dict[str, Any] = {"resourceVersion": str(rv)}
         if next_token:
             meta["continue"] = next_token
-            if "labelSelector" not in req.query and "fieldSelector" not in req.query:
+            if remaining is not None:
                 meta["remainingItemCount"] = remaining
         return {
             "kind": f"{kind.kind}List",
@@ -206,9 +261,19 @@ class Resources:
                     " Strict"
                 )
             errors, warnings = self.validate(body, mode)
+            if any(e.bad_request for e in errors):
+                # Decoding failed (a wrong JSON type, or unknown/duplicate fields in Strict):
+                # kube-apiserver's transformDecodeError wording, with the version sent.
+                sent = str(body.get("apiVersion", "")).rpartition("/")[2] or kind.version
+                raise BadRequest(
+                    f'{kind.kind} in version "{sent}" cannot be handled as a {kind.kind}: '
+                    + bad_request_message(errors)
+                )
             if errors:
-                raise Invalid(kind.group, kind.kind, str(meta.get("name", "")), errors)
+                name = str(meta.get("name", ""))
+                raise Invalid(kind.group, kind.kind, name, [_cause(e) for e in errors])
             req.warnings.extend(warnings)
+            prune(body)  # accepted with unknown fields (Warn, Ignore): they are dropped
         return body
 
     def create(self, req: Request, body: Any) -> dict[str, Any]:
@@ -227,6 +292,8 @@ class Resources:
             )
 
     def update(self, req: Request, body: Any) -> dict[str, Any]:
+        if req.subresource == "scale":
+            return self.rescale(req, body)
         obj = self._prepare(req, body)
         self._check_name(req, obj)
         if req.subresource == "status":
@@ -239,6 +306,9 @@ class Resources:
         kind = req.kind
         current = self.store.get(kind.resource, req.namespace, req.name)
         builtin = kind.group in BUILTIN_GROUPS
+        if req.subresource == "scale" and current is not None:
+            scale = apply_patch(content_type, self.scale(req, current), patch, builtin=True)
+            return self.rescale(req, scale), 200
         if content_type == APPLY:
             manager = req.query.get("fieldManager")
             if not manager:

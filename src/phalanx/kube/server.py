@@ -4,7 +4,7 @@ hook. ``create_app`` builds it; the controller serves it on its own TLS port."""
 
 from __future__ import annotations
 
-import importlib
+import json
 import logging
 import time
 from collections.abc import Callable, Mapping
@@ -13,7 +13,7 @@ from typing import Any
 from starlette.requests import Request as HttpRequest
 from starlette.responses import Response, StreamingResponse
 
-from phalanx.kube import discovery, kinds
+from phalanx.kube import discovery, kinds, openapi
 from phalanx.kube.errors import (
     BadRequest,
     Forbidden,
@@ -57,6 +57,10 @@ def allow_all(
     return True
 
 
+def dumps_text(text: str) -> str:
+    return json.dumps(text, ensure_ascii=False)
+
+
 _OPEN_PATHS = frozenset(("/version", "/healthz", "/livez", "/readyz"))
 
 
@@ -68,8 +72,8 @@ class _NoRoute(KubeError):
         super().__init__("the server could not find the requested resource", details={"causes": []})
 
 
-def _forbidden_why(user: str, verb: str, kind: kinds.Kind, namespace: str | None) -> str:
-    why = f'User "{user}" cannot {verb} resource "{kind.plural}" in API group "{kind.group}"'
+def _forbidden_why(user: str, verb: str, group: str, resource: str, namespace: str | None) -> str:
+    why = f'User "{user}" cannot {verb} resource "{resource}" in API group "{group}"'
     if namespace:
         why += f' in the namespace "{namespace}"'
     else:
@@ -99,7 +103,13 @@ class KubeApp:
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
         if scope["type"] == "lifespan":
-            return
+            while True:  # nothing to start or stop: acknowledge both
+                message = await receive()
+                if message["type"] == "lifespan.startup":
+                    await send({"type": "lifespan.startup.complete"})
+                elif message["type"] == "lifespan.shutdown":
+                    await send({"type": "lifespan.shutdown.complete"})
+                    return
         if scope["type"] != "http":
             return
         http = HttpRequest(scope, receive)
@@ -150,7 +160,7 @@ class KubeApp:
                 discovery.api_versions() if path == "/api" else discovery.api_group_list()
             )
         if path.startswith("/openapi/"):
-            return self._openapi(path)
+            return self._openapi(http, path)
         parts = path.strip("/").split("/")
         if parts[0] == "api" and len(parts) >= 2:
             group, version, rest = "", parts[1], parts[2:]
@@ -170,11 +180,32 @@ class KubeApp:
             return json_response(listing)
         return await self._resource(http, user, group, version, rest)
 
-    def _openapi(self, path: str) -> Response:
-        # The documents come with phalanx.kube.openapi; until then an empty v3 index, which
-        # kubectl reads as "no schemas" (it then needs --validate=false).
+    def _openapi(self, http: HttpRequest, path: str) -> Response:
+        # Without built documents: an empty v3 index, which kubectl reads as "no schemas" (it
+        # then needs --validate=false).
+        if not openapi.available():
+            if path == "/openapi/v3":
+                return json_response({"paths": {}})
+            raise _NoRoute()
         if path == "/openapi/v3":
-            return json_response({"paths": {}})
+            return json_response(openapi.openapi_v3_index())
+        if path.startswith("/openapi/v3/"):
+            gv = path.removeprefix("/openapi/v3/")
+            body = openapi.openapi_v3(gv)
+            if body is None:
+                raise _NoRoute()
+            # The index's ?hash= is the document's ETag; a client that has it gets 304.
+            etag = f'"{openapi.openapi_v3_hash(gv)}"'
+            headers = {"ETag": etag, "Cache-Control": "public, immutable"}
+            if http.headers.get("if-none-match") == etag:
+                return Response(status_code=304, headers=headers)
+            return Response(body, media_type="application/json", headers=headers)
+        if path == "/openapi/v2":
+            accept = http.headers.get("accept", "")
+            if accept and "json" not in accept and "*/*" not in accept:
+                # kubectl asks for protobuf; only JSON is served (kubectl reads v3 instead).
+                return Response(status_code=406)
+            return Response(openapi.openapi_v2(), media_type="application/json")
         raise _NoRoute()
 
     def _parse(
@@ -199,6 +230,7 @@ class KubeApp:
         self, http: HttpRequest, user: User, group: str, version: str, rest: list[str]
     ) -> Response:
         kind, ns, name, sub = self._parse(group, version, rest)
+        resource = f"{kind.plural}/{sub}" if sub else kind.plural
         query = dict(http.query_params)
         req = Request(
             kind,
@@ -223,8 +255,10 @@ class KubeApp:
             raise MethodNotAllowed(kind.resource, method.lower())
         if verb not in kind.verbs or (verb == "create" and name is not None):
             raise MethodNotAllowed(kind.resource, verb)
-        if not self.authorize(user[0], user[1], verb, kind.group, kind.plural, ns, name):
-            raise Forbidden(kind.resource, name or "", _forbidden_why(user[0], verb, kind, ns))
+        if not self.authorize(user[0], user[1], verb, kind.group, resource, ns, name):
+            raise Forbidden(
+                kind.resource, name or "", _forbidden_why(user[0], verb, kind.group, resource, ns)
+            )
         api = self.api
         if verb == "watch":
             stream = open_watch(api, req)
@@ -253,7 +287,11 @@ class KubeApp:
                 else api.delete_collection(req, options)
             )
         headers = (
-            {"Warning": ", ".join(f'299 - "{w}"' for w in req.warnings)} if (req.warnings) else None
+            # warn-code 299, agent "-", the text quoted as Go's strconv.Quote does it (a
+            # warning such as `unknown field "spec.x"` carries quotes of its own).
+            {"Warning": ", ".join(f"299 - {dumps_text(w)}" for w in req.warnings)}
+            if req.warnings
+            else None
         )
         if isinstance(result, dict) and result.get("kind") == "Status":
             return json_response(result, 200, headers)
@@ -264,15 +302,17 @@ def create_app(
     store: ObjectStore,
     tokens: Mapping[str, User],
     *,
-    authorize: Authorizer = allow_all,
+    authorize: Authorizer | None = None,
     validate: Validator | None = None,
     is_open: Callable[[], bool] = lambda: True,
 ) -> KubeApp:
-    """The Kubernetes API over ``store``; see ``KubeApp``."""
-    if validate is None:
-        try:
-            # phalanx.kube.openapi comes from another branch; used where it is present.
-            validate = importlib.import_module("phalanx.kube.openapi").validate
-        except ImportError:
-            validate = None
+    """The Kubernetes API over ``store``; see ``KubeApp``. ``authorize`` defaults to RBAC
+    over the store's roles and bindings (its bootstrap roles made if missing)."""
+    if authorize is None:
+        from phalanx.kube.rbac import Rbac, bootstrap
+
+        bootstrap(store)
+        authorize = Rbac(store).authorize
+    if validate is None and openapi.available():
+        validate = openapi.validate
     return KubeApp(store, tokens, authorize=authorize, validate=validate, is_open=is_open)

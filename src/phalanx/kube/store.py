@@ -15,6 +15,7 @@ Contract (what the workload reconcilers and the routes rely on):
 
 from __future__ import annotations
 
+import bisect
 import builtins
 import secrets
 import time
@@ -24,7 +25,7 @@ from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from typing import Any
 
-from phalanx.kube import kinds
+from phalanx.kube import defaults, kinds
 from phalanx.kube.errors import (
     AlreadyExists,
     BadRequest,
@@ -55,6 +56,7 @@ SYSTEM_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
 NAMESPACES: Resource = ("", "namespaces")
 _GENERATE_CHARS = "bcdfghjklmnpqrstvwxz2456789"
 """What kube-apiserver appends to a generateName (k8s.io/apimachinery util/rand)."""
+_GENERATE_TRIES = 8
 _NOT_SPEC = frozenset(("apiVersion", "kind", "metadata", "status"))
 
 
@@ -102,6 +104,8 @@ class ObjectStore:
         self._dependents: dict[str, set[tuple[Resource, str, str]]] = {}
         """owner uid -> the objects whose ownerReferences name it."""
         self._by_uid: dict[str, tuple[Resource, str, str]] = {}
+        self._names: dict[tuple[Resource, str], builtins.list[str]] = {}
+        """(resource, namespace) -> its names, sorted; dropped when one comes or goes."""
         self._subscribers: list[Callable[[str, dict[str, Any]], None]] = []
         self._log: deque[Event] = deque(maxlen=window)
         rv, bodies = self._table.load()
@@ -126,10 +130,11 @@ class ObjectStore:
 
     def get(self, resource: Resource, namespace: str | None, name: str) -> dict[str, Any] | None:
         """A copy of the object, or None."""
-        found = self._peek(resource, namespace, name)
+        found = self.peek(resource, namespace, name)
         return copy_obj(found) if found is not None else None
 
-    def _peek(self, resource: Resource, namespace: str | None, name: str) -> dict[str, Any] | None:
+    def peek(self, resource: Resource, namespace: str | None, name: str) -> dict[str, Any] | None:
+        """The store's own object (no copy: never mutate it), or None."""
         return self._objects.get(resource, {}).get(namespace or "", {}).get(name)
 
     def list(
@@ -144,17 +149,61 @@ class ObjectStore:
         """Objects of ``resource`` (in ``namespace``, or every one), sorted by namespace and
         name, whose labels include ``labels`` and that ``match`` accepts. ``copy=False``
         hands out the store's own dicts (the routes, which only serialize them)."""
-        by_ns = self._objects.get(resource, {})
-        spaces = [namespace or ""] if namespace is not None else sorted(by_ns)
         want = match_labels(labels)
-        out = []
+        if want is not None and match is not None:
+            given = match
+            match = lambda o: want(o) and given(o)  # noqa: E731
+        items, _, _ = self.page(resource, namespace, match=match or want)
+        return [copy_obj(o) for o in items] if copy else items
+
+    def page(
+        self,
+        resource: Resource,
+        namespace: str | None = None,
+        *,
+        match: Predicate | None = None,
+        after: Key | None = None,
+        limit: int = 0,
+    ) -> tuple[Objects, bool, int | None]:
+        """Up to ``limit`` (0: all) objects after the key ``after`` in (namespace, name)
+        order that ``match`` accepts (the store's own dicts: never mutate them); whether more
+        follow; and, without ``match``, how many."""
+        by_ns = self._objects.get(resource, {})
+        spaces = [namespace or ""] if namespace is not None else self._sorted_spaces(resource)
+        out: Objects = []
+        more = False
+        remaining: int | None = 0 if match is None else None
         for ns in spaces:
-            objs = by_ns.get(ns, {})
-            for name in sorted(objs):
-                obj = objs[name]
-                if (want is None or want(obj)) and (match is None or match(obj)):
-                    out.append(copy_obj(obj) if copy else obj)
-        return out
+            if after is not None and ns < after[0]:
+                continue
+            objs = by_ns.get(ns)
+            if not objs:
+                continue
+            names = self._sorted_names(resource, ns)
+            start = bisect.bisect_right(names, after[1]) if after and ns == after[0] else 0
+            for i in range(start, len(names)):
+                obj = objs[names[i]]
+                if match is not None and not match(obj):
+                    continue
+                if limit and len(out) == limit:
+                    more = True
+                    if remaining is not None:
+                        remaining += len(names) - i
+                    break
+                out.append(obj)
+            if more and remaining is None:
+                break
+        return out, more, remaining if more else None
+
+    def _sorted_spaces(self, resource: Resource) -> builtins.list[str]:
+        return sorted(self._objects.get(resource, {}))
+
+    def _sorted_names(self, resource: Resource, ns: str) -> builtins.list[str]:
+        key = (resource, ns)
+        names = self._names.get(key)
+        if names is None:
+            names = self._names[key] = sorted(self._objects.get(resource, {}).get(ns, {}))
+        return names
 
     def events_since(self, rv: int) -> builtins.list[Event]:
         """The events after ``rv``, oldest first; ``Gone`` (Expired) if some have left the
@@ -201,7 +250,14 @@ class ObjectStore:
             )
         check_name(kind, name)
         ns = self._namespace_for(kind, meta)
-        if self._peek(kind.resource, ns, name) is not None:
+        generated = not obj.get("metadata", {}).get("name")
+        # A generated name that is taken is drawn again, as kube-apiserver retries it (1.32).
+        for _ in range(_GENERATE_TRIES if generated else 0):
+            if self.peek(kind.resource, ns, name) is None:
+                break
+            name = meta["generateName"] + "".join(secrets.choice(_GENERATE_CHARS) for _ in range(5))
+            meta["name"] = name
+        if self.peek(kind.resource, ns, name) is not None:
             raise AlreadyExists(kind.resource, name)
         for field in (
             "uid",
@@ -218,6 +274,8 @@ class ObjectStore:
         if kind.resource == NAMESPACES:
             new.setdefault("spec", {"finalizers": ["kubernetes"]})
             new["status"] = {"phase": "Active"}
+        defaults.before_create(kind, new)
+        defaults.after_create(kind, new)
         if dry_run:
             return new
         self._commit([("ADDED", kind.resource, new)])
@@ -270,7 +328,7 @@ class ObjectStore:
         for the system namespaces."""
         kind = self._kind(resource)
         ns = namespace or "" if kind.namespaced else ""
-        old = self._peek(resource, ns, name)
+        old = self.peek(resource, ns, name)
         if old is None:
             raise NotFound(resource, name)
         meta = old["metadata"]
@@ -331,7 +389,7 @@ class ObjectStore:
             return ""
         ns = meta.get("namespace") or "default"
         meta["namespace"] = ns
-        space = self._peek(NAMESPACES, "", ns)
+        space = self.peek(NAMESPACES, "", ns)
         if space is None:
             raise NotFound(NAMESPACES, ns)
         if space["metadata"].get("deletionTimestamp") is not None:
@@ -347,7 +405,7 @@ class ObjectStore:
         meta = obj.get("metadata") or {}
         name = meta.get("name") or ""
         ns = (meta.get("namespace") or "default") if kind.namespaced else ""
-        old = self._peek(kind.resource, ns, name)
+        old = self.peek(kind.resource, ns, name)
         if old is None:
             raise NotFound(kind.resource, name)
         rv = meta.get("resourceVersion")
@@ -395,7 +453,7 @@ class ObjectStore:
             self._gc(uid, dependents, "Background")
         elif propagation == "Orphan":
             for resource, ns, name in dependents:
-                orphan = self._peek(resource, ns, name)
+                orphan = self.peek(resource, ns, name)
                 if orphan is not None:
                     new = copy_obj(orphan)
                     refs = [
@@ -409,12 +467,12 @@ class ObjectStore:
 
     def _force_remove(self, kind: kinds.Kind, obj: dict[str, Any]) -> None:
         """Gone now, finalizers or not (its namespace went)."""
-        if self._peek(kind.resource, obj["metadata"].get("namespace"), obj["metadata"]["name"]):
+        if self.peek(kind.resource, obj["metadata"].get("namespace"), obj["metadata"]["name"]):
             self._commit([("DELETED", kind.resource, obj)])
 
     def _gc(self, uid: str, dependents: Dependents, policy: str) -> None:
         for resource, ns, name in dependents:
-            child = self._peek(resource, ns, name)
+            child = self.peek(resource, ns, name)
             if child is None:
                 continue
             owners = [r.get("uid") for r in child["metadata"].get("ownerReferences", [])]
@@ -462,6 +520,8 @@ class ObjectStore:
         old = by_name.get(name)
         if old is not None:
             self._unindex(resource, old)
+        if name not in by_name:
+            self._names.pop((resource, ns), None)  # sorted again when next listed
         by_name[name] = obj
         if meta.get("uid"):
             self._by_uid[meta["uid"]] = (resource, ns, name)
@@ -474,6 +534,7 @@ class ObjectStore:
         ns, name = meta.get("namespace", ""), meta["name"]
         by_name = self._objects.get(resource, {}).get(ns, {})
         old = by_name.pop(name, None)
+        self._names.pop((resource, ns), None)
         if old is not None:
             self._unindex(resource, old)
         self._dependents.pop(meta.get("uid", ""), None)

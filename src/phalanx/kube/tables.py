@@ -4,6 +4,7 @@ additionalPrinterColumns), priority 1 for ``-o wide``."""
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from typing import Any
@@ -17,13 +18,16 @@ Column = tuple[str, str, int, Cell]
 """(name, type, priority, cell(object, now))."""
 
 
+@functools.lru_cache(maxsize=4096)
 def _ts(value: str | None) -> float | None:
-    if not value:
+    # fromisoformat is C and much faster than strptime: it matters at 10,000 rows.
+    if not value or not isinstance(value, str):
         return None
     try:
-        return datetime.strptime(value, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC).timestamp()
+        at = datetime.fromisoformat(value.replace("Z", "+00:00"))
     except ValueError:
         return None
+    return (at if at.tzinfo else at.replace(tzinfo=UTC)).timestamp()
 
 
 def human_duration(seconds: float) -> str:

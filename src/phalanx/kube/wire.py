@@ -11,6 +11,7 @@ from typing import Any
 from starlette.responses import Response
 
 from phalanx.kube.errors import BadRequest, KubeError, UnsupportedMediaType
+from phalanx.kube.openapi import loads_strict
 from phalanx.kube.patch import APPLY, PATCH_TYPES
 
 __all__ = [
@@ -46,7 +47,11 @@ def _protobuf(body: bytes) -> Any:
         protobuf = importlib.import_module("phalanx.kube.protobuf")
     except ImportError:
         raise UnsupportedMediaType(PROTOBUF, [JSON, YAML]) from None
-    return protobuf.decode(body)
+    try:
+        return protobuf.decode(body)
+    except protobuf.ProtobufError as exc:
+        # A body kube-apiserver could not decode either: 400 with what is wrong.
+        raise BadRequest(f"protobuf decode error: {exc}") from None
 
 
 def decode_body(content_type: str | None, body: bytes) -> Any:
@@ -59,7 +64,8 @@ def decode_body(content_type: str | None, body: bytes) -> Any:
         raise BadRequest("the request body is empty")
     if kind in ("", JSON, "text/json") or (kind in PATCH_TYPES and kind != APPLY):
         try:
-            return json.loads(body)
+            # Keeps duplicate keys visible to field validation (the last one wins, as in Go).
+            return loads_strict(body)
         except (ValueError, UnicodeDecodeError) as exc:
             raise BadRequest(f"json parse error: {exc}") from None
     if kind in (YAML, "application/x-yaml", "text/yaml", APPLY):

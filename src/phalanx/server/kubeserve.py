@@ -15,10 +15,10 @@ from pathlib import Path
 import uvicorn
 
 from phalanx.kube.kubeconfig import read_tokens
-from phalanx.kube.persist import open_objects
 from phalanx.kube.server import KubeApp, User, create_app
 from phalanx.kube.store import ObjectStore
 from phalanx.kube.tls import ensure_certificates
+from phalanx.live.kubeobjects import open_objects
 from phalanx.server.statedir import StateDir
 
 __all__ = ["KubeServer", "KubeTokens", "kube_server"]
