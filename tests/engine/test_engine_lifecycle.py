@@ -226,14 +226,21 @@ def test_a_job_over_the_partition_neither_reserves_nor_delays_lower_jobs(policy:
     assert d.job(big).reason == Reason.PARTITION_CONFIG and d.engine.pending() == []
 
 
-def test_launch_failure_forgets_the_allocation_and_retries() -> None:
+def test_launch_failure_forgets_the_allocation_requeues_held_and_runs_once_released() -> None:
     d = EngineDriver(small_cluster(nodes=1, gpus=8, per_leaf=1), "fifo")
     [j] = d.submit(make_job(gpus=8))
     d.settle()
     d.fail_launch(j)
     assert d.decisions(LaunchLost, j)
-    assert d.state(j) is JobState.RUNNING and d.job(j).run == 2  # retried in the next pass
+    # As Slurm: requeued and held, so a launch that cannot succeed does not loop.
+    assert d.state(j) is JobState.PENDING and d.job(j).reason == "launch failed requeued held"
+    d.settle()
+    assert len(d.sent(Launch, j)) == 1
+    d.feed(Update(d.now, j, hold=False))  # scontrol release
+    d.settle()
+    assert d.state(j) is JobState.RUNNING and d.job(j).run == 2
     assert len(d.sent(Launch, j)) == 2
+    assert d.job(j).spec.extra == ()  # released: the failure is no longer its reason
 
 
 def test_a_run_cancelled_before_its_launch_failed_ends_cancelled_not_requeued() -> None:

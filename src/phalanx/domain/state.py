@@ -127,6 +127,8 @@ class Reason:
     BEGIN_TIME = "BeginTime"
     HELD_USER = "JobHeldUser"
     HELD_ADMIN = "JobHeldAdmin"
+    LAUNCH_FAILED_HELD = "launch failed requeued held"
+    """Held after its launch failed (Slurm shows this text as the reason)."""
     ARRAY_LIMIT = "JobArrayTaskLimit"
     PARTITION_TIME = "PartitionTimeLimit"
     PARTITION_NODES = "PartitionNodeLimit"

@@ -12,11 +12,16 @@ from phalanx.sched.job import Job
 __all__ = ["blocker"]
 
 
+LAUNCH_FAILED = "launch_failed"
+"""The key (in ``JobSpec.extra``) of why a held job's launch failed: released, it is dropped."""
+
+
 def blocker(job: Job, jobs: Mapping[int, Job], now: Instant) -> str | None:
     """The reason ``job`` must wait before it may be scheduled at all, or None."""
     spec = job.spec
     if spec.hold:
-        return Reason.HELD_USER
+        failed = any(key == LAUNCH_FAILED for key, _ in spec.extra)
+        return Reason.LAUNCH_FAILED_HELD if failed else Reason.HELD_USER
     if spec.begin is not None and spec.begin > now:
         return Reason.BEGIN_TIME
     for dep in spec.dependencies:

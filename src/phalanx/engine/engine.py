@@ -41,9 +41,10 @@ from phalanx.engine.decisions import (
     TimedOut,
     Updated,
 )
-from phalanx.engine.dependencies import blocker
+from phalanx.engine.dependencies import LAUNCH_FAILED, blocker
 from phalanx.engine.endings import Endings
 from phalanx.engine.events import (
+    AccountingChange,
     Cancel,
     CleanupDone,
     Event,
@@ -58,10 +59,10 @@ from phalanx.engine.events import (
     TimerFired,
     Update,
 )
+from phalanx.engine.housekeeping import housekeep
 from phalanx.engine.idempotency import RequestIds
 from phalanx.engine.nodes import Nodes
 from phalanx.engine.queue import PendingQueue
-from phalanx.engine.retention import forget
 from phalanx.engine.scheduling import Recipe
 from phalanx.engine.scheduling.context import PassView
 from phalanx.engine.scheduling.limits import ClusterLimits
@@ -225,8 +226,8 @@ class Engine:
                 self.nodes.came_up(node)
             case NodeUpdate():
                 self.nodes.update(event)
-            case Forget(before=before):
-                forget(self.jobs, before)
+            case Forget() | AccountingChange():
+                housekeep(self, event)
         return out
 
     def submit(self, spec: JobSpec, at: Instant) -> list[int]:
@@ -493,7 +494,8 @@ class Engine:
                 job.priority = event.priority
                 self._queue.insert(job)
         if event.hold is not None and job.state is JobState.PENDING:
-            job.spec = dataclasses.replace(job.spec, hold=event.hold)
+            extra = tuple(kv for kv in job.spec.extra if kv[0] != LAUNCH_FAILED)
+            job.spec = dataclasses.replace(job.spec, hold=event.hold, extra=extra)
             if event.hold:
                 if job.holds:
                     self.view.unreserve(job)
@@ -538,9 +540,12 @@ class Engine:
         if self._ending.forget(job.id) is not None:
             self._cancel_now(job)  # cancelled while its launch was on the way: no requeue
             return
-        # As Slurm: a run that could not start is requeued (it never began: no restart).
+        # As Slurm: a run that could not start is requeued and held ("launch failed requeued
+        # held"; it never began: no restart); retried at once, one that cannot start would loop.
         transition(job, JobState.REQUEUED)
         transition(job, JobState.PENDING)
+        extra = (*job.spec.extra, (LAUNCH_FAILED, reason))
+        job.spec = dataclasses.replace(job.spec, hold=True, extra=extra)
         self._make_eligible_or_wait(job)
 
     def _serving_changed(self, node: int, serving: bool) -> None:
