@@ -12,11 +12,11 @@ https://kubernetes.io/docs/reference/using-api/api-concepts/#protobuf-encoding.
     ProtobufError           a malformed body, an unknown kind, or a value Go would reject
 
 Kinds: those our declarations in pb/ name (see pb/registry.py): core/v1 Namespace, ConfigMap,
-Secret, Service, ServiceAccount, ResourceQuota, Pod, Event; apps/v1 Deployment,
+Secret, Service, ServiceAccount, ResourceQuota, Pod, Event; apps/v1 Deployment, ReplicaSet,
 ControllerRevision; batch/v1 Job, CronJob; rbac/v1 Role, ClusterRole, RoleBinding,
 ClusterRoleBinding; scheduling/v1 PriorityClass; policy/v1 PodDisruptionBudget;
-networking/v1 Ingress; autoscaling/v1 HorizontalPodAutoscaler, Scale; authentication/v1
-TokenRequest; and meta/v1's Status and DeleteOptions under any group version `v1`. The message
+networking/v1 Ingress; autoscaling/v1 HorizontalPodAutoscaler, Scale; autoscaling/v2
+HorizontalPodAutoscaler; authentication/v1 TokenRequest; and meta/v1's Status and DeleteOptions under any group version `v1`. The message
 classes are built when decode or encode is first called, not when this module is imported.
 
 A body holding a field number we do not declare is refused (ProtobufError naming the JSON path,

@@ -6,6 +6,10 @@ struct tag facts that decide the JSON form: `o` omitempty, `p` a Go pointer (abs
 `i` inlined (the field's own fields appear in the parent's JSON object). Fields are listed in Go
 declaration order, the order Go writes JSON keys in.
 
+A message may be declared in part (PodSpec, Container, ...), but only by leaving out fields Go
+does not write when unset: pointers, slices and maps. Go writes every non-pointer scalar and
+struct even when zero, so leaving one out would change the bytes encode writes.
+
 Types are the scalars below or a message's full name, `package.Name` ("meta.ObjectMeta"); the
 package is ours (one per API group version we declare), not upstream's, since protobuf's wire
 format carries numbers only.

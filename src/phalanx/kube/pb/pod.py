@@ -142,6 +142,7 @@ MESSAGES = (
         L(12, "podIPs", "core.PodIP", "o"), F(7, "startTime", TIME, "op"),
         L(10, "initContainerStatuses", "core.ContainerStatus", "o"),
         L(8, "containerStatuses", "core.ContainerStatus", "o"), F(9, "qosClass", STR, "o"),
+        F(14, "resize", STR, "o"),
     ),
     message("core.PodCondition", F(1, "type", STR), F(2, "status", STR),
             F(3, "lastProbeTime", TIME, "o"), F(4, "lastTransitionTime", TIME, "o"),

@@ -22,6 +22,7 @@ from phalanx.kube.pb import (
     apps,
     authentication,
     autoscaling,
+    autoscaling_v2,
     batch,
     core,
     meta,
@@ -36,7 +37,8 @@ from phalanx.kube.pb.declare import BOOL, BYTES, DBL, I32, I64, SCALARS, STR, Fi
 __all__ = ["DECLARED", "kind_class", "message_class", "undeclared_field"]
 
 _GROUPS: tuple[ModuleType, ...] = (
-    core, apps, batch, rbac, scheduling, policy, networking, autoscaling, authentication,
+    core, apps, batch, rbac, scheduling, policy, networking, autoscaling, autoscaling_v2,
+    authentication,
 )
 DECLARED: dict[str, Message] = {
     m.name: m for module in (meta, pod, *_GROUPS) for m in module.MESSAGES
