@@ -16,8 +16,9 @@ Secret, Service, ServiceAccount, ResourceQuota, Pod, Event; apps/v1 Deployment, 
 ControllerRevision; batch/v1 Job, CronJob; rbac/v1 Role, ClusterRole, RoleBinding,
 ClusterRoleBinding; scheduling/v1 PriorityClass; policy/v1 PodDisruptionBudget;
 networking/v1 Ingress; autoscaling/v1 HorizontalPodAutoscaler, Scale; autoscaling/v2
-HorizontalPodAutoscaler; authentication/v1 TokenRequest; and meta/v1's Status and DeleteOptions under any group version `v1`. The message
-classes are built when decode or encode is first called, not when this module is imported.
+HorizontalPodAutoscaler; authentication/v1 TokenRequest; and meta/v1's Status and
+DeleteOptions under any group version `v1`. The message classes are built when decode or encode
+is first called, not when this module is imported.
 
 A body holding a field number we do not declare is refused (ProtobufError naming the JSON path,
 the message and the number; the API answers 400 and the client can send JSON instead):
