@@ -18,8 +18,8 @@ from typing import Any
 
 import pytest
 
-from phalanx.kube.pb import core_v1_pb2, runtime_pb2
 from phalanx.kube.pb.gojson import go_duration, parse_go_duration
+from phalanx.kube.pb.registry import message_class
 from phalanx.kube.protobuf import MAGIC, PROTOBUF, ProtobufError, decode, encode
 
 FIXTURES = Path(__file__).parent / "fixtures" / "kubectl"
@@ -85,7 +85,7 @@ def test_decode_keeps_kinds_and_special_types_from_the_captures() -> None:
 
 def _envelope(message: Any, api_version: str, kind: str) -> bytes:
     """A body built with the protobuf classes directly, not by encode()."""
-    unknown = runtime_pb2.Unknown()
+    unknown = message_class("runtime.Unknown")()
     unknown.typeMeta.apiVersion = api_version
     unknown.typeMeta.kind = kind
     unknown.raw = message.SerializeToString()
@@ -94,7 +94,7 @@ def _envelope(message: Any, api_version: str, kind: str) -> bytes:
 
 def test_times_are_rfc3339_and_micro_times_keep_microseconds() -> None:
     at = datetime(2026, 12, 1, 18, 0, 0, tzinfo=UTC)
-    pod = core_v1_pb2.Pod()
+    pod = message_class("core.Pod")()
     pod.metadata.name = "p"
     pod.metadata.creationTimestamp.seconds = int(at.timestamp())
     pod.metadata.creationTimestamp.nanos = 0
@@ -104,7 +104,7 @@ def test_times_are_rfc3339_and_micro_times_keep_microseconds() -> None:
     assert got["metadata"]["creationTimestamp"] == "2026-12-01T18:00:00Z"
     assert got["status"]["startTime"] == "2026-12-01T18:01:01Z"
 
-    event = core_v1_pb2.Event()
+    event = message_class("core.Event")()
     event.eventTime.seconds = int(at.timestamp())
     event.eventTime.nanos = 123_456_789
     got = decode(_envelope(event, "v1", "Event"))
@@ -162,6 +162,25 @@ def test_meta_kinds_decode_under_any_group_version() -> None:
     status = {"apiVersion": "v1", "kind": "Status", "status": "Failure", "reason": "NotFound",
               "code": 404, "metadata": {}}
     assert decode(encode(status))["reason"] == "NotFound"
+
+
+def test_a_field_we_do_not_declare_is_refused_naming_message_path_and_number() -> None:
+    # kube-apiserver would keep PodSpec's affinity (field 18); we cannot show it in JSON, so the
+    # body is refused (the API answers 400) rather than the field dropped.
+    pod = message_class("core.Pod")()
+    pod.metadata.name = "p"
+    pod.spec.containers.add(name="c", image="i")
+    pod.spec.MergeFromString(b"\x92\x01\x02\x0a\x00")  # field 18, a 2-byte message
+    with pytest.raises(ProtobufError, match=r"Pod \(v1\): spec: core\.PodSpec has field 18"):
+        decode(_envelope(pod, "v1", "Pod"))
+    namespace = message_class("core.Namespace")()
+    namespace.MergeFromString(b"\x48\x01")  # field 9, a varint, at the top
+    with pytest.raises(ProtobufError, match=r"\(the object\): core\.Namespace has field 9"):
+        decode(_envelope(namespace, "v1", "Namespace"))
+    spec = message_class("core.PodSpec")()
+    spec.containers.add(name="c", image="i").MergeFromString(b"\xa8\x01\x01")  # field 21
+    with pytest.raises(ProtobufError, match=r"spec\.containers\[0\]: core\.Container has fie"):
+        decode(_envelope(message_class("core.Pod")(spec=spec), "v1", "Pod"))
 
 
 @pytest.mark.parametrize(

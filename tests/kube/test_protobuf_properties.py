@@ -10,7 +10,7 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from phalanx.kube.pb import runtime_pb2
+from phalanx.kube.pb.registry import message_class
 from phalanx.kube.protobuf import MAGIC, ProtobufError, decode, encode
 
 SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -159,7 +159,7 @@ def test_arbitrary_bytes_decode_or_raise_protobuf_error(body: bytes) -> None:
 def test_arbitrary_raw_messages_decode_or_raise_protobuf_error(
     kind: tuple[str, str], raw: bytes
 ) -> None:
-    unknown = runtime_pb2.Unknown()
+    unknown = message_class("runtime.Unknown")()
     unknown.typeMeta.apiVersion, unknown.typeMeta.kind = kind
     unknown.raw = raw
     try:

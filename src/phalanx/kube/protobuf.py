@@ -11,40 +11,31 @@ https://kubernetes.io/docs/reference/using-api/api-concepts/#protobuf-encoding.
     encode(obj) -> bytes    the inverse, byte-for-byte what Go's apimachinery writes
     ProtobufError           a malformed body, an unknown kind, or a value Go would reject
 
-Kinds: every message of the packages in pb/ (core/v1, apps/v1, batch/v1, rbac/v1, scheduling/v1,
-policy/v1, networking/v1, autoscaling/v1 and v2, authentication/v1) and meta/v1's kinds
-(Status, DeleteOptions, ...) under any group version. The generated modules are imported when
-decode or encode is first called, not when this module is.
+Kinds: those our declarations in pb/ name (see pb/registry.py): core/v1 Namespace, ConfigMap,
+Secret, Service, ServiceAccount, ResourceQuota, Pod, Event; apps/v1 Deployment, ReplicaSet,
+ControllerRevision; batch/v1 Job, CronJob; rbac/v1 Role, ClusterRole, RoleBinding,
+ClusterRoleBinding; scheduling/v1 PriorityClass; policy/v1 PodDisruptionBudget;
+networking/v1 Ingress; autoscaling/v1 HorizontalPodAutoscaler, Scale; autoscaling/v2
+HorizontalPodAutoscaler; authentication/v1 TokenRequest; and meta/v1's Status and
+DeleteOptions under any group version `v1`. The message classes are built when decode or encode
+is first called, not when this module is imported.
+
+A body holding a field number we do not declare is refused (ProtobufError naming the JSON path,
+the message and the number; the API answers 400 and the client can send JSON instead):
+kube-apiserver would keep such a field, and we cannot show it in JSON. No undeclared field is
+dropped silently: none is harmless in every request (even `status`, which a create ignores, is
+what a PUT to .../status carries). encode, like Go's JSON decoder, ignores JSON keys it does not
+know.
 """
 
 from __future__ import annotations
 
-import importlib
-from functools import cache
 from typing import Any
 
 PROTOBUF = "application/vnd.kubernetes.protobuf"
 MAGIC = b"k8s\x00"
 
 __all__ = ["MAGIC", "PROTOBUF", "ProtobufError", "decode", "encode"]
-
-# group -> the generated module holding its kinds ("" is the core group, apiVersion "v1").
-_GROUPS = {
-    "": "core",
-    "apps": "apps",
-    "batch": "batch",
-    "rbac.authorization.k8s.io": "rbac",
-    "scheduling.k8s.io": "scheduling",
-    "policy": "policy",
-    "networking.k8s.io": "networking",
-    "autoscaling": "autoscaling",
-    "authentication.k8s.io": "authentication",
-    "meta.k8s.io": "meta",
-}
-_VERSIONS = {
-    "core_v1", "apps_v1", "batch_v1", "rbac_v1", "scheduling_v1", "policy_v1", "networking_v1",
-    "autoscaling_v1", "autoscaling_v2", "authentication_v1", "meta_v1",
-}
 
 
 class ProtobufError(ValueError):
@@ -60,7 +51,9 @@ def decode(body: bytes) -> dict[str, Any]:
 
     if not body.startswith(MAGIC):
         raise ProtobufError("not a Kubernetes protobuf body: it does not start with k8s\\x00")
-    unknown = _module("runtime").Unknown()
+    from phalanx.kube.pb.registry import message_class, undeclared_field
+
+    unknown = message_class("runtime.Unknown")()
     try:
         unknown.ParseFromString(body[len(MAGIC):])
     except (DecodeError, RecursionError, ValueError) as e:
@@ -73,6 +66,9 @@ def decode(body: bytes) -> dict[str, Any]:
         message.ParseFromString(unknown.raw)
     except (DecodeError, RecursionError, ValueError) as e:
         raise ProtobufError(f"malformed {kind} ({api_version}): {e}") from e
+    where = undeclared_field(message)
+    if where is not None:
+        raise ProtobufError(f"{kind} ({api_version}): {where}; send this object as JSON")
     from phalanx.kube.pb.gojson import to_json
 
     try:
@@ -97,7 +93,9 @@ def encode(obj: dict[str, Any]) -> bytes:
         raw = message.SerializeToString(deterministic=True)
     except (ValueError, TypeError, RecursionError) as e:
         raise ProtobufError(str(e)) from e
-    unknown = _module("runtime").Unknown()
+    from phalanx.kube.pb.registry import message_class
+
+    unknown = message_class("runtime.Unknown")()
     unknown.typeMeta.apiVersion = api_version
     unknown.typeMeta.kind = kind
     unknown.raw = raw
@@ -108,24 +106,10 @@ def encode(obj: dict[str, Any]) -> bytes:
     return MAGIC + envelope
 
 
-@cache
-def _module(name: str) -> Any:
-    """A generated module, imported on first use (core/v1 alone takes about 0.1 s)."""
-    return importlib.import_module(f"phalanx.kube.pb.{name}_pb2")
-
-
-@cache
 def _message_class(api_version: str, kind: str) -> Any:
-    group, _, version = api_version.rpartition("/")
-    module = _GROUPS.get(group)
-    names = []
-    if module is not None and f"{module}_{version}" in _VERSIONS:
-        names.append(f"{module}_{version}")
-    if version == "v1":
-        # meta/v1's kinds (Status, DeleteOptions, ...) are registered in every group version.
-        names.append("meta_v1")
-    for name in names:
-        candidate = _module(name)
-        if kind[:1].isupper() and kind in candidate.DESCRIPTOR.message_types_by_name:
-            return getattr(candidate, kind)
-    raise ProtobufError(f"unknown kind {kind!r} in apiVersion {api_version!r} for protobuf")
+    from phalanx.kube.pb.registry import kind_class
+
+    found = kind_class(api_version, kind)
+    if found is None:
+        raise ProtobufError(f"unknown kind {kind!r} in apiVersion {api_version!r} for protobuf")
+    return found

@@ -1,9 +1,9 @@
 """A Kubernetes protobuf message <-> its JSON form, as Go's encoding/json writes the Go struct.
 
-The wire is parsed and written by the `protobuf` runtime (the *_pb2 modules); this module only
-maps a parsed message to the JSON kube-apiserver would print for the same Go value, and back.
-`google.protobuf.json_format` cannot do that: Go decides per field, from struct tags that the
-.proto files do not carry (gotags.py holds them), whether a zero value is written (`omitempty`),
+The wire is parsed and written by the `protobuf` runtime (classes built by registry.py); this
+module only maps a parsed message to the JSON kube-apiserver would print for the same Go value,
+and back. `google.protobuf.json_format` cannot do that: Go decides per field, from struct tags
+(our declarations carry them: declare.py), whether a zero value is written (`omitempty`),
 whether an absent field is `null` or omitted (pointers), and whether a struct is inlined; and the
 apimachinery types (Time, MicroTime, Duration, Quantity, IntOrString, RawExtension, FieldsV1)
 have JSON forms of their own.
@@ -34,18 +34,16 @@ from datetime import UTC, datetime, timedelta
 from functools import partial
 from typing import Any, NamedTuple
 
-from phalanx.kube.pb.gotags import FIELDS, LISTS
 from phalanx.kube.pb.quantity import canonical
+from phalanx.kube.pb.registry import DECLARED
 
-_META = "k8s.io.apimachinery.pkg.apis.meta.v1."
-TIME = _META + "Time"
-MICRO_TIME = _META + "MicroTime"
-DURATION = _META + "Duration"
-FIELDS_V1 = _META + "FieldsV1"
-QUANTITY = "k8s.io.apimachinery.pkg.api.resource.Quantity"
-QUANTITY_VALUE = "k8s.io.apimachinery.pkg.api.resource.QuantityValue"
-INT_OR_STRING = "k8s.io.apimachinery.pkg.util.intstr.IntOrString"
-RAW_EXTENSION = "k8s.io.apimachinery.pkg.runtime.RawExtension"
+TIME = "meta.Time"
+MICRO_TIME = "meta.MicroTime"
+DURATION = "meta.Duration"
+FIELDS_V1 = "meta.FieldsV1"
+QUANTITY = "resource.Quantity"
+INT_OR_STRING = "intstr.IntOrString"
+RAW_EXTENSION = "runtime.RawExtension"
 
 # Go's zero time.Time (0001-01-01T00:00:00Z) in Unix seconds; its JSON is null.
 _GO_ZERO_SECONDS = -62135596800
@@ -62,8 +60,6 @@ def to_json(message: Any) -> Any:
     special = _SPECIAL_TO_JSON.get(name)
     if special is not None:
         return special(message)
-    if name in LISTS:
-        return list(message.items) or None
     out: dict[str, Any] = {}
     _fields_to_json(message, out)
     return out
@@ -153,11 +149,8 @@ def _fields_to_json(message: Any, out: dict[str, Any]) -> None:
 
 
 def _fields_of(descriptor: Any) -> tuple[tuple[str, str, str], ...]:
-    known = FIELDS.get(descriptor.full_name)
-    if known is not None:
-        return known
-    # No Go struct seen (a message go-to-protobuf made of a type alias): proto names, omitempty.
-    return tuple((f.name, f.name, "o") for f in descriptor.fields)
+    # A declared field's name is its JSON name (an inlined one has none of its own).
+    return tuple((f.name, f.name, f.flags) for f in DECLARED[descriptor.full_name].fields)
 
 
 def _is_map(field: Any) -> bool:
@@ -185,7 +178,6 @@ _SPECIAL_ZERO: dict[str, Any] = {
     DURATION: "0s",
     FIELDS_V1: None,
     QUANTITY: "0",
-    QUANTITY_VALUE: "0",
     INT_OR_STRING: 0,
     RAW_EXTENSION: None,
 }
@@ -236,9 +228,8 @@ _SPECIAL_TO_JSON: dict[str, Callable[[Any], Any]] = {
     TIME: lambda m: _time_json(m, micro=False),
     MICRO_TIME: lambda m: _time_json(m, micro=True),
     DURATION: lambda m: go_duration(m.duration),
-    FIELDS_V1: lambda m: _raw_json(m.Raw, "fieldsV1"),
+    FIELDS_V1: lambda m: _raw_json(m.raw, "fieldsV1"),
     QUANTITY: _quantity_json,
-    QUANTITY_VALUE: _quantity_json,
     INT_OR_STRING: _int_or_string_json,
     RAW_EXTENSION: lambda m: _raw_json(m.raw, "RawExtension"),
 }
@@ -280,10 +271,6 @@ def into_message(message: Any, value: Any, path: str) -> None:
     special = _SPECIAL_FROM_JSON.get(name)
     if special is not None:
         special(message, value, path)
-        return
-    if name in LISTS:
-        if value is not None:
-            message.items.extend(_checked_list(value, path, lambda v, p: _string(v, p)))
         return
     if value is None:
         value = {}
@@ -480,9 +467,8 @@ _SPECIAL_FROM_JSON: dict[str, Callable[[Any, Any, str], None]] = {
     TIME: _time_from_json,
     MICRO_TIME: _time_from_json,
     DURATION: _duration_from_json,
-    FIELDS_V1: _raw_from_json("Raw"),
+    FIELDS_V1: _raw_from_json("raw"),
     QUANTITY: _quantity_from_json,
-    QUANTITY_VALUE: _quantity_from_json,
     INT_OR_STRING: _int_or_string_from_json,
     RAW_EXTENSION: _raw_from_json("raw"),
 }
