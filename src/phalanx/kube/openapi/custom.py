@@ -231,9 +231,7 @@ def _cluster_queue(version: str) -> Schema:
 
 
 def _local_queue() -> Schema:
-    spec = obj(
-        clusterQueue=string(), stopPolicy=string(*_STOP_POLICY), fairSharing=_fair_sharing()
-    )
+    spec = obj(clusterQueue=string(), stopPolicy=string(*_STOP_POLICY), fairSharing=_fair_sharing())
     return kind(spec)
 
 

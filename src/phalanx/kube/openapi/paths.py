@@ -92,8 +92,10 @@ def kind_paths(kind: Kind, version: str, schema: str, list_schema: str, builtin:
     scoped = "Namespaced" if kind.namespaced else ""
     scope = [_NAMESPACE] if kind.namespaced else []
     patch_media = _PATCH_MEDIA if builtin else _PATCH_MEDIA[:3]
-    here = f"{root}/namespaces/{{namespace}}/{kind.plural}" if kind.namespaced else (
-        f"{root}/{kind.plural}"
+    here = (
+        f"{root}/namespaces/{{namespace}}/{kind.plural}"
+        if kind.namespaced
+        else (f"{root}/{kind.plural}")
     )
 
     def op(verb: str, action: str, what: str, params: list[Json], **rest: Any) -> Json:
@@ -163,7 +165,9 @@ def kind_paths(kind: Kind, version: str, schema: str, list_schema: str, builtin:
             )
         paths[f"{here}/{{name}}{sub}"] = item
     if kind.namespaced:
-        every = op("list", "list", "ForAllNamespaces", _LIST, responses=_responses(list_schema, "200"))
+        every = op(
+            "list", "list", "ForAllNamespaces", _LIST, responses=_responses(list_schema, "200")
+        )
         every["operationId"] = f"list{prefix}{kind.kind}ForAllNamespaces"
         paths[f"{root}/{kind.plural}"] = {"get": every, "parameters": [_PRETTY]}
     return paths

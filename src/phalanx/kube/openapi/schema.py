@@ -61,7 +61,7 @@ def quantity_map() -> Schema:
     return {"type": "object", "additionalProperties": quantity()}
 
 
-def obj(required: tuple[str, ...] = (), **properties: Schema) -> Schema:
+def obj(required: tuple[str, ...] = (), /, **properties: Schema) -> Schema:
     out: Schema = {"type": "object", "properties": properties}
     if required:
         out["required"] = list(required)
