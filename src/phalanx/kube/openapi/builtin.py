@@ -19,7 +19,6 @@ publishes them:
 from __future__ import annotations
 
 import functools
-import importlib.resources
 import json
 from typing import Any
 
@@ -38,6 +37,8 @@ class SchemasMissing(RuntimeError):
 
 
 def _path() -> Any:
+    import importlib.resources  # here, not at import: the controller's start stays light
+
     try:
         root = importlib.resources.files(PACKAGE)
     except ModuleNotFoundError:
