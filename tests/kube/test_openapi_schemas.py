@@ -9,8 +9,16 @@ from typing import Any
 import pytest
 from openapi_data import needs_data
 
-from phalanx.kube.openapi import FieldError, available, kinds, openapi_v3, validate
-from phalanx.kube.openapi import builtin, catalog, custom
+from phalanx.kube.openapi import (
+    FieldError,
+    available,
+    builtin,
+    catalog,
+    custom,
+    kinds,
+    openapi_v3,
+    validate,
+)
 
 pytestmark = [needs_data]
 
