@@ -11,7 +11,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 SRC = ROOT / "src" / "phalanx"
-CORE = ("domain", "sched", "policies", "engine")
+CORE = ("domain", "sched", "policies", "engine", "workloads")
 NO_CLOCK = {"time", "random", "datetime"}
 
 

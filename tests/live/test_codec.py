@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from phalanx.domain.jobspec import ArraySpec, Dependency, DepKind, JobSpec
+from phalanx.domain.jobspec import ArraySpec, Dependency, DepKind, JobSpec, TaskLaunch
 from phalanx.domain.jobstep import StepRecord
 from phalanx.domain.rusage import RunUsage
 from phalanx.domain.time import HOUR, MINUTE, SECOND
@@ -76,7 +76,8 @@ def _every_field_differs_from_its_default(spec: JobSpec) -> list[str]:
 
 
 def test_the_full_spec_sets_every_field_but_the_gpu_fraction() -> None:
-    assert _every_field_differs_from_its_default(FULL) == ["gpu_milli"]
+    # a GPU fraction and per-task launches exclude a node range: each has its own spec below
+    assert _every_field_differs_from_its_default(FULL) == ["gpu_milli", "tasks"]
 
 
 def test_spec_round_trip_of_every_field() -> None:
@@ -94,6 +95,24 @@ def test_spec_round_trip_of_every_field() -> None:
 def test_spec_round_trip_of_a_gpu_fraction() -> None:
     spec = JobSpec(gpu_milli=250, time_limit=MINUTE)
     assert spec_from_dict(json.loads(json.dumps(spec_to_dict(spec)))) == spec
+
+
+def test_spec_round_trip_of_per_task_launches() -> None:
+    spec = JobSpec(
+        nodes_min=2,
+        nodes_max=2,
+        command=("python", "train.py"),
+        tasks=(
+            TaskLaunch(("python", "-c", "master"), (("RANK", "0"),), "/w", "/logs/m.log"),
+            TaskLaunch(("python", "-c", "worker"), (("RANK", "1"), ("EMPTY", ""))),
+        ),
+    )
+    data = json.loads(json.dumps(spec_to_dict(spec)))
+    assert data["tasks"][1] == {
+        "command": ["python", "-c", "worker"],
+        "environment": [["RANK", "1"], ["EMPTY", ""]],
+    }
+    assert spec_from_dict(data) == spec
 
 
 def test_defaults_stay_implicit() -> None:

@@ -52,6 +52,10 @@ COMMANDS: dict[str, _Entry] = {
         "phalanx.cli.simulate",
         "replay a trace (or a generated workload) under several policies and compare them",
     ),
+    "advise": _Entry(
+        "phalanx.cli.advise",
+        "which scheduler for my workload: every set-up simulated over seeds and loads",
+    ),
     "up": _Entry("phalanx.cli.up", "start the controller and this machine's node agents"),
     "down": _Entry("phalanx.cli.down", "stop what phalanx up --detach started"),
     "demo": _Entry("phalanx.cli.demo", "start an emulated 4-node cluster here and submit a demo"),

@@ -44,20 +44,42 @@ from phalanx.sim.report import markdown_table, render_size_table, render_table
 from phalanx.sim.traces import FORMATS
 from phalanx.sim.traces.options import TraceOptions
 
-__all__ = ["add_arguments", "run"]
+__all__ = [
+    "add_arguments",
+    "add_cluster_arguments",
+    "add_workload_arguments",
+    "build_cluster",
+    "check_workload_cluster",
+    "fraction",
+    "non_negative_int",
+    "positive_float",
+    "run",
+]
 
 DEFAULT_GPUS_PER_NODE = 8
 DEFAULT_NODES_PER_SWITCH = 8
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    work = parser.add_argument_group("workload (one of --trace and --generate)")
+    add_workload_arguments(parser)
+    add_cluster_arguments(parser)
+    _add_simulation_arguments(parser)
+
+
+def add_workload_arguments(
+    parser: argparse.ArgumentParser, *, sweep: bool = False
+) -> argparse._MutuallyExclusiveGroup:
+    """The workload options: ``--trace`` or ``--generate`` (the returned group, required, to
+    which a caller may add sources), ``--trace-format``, ``--limit``, ``--window``, ``--seed``
+    and, unless ``sweep`` (a caller sweeping loads of its own), ``--load``."""
+    heading = "workload (one of --trace and --generate)" if not sweep else "workload"
+    work = parser.add_argument_group(heading)
     source = work.add_mutually_exclusive_group(required=True)
     source.add_argument("--trace", metavar="PATH", help="trace file to replay")
     source.add_argument(
         "--generate",
         metavar="DAYS",
-        type=_positive_float,
+        type=positive_float,
         help="use the seeded synthetic workload of DAYS days instead",
     )
     work.add_argument(
@@ -69,7 +91,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     work.add_argument(
         "--limit",
         metavar="N",
-        type=_non_negative_int,
+        type=non_negative_int,
         help="keep the first N jobs (after --window)",
     )
     work.add_argument(
@@ -78,21 +100,28 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         type=_window,
         help="keep jobs submitted in [START, END) hours after the first submit",
     )
-    work.add_argument(
-        "--load",
-        metavar="X",
-        type=_positive_float,
-        default=1.0,
-        help="divide submit times by X: X=2 doubles the arrival rate (default 1)",
-    )
+    if not sweep:
+        work.add_argument(
+            "--load",
+            metavar="X",
+            type=positive_float,
+            default=1.0,
+            help="divide submit times by X: X=2 doubles the arrival rate (default 1)",
+        )
     work.add_argument(
         "--seed",
         metavar="S",
         type=int,
         default=0,
-        help="seed of time-limit estimates, the generator and faults (default 0)",
+        help="seed of time-limit estimates, the generator and faults (default 0)"
+        + ("; the first of --seeds" if sweep else ""),
     )
+    return source
 
+
+def add_cluster_arguments(parser: argparse.ArgumentParser) -> None:
+    """The cluster options: ``--cluster``, ``--nodes``, ``--queues``, ``--gpus-per-node``,
+    ``--nodes-per-switch`` (read back by ``build_cluster``)."""
     where = parser.add_argument_group("cluster (one of --cluster and --nodes)")
     shape = where.add_mutually_exclusive_group()
     shape.add_argument("--cluster", metavar="FILE", help="cluster definition (YAML)")
@@ -118,6 +147,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         f"(default 16)",
     )
 
+
+def _add_simulation_arguments(parser: argparse.ArgumentParser) -> None:
     sim = parser.add_argument_group("simulation")
     sim.add_argument(
         "--policy",
@@ -129,32 +160,32 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     sim.add_argument(
         "--mtbf",
         metavar="HOURS",
-        type=_positive_float,
+        type=positive_float,
         help="mean time between failures of each node (needs --repair)",
     )
     sim.add_argument(
         "--repair",
         metavar="HOURS",
-        type=_positive_float,
+        type=positive_float,
         help="mean repair time of a failed node (needs --mtbf)",
     )
     sim.add_argument(
         "--gpu-mtbf",
         metavar="HOURS",
-        type=_positive_float,
+        type=positive_float,
         help="mean time between GPU faults of each node, found by its health checks: the "
         "node is drained (needs --gpu-repair)",
     )
     sim.add_argument(
         "--gpu-repair",
         metavar="HOURS",
-        type=_positive_float,
+        type=positive_float,
         help="mean time from a GPU fault until the node is resumed (needs --gpu-mtbf)",
     )
     sim.add_argument(
         "--fatal-fraction",
         metavar="F",
-        type=_fraction,
+        type=fraction,
         default=0.5,
         help="share of GPU faults that are fatal Xids, requeueing the node's jobs at once "
         "(default 0.5; the others let running jobs finish)",
@@ -162,14 +193,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     sim.add_argument(
         "--mfu",
         metavar="F",
-        type=_fraction,
+        type=fraction,
         default=0.4,
         help="model FLOPs utilisation for productive GPU-hours (default 0.4)",
     )
     sim.add_argument(
         "--checkpoint-save",
         metavar="SECONDS",
-        type=_non_negative_int,
+        type=non_negative_int,
         default=CHECKPOINT_SAVE_MS // SECOND,
         help="time a job takes to save a checkpoint when a preemption suspends it "
         f"(default {CHECKPOINT_SAVE_MS // SECOND})",
@@ -177,7 +208,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     sim.add_argument(
         "--checkpoint-restore",
         metavar="SECONDS",
-        type=_non_negative_int,
+        type=non_negative_int,
         default=CHECKPOINT_RESTORE_MS // SECOND,
         help="time a job resuming from a checkpoint takes to load it "
         f"(default {CHECKPOINT_RESTORE_MS // SECOND})",
@@ -195,13 +226,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    _check_combinations(args)
+    _check_faults(args)
+    check_workload_cluster(args)
+    if args.per_account and args.json is None:
+        raise InputError(
+            "per-account figures go into the JSON: add --json FILE", field="--per-account"
+        )
     names = list(dict.fromkeys(args.policies or POLICIES))
     profiles = [profile(name) for name in names]  # unknown names fail before any work
     workload = _load_workload(args)
     experiment = Experiment(
         workload,
-        _build_cluster(args, workload.fmt),
+        build_cluster(args, workload.fmt),
         profiles,
         faults=_faults(args),
         mfu=args.mfu,
@@ -236,7 +272,9 @@ def _load_workload(args: argparse.Namespace) -> Workload:
     return trace_workload(args.trace, args.trace_format, options)
 
 
-def _build_cluster(args: argparse.Namespace, fmt: str | None) -> ClusterChoice:
+def build_cluster(args: argparse.Namespace, fmt: str | None) -> ClusterChoice:
+    """The cluster the options of ``add_cluster_arguments`` name (``fmt``: the trace's format,
+    for an openb trace's own node list)."""
     choice = _cluster_shape(args, fmt)
     if args.queues is None:
         return choice
@@ -275,14 +313,17 @@ def _faults(args: argparse.Namespace) -> FaultModel | None:
     )
 
 
-def _check_combinations(args: argparse.Namespace) -> None:
-    """Argument combinations argparse cannot express."""
+def _check_faults(args: argparse.Namespace) -> None:
     for first, second in (("mtbf", "repair"), ("gpu_mtbf", "gpu_repair")):
         a, b = getattr(args, first), getattr(args, second)
         if (a is None) != (b is None):
             flags = ("--" + first.replace("_", "-"), "--" + second.replace("_", "-"))
             given, missing = flags if b is None else flags[::-1]
             raise InputError(f"needed with {given}", field=missing)
+
+
+def check_workload_cluster(args: argparse.Namespace) -> None:
+    """Combinations of the workload and cluster options that argparse cannot express."""
     if args.cluster is not None:
         for flag, value in (
             ("--gpus-per-node", args.gpus_per_node),
@@ -296,10 +337,6 @@ def _check_combinations(args: argparse.Namespace) -> None:
         raise InputError("needs --nodes", field="--gpus-per-node")
     if args.trace is None and args.trace_format is not None:
         raise InputError("only applies to --trace", field="--trace-format")
-    if args.per_account and args.json is None:
-        raise InputError(
-            "per-account figures go into the JSON: add --json FILE", field="--per-account"
-        )
 
 
 def _title(experiment: Experiment) -> str:
@@ -360,21 +397,24 @@ def _number(kind: Callable[[str], float], text: str) -> float:
     return value
 
 
-def _positive_float(text: str) -> float:
+def positive_float(text: str) -> float:
+    """argparse type: a finite number above 0."""
     value = _number(float, text)
     if value <= 0:
         raise argparse.ArgumentTypeError(f"must be positive: {text!r}")
     return value
 
 
-def _fraction(text: str) -> float:
+def fraction(text: str) -> float:
+    """argparse type: a number in (0, 1]."""
     value = _number(float, text)
     if not 0 < value <= 1:
         raise argparse.ArgumentTypeError(f"must be in (0, 1]: {text!r}")
     return value
 
 
-def _non_negative_int(text: str) -> int:
+def non_negative_int(text: str) -> int:
+    """argparse type: a whole number, 0 or more."""
     try:
         value = int(text)
     except ValueError:

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from phalanx.domain.time import Duration, Instant
 from phalanx.errors import SpecError
 
-__all__ = ["SIGNALS", "ArraySpec", "DepKind", "Dependency", "JobSpec"]
+__all__ = ["SIGNALS", "ArraySpec", "DepKind", "Dependency", "JobSpec", "TaskLaunch"]
 
 MILLI = 1000
 """One whole GPU in thousandths: fractional requests are in these units."""
@@ -40,6 +40,19 @@ class ArraySpec:
 
     task_ids: tuple[int, ...]
     throttle: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class TaskLaunch:
+    """What one task of a gang runs where its tasks differ (a PyTorchJob's pods, one task
+    each): its own argv, variables set over the ones Phalanx sets, directory and stdout."""
+
+    command: tuple[str, ...]
+    environment: tuple[tuple[str, str], ...] = ()
+    workdir: str | None = None
+    """None: the job's ``workdir``."""
+    output: str | None = None
+    """None: the job's ``output`` pattern."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,6 +110,9 @@ class JobSpec:
     """Slurm's batch job: ``command`` (the script) runs once, on the first node, holding the
     whole allocation; ``srun`` inside it starts steps over the allocation."""
     extra: tuple[tuple[str, str], ...] = field(default=())
+    tasks: tuple[TaskLaunch, ...] = ()
+    """Per rank, where tasks differ: rank r runs ``tasks[r]`` instead of ``command``. Empty:
+    every task runs ``command`` with ``environment`` (Slurm's jobs are all like that)."""
 
     def __post_init__(self) -> None:
         if self.nodes_min < 1 or self.nodes_max < self.nodes_min:
@@ -116,6 +132,15 @@ class JobSpec:
             raise SpecError("time limit must be positive", field="time")
         if self.switches is not None and self.switches < 1:
             raise SpecError("switch count must be at least 1", field="switches")
+        if self.tasks:
+            if self.nodes_min != self.nodes_max or self.batch:
+                raise SpecError("tasks of their own need a fixed node count", field="tasks")
+            if len(self.tasks) != self.nodes_min * self.tasks_per_node:
+                raise SpecError(
+                    f"{len(self.tasks)} task launches for "
+                    f"{self.nodes_min * self.tasks_per_node} tasks",
+                    field="tasks",
+                )
 
     @property
     def gpus_per_node(self) -> int:

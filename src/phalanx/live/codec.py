@@ -10,7 +10,7 @@ import dataclasses
 import json
 from typing import Any
 
-from phalanx.domain.jobspec import ArraySpec, Dependency, DepKind, JobSpec
+from phalanx.domain.jobspec import ArraySpec, Dependency, DepKind, JobSpec, TaskLaunch
 from phalanx.domain.jobstep import StepRecord
 from phalanx.domain.rusage import RunUsage
 from phalanx.engine import (
@@ -48,6 +48,8 @@ def spec_to_dict(spec: JobSpec) -> dict[str, Any]:
             value = [[d.kind.value, list(d.job_ids)] for d in value]
         elif f.name == "array":
             value = [list(value.task_ids), value.throttle]
+        elif f.name == "tasks":
+            value = [_task_to_dict(task) for task in value]
         out[f.name] = value
     return out
 
@@ -69,7 +71,29 @@ def spec_from_dict(data: dict[str, Any]) -> JobSpec:
     if kwargs.get("array") is not None:
         ids, throttle = kwargs["array"]
         kwargs["array"] = ArraySpec(tuple(ids), throttle)
+    if "tasks" in kwargs:
+        kwargs["tasks"] = tuple(_task_from_dict(task) for task in kwargs["tasks"])
     return JobSpec(**kwargs)
+
+
+def _task_to_dict(task: TaskLaunch) -> dict[str, Any]:
+    out: dict[str, Any] = {"command": list(task.command)}
+    if task.environment:
+        out["environment"] = [list(pair) for pair in task.environment]
+    if task.workdir is not None:
+        out["workdir"] = task.workdir
+    if task.output is not None:
+        out["output"] = task.output
+    return out
+
+
+def _task_from_dict(data: dict[str, Any]) -> TaskLaunch:
+    return TaskLaunch(
+        command=tuple(str(a) for a in data["command"]),
+        environment=tuple((str(k), str(v)) for k, v in data.get("environment", ())),
+        workdir=data.get("workdir"),
+        output=data.get("output"),
+    )
 
 
 _PLAIN: dict[str, type[Any]] = {

@@ -112,6 +112,7 @@ class Controller(ArchivedJobs):
             accepted=self._accepted,
         )
         self._stop = False
+        self._watchers: list[Callable[[set[int]], None]] = []
         self._ends: deque[tuple[Instant, Job]] = deque()
         self._array_members: dict[int, list[int]] = {}
         self.accounting = accounting if accounting is not None else MemoryAccounting()
@@ -190,6 +191,10 @@ class Controller(ArchivedJobs):
         unbounded log (the journal is the history). A standby books without storing."""
         entries = self.engine.decisions.entries
         if entries:
+            if self._watchers:
+                changed = {e.job_id for e in entries if hasattr(e, "job_id")}
+                for watcher in self._watchers:
+                    watcher(changed)
             jobs = self.engine.jobs
             if account:
                 self.snapshots.account([jobs[e.job_id] for e in entries if type(e) is Ended])
@@ -210,6 +215,12 @@ class Controller(ArchivedJobs):
             if all(m not in jobs for m in members):
                 self._array_members.pop(array, None)
         return True
+
+    def watch(self, callback: Callable[[set[int]], None]) -> None:
+        """Call ``callback(job_ids)`` on the loop's thread whenever the engine decided
+        something about those jobs (started, ended, requeued, ...): the Kubernetes workload
+        runner's cue. It must not call back into the controller before returning."""
+        self._watchers.append(callback)
 
     def stop(self) -> None:
         self._stop = True

@@ -90,6 +90,15 @@ def launch_commands(
             )
             return os.path.join(workdir, name)
 
+        own = spec.tasks[place.global_rank] if spec.tasks else None
+        argv, cwd, output = list(spec.command), workdir, spec.output or default_out
+        if own is not None:
+            # a gang whose tasks differ (a PyTorchJob's pods): the task's own variables win
+            # over the ones set here, as a container's env wins over injected ones
+            argv = list(own.command)
+            env.update(own.environment)
+            cwd = os.path.abspath(own.workdir) if own.workdir is not None else workdir
+            output = own.output or output
         command = per_node.get(node)
         if command is None:
             command = per_node[node] = AgentCommand(
@@ -101,10 +110,10 @@ def launch_commands(
             )
         command.tasks.append(
             TaskSpec.model_construct(
-                argv=list(spec.command),
-                cwd=workdir,
+                argv=argv,
+                cwd=cwd,
                 env=env,
-                stdout=path(spec.output or default_out),
+                stdout=path(output),
                 stderr=path(spec.error) if spec.error is not None else None,
                 open_mode=_open_mode(spec.extra, cmd.run, place.node_position),
                 uid=uid,

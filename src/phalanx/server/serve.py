@@ -172,9 +172,17 @@ async def serve(opts: ControllerOptions) -> None:
     role_task = asyncio.create_task(roles.run())
     role_task.add_done_callback(lambda _: setattr(server, "should_exit", True))
     kube_task = asyncio.create_task(kube.run()) if kube is not None else None
+    workloads = None
+    if kube is not None:
+        from phalanx.server.kubeworkloads import Workloads
+
+        workloads = Workloads(kube.app.store, controller, state, tokens[token])
+        workloads.start()
     try:
         await server.serve(sockets=sockets)
     finally:
+        if workloads is not None:
+            await workloads.stop()
         if kube is not None and kube_task is not None:
             kube.stop()
             with contextlib.suppress(Exception):

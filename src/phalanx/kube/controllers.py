@@ -1,0 +1,490 @@
+"""The workload runner: the reconcilers of ``phalanx.workloads`` carried out against the
+object store and the live controller.
+
+Event-driven: the store's commits (a Job, PyTorchJob or pod added, changed or deleted) and
+the controller's decisions (``Controller.watch``: a job started, ended, ...) mark workloads
+dirty; ``drain`` (deferred onto the loop, never run inside a store callback) reconciles each
+once and carries its ``Plan`` out: pods created, pods updated (spec, then status), engine
+jobs submitted under their idempotency keys and the pods annotated with their job ids,
+cancels, pod deletions, the workload's status, Events, and the workload's deletion after its
+TTL. ``tick`` (every second or so) looks again at workloads with pending pods, whose engine
+reason or expected start may change without a decision, and at those that asked to be woken.
+
+Kubernetes workloads are ordinary engine jobs (account = namespace), so ``squeue``/``sacct``
+show them. The requesting user is the workload's ``phalanx.io/user`` annotation (set by the
+API server from the bearer token where it does), else the runner's ``default_user``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import secrets
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any, Protocol
+
+from phalanx.domain.caller import Caller
+from phalanx.domain.cluster import Cluster
+from phalanx.domain.jobspec import JobSpec
+from phalanx.domain.time import Instant
+from phalanx.errors import PhalanxError
+from phalanx.kube.errors import KubeError
+from phalanx.sched.job import Job
+from phalanx.workloads import job as batch_job
+from phalanx.workloads import pytorchjob
+from phalanx.workloads import training as pytorch_labels
+from phalanx.workloads.events import event
+from phalanx.workloads.plan import (
+    ANNOTATION_JOB_ID,
+    ANNOTATION_KEY,
+    ANNOTATION_LOG,
+    ANNOTATION_RANK,
+    Context,
+    EngineJob,
+    Plan,
+)
+from phalanx.workloads.pods import engine_id
+from phalanx.workloads.podspec import LOCALHOST
+
+__all__ = ["ANNOTATION_USER", "Engine", "Store", "WorkloadRunner", "engine_job", "log_path"]
+
+log = logging.getLogger("phalanx.kube.workloads")
+
+Resource = tuple[str, str]
+Obj = dict[str, Any]
+JOBS: Resource = ("batch", "jobs")
+PYTORCHJOBS: Resource = ("kubeflow.org", "pytorchjobs")
+PODS: Resource = ("", "pods")
+EVENTS: Resource = ("", "events")
+PRIORITY_CLASSES: Resource = ("scheduling.k8s.io", "priorityclasses")
+ANNOTATION_USER = "phalanx.io/user"
+_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
+_KINDS: dict[tuple[str, str], Resource] = {
+    ("batch/v1", "Job"): JOBS,
+    ("kubeflow.org/v1", "PyTorchJob"): PYTORCHJOBS,
+}
+Key = tuple[Resource, str, str]
+"""(resource, namespace, name) of a workload."""
+
+
+class Store(Protocol):
+    """The object store as the runner uses it (``phalanx.kube.store.ObjectStore``)."""
+
+    def get(self, resource: Resource, namespace: str | None, name: str) -> Obj | None: ...
+
+    def list(
+        self,
+        resource: Resource,
+        namespace: str | None = None,
+        labels: Mapping[str, str] | None = None,
+    ) -> list[Obj]: ...
+
+    def create(self, obj: Obj) -> Obj: ...
+
+    def update(self, obj: Obj) -> Obj: ...
+
+    def update_status(self, obj: Obj) -> Obj: ...
+
+    def delete(self, resource: Resource, namespace: str | None, name: str) -> Any: ...
+
+    def subscribe(self, callback: Callable[[str, Obj], None]) -> None: ...
+
+
+class Engine(Protocol):
+    """The live controller as the runner uses it (``phalanx.live.controller.Controller``)."""
+
+    @property
+    def cluster(self) -> Cluster: ...
+
+    def check(self, spec: JobSpec) -> None:
+        """Raise ``SpecError`` for a request that can never run here."""
+
+    def submit(self, specs: Sequence[JobSpec], key: str = "") -> list[list[int]]: ...
+
+    def cancel(self, job_id: int, caller: Caller) -> list[int]: ...
+
+    def jobs(self, *, finished: bool = False, ids: Iterable[int] | None = None) -> list[Job]: ...
+
+
+def log_path(pod: Mapping[str, Any]) -> Path | None:
+    """The file a pod's container output goes to (``kubectl logs``), None for a pod that no
+    workload of Phalanx made. The file exists once the pod's task has started."""
+    value = ((pod.get("metadata") or {}).get("annotations") or {}).get(ANNOTATION_LOG)
+    return Path(value) if isinstance(value, str) and value else None
+
+
+def engine_job(job: Job, cluster: Cluster, address: Callable[[str], str]) -> EngineJob:
+    """What the reconcilers see of the engine's ``job``."""
+    nodes: tuple[str, ...] = ()
+    if job.alloc is not None and job.start is not None:
+        names = [cluster.nodes[i].name for i in job.alloc.nodes]
+        per_node = job.spec.tasks_per_node  # ranks go node by node (block distribution)
+        nodes = tuple(names[rank // per_node] for rank in range(len(names) * per_node))
+    return EngineJob(
+        id=job.id,
+        state=job.state,
+        reason=str(job.reason),
+        message=job.reason_message,
+        expected_start=job.expected_start,
+        start=job.start,
+        end=job.end,
+        exit_code=job.exit_code,
+        signal=job.exit_signal,
+        nodes=nodes,
+        addresses=tuple(address(n) for n in nodes),
+        restarts=job.restarts,
+    )
+
+
+def _random_name() -> str:
+    return "".join(secrets.choice(_ALPHABET) for _ in range(5))
+
+
+def _key_of(obj: Mapping[str, Any]) -> Key | None:
+    resource = _KINDS.get((str(obj.get("apiVersion")), str(obj.get("kind"))))
+    if resource is None:
+        return None
+    meta = obj.get("metadata") or {}
+    return resource, str(meta.get("namespace", "default")), str(meta.get("name"))
+
+
+def _owner_of(pod: Mapping[str, Any]) -> Key | None:
+    meta = pod.get("metadata") or {}
+    for ref in meta.get("ownerReferences") or ():
+        if ref.get("controller"):
+            resource = _KINDS.get((str(ref.get("apiVersion")), str(ref.get("kind"))))
+            if resource is not None:
+                return resource, str(meta.get("namespace", "default")), str(ref.get("name"))
+    return None
+
+
+class WorkloadRunner:
+    """Carries the reconcilers out (module docstring). Runs on the controller's loop
+    thread: ``defer(fn)`` runs ``fn`` soon on it; ``later(fn)`` runs ``fn`` once the loop
+    has had time for other work (the controller's pass); None: workloads' statuses and
+    events are written at the end of each drain."""
+
+    def __init__(
+        self,
+        store: Store,
+        engine: Engine,
+        *,
+        clock: Callable[[], Instant],
+        defer: Callable[[Callable[[], None]], Any],
+        log_dir: str,
+        workdir: str = "/tmp",
+        default_user: str = "root",
+        address: Callable[[str], str] = lambda _node: LOCALHOST,
+        names: Callable[[], str] = _random_name,
+        later: Callable[[Callable[[], None]], Any] | None = None,
+    ) -> None:
+        self.store = store
+        self.engine = engine
+        self.clock = clock
+        self.defer = defer
+        self.log_dir = log_dir
+        self.workdir = workdir
+        self.default_user = default_user
+        self.address = address
+        self.names = names
+        self.dirty: set[Key] = set()
+        self.assigned: dict[tuple[str, str], tuple[str, int, int]] = {}
+        """(namespace, pod) -> (submission key, engine job id, rank), kept here rather than
+        written at once: the pod carries them in its annotations from its next write on (a
+        write fewer before it runs; after a restart, the submission again, under its key,
+        answers the same id)."""
+        self.owners: dict[int, Key] = {}
+        """Engine job id -> the workload whose pods it runs."""
+        self.waiting: set[Key] = set()
+        """Workloads with pending pods: looked at again on each tick."""
+        self.wakes: dict[Key, Instant] = {}
+        self._scheduled = False
+        self.later = later
+        self.backlog: dict[Key, Obj] = {}
+        """Workloads' statuses not written yet (the latest of each), and below, events: they
+        wait for ``flush``, so that the writes a pod needs to start and run come first."""
+        self.backlog_events: list[Obj] = []
+        self._flushing = False
+        self.reconciles = 0
+        self.caller = Caller(0, "root", admin=True)
+
+    # -- cues ----------------------------------------------------------------------------
+
+    def start(self, watch: Callable[[Callable[[set[int]], None]], None] | None = None) -> None:
+        """Subscribe to the store (and, with ``watch``, to the controller's decisions), and
+        look at every workload there is."""
+        self.store.subscribe(self.on_object)
+        if watch is not None:
+            watch(self.on_jobs)
+        for resource in (JOBS, PYTORCHJOBS):
+            for obj in self.store.list(resource):
+                key = _key_of(obj)
+                if key is not None:
+                    self._mark(key)
+
+    def on_object(self, kind: str, obj: Obj) -> None:
+        key = _key_of(obj)
+        if key is not None:
+            if kind == "DELETED":
+                self._forget(key, obj)
+            else:
+                self._mark(key)
+            return
+        if obj.get("kind") != "Pod":
+            return
+        owner = _owner_of(obj)
+        if kind == "DELETED":
+            meta = obj.get("metadata") or {}
+            found = self.assigned.pop((str(meta.get("namespace")), str(meta.get("name"))), None)
+            job_id = engine_id(obj) if found is None else found[1]
+            if job_id is not None and owner is not None:
+                self._cancel(job_id)
+        if owner is not None:
+            self._mark(owner)
+
+    def on_jobs(self, job_ids: set[int]) -> None:
+        for job_id in job_ids:
+            key = self.owners.get(job_id)
+            if key is not None:
+                self._mark(key)
+
+    def tick(self) -> None:
+        """Look again at workloads with pending pods and those due to wake."""
+        now = self.clock()
+        for key in list(self.waiting):
+            self._mark(key)
+        for key, at in list(self.wakes.items()):
+            if at <= now:
+                del self.wakes[key]
+                self._mark(key)
+
+    def _mark(self, key: Key) -> None:
+        self.dirty.add(key)
+        if not self._scheduled:
+            self._scheduled = True
+            self.defer(self.drain)
+
+    def _forget(self, key: Key, obj: Obj) -> None:
+        self.dirty.discard(key)
+        self.waiting.discard(key)
+        self.wakes.pop(key, None)
+        for job_id, owner in list(self.owners.items()):
+            if owner == key:
+                del self.owners[job_id]
+                self._cancel(job_id)
+
+    # -- reconciling ---------------------------------------------------------------------
+
+    def drain(self) -> None:
+        """Reconcile every dirty workload once (those its own writes dirty again wait for
+        the next drain, which is deferred)."""
+        self._scheduled = False
+        batch, self.dirty = self.dirty, set()
+        for key in sorted(batch):
+            try:
+                self.reconcile(key)
+            except (KubeError, PhalanxError) as e:
+                log.warning("reconciling %s/%s: %s", key[1], key[2], e)
+        if self.later is None:
+            self.flush()
+        elif (self.backlog or self.backlog_events) and not self._flushing:
+            self._flushing = True
+            self.later(self.flush)
+
+    def flush(self) -> None:
+        """Write the workloads' statuses and the events that wait."""
+        self._flushing = False
+        backlog, self.backlog = self.backlog, {}
+        events, self.backlog_events = self.backlog_events, []
+        for (resource, namespace, name), status in sorted(backlog.items()):
+            current = self.store.get(resource, namespace, name)
+            if current is not None and current.get("status") != status:
+                current["status"] = status
+                current["metadata"].pop("resourceVersion", None)
+                self._quietly(self.store.update_status, current)
+        for one in events:
+            self._quietly(self.store.create, one)
+
+    def reconcile(self, key: Key) -> Plan | None:
+        resource, namespace, name = key
+        obj = self.store.get(resource, namespace, name)
+        if obj is None:
+            self.backlog.pop(key, None)
+            return None
+        if key in self.backlog:
+            obj["status"] = self.backlog[key]  # as it will be written
+        uid = (obj.get("metadata") or {}).get("uid")
+        # the controllers' own labels narrow the list (only what matches is copied)
+        labels = (
+            {batch_job.CONTROLLER_UID: str(uid)}
+            if resource == JOBS
+            else {pytorch_labels.JOB_NAME: name, pytorch_labels.OPERATOR: pytorch_labels.CONTROLLER}
+        )
+        pods = [
+            p
+            for p in self.store.list(PODS, namespace, labels)
+            if any(
+                r.get("uid") == uid and r.get("controller")
+                for r in (p.get("metadata") or {}).get("ownerReferences") or ()
+            )
+        ]
+        stored, pods = pods, [self._with_job(namespace, p) for p in pods]
+        ids = {i for p in pods if (i := engine_id(p)) is not None}
+        for job_id in ids:
+            self.owners[job_id] = key
+        cluster = self.engine.cluster
+        jobs = {
+            j.id: engine_job(j, cluster, self.address)
+            for j in (self.engine.jobs(finished=True, ids=sorted(ids)) if ids else ())
+        }
+        now = self.clock()
+        ctx = self._context(obj)
+        if resource == JOBS:
+            plan = batch_job.reconcile(obj, pods, jobs, now, ctx, self.names)
+        else:
+            plan = pytorchjob.reconcile(obj, pods, jobs, now, ctx)
+        self.reconciles += 1
+        self._carry_out(key, stored, plan)
+        return plan
+
+    def _with_job(self, namespace: str, pod: Obj) -> Obj:
+        """``pod`` with its engine job's id and rank, where only this runner knows them."""
+        meta = pod.get("metadata") or {}
+        notes = meta.get("annotations") or {}
+        found = self.assigned.get((namespace, str(meta.get("name"))))
+        if found is None or ANNOTATION_JOB_ID in notes or notes.get(ANNOTATION_KEY) != found[0]:
+            return pod
+        _, job_id, rank = found
+        annotations = {**notes, ANNOTATION_JOB_ID: str(job_id), ANNOTATION_RANK: str(rank)}
+        return {**pod, "metadata": {**meta, "annotations": annotations}}
+
+    def _context(self, obj: Obj) -> Context:
+        annotations = (obj.get("metadata") or {}).get("annotations") or {}
+        classes: dict[str, int] = {}
+        default = 0
+        for pc in self.store.list(PRIORITY_CLASSES):
+            value = pc.get("value")
+            if isinstance(value, int):
+                classes[str((pc.get("metadata") or {}).get("name"))] = value
+                if pc.get("globalDefault"):
+                    default = value
+        return Context(
+            user=str(annotations.get(ANNOTATION_USER) or self.default_user),
+            log_dir=self.log_dir,
+            workdir=self.workdir,
+            priority_classes=classes,
+            global_default_priority=default,
+            max_nodes=len(self.engine.cluster.nodes),
+        )
+
+    def _carry_out(self, key: Key, pods: Sequence[Obj], plan: Plan) -> None:
+        """The plan, in the order that lets the engine start the pods soonest: pods created
+        (with their status), submissions, pods' new status, then their spec (a node bound),
+        cancels, deletions, the workload's status, events."""
+        resource, namespace, name = key
+        for pod in plan.create:
+            made = self._quietly(self.store.create, pod)
+            if made is not None and made.get("status") != pod.get("status"):
+                self._quietly(self.store.update_status, pod)
+        for sub in plan.submit:
+            self._submit(key, namespace, sub.key, sub.spec, sub.pods)
+        before = {str(p["metadata"]["name"]): p for p in pods}
+        for pod in plan.update:
+            pod = self._with_job(namespace, pod)
+            pod = {
+                **pod,
+                "metadata": {k: v for k, v in pod["metadata"].items() if k != "resourceVersion"},
+            }
+            self._quietly(self.store.update_status, pod)
+            old = before.get(str(pod["metadata"]["name"]))
+            if (
+                old is None
+                or old.get("spec") != pod.get("spec")
+                or (old["metadata"].get("annotations") != pod["metadata"].get("annotations"))
+            ):
+                self._quietly(self.store.update, pod)
+        for job_id in plan.cancel:
+            self._cancel(job_id)
+        for pod_name in plan.delete:
+            self._quietly(self.store.delete, PODS, namespace, pod_name)
+            self.assigned.pop((namespace, pod_name), None)
+        if plan.status is not None:
+            self.backlog[key] = plan.status
+        self.backlog_events.extend(plan.events)
+        if plan.wake_at is not None:
+            self.wakes[key] = plan.wake_at
+        latest = {**before, **{str(p["metadata"]["name"]): p for p in [*plan.create, *plan.update]}}
+        gone = set(plan.delete)
+        if any(
+            (p.get("status") or {}).get("phase") == "Pending"
+            for n, p in latest.items()
+            if n not in gone
+        ):
+            self.waiting.add(key)
+        else:
+            self.waiting.discard(key)
+        if plan.delete_self:
+            self._quietly(self.store.delete, resource, namespace, name)
+
+    def _submit(
+        self, key: Key, namespace: str, request: str, spec: JobSpec, pods: Sequence[str]
+    ) -> None:
+        # the agents open the pods' output files but make no directories (nor does Slurm)
+        for out in {spec.output, *(t.output for t in spec.tasks)}:
+            if out:
+                Path(out).parent.mkdir(parents=True, exist_ok=True)
+        try:
+            self.engine.check(spec)
+            ids = self.engine.submit([spec], request)
+        except PhalanxError as e:
+            # a request that can never run here: the pods say so and stay Pending
+            for pod_name in pods:
+                pod = self.store.get(PODS, namespace, pod_name)
+                if pod is None:
+                    continue
+                status = pod.setdefault("status", {})
+                conditions = [
+                    c for c in status.get("conditions") or () if c.get("type") != "PodScheduled"
+                ]
+                conditions.append(
+                    {
+                        "type": "PodScheduled",
+                        "status": "False",
+                        "reason": "Unschedulable",
+                        "message": str(e),
+                        "lastProbeTime": None,
+                        "lastTransitionTime": None,
+                    }
+                )
+                status["conditions"] = conditions
+                self._quietly(self.store.update_status, pod)
+                self.backlog_events.append(
+                    event(
+                        pod,
+                        "FailedScheduling",
+                        str(e),
+                        self.clock(),
+                        warning=True,
+                        component="default-scheduler",
+                    )
+                )
+            return
+        job_id = ids[0][0]
+        self.owners[job_id] = key
+        for rank, pod_name in enumerate(pods):
+            self.assigned[(namespace, pod_name)] = (request, job_id, rank)
+
+    def _cancel(self, job_id: int) -> None:
+        with contextlib.suppress(PhalanxError):  # gone already
+            self.engine.cancel(job_id, self.caller)
+
+    @staticmethod
+    def _quietly(call: Callable[..., Any], *args: Any) -> Any:
+        """A write that may have been done before (a plan carried out twice), or whose object
+        is gone: logged, not raised (None returned)."""
+        try:
+            return call(*args)
+        except KubeError as e:
+            log.debug("%s: %s", getattr(call, "__name__", call), e)
+            return None
