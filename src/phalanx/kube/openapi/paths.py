@@ -63,6 +63,9 @@ _LIST = [
 ]
 
 
+_STATUS = {"200": "OK", "201": "Created", "202": "Accepted"}
+
+
 def _ref(schema: str) -> Json:
     return {"$ref": PREFIX + schema}
 
@@ -72,9 +75,6 @@ def _responses(schema: str, *codes: str) -> Json:
     out: Json = {code: {"description": _STATUS[code], "content": body} for code in codes}
     out["401"] = {"description": "Unauthorized"}
     return out
-
-
-_STATUS = {"200": "OK", "201": "Created", "202": "Accepted"}
 
 
 def _body(schema: str, media: tuple[str, ...] = ("*/*",)) -> Json:
