@@ -33,6 +33,12 @@ $(STAMP): pyproject.toml
 	    apt-get install -y -q postgresql >/dev/null 2>&1 || \
 	    { apt-get update -q >/dev/null && apt-get install -y -q postgresql >/dev/null; } || \
 	    echo "make: no postgresql: its tests will be skipped" >&2; }
+	@# The dashboard's browser tests drive Debian's chromium (Playwright, no browser download).
+	@command -v chromium >/dev/null || ! command -v apt-get >/dev/null || \
+	  { echo "make: installing chromium (apt) for the dashboard's browser tests"; \
+	    apt-get install -y -q chromium >/dev/null 2>&1 || \
+	    { apt-get update -q >/dev/null && apt-get install -y -q chromium >/dev/null; } || \
+	    echo "make: no chromium: the dashboard's browser tests will be skipped" >&2; }
 	@# kubectl for the Kubernetes API's tests (tests/kube): Debian's kubectl, else its older
 	@# kubernetes-client; without either those tests are skipped.
 	@command -v kubectl >/dev/null || ! command -v apt-get >/dev/null || \

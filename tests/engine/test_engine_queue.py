@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pickle
+
 from phalanx.domain.jobspec import JobSpec
 from phalanx.engine.queue import PendingQueue
 from phalanx.sched.job import Job
@@ -56,3 +58,50 @@ def test_with_first_moves_the_named_queued_jobs_to_the_front_in_queue_order() ->
     assert first == walked == [jobs[1], jobs[4], jobs[0], jobs[2], jobs[3], jobs[5]]
     assert q.jobs() == jobs  # a copy: the queue itself is unchanged
     assert q.with_first({}, by_id) == jobs and q.with_first({}, by_id) is not q.jobs()
+
+
+class _Sort:
+    """A queue sort giving each job its seq times ten (and no factors)."""
+
+    def compute_many(
+        self, jobs: list[Job], ctx: object, now: int
+    ) -> list[tuple[float, dict[str, float]]]:
+        return [(10.0 * job.seq, {"seq": float(job.seq)}) for job in jobs]
+
+
+class _Quick(_Sort):
+    def priorities(self, jobs: list[Job], ctx: object, now: int) -> list[float] | None:
+        return [10.0 * job.seq for job in jobs]
+
+
+def test_recalc_keeps_fixed_priorities_and_reorders() -> None:
+    for sort in (_Sort(), _Quick()):
+        q = PendingQueue()
+        jobs = [_job(i, float(-i)) for i in range(1, 6)]  # the reverse of the new order
+        jobs[1].fixed_priority = jobs[1].priority = 1e9  # an admin's: stays first
+        for job in jobs:
+            q.insert(job)
+        assert q.jobs()[0] is jobs[1]
+        assert q.recalc(sort, None, 0)  # type: ignore[arg-type]
+        assert q.jobs() == [jobs[1], jobs[4], jobs[3], jobs[2], jobs[0]]
+        assert [j.priority for j in q.jobs()] == [1e9, 50.0, 40.0, 30.0, 10.0]
+        quick = isinstance(sort, _Quick)
+        assert (jobs[0].factors == {"seq": 1.0}) is not quick  # factors only from compute_many
+        assert q.remove(jobs[1]) and q.remove(jobs[0])  # found under their new keys
+        jobs[1].priority = 0.0
+        q.insert(jobs[1])
+        q.recalc(sort, None, 0)  # type: ignore[arg-type]
+        assert jobs[1].priority == 1e9 and q.jobs()[0] is jobs[1]
+
+
+def test_a_queue_pickled_before_fixed_priorities_were_tracked_derives_them() -> None:
+    q = PendingQueue()
+    a, b = _job(1, 1.0), _job(2, 2.0)
+    a.fixed_priority = 1.0
+    for job in (a, b):
+        q.insert(job)
+    old = pickle.loads(pickle.dumps(q))  # as a snapshot restores it
+    new = PendingQueue.__new__(PendingQueue)
+    new.__setstate__((None, {"_jobs": old.jobs()}))  # a snapshot without ``_fixed``
+    assert {j.seq for j in new._fixed} == {1}
+    assert {j.seq for j in old._fixed} == {1}

@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import os
+import re
 import signal
 import subprocess
 import sys
 import time
 from pathlib import Path
+
+import httpx
 
 PHALANX = [sys.executable, "-m", "phalanx"]
 
@@ -30,6 +33,13 @@ def test_demo_then_the_client_commands_then_down(tmp_path: Path, db_url: str) ->
         assert demo.returncode == 0, demo.stderr
         assert "Phalanx is up: 4 node(s), 32 GPU(s), 4 agent(s)" in demo.stdout
         assert "phalanx jobs --all" in demo.stdout
+        # The dashboard's sign-in link: it signs the browser in as an administrator.
+        link = re.search(r"dashboard: (http://\S+/ui\?token=\S+)", demo.stdout)
+        assert link is not None, demo.stdout
+        with httpx.Client(follow_redirects=True, timeout=30) as web:
+            page = web.get(link.group(1))
+        assert page.status_code == 200 and str(page.url).endswith("/ui"), page.text
+        assert 'id="node-node4"' in page.text and '<span class="tag">admin</span>' in page.text
         again = _run(["up", "--port", "0", "--detach"], state, db_url)
         assert again.returncode == 1 and "already runs" in again.stderr
         deadline = time.monotonic() + 60

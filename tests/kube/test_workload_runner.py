@@ -63,6 +63,7 @@ def world(tmp_path: Path) -> Iterator[tuple[ObjectStore, WorkloadRunner, Loop, L
         log_dir=str(tmp_path / "logs"),
         workdir=str(tmp_path),
         default_user="tester",
+        known_user=lambda _user: True,  # the test stack launches as this process
     )
     runner.start(stack.controller.watch)
     for ns in ("kubeflow",):
@@ -212,6 +213,7 @@ def test_a_new_runner_resubmits_under_the_same_key_and_runs_nothing_twice(
         defer=loop.defer,
         log_dir=str(tmp_path / "logs"),
         default_user="t",
+        known_user=lambda _user: True,
     )
     fresh.start(stack.controller.watch)
     loop.run(lambda: False, 1)
@@ -267,3 +269,23 @@ def test_a_pod_that_can_never_run_here_says_why(
     assert "Requested node configuration is not available" in why()
     events = [e for e in store.list(("", "events"), "default") if e["reason"] == "FailedScheduling"]
     assert events and events[0]["type"] == "Warning"
+
+
+def test_a_user_unknown_here_is_refused_not_launched(
+    world: tuple[ObjectStore, WorkloadRunner, Loop, LiveStack],
+) -> None:
+    store, runner, loop, stack = world
+    runner.known_user = lambda user: user != "mallory"
+    obj = load(SAMPLE_JOB, name="theirs")
+    obj["spec"].update(parallelism=1, completions=1)
+    obj["metadata"].setdefault("annotations", {})["phalanx.io/user"] = "mallory"
+    store.create(obj)
+
+    def why() -> str:
+        pods = store.list(PODS, "default")
+        conds = pods[0]["status"].get("conditions", []) if pods else []
+        return next((c["message"] for c in conds if c["type"] == "PodScheduled"), "")
+
+    assert loop.run(lambda: bool(why()), 10)
+    assert why() == 'Invalid user id: "mallory" is not a user on this machine'
+    assert not [j for j in stack.controller.jobs(finished=True) if j.spec.user == "mallory"]

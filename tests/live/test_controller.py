@@ -242,3 +242,34 @@ def test_a_submission_retried_with_its_idempotency_key_is_not_doubled(tmp_path: 
     again = _controller(tmp_path / "db", clock)  # it replays the journal
     assert again.submit([_spec()], key="req-1") == first
     assert len(again.engine.jobs) == 2
+
+
+def test_sacctmgr_changes_are_journaled_and_survive_a_restart(
+    stores: Callable[[], Store],
+) -> None:
+    clock = FakeClock(1_000_000)
+    c = _controller(stores, clock)
+    with pytest.raises(NotAllowed):
+        c.change_accounting(ALICE, "add", "account", ["team"], [], [])
+    lines = c.change_accounting(
+        ROOT, "add", "account", ["team"], [], [("GrpTRES", "gres/gpu=8"), ("MaxJobs", "5")]
+    )
+    assert lines[:2] == [" Adding Account(s)", "  team"]
+    with pytest.raises(SpecError, match="Nothing modified"):
+        c.change_accounting(ROOT, "modify", "account", ["nosuch"], [], [("MaxJobs", "1")])
+    c.change_accounting(ROOT, "add", "user", ["alice"], [("account", "team")], [])
+    ids = [c.submit([_spec(account="team")])[0][0] for _ in range(3)]  # 4 GPUs each
+    _tick(c, clock)
+    assert [c.job(i).reason for i in ids[2:]] == ["AssocGrpGRES"]
+    again = Controller(
+        regular_cluster(2, 8, 2, prefix="n"),
+        profile("phalanx"),
+        stores().journal,
+        clock=clock,
+        run_as_submitter=False,
+    )
+    again.recover()
+    limits = again.cluster.associations.by_key[("team", "")].limits
+    assert (limits.grp_tres, limits.max_jobs) == ((("gres/gpu", 8),), 5)
+    assert ("team", "alice") in again.cluster.associations.by_key
+    assert again.job(ids[2]).reason == "AssocGrpGRES"

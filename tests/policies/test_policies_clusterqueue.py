@@ -396,3 +396,20 @@ def test_without_queues_none_admits_everything() -> None:
     d = EngineDriver(small_cluster(nodes=2, gpus=8), _with_queues_profile())
     jobs = submit(d, make_job(gpus=8, account="a"), 2)
     assert running(d, jobs) == 2
+
+
+def test_a_job_waiting_for_quota_says_when_it_expects_to_start() -> None:
+    """Issue 11: every pending job says why in quota terms, with its expected start: the
+    first expected end in its cohort after which its request fits."""
+    d = team_ab()
+    a = submit(d, cpu_job("team-a"), 21)  # all started now, with a time limit of an hour
+    [late] = submit(d, cpu_job("team-a"), 1)
+    job = d.job(late)
+    assert job.reason == Reason.QUOTA_CPU
+    assert job.reason_message.endswith(
+        f"cohort team-ab has none to lend; 1 CPUs more needed; expected start in 01:00:00, "
+        f"when job {a[0]} ends"
+    )
+    # Two CPUs more than any end frees within the cohort's 21: none makes room.
+    [big] = submit(d, cpu_job("team-a", cpus=22), 1)
+    assert d.job(big).reason_message.endswith("no running job's end makes room for it")

@@ -95,3 +95,19 @@ def test_compact_gives_up_the_rows_of_jobs_out_of_the_last_calculation() -> None
         compacted.compute(jobs[0], engine.view, DAY)[0]
         == plain.compute(jobs[0], engine.view, DAY)[0]
     )
+
+
+def test_priorities_alone_are_those_of_the_whole_calculation() -> None:
+    engine = Engine(small_cluster(accounts={"a": 1, "b": 3}), POLICIES["slurm"])
+    engine.usage.raw.update({"a": 5.0e9, "b": 1.0e9, "root": 6.0e9})
+    jobs = _jobs(40)
+    now = 2 * DAY + 17
+    many, quick = MultifactorPriority(PARAMS), MultifactorPriority(PARAMS)
+    for j in jobs:
+        many.compute(j, engine.view, 0)
+        quick.compute(j, engine.view, 0)
+    assert quick.priorities(jobs, engine.view, now) == [
+        p for p, _ in many.compute_many(jobs, engine.view, now)
+    ]
+    fresh = MultifactorPriority(PARAMS)
+    assert fresh.priorities(jobs, engine.view, now) is None  # never computed: compute_many

@@ -227,6 +227,20 @@ class Service(Protocol):
         ``Conflict`` to resume a node in service, ``SpecError`` without a reason."""
         ...
 
+    def change_accounting(
+        self,
+        caller: Caller,
+        verb: str,
+        entity: str,
+        names: Sequence[str],
+        where: Sequence[tuple[str, str]],
+        settings: Sequence[tuple[str, str]],
+    ) -> list[str]:
+        """``sacctmgr add|modify|delete account|user|qos``: checked, journaled and applied;
+        the lines sacctmgr prints. ``NotAllowed`` for a caller who is not an administrator,
+        ``SpecError`` (sacctmgr's message) for a change it refuses."""
+        ...
+
     def node_note(self, name: str) -> NodeNote | None:
         """Why the node is drained or downed (state, reason, user, at), if it is."""
         ...

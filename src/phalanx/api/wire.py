@@ -27,6 +27,7 @@ from phalanx.protocol.agent import (
 )
 
 __all__ = [
+    "AccountingRequest",
     "AcctRecord",
     "AgentCommand",
     "AgentCommands",
@@ -240,6 +241,16 @@ class SignalRequest(_Wire):
         description="as scancel: the steps (a job that is not a batch script: its tasks), "
         "the batch script (-b), or both (-f)",
     )
+
+
+class AccountingRequest(_Wire):
+    """``POST /v1/associations``: a ``sacctmgr add|modify|delete`` as typed."""
+
+    verb: Literal["add", "modify", "delete"]
+    entity: Literal["account", "user", "qos"]
+    names: list[str]
+    where: list[tuple[str, str]] = []
+    settings: list[tuple[str, str]] = []
 
 
 class NodeUpdateRequest(_Wire):

@@ -3,12 +3,14 @@
 It runs ``phalanx up --detach`` on the packaged demo cluster (unless a controller already
 runs), then submits: a 2-node x 4-task gang, an array with a ``%2`` throttle, a job that
 runs out of time, and a long ``normal`` job that a ``high``-QOS job then preempts. It
-prints the ids and how to watch; ``phalanx down`` stops everything.
+prints the ids and how to watch (the commands, and the dashboard's sign-in link);
+``phalanx down`` stops everything.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import shutil
 import sys
@@ -125,6 +127,12 @@ def run(args: argparse.Namespace) -> int:
         f"  {env}phalanx job {victim}           # the one preempted (the most recent): Restarts=1"
     )
     print(f"  curl -s --unix-socket {state.socket} http://x/metrics | grep ^phalanx_")
+    with contextlib.suppress(OSError, ValueError):
+        # The owner's token signs the browser in as an administrator (it then leaves the
+        # address bar); the page is on this machine's loopback only.
+        port = int(state.port.read_text())
+        token = state.token.read_text().strip()
+        print(f"  dashboard: http://127.0.0.1:{port}/ui?token={token}")
     print(f"  outputs in {out}")
     print(f"  {env}phalanx down              # stop everything")
     return 0

@@ -269,6 +269,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"  role    {role}; peers {', '.join(peers)}")
     print(f"  state   {state.root}")
     print(f"  API     unix:{state.socket}  http://{args.host}:{port}/v1 (token in {state.token})")
+    print(f"  web     http://{args.host}:{port}/ui (sign in with a token)")
     kube_port = state.root / "kube.port"
     if kube_port.exists():
         print(

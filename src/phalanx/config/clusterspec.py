@@ -42,6 +42,8 @@ YAML format (every key but ``nodes`` is optional; see ``examples/cluster.yaml``)
       fatal_xids: [48, 79]        # Xid errors that requeue the node's jobs at once
       gpus: true                  # NVML probes (Xid, ECC, PCIe link, throttling, GPU count)
       gpu_interval: 30            # seconds between GPU probes
+    associations:                 # Slurm's association limits (config.associations)
+      - {account: research, GrpTRES: "gres/gpu=16", MaxJobs: 4, MaxSubmitJobs: 10}
     queues:                       # Kueue/Volcano objects, as in a --queues file (config.queues)
       - {apiVersion: kueue.x-k8s.io/v1beta1, kind: ResourceFlavor, metadata: {name: h100}}
 
@@ -59,6 +61,11 @@ from dataclasses import dataclass
 
 import yaml
 
+from phalanx.config.associations import (
+    QOS_LIMIT_KEYS,
+    associations_from_yaml,
+    qos_limits_from_yaml,
+)
 from phalanx.config.queues import queues_from_documents
 from phalanx.config.yamlfield import YamlField, compose_yaml, optional
 from phalanx.domain.cluster import Account, Cluster, Node, Partition, PreemptMode, Qos, Switch
@@ -84,6 +91,7 @@ _TOP_KEYS = (
     "qos",
     "health_check",
     "queues",
+    "associations",
 )
 _MEMORY = re.compile(r"^(\d+)\s*([KMGT]?)$", re.IGNORECASE)
 _UNIT_MB = {"": 1, "M": 1, "G": 1024, "T": 1024 * 1024}
@@ -165,12 +173,14 @@ def cluster_from_yaml(text: str, source: str = "<cluster>") -> Cluster:
         )
         for i, e in enumerate(entries)
     )
+    accounts = _parse_accounts(top.get("accounts"))
     return Cluster(
         nodes=nodes,
         leaves=leaves,
         spines=spines,
         partitions=_parse_partitions(top.get("partitions"), index),
-        accounts=_parse_accounts(top.get("accounts")),
+        accounts=accounts,
+        associations=associations_from_yaml(top.get("associations"), accounts),
         qos=_parse_qos(top.get("qos")),
         name=top["name"].as_str() if "name" in top else "cluster",
         enforce_part_limits=optional(top, "enforce_part_limits", YamlField.as_bool, False),
@@ -456,7 +466,15 @@ def _parse_qos(field: YamlField | None) -> dict[str, Qos]:
     preempt_fields: dict[str, YamlField] = {}
     for item in field.sequence() if field is not None else []:
         spec = item.mapping(
-            ("name", "priority", "preempt", "preempt_mode", "grace_time", "max_gpus_per_account"),
+            (
+                "name",
+                "priority",
+                "preempt",
+                "preempt_mode",
+                "grace_time",
+                "max_gpus_per_account",
+                *QOS_LIMIT_KEYS,
+            ),
             required=("name",),
         )
         name = _unique_name(item, spec, set(parsed), "qos")
@@ -470,6 +488,7 @@ def _parse_qos(field: YamlField | None) -> dict[str, Qos]:
             preempt_mode=optional(spec, "preempt_mode", _preempt_mode, PreemptMode.REQUEUE),
             grace_time=optional(spec, "grace_time", _grace, 0),
             max_gpus_per_account=optional(spec, "max_gpus_per_account", YamlField.as_int, None),
+            limits=qos_limits_from_yaml(spec),
         )
     qos = {"normal": Qos("normal")} if "normal" not in parsed else {}
     qos.update(parsed)

@@ -10,6 +10,7 @@ import enum
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from phalanx.domain.associations import Associations, Limits
 from phalanx.domain.health import HealthCheck
 from phalanx.domain.queues.model import Queues
 from phalanx.domain.state import Reason
@@ -103,6 +104,9 @@ class Qos:
     preempt_mode: PreemptMode = PreemptMode.REQUEUE
     grace_time: Duration = 0
     max_gpus_per_account: int | None = None
+    limits: Limits = field(default_factory=Limits)
+    """Slurm's QOS limits (``GrpTRES``, ``MaxTRESPerUser``, ``MaxJobsPerUser``, ...):
+    quotas the admission plugin holds jobs to (``phalanx.domain.associations``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -137,6 +141,8 @@ class Cluster:
     queues: Queues = field(default_factory=Queues)
     """Kueue's and Volcano's queue objects (``queues:`` in the cluster YAML, ``--queues``);
     empty: the profiles' own quota rules apply."""
+    associations: Associations = field(default_factory=Associations)
+    """Slurm's associations with their limits (``associations:`` in the cluster YAML)."""
     _by_name: dict[str, int] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:

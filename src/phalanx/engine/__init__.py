@@ -3,6 +3,7 @@
 from phalanx.engine.commands import Cleanup, Command, Kill, Launch, Signal, WakeAt
 from phalanx.engine.engine import Engine
 from phalanx.engine.events import (
+    AccountingChange,
     Cancel,
     CleanupDone,
     Event,
@@ -19,6 +20,7 @@ from phalanx.engine.events import (
 )
 
 __all__ = [
+    "AccountingChange",
     "Cancel",
     "Cleanup",
     "CleanupDone",

@@ -44,6 +44,7 @@ from phalanx.engine.decisions import (
 from phalanx.engine.dependencies import blocker
 from phalanx.engine.endings import Endings
 from phalanx.engine.events import (
+    AccountingChange,
     Cancel,
     CleanupDone,
     Event,
@@ -58,10 +59,10 @@ from phalanx.engine.events import (
     TimerFired,
     Update,
 )
+from phalanx.engine.housekeeping import housekeep
 from phalanx.engine.idempotency import RequestIds
 from phalanx.engine.nodes import Nodes
 from phalanx.engine.queue import PendingQueue
-from phalanx.engine.retention import forget
 from phalanx.engine.scheduling import Recipe
 from phalanx.engine.scheduling.context import PassView
 from phalanx.engine.scheduling.limits import ClusterLimits
@@ -225,8 +226,8 @@ class Engine:
                 self.nodes.came_up(node)
             case NodeUpdate():
                 self.nodes.update(event)
-            case Forget(before=before):
-                forget(self.jobs, before)
+            case Forget() | AccountingChange():
+                housekeep(self, event)
         return out
 
     def submit(self, spec: JobSpec, at: Instant) -> list[int]:
@@ -347,12 +348,7 @@ class Engine:
 
     def _recalc(self) -> None:
         self.usage.advance(self._now, self.state.account_gpus)
-        jobs = self._queue.jobs()
-        results = self.points.queue_sort.compute_many(jobs, self.view, self._now)
-        for job, (priority, factors) in zip(jobs, results, strict=True):
-            job.priority = priority if job.fixed_priority is None else job.fixed_priority
-            job.factors = factors
-        reordered = self._queue.resort()
+        reordered = self._queue.recalc(self.points.queue_sort, self.view, self._now)
         if self._queue:
             self._recalc_at = self._now + self.profile.calc_period
             self._out.append(WakeAt(self._recalc_at, RECALC))

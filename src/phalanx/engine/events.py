@@ -11,6 +11,7 @@ from phalanx.domain.time import Instant
 from phalanx.engine.timers import TimerKey
 
 __all__ = [
+    "AccountingChange",
     "Cancel",
     "CleanupDone",
     "Event",
@@ -154,6 +155,21 @@ class Forget:
     before: Instant
 
 
+@dataclass(frozen=True, slots=True)
+class AccountingChange:
+    """An administrator's ``sacctmgr add|modify|delete account|user|qos`` (accounts,
+    associations, QOS and their limits: ``domain.accounting.change``), checked before it was
+    accepted. ``where`` and ``settings`` are ``(key, value)`` pairs as typed."""
+
+    at: Instant
+    verb: str
+    entity: str
+    names: tuple[str, ...]
+    where: tuple[tuple[str, str], ...] = ()
+    settings: tuple[tuple[str, str], ...] = ()
+    by: str = "root"
+
+
 Event = (
     Submit
     | Cancel
@@ -167,4 +183,5 @@ Event = (
     | NodeUp
     | NodeUpdate
     | Forget
+    | AccountingChange
 )

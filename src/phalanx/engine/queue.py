@@ -13,7 +13,10 @@ from operator import attrgetter
 
 import numpy as np
 
+from phalanx.domain.time import Instant
+from phalanx.sched.context import PassContext
 from phalanx.sched.job import Job
+from phalanx.sched.points import QueueSortPlugin, Reprioritizes
 
 __all__ = ["PendingQueue"]
 
@@ -33,13 +36,28 @@ class PendingQueue:
     bisection needs them (a few per insert or remove), not kept beside them: a
     recalculation would otherwise rebuild a tuple per queued job."""
 
-    __slots__ = ("_jobs",)
+    __slots__ = ("_fixed", "_jobs")
 
     def __init__(self) -> None:
         self._jobs: list[Job] = []
+        self._fixed: set[Job] = set()
+        """Queued jobs with a fixed priority (an admin's): a recalculation leaves theirs."""
+
+    def __setstate__(self, state: tuple[None, dict[str, object]]) -> None:
+        # A snapshot saved before ``_fixed`` existed holds the jobs only: derived from them.
+        slots = state[1]
+        jobs = slots["_jobs"]
+        assert isinstance(jobs, list)
+        self._jobs = jobs
+        fixed = slots.get("_fixed")
+        self._fixed = (
+            fixed if isinstance(fixed, set) else {j for j in jobs if j.fixed_priority is not None}
+        )
 
     def insert(self, job: Job) -> None:
         bisect.insort_left(self._jobs, job, key=_key)
+        if job.fixed_priority is not None:
+            self._fixed.add(job)
 
     def remove(self, job: Job) -> bool:
         """Take ``job`` out; False if it was not queued (its priority must be unchanged
@@ -48,21 +66,46 @@ class PendingQueue:
         i = bisect.bisect_left(jobs, _key(job), key=_key)
         if i < len(jobs) and jobs[i] is job:
             del jobs[i]
+            self._fixed.discard(job)
             return True
         return False
 
-    def resort(self) -> bool:
-        """Restore the order after priorities changed; True if it changed."""
+    def recalc(self, sort: QueueSortPlugin, ctx: PassContext, now: Instant) -> bool:
+        """New priorities for every queued job (``sort``'s, or a job's fixed one), then the
+        order restored; True if it changed."""
+        jobs = self._jobs
+        quick = sort.priorities(jobs, ctx, now) if isinstance(sort, Reprioritizes) else None
+        if quick is None:
+            results = sort.compute_many(jobs, ctx, now)
+            quick = [priority for priority, _ in results]
+            for job, (_, factors) in zip(jobs, results, strict=True):
+                job.factors = factors
+        for job in self._fixed:
+            # Found by the key it is still queued under (no priority is written yet).
+            assert job.fixed_priority is not None
+            quick[bisect.bisect_left(jobs, _key(job), key=_key)] = job.fixed_priority
+        for job, priority in zip(jobs, quick, strict=True):
+            job.priority = priority
+        return self.resort(quick)
+
+    def resort(self, priorities: list[float] | None = None) -> bool:
+        """Restore the order after priorities changed (``priorities``: the queued jobs'
+        own, in queue order, if the caller has them); True if it changed."""
         jobs = self._jobs
         n = len(jobs)
         if not n:
             return False
+        prio = (
+            np.array(priorities, np.float64)
+            if priorities is not None
+            else np.fromiter(map(_priority, jobs), np.float64, n)
+        )
         # _key's order, over columns: lexsort sorts by the last key first. Float negation is
         # exact and sequences are unique, so the order is the one sorting the tuples gives.
         order = np.lexsort(
             (
                 np.fromiter(map(_seq, jobs), np.int64, n),
-                -np.fromiter(map(_priority, jobs), np.float64, n),
+                -prio,
                 -np.fromiter(map(_tier, jobs), np.int64, n),
             )
         )

@@ -11,14 +11,17 @@ TTL. ``tick`` (every second or so) looks again at workloads with pending pods, w
 reason or expected start may change without a decision, and at those that asked to be woken.
 
 Kubernetes workloads are ordinary engine jobs (account = namespace), so ``squeue``/``sacct``
-show them. The requesting user is the workload's ``phalanx.io/user`` annotation (set by the
-API server from the bearer token where it does), else the runner's ``default_user``.
+show them. The requesting user is the workload's ``phalanx.io/user`` annotation, which the
+API server sets from the bearer token on create and keeps on updates (clients can neither
+set nor change it: ``phalanx.kube.resources``), else the runner's ``default_user`` (objects
+written to the store directly).
 """
 
 from __future__ import annotations
 
 import contextlib
 import logging
+import pwd
 import secrets
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
@@ -28,8 +31,9 @@ from phalanx.domain.caller import Caller
 from phalanx.domain.cluster import Cluster
 from phalanx.domain.jobspec import JobSpec
 from phalanx.domain.time import Instant
-from phalanx.errors import PhalanxError
+from phalanx.errors import PhalanxError, SpecError
 from phalanx.kube.errors import KubeError
+from phalanx.kube.resources import ANNOTATION_USER
 from phalanx.sched.job import Job
 from phalanx.workloads import job as batch_job
 from phalanx.workloads import pytorchjob
@@ -58,7 +62,6 @@ PYTORCHJOBS: Resource = ("kubeflow.org", "pytorchjobs")
 PODS: Resource = ("", "pods")
 EVENTS: Resource = ("", "events")
 PRIORITY_CLASSES: Resource = ("scheduling.k8s.io", "priorityclasses")
-ANNOTATION_USER = "phalanx.io/user"
 _ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
 _KINDS: dict[tuple[str, str], Resource] = {
     ("batch/v1", "Job"): JOBS,
@@ -137,6 +140,15 @@ def engine_job(job: Job, cluster: Cluster, address: Callable[[str], str]) -> Eng
     )
 
 
+def _known_user(name: str) -> bool:
+    """Whether this machine knows the user ``name`` (the launches look its uid up)."""
+    try:
+        pwd.getpwnam(name)
+    except KeyError:
+        return False
+    return True
+
+
 def _random_name() -> str:
     return "".join(secrets.choice(_ALPHABET) for _ in range(5))
 
@@ -178,6 +190,7 @@ class WorkloadRunner:
         address: Callable[[str], str] = lambda _node: LOCALHOST,
         names: Callable[[], str] = _random_name,
         later: Callable[[Callable[[], None]], Any] | None = None,
+        known_user: Callable[[str], bool] = _known_user,
     ) -> None:
         self.store = store
         self.engine = engine
@@ -188,6 +201,7 @@ class WorkloadRunner:
         self.default_user = default_user
         self.address = address
         self.names = names
+        self.known_user = known_user
         self.dirty: set[Key] = set()
         self.assigned: dict[tuple[str, str], tuple[str, int, int]] = {}
         """(namespace, pod) -> (submission key, engine job id, rank), kept here rather than
@@ -435,6 +449,10 @@ class WorkloadRunner:
             if out:
                 Path(out).parent.mkdir(parents=True, exist_ok=True)
         try:
+            if not self.known_user(spec.user):
+                # The controller launches a job as the user's uid; an unknown name cannot
+                # start (and must not reach the engine, which would retry its launch).
+                raise SpecError(f'Invalid user id: "{spec.user}" is not a user on this machine')
             self.engine.check(spec)
             ids = self.engine.submit([spec], request)
         except PhalanxError as e:

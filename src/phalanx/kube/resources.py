@@ -25,7 +25,7 @@ from phalanx.kube.selectors import Predicate, field_selector, label_selector
 from phalanx.kube.store import ObjectStore, copy_obj, timestamp
 from phalanx.kube.tables import table
 
-__all__ = ["Request", "Resources", "Validator"]
+__all__ = ["ANNOTATION_USER", "SERVER_PREFIX", "Request", "Resources", "Validator"]
 
 Validator = Callable[[dict[str, Any], str], tuple[list[FieldError], list[str]]]
 """``phalanx.kube.openapi.validate``: (object, "Strict" | "Warn" | "Ignore") -> (field errors,
@@ -70,6 +70,31 @@ class Request:
         if obj.get("apiVersion") == self.api_version:
             return obj
         return {**obj, "apiVersion": self.api_version}
+
+
+SERVER_PREFIX = "phalanx.io/"
+"""Annotations under this prefix are the server's (the requesting user, the engine job a pod
+runs as, its log file, ...): a client can neither set nor change them."""
+ANNOTATION_USER = "phalanx.io/user"
+"""The user whose request created the object (from the bearer token): whose engine jobs a
+workload's pods run as (``phalanx.kube.controllers``)."""
+
+
+def _own_annotations(obj: dict[str, Any], current: Mapping[str, Any] | None, user: str) -> None:
+    """Replace what a client wrote under ``SERVER_PREFIX`` by the server's: the stored
+    object's (an update or patch), or only ``ANNOTATION_USER`` = ``user`` (a create)."""
+    meta = obj["metadata"]
+    notes = meta.get("annotations")
+    if notes is not None and not isinstance(notes, dict):
+        return  # left for validation to refuse
+    kept = {k: v for k, v in (notes or {}).items() if not k.startswith(SERVER_PREFIX)}
+    if current is not None:
+        before = (current.get("metadata") or {}).get("annotations") or {}
+        kept.update((k, v) for k, v in before.items() if k.startswith(SERVER_PREFIX))
+    elif user:
+        kept[ANNOTATION_USER] = user
+    if kept or notes is not None:
+        meta["annotations"] = kept
 
 
 def _flag(query: Mapping[str, str], name: str) -> bool:
@@ -282,6 +307,7 @@ class Resources:
         obj = self._prepare(req, body)
         if "status" in req.kind.subresources:
             obj.pop("status", None)
+        _own_annotations(obj, None, req.user)
         return self.store.create(obj, dry_run=_dry_run(req.query))
 
     def _check_name(self, req: Request, obj: dict[str, Any]) -> None:
@@ -291,11 +317,16 @@ class Resources:
                 f"the name of the object ({name}) does not match the name on the URL ({req.name})"
             )
 
+    def _current(self, req: Request) -> dict[str, Any] | None:
+        assert req.name is not None
+        return self.store.peek(req.kind.resource, req.namespace, req.name)
+
     def update(self, req: Request, body: Any) -> dict[str, Any]:
         if req.subresource == "scale":
             return self.rescale(req, body)
         obj = self._prepare(req, body)
         self._check_name(req, obj)
+        _own_annotations(obj, self._current(req), req.user)
         if req.subresource == "status":
             return self.store.update_status(obj, dry_run=_dry_run(req.query))
         return self.store.update(obj, dry_run=_dry_run(req.query))
@@ -322,6 +353,7 @@ class Resources:
                 obj["metadata"]["managedFields"] = [self._managed(manager, "Apply", kind)]
                 if "status" in kind.subresources and req.subresource != "status":
                     obj.pop("status", None)
+                _own_annotations(obj, None, req.user)
                 return self.store.create(obj, dry_run=_dry_run(req.query)), 201
         if current is None:
             raise NotFound(kind.resource, req.name)
@@ -329,6 +361,7 @@ class Resources:
         patched = apply_patch(content_type, current, patch, builtin=builtin)
         patched = self._prepare(req, patched)
         self._check_name(req, patched)
+        _own_annotations(patched, self._current(req), req.user)
         if content_type == APPLY:
             manager = req.query["fieldManager"]
             fields = [

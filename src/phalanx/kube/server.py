@@ -13,7 +13,7 @@ from typing import Any
 from starlette.requests import Request as HttpRequest
 from starlette.responses import Response, StreamingResponse
 
-from phalanx.kube import discovery, kinds, openapi
+from phalanx.kube import discovery, kinds, openapi, reviews
 from phalanx.kube.errors import (
     BadRequest,
     Forbidden,
@@ -22,10 +22,12 @@ from phalanx.kube.errors import (
     Unauthorized,
     Unavailable,
 )
+from phalanx.kube.logs import open_log
 from phalanx.kube.resources import Request, Resources, Validator
 from phalanx.kube.store import ObjectStore
 from phalanx.kube.watch import open_watch
 from phalanx.kube.wire import (
+    PROTOBUF,
     decode_body,
     dumps,
     error_response,
@@ -61,6 +63,7 @@ def dumps_text(text: str) -> str:
     return json.dumps(text, ensure_ascii=False)
 
 
+_POD_LOG = ("pods", "log")
 _OPEN_PATHS = frozenset(("/version", "/healthz", "/livez", "/readyz"))
 
 
@@ -99,6 +102,7 @@ class KubeApp:
         self.tokens = tokens
         self.authorize = authorize
         self.is_open = is_open
+        self.clock = clock
         self.api = Resources(store, clock=clock, validate=validate)
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
@@ -161,6 +165,20 @@ class KubeApp:
             )
         if path.startswith("/openapi/"):
             return self._openapi(http, path)
+        if path in reviews.REVIEW_PATHS:
+            if http.method != "POST":
+                raise MethodNotAllowed(("", path.rpartition("/")[2]), http.method.lower())
+            if path == reviews.WHOAMI:
+                return json_response(reviews.self_review(*user), 201)
+            content_type = http.headers.get("content-type")
+            raw = await http.body()
+            # kubectl sends this one as protobuf, which the codec has no schema for: read here
+            body = (
+                reviews.decode_access_review(raw)
+                if media(content_type) == PROTOBUF
+                else decode_body(content_type, raw)
+            )
+            return json_response(reviews.access_review(body, *user, self.authorize), 201)
         parts = path.strip("/").split("/")
         if parts[0] == "api" and len(parts) >= 2:
             group, version, rest = "", parts[1], parts[2:]
@@ -222,7 +240,7 @@ class KubeApp:
             raise _NoRoute()
         name = rest[1] if len(rest) >= 2 else None
         sub = rest[2] if len(rest) == 3 else None
-        if sub is not None and sub not in kind.subresources:
+        if sub is not None and sub not in kind.subresources and (kind.plural, sub) != _POD_LOG:
             raise _NoRoute()
         return kind, ns, name, sub
 
@@ -260,6 +278,11 @@ class KubeApp:
                 kind.resource, name or "", _forbidden_why(user[0], verb, kind.group, resource, ns)
             )
         api = self.api
+        if (kind.plural, sub) == _POD_LOG:
+            if verb != "get" or ns is None or name is None:
+                raise MethodNotAllowed(kind.resource, verb)
+            pod_log = open_log(self.store, ns, name, query, self.clock)
+            return StreamingResponse(pod_log.chunks(), media_type="text/plain")
         if verb == "watch":
             stream = open_watch(api, req)
             return StreamingResponse(stream, media_type="application/json")

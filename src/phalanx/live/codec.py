@@ -14,6 +14,7 @@ from phalanx.domain.jobspec import ArraySpec, Dependency, DepKind, JobSpec, Task
 from phalanx.domain.jobstep import StepRecord
 from phalanx.domain.rusage import RunUsage
 from phalanx.engine import (
+    AccountingChange,
     Cancel,
     CleanupDone,
     Event,
@@ -107,6 +108,7 @@ _PLAIN: dict[str, type[Any]] = {
     "update": Update,
     "requeue": Requeue,
     "forget": Forget,
+    "accounting": AccountingChange,
 }
 _KIND = {cls: kind for kind, cls in _PLAIN.items()}
 
@@ -146,6 +148,10 @@ def decode(kind: str, body: str) -> Event:
     if kind == "exited":
         _get_usages(data, _USAGES)
         data["steps"] = tuple(_step_from_dict(step) for step in data.get("steps", ()))
+    if kind == "accounting":  # JSON has lists where the event has tuples
+        data["names"] = tuple(data["names"])
+        for name in ("where", "settings"):
+            data[name] = tuple((str(k), str(v)) for k, v in data[name])
     cls = _PLAIN[kind]
     event: Event = cls(**data)
     return event

@@ -39,6 +39,7 @@ from phalanx.live.epochs import EpochStore, MemoryEpochs
 from phalanx.live.fleet import DEAD_AFTER, Fleet, RunKey, Step, StepError
 from phalanx.live.journal import Journal, StoreJournal
 from phalanx.live.ledger import Ledger
+from phalanx.live.requestcheck import Pairs, change_accounting, check
 from phalanx.live.snapshot import Cadence, Snapshots
 from phalanx.protocol.agent import (
     AgentCommand,
@@ -84,7 +85,6 @@ class Controller(ArchivedJobs):
         reopen: Callable[[], StoreJournal] | None = None,
     ) -> None:
         """Snapshots, ``accounting`` and ``reopen``: see ``Snapshots``."""
-        self.cluster = cluster
         self.clock = clock or WallClock()
         self.id = uuid.uuid4().hex
         self.engine = Engine(cluster, profile)
@@ -124,6 +124,11 @@ class Controller(ArchivedJobs):
             cadence=cadence,
             reopen=reopen,
         )
+
+    @property
+    def cluster(self) -> Cluster:
+        """The engine's: ``sacctmgr`` changes its accounting (``AccountingChange``)."""
+        return self.engine.cluster
 
     # ------------------------------------------------------------------ life cycle
     def recover(self) -> int:
@@ -255,25 +260,16 @@ class Controller(ArchivedJobs):
         return ids
 
     def check(self, spec: JobSpec) -> None:
-        """Refuse, as Slurm does at submission, a request that can never run here; an
-        unknown QOS and partition limits only where the cluster enforces them."""
-        cluster = self.cluster
-        part = cluster.partition(spec.partition)
-        if part is None:
-            raise SpecError(f"invalid partition specified: {spec.partition}", field="partition")
-        if cluster.enforce_qos and spec.qos not in cluster.qos:
-            raise SpecError(f"invalid qos specification: {spec.qos}", field="qos")
-        limit = part.exceeded_by(spec.nodes_min, spec.time_limit)
-        if cluster.enforce_part_limits and limit == Reason.PARTITION_CONFIG:
-            raise SpecError(
-                f"{spec.nodes_min} nodes asked for, partition {part.name} has {len(part.nodes)}",
-                field="nodes",
-            )
-        if cluster.enforce_part_limits and limit == Reason.PARTITION_TIME:
-            raise SpecError(f"time limit over partition {part.name}'s MaxTime", field="time")
-        problem = self.engine.never_fits(spec)
-        if problem is not None:
-            raise SpecError(problem, field="resources")
+        """Refuse, as Slurm does at submission, a request that can never run here
+        (``requestcheck.check``)."""
+        check(self.cluster, self.engine, self.loop.settle, spec)
+
+    def change_accounting(
+        self, caller: Caller, verb: str, entity: str, names: Sequence[str], where: Pairs,
+        settings: Pairs,
+    ) -> list[str]:  # fmt: skip
+        """``sacctmgr add|modify|delete`` (``requestcheck.change_accounting``)."""
+        return change_accounting(self, caller, (verb, entity, names, where, settings))
 
     def will_run(self, spec: JobSpec) -> Forecast:
         """``sbatch --test-only``: the id the job would get, when and where it would start

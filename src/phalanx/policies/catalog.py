@@ -13,6 +13,7 @@ from phalanx.policies.k8s_default import PodGroupPermit
 from phalanx.policies.preempt_checkpoint import CheckpointPreempt
 from phalanx.policies.priority_multifactor import MultifactorPriority
 from phalanx.policies.priority_simple import BasicPriority, LasPriority
+from phalanx.policies.proportion import ProportionAdmission, ProportionOrder, ProportionReclaim
 from phalanx.policies.quota import QuotaAdmission
 from phalanx.policies.select_simple import BinpackSelect, SpreadSelect
 from phalanx.policies.select_topology import TopologySelect
@@ -30,9 +31,11 @@ REGISTRY.register("priority/multifactor", MultifactorPriority)
 REGISTRY.register("priority/las", LasPriority)
 REGISTRY.register("priority/drf", DrfOrder)
 REGISTRY.register("priority/kueue", KueueOrder)
+REGISTRY.register("priority/proportion", ProportionOrder)
 # pre-filter, filter, score
 REGISTRY.register("admit/quota", QuotaAdmission)
 REGISTRY.register("admit/clusterqueue", ClusterQueueAdmission)
+REGISTRY.register("admit/proportion", ProportionAdmission)
 REGISTRY.register("filter/fit", FitFilter)
 REGISTRY.register("select/topology", TopologySelect)
 REGISTRY.register("select/spread", SpreadSelect)
@@ -42,6 +45,7 @@ REGISTRY.register("permit/pod-group", PodGroupPermit)
 REGISTRY.register("preempt/checkpoint", CheckpointPreempt)
 REGISTRY.register("preempt/las", LasPreempt)
 REGISTRY.register("preempt/clusterqueue", ClusterQueuePreempt)
+REGISTRY.register("preempt/proportion", ProportionReclaim)
 # reservation and backfill
 REGISTRY.register("sched/builtin", FifoScheduler)
 REGISTRY.register("sched/backfill", BackfillScheduler)
@@ -56,9 +60,14 @@ if TYPE_CHECKING:  # every built-in plugin satisfies its point's Protocol (mypy 
         MultifactorPriority,
         LasPriority,
         DrfOrder,
+        ProportionOrder,
         KueueOrder,
     ]
-    _pre_filter: list[type[points.PreFilterPlugin]] = [QuotaAdmission, ClusterQueueAdmission]
+    _pre_filter: list[type[points.PreFilterPlugin]] = [
+        QuotaAdmission,
+        ClusterQueueAdmission,
+        ProportionAdmission,
+    ]
     _reserve: list[type[points.ReservePlugin]] = [ClusterQueueAdmission]
     _filter: list[type[points.FilterPlugin]] = [FitFilter]
     _score: list[type[points.ScorePlugin]] = [TopologySelect, SpreadSelect, BinpackSelect]
@@ -67,6 +76,7 @@ if TYPE_CHECKING:  # every built-in plugin satisfies its point's Protocol (mypy 
         CheckpointPreempt,
         LasPreempt,
         ClusterQueuePreempt,
+        ProportionReclaim,
     ]
     _reservation: list[type[points.ReservationPlugin]] = [
         BackfillScheduler,
@@ -112,12 +122,16 @@ POLICIES: dict[str, Profile] = {
     "slurm": Profile(
         name="slurm",
         queue_sort="priority/multifactor",
+        # Association and QOS limits (sacctmgr's GrpTRES, MaxJobs, ...) held as quotas; no
+        # quota of its own where none are set, and Kueue's ClusterQueues are not Slurm's.
+        pre_filter=("admit/clusterqueue",),
         score="select/topology",
         post_filter="preempt/checkpoint",
         reservation="sched/backfill",
         params={
             "sched/backfill": _SLURM_BACKFILL,
             "priority/multifactor": _SLURM_WEIGHTS,
+            "admit/clusterqueue": {"without_queues": "none", "cluster_queues": False},
         },
         description="Multifactor priority, EASY backfill, topology-aware placement.",
     ),
@@ -153,8 +167,12 @@ POLICIES: dict[str, Profile] = {
     ),
     "volcano": Profile(
         name="volcano",
-        queue_sort="priority/drf",
+        # Volcano's proportion plugin over the cluster's Volcano Queues (queue order by share,
+        # allocation within each queue's deserved share); without them, DRF between accounts.
+        queue_sort="priority/proportion",
+        pre_filter=("admit/proportion",),
         score="select/binpack",
+        post_filter="preempt/proportion",
         reservation="sched/greedy",
         params={"sched/greedy": {**_SKIP, "rest": "none"}},
         calc_period=0,  # submit order never changes

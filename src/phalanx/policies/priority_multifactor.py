@@ -140,12 +140,6 @@ class MultifactorPriority:
     def compute_many(
         self, jobs: Sequence[Job], ctx: PassContext, now: Instant
     ) -> list[tuple[float, Mapping[str, float]]]:
-        # The same sum as ``compute``, term by term in the same order, over the rows' numpy
-        # columns: every operation is one IEEE double operation on the same operands as
-        # ``compute``'s (ints below 2**53 convert exactly), so the values, and with them the
-        # queue's order and its ties, are bit for bit those of ``compute``. A queued job's
-        # submit time, nice and account are those ``compute`` wrote when it was queued (the
-        # engine changes none of them while a job is queued).
         rows = self._rows
         row_of = rows.row_of
         try:
@@ -157,6 +151,29 @@ class MultifactorPriority:
                 rows.row(job.seq, job.submit, job.spec.nice, job.spec.account)
             row_of = rows.row_of
             where = [row_of[job.seq] for job in jobs]
+        total = self._totals(jobs, where, ctx, now)
+        return list(zip(total, map(rows.views.__getitem__, where), strict=True))
+
+    def priorities(self, jobs: Sequence[Job], ctx: PassContext, now: Instant) -> list[float] | None:
+        """``Reprioritizes``: ``compute_many``'s priorities, for jobs that have rows (every job
+        the engine queued was computed, and its factors are its row's view)."""
+        row_of = self._rows.row_of
+        try:
+            where = [row_of[job.seq] for job in jobs]
+        except KeyError:
+            return None
+        return self._totals(jobs, where, ctx, now)
+
+    def _totals(
+        self, jobs: Sequence[Job], where: list[int], ctx: PassContext, now: Instant
+    ) -> list[float]:
+        # The same sum as ``compute``, term by term in the same order, over the rows' numpy
+        # columns: every operation is one IEEE double operation on the same operands as
+        # ``compute``'s (ints below 2**53 convert exactly), so the values, and with them the
+        # queue's order and its ties, are bit for bit those of ``compute``. A queued job's
+        # submit time, nice and account are those ``compute`` wrote when it was queued (the
+        # engine changes none of them while a job is queued).
+        rows = self._rows
         idx = np.array(where, np.intp)
         # Static factors are reused only for jobs in the last calculation or computed since.
         for i in np.flatnonzero(rows.gen[idx] != rows.current).tolist():
@@ -179,7 +196,8 @@ class MultifactorPriority:
         total = w_age + w_fs
         total += rows.static_sum[idx]
         total += rows.nice[idx]
-        return list(zip(total.tolist(), map(rows.views.__getitem__, where), strict=True))
+        result: list[float] = total.tolist()
+        return result
 
     def _weighted_fairshare(
         self, accounts: npt.NDArray[np.intp], ctx: PassContext

@@ -80,6 +80,23 @@ class Occupancy:
         """Lower bounds on blocked jobs' starts, with the ``gives`` they were computed at."""
         self._memo: dict[object, object] = {}
         self._memo_version = -1
+        self.node_version: list[int] = [0] * self.n
+        """Bumped per node whenever its free resources, its runs or its health change."""
+        self.node_runs: list[list[tuple[Instant, int, int]]] = [[] for _ in range(self.n)]
+        """Per node, its running jobs as (end, job id, whole GPUs held there), soonest first."""
+        self.ready: object = None
+        """The timeline's per-node ready instants (``phalanx.sched.ready``), kept across
+        passes; made on first use."""
+
+    def __setstate__(self, saved: dict[str, object]) -> None:
+        # A snapshot saved before the per-node runs were kept: derived from the running jobs.
+        self.__dict__.update(saved)
+        if "node_runs" not in saved:
+            self.ready = None
+            self.node_version = [0] * self.n
+            self.node_runs = [[] for _ in range(self.n)]
+            for run in self.running.values():
+                self._runs(run.job_id, run.alloc, run.end, add=True)
 
     def memo(self) -> dict[object, object]:
         """A scratch cache valid while nothing changes (emptied at every new ``version``)."""
@@ -141,13 +158,31 @@ class Occupancy:
         """Take an allocation out of the free capacity (a start, or a k8s pod held)."""
         self.cap.take(alloc)
         self._count(alloc, -1)
+        self._touch(alloc)
         self.version += 1
 
     def give(self, alloc: Allocation) -> None:
         self.cap.give(alloc)
         self._count(alloc, +1)
+        self._touch(alloc)
         self.gives += 1
         self.version += 1
+
+    def _touch(self, alloc: Allocation) -> None:
+        versions = self.node_version
+        for node in alloc.nodes:
+            versions[node] += 1
+
+    def _runs(self, job_id: int, alloc: Allocation, end: Instant, add: bool) -> None:
+        """Add (or remove) a run in its nodes' ``node_runs``."""
+        whole = 0 if alloc.milli else 1
+        for node, devices in zip(alloc.nodes, alloc.devices, strict=True):
+            runs = self.node_runs[node]
+            if add:
+                bisect.insort(runs, (end, job_id, len(devices) * whole))
+            else:
+                del runs[bisect.bisect_left(runs, (end, job_id))]
+            self.node_version[node] += 1
 
     def _count(self, alloc: Allocation, sign: int) -> None:
         if alloc.milli:
@@ -164,6 +199,7 @@ class Occupancy:
         self.starts += 1
         self.running[job_id] = Running(job_id, alloc, end)
         bisect.insort(self._ends, (end, job_id))
+        self._runs(job_id, alloc, end, add=True)
         self.account_gpus[account] = self.account_gpus.get(account, 0.0) + alloc.gpus
         self.version += 1
 
@@ -172,6 +208,7 @@ class Occupancy:
         self.give(run.alloc)
         i = bisect.bisect_left(self._ends, (run.end, job_id))
         del self._ends[i]
+        self._runs(job_id, run.alloc, run.end, add=False)
         self.account_gpus[account] = self.account_gpus.get(account, 0.0) - run.alloc.gpus
         self.version += 1
         return run.alloc
@@ -183,14 +220,17 @@ class Occupancy:
             return
         i = bisect.bisect_left(self._ends, (run.end, job_id))
         del self._ends[i]
+        self._runs(job_id, run.alloc, run.end, add=False)
         run.end = end
         bisect.insort(self._ends, (end, job_id))
+        self._runs(job_id, run.alloc, end, add=True)
         self.version += 1
 
     def set_up(self, node: int, up: bool) -> None:
         if bool(self.up[node]) == up:
             return
         self.up[node] = up
+        self.node_version[node] += 1
         self.free_gpus = int(self.cap.gpus[self.up].sum())
         if up:
             self.gives += 1

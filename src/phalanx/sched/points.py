@@ -34,6 +34,7 @@ __all__ = [
     "PostFilterPlugin",
     "PreFilterPlugin",
     "QueueSortPlugin",
+    "Reprioritizes",
     "ReservationPlugin",
     "ReservationStep",
     "ReservePlugin",
@@ -71,6 +72,19 @@ class QueueSortPlugin(Protocol):
     ) -> list[tuple[float, Mapping[str, float]]]: ...
 
     def order(self, jobs: Sequence[Job], ctx: PassContext) -> Iterable[Job]: ...
+
+
+@runtime_checkable
+class Reprioritizes(Protocol):
+    """A queue sort whose factors are live views (``compute`` gives each job the mapping its
+    later calculations update in place) may give a recalculation the priorities alone: the
+    engine then writes one number per queued job, not a pair. ``priorities`` returns what
+    ``compute_many`` would (the same floats, bit for bit), or None where it cannot (a job
+    never computed), and the engine calls ``compute_many``."""
+
+    def priorities(
+        self, jobs: Sequence[Job], ctx: PassContext, now: Instant
+    ) -> list[float] | None: ...
 
 
 class PreFilterPlugin(Protocol):

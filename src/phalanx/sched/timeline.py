@@ -14,11 +14,20 @@ from collections.abc import Callable, Iterator
 from phalanx.domain.time import Duration, Instant
 from phalanx.sched.capacity import Allocation, Capacity
 from phalanx.sched.occupancy import Occupancy
+from phalanx.sched.ready import ReadyIndex
 from phalanx.sched.shape import Shape
 
 __all__ = ["Reservation", "Timeline"]
 
 PlaceFn = Callable[[Capacity], Allocation | None]
+
+
+def ready_index(state: Occupancy) -> ReadyIndex:
+    """The occupancy's ``ReadyIndex`` (made on first use, kept with it)."""
+    index = state.ready
+    if not isinstance(index, ReadyIndex):
+        index = state.ready = ReadyIndex(state)
+    return index
 
 
 class Reservation:
@@ -101,6 +110,12 @@ class Timeline:
         if mkey in memo:
             hit = memo[mkey]
             bound = hit if isinstance(hit, int) else None
+        elif not self.reservations:
+            # The same instant as the walk's first, from the nodes' ready instants kept
+            # across passes (``ReadyIndex``): only the nodes that changed are looked at.
+            bound = memo[mkey] = ready_index(state).lower_bound(
+                shape, self.resolution, self.now + 1
+            )
         else:
             bound = next((t for t, _ in self._candidates(shape)), None)
             memo[mkey] = bound

@@ -9,7 +9,17 @@ Their output, messages and exit statuses are those of Slurm 22.05.
 
 import os
 
-SERVED = ("sbatch", "scancel", "squeue", "sacct", "sinfo", "scontrol", "sprio", "sshare")
+SERVED = (
+    "sbatch",
+    "scancel",
+    "squeue",
+    "sacct",
+    "sinfo",
+    "scontrol",
+    "sprio",
+    "sshare",
+    "sacctmgr",
+)
 """The commands the command server (``phalanx.commandserver``) runs for the native shim;
 ``srun`` and ``salloc`` stay attached to a terminal and run as Python shims."""
 

@@ -68,6 +68,9 @@ _REASONS = {
     "switches": "Invalid --switches specification",
     "constraint": "Invalid feature specification",
     "gpu_model": "Requested node configuration is not available",
+    # Slurm's ESLURM_ACCOUNTING_POLICY (domain.associations.SUBMIT_REFUSED)
+    "limits": "Job violates accounting/QOS policy (job submit limit, user's size and/or time "
+    "limits)",
 }
 _FINAL = frozenset(
     {"COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "PREEMPTED", "NODE_FAIL", "OUT_OF_MEMORY"}
@@ -198,6 +201,8 @@ def failure_lines(
             lines.append(f"{PROG}: error: invalid partition specified: {body.get('partition')}")
         if key == "resources":
             lines += _resource_lines(body, wire)
+        if key == "limits":  # Slurm names the limit, then the policy it violates
+            lines.append(f"{PROG}: error: {message.removeprefix(f'field {field!r}: ')}")
     elif status == 403:
         reason = "Access/permission denied"
     elif status == 507:

@@ -29,7 +29,8 @@
 #define STATE_SUFFIX "/.local/state/phalanx"
 
 static const char *const served[] = {
-    "sbatch", "scancel", "squeue", "sacct", "sinfo", "scontrol", "sprio", "sshare", NULL,
+    "sbatch", "scancel", "squeue", "sacct", "sinfo", "scontrol", "sprio", "sshare", "sacctmgr",
+    NULL,
 };
 
 static int server = -1;

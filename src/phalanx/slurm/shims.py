@@ -51,6 +51,7 @@ COMMANDS = (
     "scontrol",
     "sprio",
     "sshare",
+    "sacctmgr",
 )
 
 _TEMPLATE = """#!{python} -IS

@@ -9,11 +9,14 @@ import pytest
 from routes_scene import CMD, ROOT, START, USER, Api, serve
 
 from phalanx.api.routes import Access
+from phalanx.client.wirecall import WireCaller
 from phalanx.config.clusterspec import regular_cluster
+from phalanx.domain.associations import Association, Associations, Limits
 from phalanx.live.controller import Controller
 from phalanx.live.journal import MemoryJournal
 from phalanx.policies.catalog import profile
 from phalanx.runtime import FakeClock
+from phalanx.slurm.sbatch import failure_lines
 
 # ---------------------------------------------------------------------------- submit
 
@@ -117,6 +120,26 @@ def test_an_enforcing_cluster_refuses_unknown_qos_and_partition_limits(
         r = client.post("/v1/jobs", json=body, headers=USER)
     assert r.status_code == 422, r.text
     assert r.json()["field"] == field
+
+
+def test_a_submission_over_max_submit_jobs_is_refused_as_slurm_refuses_it() -> None:
+    limited = Association("root", limits=Limits(max_submit=2))
+    cluster = dataclasses.replace(
+        regular_cluster(2, 8, 2),
+        associations=Associations({("root", ""): limited}, {"root": None}),
+    )
+    controller = Controller(cluster, profile("phalanx"), MemoryJournal(), clock=FakeClock(START))
+    with serve(controller, Access(tokens={"t-alice": "nobody"}, owner_uid=0)) as client:
+        codes = [client.post("/v1/jobs", json={"command": CMD}, headers=USER) for _ in range(3)]
+        assert [r.status_code for r in codes] == [201, 201, 422]
+        answer = codes[2].json()
+        assert answer["field"] == "limits" and "AssocMaxSubmitJobLimit" in answer["error"]
+        lines = failure_lines(422, answer, {}, WireCaller())
+        assert lines == [
+            "sbatch: error: AssocMaxSubmitJobLimit",
+            "sbatch: error: Batch job submission failed: Job violates accounting/QOS policy "
+            "(job submit limit, user's size and/or time limits)",
+        ]
 
 
 def test_a_full_journal_refuses_submissions_with_507(api: Api) -> None:

@@ -50,6 +50,8 @@ def test_openapi_lists_the_job_routes(api: Api) -> None:
 OPERATIONS = {
     ("GET", "/metrics"): "prometheus_metrics_get",
     ("GET", "/v1/accounting"): "accounting_v1_accounting_get",
+    ("GET", "/v1/associations"): "associations_v1_associations_get",
+    ("POST", "/v1/associations"): "change_associations_v1_associations_post",
     ("POST", "/v1/agents/register"): "register_v1_agents_register_post",
     ("GET", "/v1/agents/{node}/commands"): "commands_v1_agents__node__commands_get",
     ("POST", "/v1/agents/{node}/reports"): "reports_v1_agents__node__reports_post",

@@ -6,6 +6,8 @@ release, requeue, signal), ``steps``, ``accounting`` (priority, fair share, fini
 metrics). ``create_app`` only composes them; what they need (the service, the caller) comes
 from ``deps`` through ``Depends``.
 
+The web dashboard (``phalanx.api.ui``) is served from the same app at ``/ui``.
+
 Callers are known from the Unix socket's peer credentials (``phalanx.api.peer``) or, over
 TCP, from a bearer token. Bad input is answered 4xx with ``ErrorBody`` (the field named);
 nothing a user sends can crash the controller.
@@ -15,6 +17,7 @@ from __future__ import annotations
 
 from fastapi import FastAPI
 
+from phalanx.api import ui
 from phalanx.api.metrics import Metrics
 from phalanx.api.routes import accounting, actions, agents, cluster, errors, jobs, ops, steps
 from phalanx.api.routes.access import Access
@@ -39,4 +42,5 @@ def create_app(service: Service, access: Access | None = None) -> FastAPI:
     errors.install(app)
     for module in _ROUTERS:
         app.include_router(module.router)
+    ui.install(app)  # the dashboard at /ui: its own routers and assets
     return app

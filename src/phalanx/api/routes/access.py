@@ -48,11 +48,17 @@ class Access:
             return Caller(uid, name, uid in (0, self.owner_uid) or name in self.admins)
         auth = request.headers.get("authorization", "")
         scheme, _, token = auth.partition(" ")
-        bearer = scheme.lower() == "bearer"
-        node = self.agent_tokens.get(token) if bearer else None
+        if scheme.lower() != "bearer":
+            raise Unauthorized()
+        node = self.agent_tokens.get(token)
         if node is not None:
             return Caller(-1, f"agent:{node}", False, node=node)
-        user = self.tokens.get(token) if bearer else None
+        return self.by_token(token)
+
+    def by_token(self, token: str) -> Caller:
+        """The user whose API token is ``token`` (the dashboard's session holds one);
+        ``Unauthorized`` for an unknown token. Agents' tokens name no user."""
+        user = self.tokens.get(token)
         if user is None:
             raise Unauthorized()
         try:

@@ -8,9 +8,10 @@ import json
 from fastapi import APIRouter
 from fastapi.responses import JSONResponse, Response
 
+from phalanx.api.associations import association_rows, qos_rows
 from phalanx.api.convert import acct_record, share_info
 from phalanx.api.routes.deps import Svc, Who, job_ids
-from phalanx.api.wire import AcctRecord, PriorityInfo, ShareInfo
+from phalanx.api.wire import AccountingRequest, AcctRecord, PriorityInfo, ShareInfo
 
 __all__ = ["router"]
 
@@ -37,6 +38,27 @@ async def priority(who: Who, service: Svc) -> Response:
 @router.get("/v1/fairshare", response_model=list[ShareInfo])
 async def fairshare(who: Who, service: Svc) -> list[ShareInfo]:
     return [share_info(row) for row in service.fairshare()]
+
+
+@router.get("/v1/associations")
+async def associations(who: Who, service: Svc) -> Response:
+    """What ``sacctmgr show assoc`` and ``show qos`` print (``api.associations``)."""
+    cluster = service.cluster
+    return JSONResponse({"associations": association_rows(cluster), "qos": qos_rows(cluster)})
+
+
+@router.post("/v1/associations")
+async def change_associations(change: AccountingRequest, who: Who, service: Svc) -> Response:
+    """``sacctmgr add|modify|delete account|user|qos``: the lines sacctmgr prints."""
+    lines = service.change_accounting(
+        who,
+        change.verb,
+        change.entity,
+        change.names,
+        [tuple(p) for p in change.where],  # type: ignore[misc]
+        [tuple(p) for p in change.settings],  # type: ignore[misc]
+    )
+    return JSONResponse({"lines": lines})
 
 
 @router.get("/v1/accounting", response_model=list[AcctRecord])

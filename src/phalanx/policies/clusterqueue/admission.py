@@ -30,7 +30,11 @@ holds while it waits for the rest count only in the pass that placed them (next 
 
 With no ClusterQueue configured, the plugin is ``admit/quota``, with that plugin's parameters
 (the ``kueue`` profile keeps its behaviour), or, with ``without_queues: none``, admits every
-job (for a profile that has no quota of its own).
+job (for a profile that has no quota of its own); ``cluster_queues: false`` leaves
+ClusterQueues alone.
+
+Every profile that has the plugin also holds Slurm's association and QOS limits
+(``limits``) before any of this, ClusterQueues or not.
 """
 
 from __future__ import annotations
@@ -46,6 +50,7 @@ from phalanx.domain.queues import (
     PreemptionPolicy,
     QueueingStrategy,
     Queues,
+    ResourceGroup,
     StopPolicy,
     queue_name,
 )
@@ -53,7 +58,15 @@ from phalanx.domain.queues.quota import FlavorResource, QuotaNode, QuotaTree
 from phalanx.domain.state import Reason
 from phalanx.errors import ConfigError
 from phalanx.policies.clusterqueue.amounts import held, requested
-from phalanx.policies.clusterqueue.assign import Assignment, Refusal, assign, quota_reason
+from phalanx.policies.clusterqueue.assign import (
+    Assignment,
+    MaskCache,
+    Refusal,
+    assign,
+    quota_reason,
+)
+from phalanx.policies.clusterqueue.forecast import Ending, quota_start, said
+from phalanx.policies.clusterqueue.limits import Ledger, job_tres, limits_apply
 from phalanx.policies.quota import QuotaAdmission
 from phalanx.sched.capacity import Allocation, Capacity
 from phalanx.sched.context import PassContext
@@ -64,6 +77,7 @@ from phalanx.sched.status import OK, Status
 __all__ = ["ClusterQueueAdmission", "Pass", "Static", "may_preempt"]
 
 PLUGIN = "admit/clusterqueue"
+_LEDGER = "admit/clusterqueue:limits"
 _SPECS_KEPT = 200_000
 
 
@@ -81,6 +95,10 @@ class Static:
             mask[list(queues.flavor_nodes(cluster, name))] = True
             self.masks[name] = mask
         self.tree = QuotaTree(queues)
+        self.within: MaskCache = {}
+        self.requests: dict[tuple[object, int], dict[str, int]] = {}
+        """(shape key, tasks per node) -> what such a job asks at its largest shape."""
+        """Each flavor's nodes within each set of nodes jobs may use (``assign``)."""
         self.nodes = [*self.tree.queues.values(), *self.tree.cohorts.values()]
         self.targets: dict[tuple[str, str], tuple[ClusterQueue | None, str]] = {}
         self.by_spec: dict[int, tuple[JobSpec, tuple[ClusterQueue | None, str]]] = {}
@@ -89,6 +107,16 @@ class Static:
         self.charges: dict[tuple[int, int], tuple[Allocation, dict[FlavorResource, int]]] = {}
         """What each running job's run (and allocation) counts against its queue, as of the
         last pass."""
+
+    def request(self, job: Job) -> dict[str, int]:
+        """``requested`` at the job's largest shape, once per kind of job (read-only)."""
+        memo = (job.key, job.spec.tasks_per_node)
+        found = self.requests.get(memo)
+        if found is None:
+            if len(self.requests) > _SPECS_KEPT:
+                self.requests.clear()
+            found = self.requests[memo] = requested(job, job.shape.nodes_max)
+        return found
 
     def target(self, queues: Queues, job: Job) -> tuple[ClusterQueue | None, str]:
         spec = job.spec
@@ -117,6 +145,8 @@ class Pass:
         self.charged: dict[int, dict[FlavorResource, int]] = {}
         self.heads: dict[str, int] = {}
         """StrictFIFO ClusterQueue -> the job that waits for quota at its head."""
+        self.endings: list[Ending] | None = None
+        """Running jobs' expected ends (``forecast``), when a refusal first asks."""
         self.refused: dict[tuple[object, int], Status] = {}
         """(shape key, tasks per node) -> why such a job was refused: usage only grows
         within a pass, so a job asking as much of the same LocalQueue is refused alike."""
@@ -135,8 +165,13 @@ class ClusterQueueAdmission:
                 f"without_queues must be quota or none, got {self._without_queues!r}",
                 field=f"{PLUGIN}.without_queues",
             )
+        self._cluster_queues = bool(params.get("cluster_queues", True))
+        """False: Slurm's association and QOS limits only, ClusterQueues left alone (the
+        ``slurm`` baseline does not read Kueue's objects)."""
         self._fallback: QuotaAdmission | None = None
         self._static: Static | None = None
+        self._limits_of: Cluster | None = None
+        self._any_limits = False
 
     def _quota(self, ctx: PassContext) -> QuotaAdmission:
         """``admit/quota``, with its parameters from the profile (under either id)."""
@@ -193,14 +228,14 @@ class ClusterQueueAdmission:
         the group's first). Resources ``cq`` does not cover count nowhere."""
         nodes = list(alloc.nodes)
         charge: dict[FlavorResource, int] = {}
+        chosen: dict[int, str] = {}  # by group: one look at the masks per group, not resource
         for resource, amount in held(job, alloc).items():
             group = cq.group_of(resource)
             if group is None:
                 continue
-            names = [f.name for f in group.flavors]
-            flavor = next((f for f in names if static.masks[f][nodes].all()), None)
+            flavor = chosen.get(id(group))
             if flavor is None:
-                flavor = next((f for f in names if static.masks[f][nodes].any()), names[0])
+                flavor = chosen[id(group)] = _flavor_holding(static, group, nodes)
             charge[(flavor, resource)] = charge.get((flavor, resource), 0) + amount
         return charge
 
@@ -257,19 +292,51 @@ class ClusterQueueAdmission:
             result = assign(
                 cq,
                 static.tree.queues[cq.name],
-                requested(job, job.shape.nodes_max),
+                static.request(job),
                 queues.flavors,
                 static.masks,
                 ctx.state.static_mask(job.shape),
                 lambda mask: True,
+                static.within,
             )
             borrows = isinstance(result, Assignment) and result.borrowing
         current.borrows[memo] = borrows
         return borrows
 
+    # -- Slurm's association and QOS limits ------------------------------------------------
+    def _ledger(self, ctx: PassContext) -> Ledger | None:
+        """The pass's usage against the limits (``limits``), None where there are none."""
+        found = ctx.scratch.get(_LEDGER, False)
+        if found is not False:
+            return found if isinstance(found, Ledger) else None
+        cluster = ctx.cluster
+        if self._limits_of is not cluster:
+            self._limits_of, self._any_limits = cluster, limits_apply(cluster)
+        ledger = Ledger(cluster) if self._any_limits else None
+        if ledger is not None:
+            for running in ctx.running():
+                if running.alloc is not None:
+                    ledger.add(running, job_tres(running, running.alloc))
+        ctx.scratch[_LEDGER] = ledger
+        return ledger
+
     # -- pre-filter -----------------------------------------------------------------------
     def pre_filter(self, job: Job, ctx: PassContext) -> Status:
+        ledger = self._ledger(ctx)
+        if ledger is None:
+            return self._pre_filter(job, ctx)
+        tres = job_tres(job)
+        status = ledger.check(job, tres, PLUGIN)
+        if status.ok:
+            status = self._pre_filter(job, ctx)
+            if status.ok:
+                ledger.add(job, tres)
+        return status
+
+    def _pre_filter(self, job: Job, ctx: PassContext) -> Status:
         queues = ctx.cluster.queues
+        if not self._cluster_queues:
+            return OK
         if not queues.cluster_queues:
             if self._without_queues == "none":
                 return OK
@@ -302,25 +369,57 @@ class ClusterQueueAdmission:
         result = assign(
             cq,
             node,
-            requested(job, shape.nodes_max),
+            static.request(job),
             queues.flavors,
             static.masks,
             allowed,
             placeable,
+            static.within,
         )
         if isinstance(result, Refusal):
             if cq.queueing_strategy is QueueingStrategy.STRICT_FIFO:
                 current.heads[cq.name] = job.id
+            message = result.message
+            if result.reason != Reason.INVALID_ACCOUNT:
+                found = quota_start(
+                    cq,
+                    node,
+                    static.request(job),
+                    queues,
+                    static.masks,
+                    allowed,
+                    self._endings(static, current, ctx),
+                    static.within,
+                )
+                message = f"{message}; {said(found, ctx.now)}"
+                if found is not None:
+                    ctx.expect(job, found[0])
             if result.reason != Reason.INVALID_ACCOUNT and may_preempt(cq):
-                status = Status.wait_resolvable(result.reason, PLUGIN, result.message)
+                status = Status.wait_resolvable(result.reason, PLUGIN, message)
             else:
-                status = Status.wait_because(result.reason, PLUGIN, result.message)
+                status = Status.wait_because(result.reason, PLUGIN, message)
             current.refused[memo] = status
             return status
         self._admit(node, current, job, result)
         if result.nodes is not None:
             ctx.narrow(job, result.nodes)
         return OK
+
+    @staticmethod
+    def _endings(static: Static, current: Pass, ctx: PassContext) -> list[Ending]:
+        """The running jobs' expected ends with their charges (``forecast``), once a pass."""
+        if current.endings is None:
+            found: list[Ending] = []
+            for job in ctx.running():
+                known = static.charges.get((job.id, job.run))
+                cq, _ = static.target(ctx.cluster.queues, job)
+                if known is None or cq is None or job.start is None:
+                    continue
+                holder = static.tree.queues[cq.name]
+                found.append((job.start + job.time_limit, job.id, holder, known[1]))
+            found.sort(key=lambda e: (e[0], e[1]))
+            current.endings = found
+        return current.endings
 
     @staticmethod
     def _admit(node: QuotaNode, current: Pass, job: Job, result: Assignment) -> None:
@@ -363,6 +462,18 @@ class ClusterQueueAdmission:
     def unreserve(self, job: Job, ctx: PassContext) -> None:
         """Nothing: an admitted job keeps its quota for the rest of the pass."""
         del job, ctx
+
+
+def _flavor_holding(static: Static, group: ResourceGroup, nodes: list[int]) -> str:
+    """The first flavor of ``group`` whose nodes hold all of ``nodes`` (else the first
+    holding any, else the group's first); a group of one flavor has no choice to make."""
+    names = [f.name for f in group.flavors]
+    if len(names) == 1:
+        return names[0]
+    flavor = next((f for f in names if static.masks[f][nodes].all()), None)
+    if flavor is None:
+        flavor = next((f for f in names if static.masks[f][nodes].any()), names[0])
+    return flavor
 
 
 def may_preempt(cq: ClusterQueue) -> bool:

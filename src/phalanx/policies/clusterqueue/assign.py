@@ -28,7 +28,7 @@ from phalanx.domain.state import Reason
 from phalanx.policies.clusterqueue.amounts import PODS, label
 from phalanx.sched.occupancy import BoolArray
 
-__all__ = ["Assignment", "Refusal", "assign", "quota_reason"]
+__all__ = ["Assignment", "MaskCache", "Refusal", "assign", "quota_reason"]
 
 _MAX_FLAVOR_REASONS = 3
 
@@ -73,10 +73,13 @@ def assign(
     masks: Mapping[str, BoolArray],
     allowed: BoolArray,
     placeable: Callable[[BoolArray], bool],
+    within_cache: MaskCache | None = None,
 ) -> Assignment | Refusal:
     """The flavors ``request`` (resource -> amount) takes in ``cq``, whose quota node is
     ``node``; ``masks`` are the flavors' nodes, ``allowed`` the nodes the job may ever use,
-    ``placeable`` whether the job has a placement now within a mask."""
+    ``placeable`` whether the job has a placement now within a mask. ``within_cache`` keeps
+    each flavor's nodes within a set of allowed nodes (``MaskCache``) across calls."""
+    cache: MaskCache = {} if within_cache is None else within_cache
     groups: list[ResourceGroup] = []
     for resource in request:
         group = cq.group_of(resource)
@@ -95,7 +98,7 @@ def assign(
     for group in groups:
         asked = {r: request[r] for r in group.covered_resources if r in request}
         base = allowed if within is None else within
-        fits, reasons, reason = _fits(cq, node, asked, group, flavors, masks, base)
+        fits, reasons, reason = _fits(cq, node, asked, group, flavors, masks, base, cache)
         if not fits:
             shown = "; ".join(reasons[:_MAX_FLAVOR_REASONS])
             return Refusal(reason, f"couldn't assign flavors to ClusterQueue {cq.name}: {shown}")
@@ -105,8 +108,37 @@ def assign(
             charge[(fit.flavor, resource)] = amount
         borrowing = borrowing or fit.borrowing
         within = fit.mask
-    narrowed = None if within is None or bool(within.all()) else within
+    narrowed = None if within is None or _every(within, cache) else within
     return Assignment(chosen, charge, narrowed, borrowing)
+
+
+MaskCache = dict[tuple[object, int], tuple[BoolArray, BoolArray, bool]]
+"""(flavor name or ``every``, id of the allowed nodes) -> (those allowed nodes, the flavor's
+nodes among them, whether there are any; for ``every``, whether they are all the nodes).
+The allowed masks are the cluster state's own, one object per kind of node a job may use,
+so an entry is found again for every job of that kind; keeping the mask in the entry makes
+an id reused by another array count as a miss."""
+
+
+def _within(
+    name: str, masks: Mapping[str, BoolArray], base: BoolArray, cache: MaskCache
+) -> tuple[BoolArray, bool]:
+    found = cache.get((name, id(base)))
+    if found is not None and found[0] is base:
+        return found[1], found[2]
+    mask = masks[name] & base
+    any_ = bool(mask.any())
+    cache[(name, id(base))] = (base, mask, any_)
+    return mask, any_
+
+
+def _every(mask: BoolArray, cache: MaskCache) -> bool:
+    found = cache.get(("every", id(mask)))
+    if found is not None and found[0] is mask:
+        return found[2]
+    every = bool(mask.all())
+    cache[("every", id(mask))] = (mask, mask, every)
+    return every
 
 
 def _fits(
@@ -117,6 +149,7 @@ def _fits(
     flavors: Mapping[str, ResourceFlavor],
     masks: Mapping[str, BoolArray],
     base: BoolArray,
+    cache: MaskCache,
 ) -> tuple[list[_Fit], list[str], str]:
     """Every flavor of ``group`` that ``asked`` fits in, in order, and why the others do not
     (with the pending reason of the first quota that did not fit)."""
@@ -129,8 +162,8 @@ def _fits(
         if taint is not None:
             reasons.append(f"untolerated taint {taint} in flavor {name}")
             continue
-        mask = masks[name] & base
-        if not mask.any():
+        mask, any_ = _within(name, masks, base, cache)
+        if not any_:
             reasons.append(f"flavor {name} has no node the job may use")
             continue
         borrow = False

@@ -313,6 +313,7 @@ class _QuotaBudget:
             static.masks,
             ctx.state.static_mask(self.job.shape),
             lambda mask: True,
+            static.within,
         )
         if not isinstance(result, Assignment):
             return False

@@ -1,0 +1,105 @@
+"""When each node could first hold one node's share of a shape, kept across passes.
+
+A blocked job's lower bound on its start (``Timeline.lower_bound`` with nothing reserved) is
+the first instant at which enough nodes could hold it by counts, running jobs releasing what
+they hold at their time limits. That instant is the ``nodes_min``-th earliest of the nodes'
+own "ready" instants, and a node's ready instant depends on that node alone: its free
+resources, whether it is up, and the runs on it. A start, an end or a node going down changes
+a few nodes, so the ready instants are kept per shape and recomputed only for the nodes whose
+``Occupancy.node_version`` moved: a pass costs a check per node, not a walk over every running
+job's allocation (which a deep, busy cluster paid after every change).
+"""
+
+from __future__ import annotations
+
+from phalanx.domain.time import Duration, Instant
+from phalanx.sched.occupancy import Occupancy
+from phalanx.sched.shape import Shape
+
+__all__ = ["ReadyIndex"]
+
+_NOW = -(1 << 62)
+"""A node that fits already."""
+_NEVER = 1 << 62
+"""A node that cannot fit even with every run on it gone (or is out of the shape's nodes)."""
+
+_SHAPES = 256
+"""Per-node needs kept at most (each costs two lists of a node count)."""
+
+
+class ReadyIndex:
+    """Per (nodes a shape may use, per-node need, resolution): each node's ready instant and
+    the ``node_version`` it was computed at."""
+
+    def __init__(self, state: Occupancy) -> None:
+        self.state = state
+        self._ready: dict[object, tuple[list[int], list[int]]] = {}
+
+    def lower_bound(self, shape: Shape, resolution: Duration, first: Instant) -> Instant | None:
+        """``Timeline._candidates``' first instant with no reservation, from ``first`` on:
+        running jobs' ends rounded up to ``resolution``, the first end once enough nodes fit
+        now; None if not enough nodes ever fit (or nothing runs)."""
+        state = self.state
+        ends = state.ends()
+        if not ends:
+            return None  # the walk has no instant to offer
+        k = shape.nodes_min
+        if not (shape.milli or shape.exclusive):
+            ready = self._nodes(shape, resolution)
+            fit_now = ready.count(_NOW)
+            if fit_now < k:
+                later = sorted(r for r in ready if r != _NOW and r != _NEVER)
+                need = k - fit_now
+                if len(later) < need:
+                    return None
+                t = later[need - 1]
+                return t if t > first else first
+        # Enough now (or shares and exclusive nodes, which the walk does not count): the first
+        # instant the walk tries.
+        t = ends[0][0]
+        if resolution > 1:
+            t = -(-t // resolution) * resolution
+        return t if t > first else first
+
+    def _nodes(self, shape: Shape, resolution: Duration) -> list[int]:
+        state = self.state
+        mask = (shape.partition, shape.models, shape.features)
+        key = (mask, shape.gpus, shape.cpus, shape.mem_mb, resolution)
+        entry = self._ready.get(key)
+        n = state.n
+        if entry is None:
+            if len(self._ready) >= _SHAPES:
+                self._ready.clear()  # a long-lived controller sees many shapes: start over
+            entry = self._ready[key] = ([-1] * n, [_NEVER] * n)
+        seen, ready = entry
+        versions = state.node_version
+        if seen == versions:
+            return ready
+        ok: list[bool] | None = None
+        for node in range(n):
+            if seen[node] != versions[node]:
+                if ok is None:
+                    ok = state.base_mask(shape).tolist()
+                ready[node] = self._node(node, shape, resolution) if ok[node] else _NEVER
+                seen[node] = versions[node]
+        return ready
+
+    def _node(self, node: int, shape: Shape, resolution: Duration) -> int:
+        """When ``node`` could first hold one node's share of ``shape`` (as the walk counts)."""
+        state = self.state
+        cap = state.cap
+        g, c, m = shape.gpus, shape.cpus, shape.mem_mb
+        gn, cn, mn = int(cap.gpus[node]), int(cap.cpus[node]), int(cap.mem[node])
+        if gn >= g and cn >= c and mn >= m:
+            return _NOW
+        running = state.running
+        for end, job_id, whole in state.node_runs[node]:
+            alloc = running[job_id].alloc
+            gn += whole
+            cn += alloc.cpus
+            mn += alloc.mem_mb
+            if gn >= g and cn >= c and mn >= m:
+                if resolution > 1:
+                    return -(-end // resolution) * resolution
+                return end
+        return _NEVER
