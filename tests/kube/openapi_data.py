@@ -1,5 +1,5 @@
 """Shared by the kube.openapi tests: where the example manifests are, and a skip when the
-vendored documents were not built (they are made from upstream mirrors, not committed)."""
+built-in schemas' package (kubernetes-validate, a runtime dependency) is not installed."""
 
 from __future__ import annotations
 
@@ -7,17 +7,16 @@ from pathlib import Path
 
 import pytest
 
-from phalanx.kube.openapi import catalog
+from phalanx.kube.openapi import available
 
 EXAMPLES = Path("/work/shared/k8s-examples")
 
 
 def built() -> bool:
-    return (catalog.data_dir() / "index.json").exists()
+    return available()
 
 
 needs_data = pytest.mark.skipif(
-    not built(),
-    reason="OpenAPI data not built: python -m phalanx.kube.openapi.vendor --mirrors ... --out ...",
+    not built(), reason="the kubernetes-validate package (a runtime dependency) is not installed"
 )
 needs_examples = pytest.mark.skipif(not EXAMPLES.is_dir(), reason=f"{EXAMPLES} is absent")

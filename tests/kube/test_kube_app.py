@@ -114,7 +114,10 @@ def test_bad_bodies_are_400_and_protobuf_415_until_it_lands(api: TestClient) -> 
 
 
 def test_yaml_body_and_dry_run(api: TestClient, store: ObjectStore) -> None:
-    body = "apiVersion: batch/v1\nkind: Job\nmetadata: {name: y}\nspec: {parallelism: 2}\n"
+    body = (
+        "apiVersion: batch/v1\nkind: Job\nmetadata: {name: y}\nspec:\n  parallelism: 2\n"
+        "  template: {spec: {containers: [{name: c, image: busybox}], restartPolicy: Never}}\n"
+    )
     r = api.post(f"{JOBS}?dryRun=All", content=body, headers={"Content-Type": "application/yaml"})
     assert r.status_code == 201 and store.get(("batch", "jobs"), "default", "y") is None
     r = api.post(JOBS, content=body, headers={"Content-Type": "application/yaml"})
@@ -252,7 +255,8 @@ def test_delete_propagates_to_dependents_unless_orphaned(
 
 
 def test_cluster_scoped_and_namespace_errors(api: TestClient) -> None:
-    r = api.post("/api/v1/namespaces/nope/pods", json={"metadata": {"name": "p"}, "spec": {}})
+    pod = {"metadata": {"name": "p"}, "spec": {"containers": [{"name": "c", "image": "i"}]}}
+    r = api.post("/api/v1/namespaces/nope/pods", json=pod)
     assert r.status_code == 404 and r.json()["message"] == 'namespaces "nope" not found'
     ns = api.post("/api/v1/namespaces", json={"metadata": {"name": "team"}})
     assert ns.status_code == 201 and ns.json()["status"]["phase"] == "Active"

@@ -1,15 +1,16 @@
 """OpenAPI documents and server-side field validation for the Kubernetes-compatible API.
 
-Schemas are upstream's, vendored with provenance (``data/README.md``): Kubernetes 1.32's own
-OpenAPI v3 documents for the built-in kinds, the CRDs' ``openAPIV3Schema`` for the custom ones.
-Importing this package reads nothing; the first call reads what it needs, once.
+Built-in kinds' schemas are Kubernetes 1.32's, read at run time from the ``kubernetes-validate``
+package; the custom kinds' (PyTorchJob, Volcano, JobSet, Kueue) are our own declarations in
+:mod:`phalanx.kube.openapi.custom`. Importing this package reads nothing; the first call builds
+what it needs, once, in memory.
 
 - :func:`validate` -- ``fieldValidation`` Strict/Warn/Ignore: (errors, warnings);
   :func:`prune` drops unknown fields from an accepted object; :func:`loads_strict` parses JSON
   keeping duplicate keys visible.
 - :func:`openapi_v3_index`, :func:`openapi_v3`, :func:`openapi_v2` -- the served documents.
 - :func:`kinds` -- the group/version/kinds with a schema; :func:`available` -- whether the
-  documents are built at all.
+  built-in schemas are installed.
 - :func:`patch_meta` -- strategic-merge-patch strategy and merge key of a field.
 """
 

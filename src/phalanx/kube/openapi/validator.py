@@ -14,6 +14,7 @@ The walk never raises on any input: a value of the wrong shape is a FieldError.
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Iterator
 from typing import Any
@@ -110,6 +111,19 @@ def prune(obj: Any) -> list[str]:
     return [e.path for e in walk.strict if e.reason == fielderror.UNKNOWN]
 
 
+@functools.cache
+def _resolved(group_version: str) -> dict[int, tuple[dict[str, Any], str]]:
+    """The resolve cache shared by every walk over one document's schemas (which live as
+    long as the process: the catalog keeps them)."""
+    return {}
+
+
+@functools.cache
+def _root(schema: str) -> dict[str, Any]:
+    """The root of a walk, kept so that the shared resolve cache may hold it."""
+    return {"$ref": "#/components/schemas/" + schema}
+
+
 def _walk(obj: dict[str, Any]) -> Walk | None:
     api_version, kind = obj.get("apiVersion"), obj.get("kind")
     if not isinstance(api_version, str) or not isinstance(kind, str):
@@ -117,8 +131,8 @@ def _walk(obj: dict[str, Any]) -> Walk | None:
     info = catalog.kind_info(*_split_api_version(api_version), kind)
     if info is None:
         return None
-    walk = Walk(catalog.schemas_of(info), crd=info.origin == "crd")
-    walk.walk(obj, {"$ref": "#/components/schemas/" + info.schema}, (), info.kind)
+    walk = Walk(catalog.schemas_of(info), info.origin == "crd", _resolved(info.group_version))
+    walk.walk(obj, _root(info.schema), (), info.kind)
     return walk
 
 

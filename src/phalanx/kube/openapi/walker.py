@@ -14,6 +14,10 @@ _QUANTITY = "io.k8s.apimachinery.pkg.api.resource.Quantity"
 _CONTAINER = "io.k8s.api.core.v1.Container"
 
 
+_EMPTY: dict[str, Any] = {}
+_CONSTRAINTS = frozenset(("enum", "minimum", "maximum", "maxLength", "pattern"))
+
+
 class _Key(str):
     """A map key in a path (``metadata.labels[app]`` in validation errors)."""
 
@@ -73,14 +77,22 @@ def type_name(value: Any) -> str:
 
 
 class Walk:
-    def __init__(self, schemas: dict[str, Any], crd: bool) -> None:
+    def __init__(
+        self,
+        schemas: dict[str, Any],
+        crd: bool,
+        resolved: dict[int, tuple[dict[str, Any], str]] | None = None,
+    ) -> None:
+        """``resolved`` is a cache of :meth:`resolve` by schema identity, which walks over the
+        same ``schemas`` may share: every schema walked must then outlive the cache (the
+        catalog's documents do)."""
         self.schemas = schemas
         self.crd = crd
         self.errors: list[FieldError] = []
         self.strict: list[FieldError] = []
         self.unknown: list[tuple[dict[str, Any], str]] = []
         """(object, key) of every unknown field, for pruning."""
-        self._resolved: dict[int, tuple[dict[str, Any], str]] = {}
+        self._resolved: dict[int, tuple[dict[str, Any], str]] = {} if resolved is None else resolved
 
     def resolve(self, schema: Any) -> tuple[dict[str, Any], str]:
         """A schema with its ``$ref`` and ``allOf`` folded in, and the last referenced name."""
@@ -94,7 +106,7 @@ class Walk:
         ref = schema.get("$ref")
         if isinstance(ref, str):
             name = ref.rsplit("/", 1)[1]
-            out.update(self.resolve(self.schemas.get(name, {}))[0])
+            out.update(self.resolve(self.schemas.get(name, _EMPTY))[0])
         for part in schema.get("allOf", ()):
             sub, sub_name = self.resolve(part)
             name = sub_name or name
@@ -239,6 +251,8 @@ class Walk:
             self.error(fielderror.field_error(_field_path((*path, req)), fielderror.REQUIRED))
 
     def _constraints(self, value: Any, s: dict[str, Any], path: Path) -> None:
+        if not _CONSTRAINTS.intersection(s):
+            return  # the common case: nothing to check, no path to spell out
         where = _field_path(path)
         enum = s.get("enum")
         if isinstance(enum, list) and value not in enum:
