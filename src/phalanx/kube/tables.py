@@ -80,6 +80,13 @@ def _f(path: str, default: Any = "<none>") -> Cell:
     return lambda o, now: _get(o, path, default)
 
 
+def _condition(kind: str) -> Cell:
+    """The status ("True", "False", ...) of the object's condition of type ``kind``."""
+    return lambda o, now: next(
+        (c.get("status") for c in _get(o, "status.conditions", []) if c.get("type") == kind), ""
+    )
+
+
 def _name(o: dict[str, Any], now: float) -> str:
     return str(o["metadata"]["name"])
 
@@ -340,14 +347,7 @@ _COLUMNS: dict[tuple[str, str], Sequence[Column]] = {
             "Completed",
             "string",
             0,
-            lambda o, now: next(
-                (
-                    c.get("status")
-                    for c in _get(o, "status.conditions", [])
-                    if c.get("type") == "Completed"
-                ),
-                "",
-            ),
+            _condition("Completed"),
         ),
         ("Suspended", "string", 0, _f("spec.suspend", "")),
         AGE,
@@ -373,27 +373,13 @@ _COLUMNS: dict[tuple[str, str], Sequence[Column]] = {
             "Admitted",
             "string",
             0,
-            lambda o, now: next(
-                (
-                    c.get("status")
-                    for c in _get(o, "status.conditions", [])
-                    if c.get("type") == "Admitted"
-                ),
-                "",
-            ),
+            _condition("Admitted"),
         ),
         (
             "Finished",
             "string",
             0,
-            lambda o, now: next(
-                (
-                    c.get("status")
-                    for c in _get(o, "status.conditions", [])
-                    if c.get("type") == "Finished"
-                ),
-                "",
-            ),
+            _condition("Finished"),
         ),
         AGE,
     ),
