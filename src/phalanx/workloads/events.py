@@ -59,3 +59,11 @@ def event(
         "lastTimestamp": stamp,
         "count": 1,
     }
+
+
+def creation_failed(
+    about: Mapping[str, Any], message: str, now: Instant, seq: int, component: str
+) -> dict[str, Any]:
+    """The warning a workload controller records when its pods cannot be made
+    (``FailedCreatePod``): the request they carry is one Phalanx cannot run."""
+    return event(about, "FailedCreatePod", message, now, seq=seq, warning=True, component=component)

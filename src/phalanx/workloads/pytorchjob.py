@@ -27,7 +27,7 @@ from phalanx.domain.state import JobState
 from phalanx.domain.time import SECOND, Instant
 from phalanx.errors import InputError
 from phalanx.workloads.conditions import is_true
-from phalanx.workloads.events import event
+from phalanx.workloads.events import creation_failed, event
 from phalanx.workloads.plan import (
     ANNOTATION_KEY,
     ANNOTATION_LOG,
@@ -290,17 +290,7 @@ def _run(
         try:
             plan.submit.append(_submission(obj, shape, fresh, ctx))
         except InputError as e:
-            plan.events.append(
-                event(
-                    obj,
-                    "FailedCreatePod",
-                    str(e),
-                    now,
-                    warning=True,
-                    seq=len(plan.events),
-                    component=CONTROLLER,
-                )
-            )
+            plan.events.append(creation_failed(obj, str(e), now, len(plan.events), CONTROLLER))
             return []
         for pod in fresh:
             plan.create.append(pod)

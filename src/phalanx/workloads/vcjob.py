@@ -29,7 +29,7 @@ from typing import Any
 from phalanx.domain.state import JobState
 from phalanx.domain.time import SECOND, Instant
 from phalanx.errors import InputError
-from phalanx.workloads.events import event
+from phalanx.workloads.events import creation_failed, event
 from phalanx.workloads.plan import (
     ANNOTATION_KEY,
     ANNOTATION_LOG,
@@ -196,17 +196,7 @@ def _launch(
         try:
             plan.submit.append(_submission(obj, shape, fresh, gang, ctx))
         except InputError as e:
-            plan.events.append(
-                event(
-                    obj,
-                    "FailedCreatePod",
-                    str(e),
-                    now,
-                    seq=len(plan.events),
-                    warning=True,
-                    component=CONTROLLER,
-                )
-            )
+            plan.events.append(creation_failed(obj, str(e), now, len(plan.events), CONTROLLER))
             return made
         for pod in fresh:
             (plan.update if _name(pod) in replacing else plan.create).append(pod)
@@ -311,17 +301,7 @@ def reconcile(
             gang = _name(waiting[0]) in gang_names
             plan.submit.append(_submission(obj, shape, waiting, gang, ctx))
         except InputError as e:
-            plan.events.append(
-                event(
-                    obj,
-                    "FailedCreatePod",
-                    str(e),
-                    now,
-                    seq=len(plan.events),
-                    warning=True,
-                    component=CONTROLLER,
-                )
-            )
+            plan.events.append(creation_failed(obj, str(e), now, len(plan.events), CONTROLLER))
 
     phase_now = before or "Pending"
     reason = str(state.get("reason", ""))
