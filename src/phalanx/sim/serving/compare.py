@@ -138,7 +138,9 @@ def run_serving_setup(
 def _saving(tj: TraceJob, on_signal: bool) -> TraceJob:
     if tj.spec.checkpoint_on_signal == on_signal:
         return tj
-    return dataclasses.replace(tj, spec=dataclasses.replace(tj.spec, checkpoint_on_signal=on_signal))
+    return dataclasses.replace(
+        tj, spec=dataclasses.replace(tj.spec, checkpoint_on_signal=on_signal)
+    )
 
 
 def _with_grace(cluster: Cluster, grace: Duration) -> Cluster:

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import bisect
 import csv
+import itertools
 import math
 import random
 from collections.abc import Sequence
@@ -108,9 +109,7 @@ def read_rate_csv(path: str) -> RateSeries:
                 field = "time_s" if at < 0 else "rps"
                 raise ConfigError("must not be negative", source=path, line=line, field=field)
             if times and at <= times[-1]:
-                raise ConfigError(
-                    "times must increase", source=path, line=line, field="time_s"
-                )
+                raise ConfigError("times must increase", source=path, line=line, field="time_s")
             times.append(at)
             rates.append(rate)
     if not times:
@@ -119,7 +118,7 @@ def read_rate_csv(path: str) -> RateSeries:
 
 
 def _median_step(times: Sequence[Instant]) -> Duration:
-    steps = sorted(b - a for a, b in zip(times, times[1:], strict=False))
+    steps = sorted(b - a for a, b in itertools.pairwise(times))
     return steps[len(steps) // 2] if steps else MINUTE
 
 
@@ -135,8 +134,11 @@ def _number(text: str, path: str, line: int, field: str) -> float:
     try:
         value = float(text)
     except ValueError:
-        raise ConfigError(f"not a number: {text.strip()!r}", source=path, line=line, field=field)
+        raise ConfigError(
+            f"not a number: {text.strip()!r}", source=path, line=line, field=field
+        ) from None
     if not math.isfinite(value):
-        raise ConfigError(f"not a finite number: {text.strip()!r}", source=path, line=line,
-                          field=field)
+        raise ConfigError(
+            f"not a finite number: {text.strip()!r}", source=path, line=line, field=field
+        )
     return value

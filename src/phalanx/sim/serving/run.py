@@ -17,7 +17,9 @@ first instant ``t``:
 
 Job ids follow the order submissions are handled, so they are booked as they are queued: the
 replicas of step 3 come before the training jobs of step 4 at the same instant, and nothing is
-queued ahead of time. After the last service's load ends, its replicas are cancelled and the
+queued ahead of time. Each service starts with the replicas its load at 0 calls for
+(``ServiceSpec.replicas_for``); its SLO figures leave out the requests of its warm-up (the
+first replicas' ``startup`` and one period). After the last service's load ends, its replicas are cancelled and the
 training runs to its end as in a plain replay.
 
 Scale-in cancels pending replicas first, then starting ones, then ready ones, the newest first
@@ -26,6 +28,7 @@ in each group (a ReplicaSet's choice of pods to delete).
 
 from __future__ import annotations
 
+import bisect
 import gc
 import math
 import time
@@ -38,6 +41,7 @@ from phalanx.domain.state import JobState
 from phalanx.domain.time import DAY, HOUR, Instant
 from phalanx.engine import Cancel, Submit
 from phalanx.sched.profile import Profile
+from phalanx.sim.executor import CHECKPOINT_SAVE_MS
 from phalanx.sim.records import JobRecord, RunRecord
 from phalanx.sim.serving.scaler import Observation, Scaler
 from phalanx.sim.serving.spec import ServiceSpec, ServingSpec
@@ -87,18 +91,31 @@ class ServiceTimeline:
     """Share of the ready replicas' time spent serving."""
     gpus: int = 0
     slo_ms: float = 0.0
+    capacity_rps: float = 0.0
+    """Requests/s one ready replica serves at the SLO."""
+    warmup: Instant = 0
+    """Requests before this instant are left out of the SLO figures: the service is being
+    deployed (its first replicas load their model)."""
+
+    def _counted(self) -> int:
+        """Index of the first period whose requests count (after ``warmup``)."""
+        return bisect.bisect_left(self.at, self.warmup)
 
     @property
     def requests(self) -> float:
-        return sum(self.offered_rps) * self.step / 1000.0
+        """Requests offered after the warm-up."""
+        return sum(self.offered_rps[self._counted() :]) * self.step / 1000.0
 
     @property
     def slo_attainment(self) -> float:
-        """Share of all requests answered within the target (1.0 without requests)."""
-        total = sum(self.offered_rps)
+        """Share of the requests after the warm-up answered within the target (1.0 without
+        requests)."""
+        first = self._counted()
+        rates = self.offered_rps[first:]
+        total = sum(rates)
         if total <= 0:
             return 1.0
-        on_time = sum(r * a for r, a in zip(self.offered_rps, self.attainment, strict=True))
+        on_time = sum(r * a for r, a in zip(rates, self.attainment[first:], strict=True))
         return on_time / total
 
     @property
@@ -146,7 +163,12 @@ class _Service:
         self.count = 0
         """Replicas ever submitted (their names' index)."""
         self.timeline = ServiceTimeline(
-            spec.name, step, gpus=spec.gpus, slo_ms=spec.latency.slo_s * 1000.0
+            spec.name,
+            step,
+            gpus=spec.gpus,
+            slo_ms=spec.latency.slo_s * 1000.0,
+            capacity_rps=spec.latency.capacity_rps,
+            warmup=spec.startup + step,
         )
 
 
@@ -159,11 +181,12 @@ class ServingSimulator:
         serving: ServingSpec,
         *,
         scalers: Mapping[str, Scaler] | None = None,
-        checkpoint_save_ms: int | None = None,
+        checkpoint_save_ms: int = CHECKPOINT_SAVE_MS,
     ) -> None:
         """``scalers``: by service name, in place of each service's default ``HpaScaler``."""
-        extra = {} if checkpoint_save_ms is None else {"checkpoint_save_ms": checkpoint_save_ms}
-        self.sim = Simulator(cluster, profile, training, keep_segments=False, **extra)
+        self.sim = Simulator(
+            cluster, profile, training, keep_segments=False, checkpoint_save_ms=checkpoint_save_ms
+        )
         self.serving = serving
         chosen = scalers or {}
         self.services = [
@@ -192,6 +215,10 @@ class ServingSimulator:
         work = sim.workload
         index = 0
         t = 0
+        for service in self.services:
+            # Deployed with the replicas its load at the start calls for.
+            spec = service.spec
+            self._scale(service, 0, spec.replicas_for(spec.load.rate_at(0)))
         while t < horizon:
             for service in self.services:
                 self._tick(service, t)
