@@ -19,8 +19,8 @@ Job ids follow the order submissions are handled, so they are booked as they are
 replicas of step 3 come before the training jobs of step 4 at the same instant, and nothing is
 queued ahead of time. Each service starts with the replicas its load at 0 calls for
 (``ServiceSpec.replicas_for``); its SLO figures leave out the requests of its warm-up (the
-first replicas' ``startup`` and one period). After the last service's load ends, its replicas are cancelled and the
-training runs to its end as in a plain replay.
+first replicas' ``startup`` and one period). After the last service's load ends, its
+replicas are cancelled and the training runs to its end as in a plain replay.
 
 Scale-in cancels pending replicas first, then starting ones, then ready ones, the newest first
 in each group (a ReplicaSet's choice of pods to delete).
