@@ -257,8 +257,13 @@ class ServingSimulator:
         starting: list[int] = []
         ready: list[int] = []
         alive: list[int] = []
+        handled_below = self.sim.engine.next_id
         for job_id in service.ids:
             job = jobs.get(job_id)
+            if job is None and job_id >= handled_below:
+                alive.append(job_id)  # submitted at this instant, not handled yet
+                pending.append(job_id)
+                continue
             if job is None or job.state.is_final:
                 continue  # rejected or gone: no longer asked for
             alive.append(job_id)
