@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import math
 
 import pytest
@@ -38,12 +39,12 @@ def test_attainment_never_rises_with_load_and_never_falls_with_replicas() -> Non
     loads = [0.5 * k for k in range(1, 400)]
     for replicas in (1, 3, 8):
         values = [model.attainment(load, replicas) for load in loads]
-        assert all(b <= a + 1e-12 for a, b in zip(values, values[1:], strict=False))
+        assert all(b <= a + 1e-12 for a, b in itertools.pairwise(values))
         assert values[0] > 0.99 and values[-1] < 0.5
     for load in (5.0, 25.0, 60.0):
         by_replicas = [model.attainment(load, c) for c in range(0, 12)]
         assert by_replicas[0] == 0.0
-        assert all(b >= a - 1e-12 for a, b in zip(by_replicas, by_replicas[1:], strict=False))
+        assert all(b >= a - 1e-12 for a, b in itertools.pairwise(by_replicas))
 
 
 def test_requests_over_capacity_are_violations() -> None:

@@ -41,8 +41,12 @@ def test_a_good_file_reads_with_its_defaults() -> None:
 def test_a_csv_load_is_read_next_to_the_file(tmp_path: Path) -> None:
     (tmp_path / "rates.csv").write_text("0,5\n60,7\n")
     path = tmp_path / "serving.yaml"
-    path.write_text(GOOD.replace("generator: {mean_rps: 100, days: 0.5, amplitude: 0, "
-                                 "bursts_per_day: 0}", "csv: rates.csv"))
+    path.write_text(
+        GOOD.replace(
+            "generator: {mean_rps: 100, days: 0.5, amplitude: 0, bursts_per_day: 0}",
+            "csv: rates.csv",
+        )
+    )
     spec = read_serving(str(path))
     assert spec.services[0].load.rates == (5.0, 7.0)
 
