@@ -7,6 +7,7 @@ each sync period, and the GPUs training held. matplotlib is imported inside ``wr
 
 from __future__ import annotations
 
+import bisect
 import dataclasses
 import json
 import os
@@ -99,20 +100,22 @@ def write_plot(path: str, results: Mapping[str, ServingResult]) -> str:
         os.makedirs(folder, exist_ok=True)
     fig = Figure(figsize=(12, 9), layout="constrained")
     load_ax, slo_ax, train_ax = fig.subplots(3, 1, sharex=True)
-    first = True
+    load_drawn = False
     for name, result in results.items():
         lines = list(result.services.values())
         if not lines:
             continue
         hours = [at / HOUR for at in lines[0].at]
-        if first:
+        if not load_drawn:
             offered = [sum(v) for v in zip(*(ln.offered_rps for ln in lines), strict=True)]
             load_ax.plot(hours, offered, color="black", linewidth=1.0, label="offered load")
-            first = False
+            load_drawn = True
         capacity = [sum(ln.ready[i] * ln.capacity_rps for ln in lines) for i in range(len(hours))]
         load_ax.plot(hours, capacity, linewidth=0.9, label=f"{name}: ready capacity")
-        attained = [_mean_attainment(lines, i) * 100.0 for i in range(len(hours))]
-        slo_ax.plot(hours, attained, linewidth=0.9, label=name)
+        # From the end of the warm-up on, as the SLO figures count it.
+        counted = min(bisect.bisect_left(ln.at, ln.warmup) for ln in lines)
+        attained = [_mean_attainment(lines, i) * 100.0 for i in range(counted, len(hours))]
+        slo_ax.plot(hours[counted:], attained, linewidth=0.9, label=name)
         train_ax.plot(
             [at / HOUR for at, _ in result.training_gpus],
             [g for _, g in result.training_gpus],
