@@ -47,8 +47,9 @@ QUEUES = """
 
 
 def _cluster(partition_cq: str = "train", qos_cq: str = "urgent", queues: str = QUEUES) -> str:
-    return textwrap.dedent(
-        f"""\
+    return (
+        textwrap.dedent(
+            f"""\
         nodes:
           - {{names: "n[1-4]", gpus: 8, gpu_model: H100, cpus: 64, memory: 512G}}
         partitions:
@@ -60,7 +61,9 @@ def _cluster(partition_cq: str = "train", qos_cq: str = "urgent", queues: str = 
           - {{name: fast, priority: 10, cluster_queue: {qos_cq}}}
         queues:
         """
-    ) + queues
+        )
+        + queues
+    )
 
 
 def test_yaml_reads_the_routes() -> None:
@@ -117,5 +120,5 @@ def test_queues_replaced_later_are_checked_too() -> None:
     cluster = cluster_from_yaml(_cluster(queues="  []\n"))
     cluster = dataclasses.replace(cluster, queues=cluster_from_yaml(_cluster()).queues)
     check_queue_routes(cluster, "q.yaml")
-    with pytest.raises(ConfigError, match="partitions.batch.cluster_queue"):
+    with pytest.raises(ConfigError, match=r"partitions\.batch\.cluster_queue"):
         check_queue_routes(cluster_from_yaml(_cluster(queues="  []\n")), "c.yaml")
