@@ -11,10 +11,12 @@ from phalanx.config.clusterspec import regular_cluster
 from phalanx.domain.jobspec import JobSpec
 from phalanx.domain.time import HOUR, MINUTE, SECOND, Instant
 from phalanx.errors import ConfigError
+from phalanx.policies.catalog import profile
 from phalanx.sim.serving.compare import ServingResult, run_serving_setup
 from phalanx.sim.serving.latency import LatencyModel
 from phalanx.sim.serving.load import RateSeries
-from phalanx.sim.serving.run import ServiceTimeline
+from phalanx.sim.serving.run import ServiceTimeline, ServingSimulator
+from phalanx.sim.serving.scaler import Observation
 from phalanx.sim.serving.spec import ServiceSpec, ServingSpec
 from phalanx.sim.workload import TraceJob
 
@@ -105,3 +107,37 @@ def test_a_replica_that_fits_no_node_is_refused() -> None:
     with pytest.raises(ConfigError, match="fits no node") as caught:
         run_serving_setup("phalanx", regular_cluster(2, 4, 2), training(), serving(gpus=8))
     assert caught.value.field == "services[0].gpus"
+
+
+def test_the_same_inputs_give_the_same_figures() -> None:
+    assert run("phalanx").figures == run("phalanx").figures
+
+
+class Fixed:
+    """A scaler that always wants ``n`` replicas (the ``Scaler`` seam)."""
+
+    def __init__(self, n: int) -> None:
+        self.n = n
+
+    def desired(self, seen: Observation) -> int:
+        return self.n
+
+
+def test_a_scaler_of_ones_own_replaces_the_default() -> None:
+    simulator = ServingSimulator(
+        regular_cluster(4, 8, 4),
+        profile("phalanx"),
+        training(),
+        serving(),
+        scalers={"chat": Fixed(2)},
+    )
+    ran = simulator.run()
+    line = ran.services["chat"]
+    # Deployed with one replica for the initial load, then held at two, burst or not.
+    assert line.replicas[0] == 1 and set(line.replicas[1:]) == {2}
+    assert max(line.ready) == 2
+    # In the burst the two ready replicas meet 18 rps as the model says for two.
+    during = line.attainment[bisect.bisect_left(line.at, BURST[0] + 10 * MINUTE)]
+    assert during == LatencyModel(10, 0.5).attainment(18, 2)
+    assert during < LatencyModel(10, 0.5).attainment(18, 4)
+    assert len(ran.replicas) == 2
