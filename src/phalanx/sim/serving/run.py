@@ -134,11 +134,6 @@ class ServingRun:
     training_gpus: list[tuple[Instant, float]] = field(default_factory=list)
     """GPUs allocated to training at each sync period's start."""
 
-    def serving_gpu_hours(self) -> float:
-        """GPU-hours the replicas held (starting, serving, idle, being cancelled)."""
-        ms = sum(held_gpu_ms(j) for j in self.run.jobs if j.job_id in self.replicas)
-        return ms / HOUR
-
 
 def held_gpu_ms(job: JobRecord) -> int:
     """GPU-ms a job held, every term of the efficiency model together."""
