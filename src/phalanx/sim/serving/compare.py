@@ -15,6 +15,8 @@ phalanx    one cluster, ``phalanx``: the same priorities, but preemption is chec
            and the restore; when serving scales in, training backfills the GPUs.
 =========  ==================================================================================
 
+On one cluster the replicas' priority class comes first in the queue order (``serving_first``).
+
 Figures per set-up (``ServingFigures``): SLO attainment over all requests; serving GPU-hours
 held by replicas, and of those busy serving (the M/M/c utilisation of the ready replicas) and
 idle (starting, loading, waiting for load); training JCT mean and p90 over finished training
@@ -35,6 +37,7 @@ from phalanx.domain.cluster import Cluster, PreemptMode, Qos
 from phalanx.domain.time import HOUR, SECOND, Duration, Instant
 from phalanx.errors import ConfigError
 from phalanx.policies.catalog import profile
+from phalanx.sched.profile import Profile
 from phalanx.sim.metrics import summarize
 from phalanx.sim.records import JobRecord, RunRecord
 from phalanx.sim.serving.run import (
@@ -54,6 +57,7 @@ __all__ = [
     "ServingResult",
     "check_serving_cluster",
     "run_serving_setup",
+    "serving_first",
 ]
 
 SERVING_SETUPS: dict[str, str] = {
@@ -62,6 +66,8 @@ SERVING_SETUPS: dict[str, str] = {
     "phalanx": "one cluster, checkpoint-aware preemption, training backfills (phalanx)",
 }
 DEFAULT_GRACE: Duration = 60 * SECOND
+SERVING_QOS_WEIGHT = 10_000_000
+"""The QOS weight of the one-cluster set-ups (``serving_first``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -123,16 +129,34 @@ def run_serving_setup(
         return _split(cluster, training, serving)
     if name == "preempt":
         plain = [_saving(tj, False) for tj in training]
-        ran = ServingSimulator(cluster, profile("slurm"), plain, serving).run()
+        ran = ServingSimulator(cluster, serving_first(profile("slurm")), plain, serving).run()
         return _one_cluster(name, ran)
     if name == "phalanx":
         saving = [_saving(tj, True) for tj in training]
         graceful = _with_grace(cluster, grace)
-        ran = ServingSimulator(graceful, profile("phalanx"), saving, serving).run()
+        ran = ServingSimulator(graceful, serving_first(profile("phalanx")), saving, serving).run()
         return _one_cluster(name, ran)
     raise ConfigError(
         f"unknown setup {name!r}; choose from {', '.join(SERVING_SETUPS)}", field="--setup"
     )
+
+
+def serving_first(prof: Profile) -> Profile:
+    """``prof`` with the QOS factor outweighing all the others together, so a replica's
+    priority class orders it before every training job, as a PriorityClass orders the
+    Kubernetes scheduling queue and as Slurm sites set ``PriorityWeightQOS`` when a QOS must
+    come first. With the catalog's weights (QOS 1,000 against fair share 10,000 and, under
+    ``phalanx``, age 25,000 and shortness 20,000) a training job that had waited a day
+    outranked the replicas, held the reservation, and left them pending (reason Priority)
+    while the load they were asked for went unserved."""
+    if prof.queue_sort != "priority/multifactor":
+        return prof
+    params = dict(prof.params)
+    params["priority/multifactor"] = {
+        **params.get("priority/multifactor", {}),
+        "weight_qos": SERVING_QOS_WEIGHT,
+    }
+    return dataclasses.replace(prof, params=params)
 
 
 def _saving(tj: TraceJob, on_signal: bool) -> TraceJob:
