@@ -12,7 +12,7 @@ from phalanx.domain.jobspec import JobSpec
 from phalanx.domain.time import HOUR, MINUTE, SECOND, Instant
 from phalanx.errors import ConfigError
 from phalanx.policies.catalog import profile
-from phalanx.sim.serving.compare import ServingResult, run_serving_setup
+from phalanx.sim.serving.compare import ServingResult, run_serving_setup, serving_first
 from phalanx.sim.serving.latency import LatencyModel
 from phalanx.sim.serving.load import RateSeries
 from phalanx.sim.serving.run import ServiceTimeline, ServingSimulator
@@ -141,3 +141,20 @@ def test_a_scaler_of_ones_own_replaces_the_default() -> None:
     assert during == LatencyModel(10, 0.5).attainment(18, 2)
     assert during < LatencyModel(10, 0.5).attainment(18, 4)
     assert len(ran.replicas) == 2
+
+
+def test_serving_first_puts_the_qos_factor_above_all_others() -> None:
+    base = profile("phalanx")
+    first = serving_first(base)
+    weights = first.params["priority/multifactor"]
+    others = sum(
+        float(str(v))
+        for k, v in base.params["priority/multifactor"].items()
+        if k.startswith("weight_") and k != "weight_qos"
+    )
+    assert float(str(weights["weight_qos"])) > others
+    # Every other parameter is kept; a profile without multifactor is left as it is.
+    assert {k: v for k, v in weights.items() if k != "weight_qos"} == {
+        k: v for k, v in base.params["priority/multifactor"].items() if k != "weight_qos"
+    }
+    assert serving_first(profile("k8s-default")) == profile("k8s-default")
