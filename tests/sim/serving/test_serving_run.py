@@ -10,6 +10,7 @@ import pytest
 from phalanx.config.clusterspec import regular_cluster
 from phalanx.domain.jobspec import JobSpec
 from phalanx.domain.time import HOUR, MINUTE, SECOND, Instant
+from phalanx.engine.decisions import Cancelled
 from phalanx.errors import ConfigError
 from phalanx.policies.catalog import profile
 from phalanx.sim.serving.compare import ServingResult, run_serving_setup, serving_first
@@ -158,3 +159,18 @@ def test_serving_first_puts_the_qos_factor_above_all_others() -> None:
         k: v for k, v in base.params["priority/multifactor"].items() if k != "weight_qos"
     }
     assert serving_first(profile("k8s-default")) == profile("k8s-default")
+
+
+def test_replicas_come_and_go_through_the_engines_submit_and_cancel() -> None:
+    simulator = ServingSimulator(
+        regular_cluster(4, 8, 4), profile("phalanx"), training(), serving()
+    )
+    ran = simulator.run()
+    cancels = [d for d in simulator.sim.engine.decisions.entries if isinstance(d, Cancelled)]
+    # Every replica ends by the autoscaler's cancel (scale-in, or the end of the load) ...
+    assert {d.job_id for d in cancels} == set(ran.replicas)
+    assert {d.by for d in cancels} == {"autoscaler"}
+    # ... and as a job of its own: the service's account and QOS, cancelled, never training.
+    replicas = [j for j in ran.run.jobs if j.job_id in ran.replicas]
+    assert {(j.account, j.state) for j in replicas} == {("chat", "CANCELLED")}
+    assert len(replicas) >= 4  # one, then three more for the burst
