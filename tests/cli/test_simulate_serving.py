@@ -81,3 +81,12 @@ def test_bad_serving_input_is_one_line_and_exit_2(
     assert status == 2
     err = capsys.readouterr().err.strip()
     assert err.startswith("phalanx: error:") and needle in err and "\n" not in err
+
+
+def test_queues_are_refused_for_now(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    serving = tmp_path / "serving.yaml"
+    serving.write_text(SERVING)
+    queues = Path(__file__).parents[2] / "examples" / "queues.yaml"
+    argv = ["simulate-serving", "--generate", "0.1", "--nodes", "8", "--serving", str(serving)]
+    assert main([*argv, "--queues", str(queues)]) == 2
+    assert "--queues" in capsys.readouterr().err
