@@ -10,9 +10,10 @@ preempt    one cluster, ``slurm``: replicas in their priority class (QOS ``high`
            training (QOS ``normal``) at once, with no grace: a victim loses the work since its
            last periodic checkpoint and is requeued.
 phalanx    one cluster, ``phalanx``: the same priorities, but preemption is checkpoint-aware:
-           the victims that lose least are chosen, each gets its grace signal (``grace``, 60 s
-           by default) and saves a checkpoint before it is requeued, so it loses only the save
-           and the restore; when serving scales in, training backfills the GPUs.
+           each victim gets its grace signal (``grace``, 60 s by default) and saves a
+           checkpoint before it is requeued, so it loses only the save and the restore; when
+           serving scales in, training backfills the GPUs. (Both one-cluster profiles choose
+           the victims that lose least since their last checkpoint.)
 =========  ==================================================================================
 
 On one cluster the replicas' priority class comes first in the queue order (``serving_first``).
