@@ -16,7 +16,7 @@ from typing import Any
 
 from phalanx.domain.jobspec import JobSpec
 from phalanx.domain.state import JobState
-from phalanx.domain.time import Instant
+from phalanx.domain.time import SECOND, Duration, Instant
 
 __all__ = [
     "ANNOTATION_JOB_ID",
@@ -87,6 +87,11 @@ class Context:
     """How many nodes a gang may spread over: one pod per node where there are enough."""
     partition: str | None = None
     qos: str = "normal"
+    service_time_limit: Duration = 365 * 24 * 3600 * SECOND
+    """The time limit of a pod that never ends by itself (``restartPolicy: Always``, a
+    ReplicaSet's): a year, Slurm's UNLIMITED as the engine can keep it on its timeline, or the
+    partition's MaxTime where that is shorter (the runner sets it), so that the partition's
+    DefaultTime never ends a service."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -113,6 +118,8 @@ class Plan:
     events: list[Obj] = field(default_factory=list)
     delete_self: bool = False
     """``ttlSecondsAfterFinished`` has passed: delete the object (and its pods with it)."""
+    annotate: dict[str, str] = field(default_factory=dict)
+    """Annotations to set on the object itself (a Deployment's revision)."""
     wake_at: Instant | None = None
     """Reconcile again then even if nothing changes (a deadline, a TTL)."""
 
