@@ -1,0 +1,186 @@
+"""Deployments through the workload runner and the live controller, with real processes
+(``phalanx.testing.live_stack``): replicas run, a killed replica is replaced, a rollout moves
+the pods to the new template, a scale-down removes pods."""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from phalanx.domain.caller import Caller
+from phalanx.kube.controllers import DEPLOYMENTS, PODS, REPLICASETS, WorkloadRunner
+from phalanx.kube.store import ObjectStore
+from phalanx.testing.live import LiveStack, live_stack
+
+
+class Loop:
+    """The controller's loop, played by the test: deferred calls run on ``step``."""
+
+    def __init__(self, stack: LiveStack) -> None:
+        self.stack = stack
+        self.calls: list[Callable[[], None]] = []
+
+    def defer(self, fn: Callable[[], None]) -> None:
+        self.calls.append(fn)
+
+    def step(self) -> None:
+        self.stack.step()
+        while self.calls:
+            calls, self.calls = self.calls, []
+            for fn in calls:
+                fn()
+
+    def run(self, until: Callable[[], bool], timeout: float) -> bool:
+        deadline = time.monotonic() + timeout
+        while not until():
+            if time.monotonic() > deadline:
+                return False
+            self.step()
+            time.sleep(0.02)
+        return True
+
+
+World = tuple[ObjectStore, WorkloadRunner, Loop, LiveStack, Path]
+
+
+@pytest.fixture
+def world(tmp_path: Path) -> Iterator[World]:
+    stack = live_stack(nodes=2, gpus=1)
+    store = ObjectStore()
+    loop = Loop(stack)
+    runner = WorkloadRunner(
+        store,
+        stack.controller,
+        clock=stack.controller.clock.now,
+        defer=loop.defer,
+        log_dir=str(tmp_path / "logs"),
+        workdir=str(tmp_path),
+        default_user="tester",
+        known_user=lambda _user: True,
+    )
+    runner.start(stack.controller.watch)
+    yield store, runner, loop, stack, tmp_path
+    for resource in (DEPLOYMENTS, REPLICASETS):  # else they replace the pods cancelled below
+        for obj in store.list(resource):
+            store.delete(resource, obj["metadata"]["namespace"], obj["metadata"]["name"])
+    admin = Caller(0, "root", admin=True)
+    for job in stack.controller.jobs():
+        stack.controller.cancel(job.id, admin)
+    tasks = stack.agents.runner
+    done = loop.run(lambda: not tasks.running_count() and not tasks.unreaped(), 30)
+    assert done, (tasks.running_count(), tasks.unreaped())
+
+
+def web(pids: Path, replicas: int = 2, version: str = "v1") -> dict[str, Any]:
+    """A Deployment whose replicas write their pid (``$$`` escapes ``$``, as the kubelet reads it) to ``pids/POD.pid`` and sleep."""
+    script = f'echo $$$$ > {pids}/"$POD_NAME".pid; exec sleep 300'
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": "web", "namespace": "default"},
+        "spec": {
+            "replicas": replicas,
+            "selector": {"matchLabels": {"app": "web"}},
+            "template": {
+                "metadata": {"labels": {"app": "web"}},
+                "spec": {
+                    "containers": [
+                        {
+                            "name": "c",
+                            "image": "busybox",
+                            "command": ["sh", "-c", script],
+                            "env": [
+                                {"name": "VERSION", "value": version},
+                                {
+                                    "name": "POD_NAME",
+                                    "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}},
+                                },
+                            ],
+                        }
+                    ]
+                },
+            },
+        },
+    }
+
+
+def running(store: ObjectStore) -> list[dict[str, Any]]:
+    return [p for p in store.list(PODS, "default") if p["status"]["phase"] == "Running"]
+
+
+def available(store: ObjectStore, n: int) -> bool:
+    d = store.get(DEPLOYMENTS, "default", "web")
+    status = (d or {}).get("status") or {}
+    return (
+        status.get("availableReplicas") == n
+        and status.get("updatedReplicas") == n
+        and status.get("replicas") == n
+        and len(running(store)) == n
+    )
+
+
+def test_a_killed_replica_is_replaced_and_a_rollout_moves_every_pod(world: World) -> None:
+    store, _runner, loop, stack, tmp = world
+    pids = tmp / "pids"
+    pids.mkdir()
+    store.create(web(pids))
+    assert loop.run(lambda: available(store, 2), 30), store.list(PODS, "default")
+    (rs,) = store.list(REPLICASETS, "default")
+    assert rs["metadata"]["annotations"]["deployment.kubernetes.io/revision"] == "1"
+    jobs = stack.controller.jobs(
+        ids=[int(p["metadata"]["annotations"]["phalanx.io/job-id"]) for p in running(store)]
+    )
+    assert {j.spec.account for j in jobs} == {"default"}
+    assert all(j.time_limit >= 300 * 1000 for j in jobs)  # a service is not cut short
+
+    # kill -9 of a replica's process: its engine job fails, the ReplicaSet replaces it
+    victim = running(store)[0]["metadata"]["name"]
+    assert loop.run(lambda: (pids / f"{victim}.pid").exists(), 10)
+    os.kill(int((pids / f"{victim}.pid").read_text()), signal.SIGKILL)
+    killed = time.monotonic()
+    assert loop.run(
+        lambda: (
+            available(store, 2) and victim not in {p["metadata"]["name"] for p in running(store)}
+        ),
+        10,
+    ), store.list(PODS, "default")
+    assert time.monotonic() - killed <= 10
+
+    # a new template: a new ReplicaSet takes every replica, the old one goes to zero
+    deployment = store.get(DEPLOYMENTS, "default", "web")
+    assert deployment is not None
+    deployment["spec"]["template"]["spec"]["containers"][0]["env"][0]["value"] = "v2"
+    deployment["metadata"].pop("resourceVersion")
+    store.update(deployment)
+    assert loop.run(
+        lambda: available(store, 2) and len(store.list(REPLICASETS, "default")) == 2, 30
+    )
+    sets = {
+        r["metadata"]["annotations"]["deployment.kubernetes.io/revision"]: r
+        for r in store.list(REPLICASETS, "default")
+    }
+    assert sets["1"]["spec"]["replicas"] == 0 and sets["2"]["spec"]["replicas"] == 2
+    hash2 = sets["2"]["metadata"]["labels"]["pod-template-hash"]
+    assert loop.run(
+        lambda: (
+            {p["metadata"]["labels"]["pod-template-hash"] for p in running(store)} == {hash2}
+            and len(store.list(PODS, "default")) == 2
+        ),
+        30,
+    )
+    d = store.get(DEPLOYMENTS, "default", "web")
+    assert d is not None
+    progressing = [c for c in d["status"]["conditions"] if c["type"] == "Progressing"]
+    assert progressing[0]["reason"] == "NewReplicaSetAvailable"
+
+    # scale down through spec.replicas
+    d["spec"]["replicas"] = 1
+    d["metadata"].pop("resourceVersion")
+    store.update(d)
+    assert loop.run(lambda: available(store, 1) and len(store.list(PODS, "default")) == 1, 30)
