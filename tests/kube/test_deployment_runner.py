@@ -78,7 +78,8 @@ def world(tmp_path: Path) -> Iterator[World]:
 
 
 def web(pids: Path, replicas: int = 2, version: str = "v1") -> dict[str, Any]:
-    """A Deployment whose replicas write their pid (``$$`` escapes ``$``, as the kubelet reads it) to ``pids/POD.pid`` and sleep."""
+    """A Deployment whose replicas write their pid to ``pids/POD.pid`` and sleep (``$$$$``
+    is ``$$`` once the kubelet's expansion has unescaped it)."""
     script = f'echo $$$$ > {pids}/"$POD_NAME".pid; exec sleep 300'
     return {
         "apiVersion": "apps/v1",
