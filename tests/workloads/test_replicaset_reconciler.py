@@ -70,6 +70,7 @@ def test_creates_the_replicas_each_an_unlimited_engine_job_at_its_priority() -> 
     spec = plan.submit[0].spec
     assert spec.time_limit == CTX.service_time_limit  # not the partition's DefaultTime
     assert spec.nice == -100_000
+    assert not spec.requeue  # a lost node ends it NODE_FAIL; the ReplicaSet replaces it
     assert [e["reason"] for e in plan.events] == ["SuccessfulCreate"] * 3
     assert bench.obj["status"] == {
         "replicas": 3,

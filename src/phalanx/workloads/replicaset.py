@@ -16,7 +16,9 @@ before less, ready more recently before longer, more restarts before fewer, newe
 ``ReplicaFailure`` condition while its pods cannot be made.
 
 Pods never end by themselves here (``restartPolicy: Always``): their engine jobs get
-``Context.service_time_limit`` unless the template sets ``activeDeadlineSeconds``.
+``Context.service_time_limit`` unless the template sets ``activeDeadlineSeconds``. They are
+not requeued (``--no-requeue``): a pod is bound to its node for life, so a lost node or a
+preemption ends it and its replacement is a new pod.
 """
 
 from __future__ import annotations
@@ -132,8 +134,13 @@ def submission(obj: Mapping[str, Any], pod: Mapping[str, Any], ctx: Context) -> 
         template=pod,
         value=priority((obj.get("spec") or {}).get("template") or {}, ctx, "spec.template"),
     )
-    if spec.time_limit is None:
-        spec = dataclasses.replace(spec, time_limit=ctx.service_time_limit)
+    # Not requeued: a pod never moves. Its node lost, it ends NODE_FAIL and the ReplicaSet
+    # makes a new pod (a new name, wherever the engine places it), as Kubernetes does.
+    spec = dataclasses.replace(
+        spec,
+        requeue=False,
+        time_limit=ctx.service_time_limit if spec.time_limit is None else spec.time_limit,
+    )
     key = str((pod_meta.get("annotations") or {}).get(ANNOTATION_KEY, ""))
     return Submission(key=key, spec=spec, pods=(_name(pod),))
 
