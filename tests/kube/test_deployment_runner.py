@@ -16,6 +16,7 @@ import pytest
 from phalanx.domain.caller import Caller
 from phalanx.kube.controllers import DEPLOYMENTS, PODS, REPLICASETS, WorkloadRunner
 from phalanx.kube.store import ObjectStore
+from phalanx.testing.builders import make_job
 from phalanx.testing.live import LiveStack, live_stack
 
 
@@ -185,3 +186,42 @@ def test_a_killed_replica_is_replaced_and_a_rollout_moves_every_pod(world: World
     d["metadata"].pop("resourceVersion")
     store.update(d)
     assert loop.run(lambda: available(store, 1) and len(store.list(PODS, "default")) == 1, 30)
+
+
+def test_a_serving_pod_of_a_qos_named_priority_class_preempts_training(world: World) -> None:
+    """Both GPUs held by training at QOS normal; a replica of PriorityClass ``high`` (the
+    default clusters' QOS ``high`` preempts ``normal``) asks for one: training is requeued,
+    the replica runs."""
+    store, _runner, loop, stack, tmp = world
+    training = make_job(
+        gpus=1,
+        nodes=2,
+        time_limit=None,
+        name="train",
+        user="tester",
+        command=("sleep", "300"),
+        workdir=str(tmp),
+        output=str(tmp / "t.out"),
+    )
+    [[train_id]] = stack.controller.submit([training])
+    assert loop.run(lambda: stack.controller.jobs(ids=[train_id])[0].state.value == "RUNNING", 20)
+    store.create(
+        {
+            "apiVersion": "scheduling.k8s.io/v1",
+            "kind": "PriorityClass",
+            "metadata": {"name": "high"},
+            "value": 1000,
+        }
+    )
+    serving = web(tmp, replicas=1)
+    container = serving["spec"]["template"]["spec"]["containers"][0]
+    container["resources"] = {"limits": {"nvidia.com/gpu": 1}}
+    container["command"] = ["sleep", "300"]
+    serving["spec"]["template"]["spec"]["priorityClassName"] = "high"
+    store.create(serving)
+    assert loop.run(lambda: available(store, 1), 30), store.list(PODS, "default")
+    train = stack.controller.jobs(finished=True, ids=[train_id])[0]
+    assert train.restarts == 1 and train.state.value in ("PENDING", "REQUEUED"), train.state
+    (pod,) = running(store)
+    [job] = stack.controller.jobs(ids=[int(pod["metadata"]["annotations"]["phalanx.io/job-id"])])
+    assert (job.spec.qos, job.spec.nice) == ("high", -1000)

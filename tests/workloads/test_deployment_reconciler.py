@@ -212,6 +212,7 @@ def test_revision_history_limit_deletes_the_oldest_idle_replicasets() -> None:
 
 def test_change_cause_is_copied_and_last_applied_is_not() -> None:
     obj = make_deployment(replicas=1)
+    obj["metadata"]["labels"] = {"kueue.x-k8s.io/queue-name": "user-queue", "team": "a"}
     obj["metadata"]["annotations"] = {
         "kubernetes.io/change-cause": "first",
         "kubectl.kubernetes.io/last-applied-configuration": "{}",
@@ -220,6 +221,8 @@ def test_change_cause_is_copied_and_last_applied_is_not() -> None:
     notes = plan.create[0]["metadata"]["annotations"]
     assert notes["kubernetes.io/change-cause"] == "first"
     assert "kubectl.kubernetes.io/last-applied-configuration" not in notes
+    labels = plan.create[0]["metadata"]["labels"]
+    assert labels["kueue.x-k8s.io/queue-name"] == "user-queue" and "team" not in labels
 
 
 def test_paused_scales_but_does_not_roll() -> None:

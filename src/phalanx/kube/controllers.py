@@ -378,6 +378,7 @@ class WorkloadRunner:
             unlimited = min(unlimited, part.max_time)
         return Context(
             service_time_limit=unlimited,
+            qos_names=frozenset(self.engine.cluster.qos),
             user=str(annotations.get(ANNOTATION_USER) or self.default_user),
             log_dir=self.log_dir,
             workdir=self.workdir,

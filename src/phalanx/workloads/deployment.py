@@ -25,6 +25,7 @@ import copy
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from phalanx.domain.queues import PRIORITY_CLASS_LABEL, QUEUE_NAME_LABEL
 from phalanx.domain.time import Instant
 from phalanx.errors import InputError
 from phalanx.workloads.deployment_status import rollout_status
@@ -69,6 +70,13 @@ _NOT_COPIED = frozenset(
 )
 
 Obj = dict[str, Any]
+
+
+def _kueue_labels(meta: Mapping[str, Any]) -> dict[str, str]:
+    """The Deployment's Kueue labels, passed to its ReplicaSets (whose pods' engine jobs then
+    go to that LocalQueue), as Kueue's Deployment integration passes them to the pods."""
+    labels = meta.get("labels") or {}
+    return {k: str(labels[k]) for k in (QUEUE_NAME_LABEL, PRIORITY_CLASS_LABEL) if k in labels}
 
 
 def revision(rs: Mapping[str, Any]) -> int:
@@ -194,7 +202,7 @@ class _Pass:
             "metadata": {
                 "name": name,
                 "namespace": meta.get("namespace", "default"),
-                "labels": dict(tmeta["labels"]),
+                "labels": {**tmeta["labels"], **_kueue_labels(meta)},
                 "annotations": notes,
                 "ownerReferences": [controller_ref(self.obj)],
             },

@@ -87,6 +87,9 @@ class Context:
     """How many nodes a gang may spread over: one pod per node where there are enough."""
     partition: str | None = None
     qos: str = "normal"
+    qos_names: frozenset[str] = frozenset()
+    """The cluster's QOS names: a service pod whose PriorityClass has one of these names runs
+    under that QOS, and preempts what that QOS may preempt."""
     service_time_limit: Duration = 365 * 24 * 3600 * SECOND
     """The time limit of a pod that never ends by itself (``restartPolicy: Always``, a
     ReplicaSet's): a year, Slurm's UNLIMITED as the engine can keep it on its timeline, or the

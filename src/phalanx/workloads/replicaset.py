@@ -18,7 +18,10 @@ before less, ready more recently before longer, more restarts before fewer, newe
 Pods never end by themselves here (``restartPolicy: Always``): their engine jobs get
 ``Context.service_time_limit`` unless the template sets ``activeDeadlineSeconds``. They are
 not requeued (``--no-requeue``): a pod is bound to its node for life, so a lost node or a
-preemption ends it and its replacement is a new pod.
+preemption ends it and its replacement is a new pod. A pod whose ``priorityClassName`` names
+a QOS of the cluster runs under that QOS: the engine preempts by QOS (a class ``high`` on the
+default clusters, whose QOS ``high`` preempts ``normal``: training is signalled, checkpoints
+and is requeued), while the class's value orders the queue.
 """
 
 from __future__ import annotations
@@ -134,10 +137,16 @@ def submission(obj: Mapping[str, Any], pod: Mapping[str, Any], ctx: Context) -> 
         template=pod,
         value=priority((obj.get("spec") or {}).get("template") or {}, ctx, "spec.template"),
     )
+    # A PriorityClass named like a QOS of the cluster: the pod runs under that QOS, so the
+    # engine's preemption (by QOS, Slurm's PreemptType=preempt/qos) lets it take GPUs from
+    # what that QOS may preempt; the class's value orders the queue either way.
+    pc = ((obj.get("spec") or {}).get("template") or {}).get("spec", {}).get("priorityClassName")
+    qos = pc if isinstance(pc, str) and pc in ctx.qos_names else spec.qos
     # Not requeued: a pod never moves. Its node lost, it ends NODE_FAIL and the ReplicaSet
     # makes a new pod (a new name, wherever the engine places it), as Kubernetes does.
     spec = dataclasses.replace(
         spec,
+        qos=qos,
         requeue=False,
         time_limit=ctx.service_time_limit if spec.time_limit is None else spec.time_limit,
     )
