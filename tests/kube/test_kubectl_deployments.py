@@ -159,6 +159,9 @@ def test_apply_rollout_scale_undo_and_self_heal(kube: Kube) -> None:
     )  # fmt: skip
     assert revision == "3"
     assert "pod/" in kube.run("get", "rs,pods", "-o", "name")
+    described = kube.run("describe", "deployment", "web")
+    assert "RollingUpdateStrategy:  25% max unavailable, 25% max surge" in described
+    assert "NewReplicaSetAvailable" in described and "ScalingReplicaSet" in described
 
     # kill -9 of the agent of a replica's node: the replicas are back within 10 s
     pods = kube.running()
@@ -177,3 +180,8 @@ def test_apply_rollout_scale_undo_and_self_heal(kube: Kube) -> None:
     took = time.monotonic() - killed
     print(f"replicas back {took:.1f} s after kill -9 of the agent (--dead-after {DEAD_AFTER_S})")
     assert took <= 10, took
+
+    # deleting the Deployment takes its ReplicaSets and pods with it
+    assert 'deployment.apps "web" deleted' in kube.run("delete", "deployment", "web")
+    gone = _wait(lambda: not kube.run("get", "rs,pods", "-l", "app=web", "-o", "name").strip(), 30)
+    assert gone, kube.run("get", "rs,pods", "-l", "app=web")
