@@ -141,17 +141,25 @@ def test_a_killed_replica_is_replaced_and_a_rollout_moves_every_pod(world: World
     assert {j.spec.account for j in jobs} == {"default"}
     assert all(j.time_limit >= 300 * 1000 for j in jobs)  # a service is not cut short
 
-    # kill -9 of a replica's process: its engine job fails, the ReplicaSet replaces it
+    # kill -9 of a replica's process: its engine job fails and the ReplicaSet replaces the
+    # pod, or (restartPolicy Always, once the agent restarts containers in place) the same pod
+    # runs a new process with its restartCount up
     victim = running(store)[0]["metadata"]["name"]
     assert loop.run(lambda: (pids / f"{victim}.pid").exists(), 10)
-    os.kill(int((pids / f"{victim}.pid").read_text()), signal.SIGKILL)
+    first = int((pids / f"{victim}.pid").read_text())
+    os.kill(first, signal.SIGKILL)
     killed = time.monotonic()
-    assert loop.run(
-        lambda: (
-            available(store, 2) and victim not in {p["metadata"]["name"] for p in running(store)}
-        ),
-        10,
-    ), store.list(PODS, "default")
+
+    def healed() -> bool:
+        if not available(store, 2):
+            return False
+        pods = {p["metadata"]["name"]: p for p in running(store)}
+        if victim not in pods:
+            return True
+        restarts = pods[victim]["status"]["containerStatuses"][0]["restartCount"]
+        return bool(restarts) and int((pids / f"{victim}.pid").read_text() or 0) != first
+
+    assert loop.run(healed, 10), store.list(PODS, "default")
     assert time.monotonic() - killed <= 10
 
     # a new template: a new ReplicaSet takes every replica, the old one goes to zero

@@ -201,6 +201,15 @@ def test_undo_brings_an_old_replicaset_back_at_the_next_revision() -> None:
     assert sizes(bench)[first] == 2 and len(bench.benches) == 2
 
 
+def test_min_ready_seconds_reaches_the_new_replicaset() -> None:
+    bench = AppsBench(make_deployment(replicas=1))
+    now = bench.settle(T0)
+    bench.change(minReadySeconds=30)
+    bench.step(now)
+    (rs,) = bench.benches.values()
+    assert rs.obj["spec"]["minReadySeconds"] == 30 and rs.obj["metadata"]["generation"] == 2
+
+
 def test_revision_history_limit_deletes_the_oldest_idle_replicasets() -> None:
     bench = AppsBench(make_deployment(replicas=1, revisionHistoryLimit=1))
     now = bench.settle(T0)

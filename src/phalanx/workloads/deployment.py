@@ -231,7 +231,7 @@ class _Pass:
     def bump_revision(self, name: str) -> None:
         """The new ReplicaSet's revision is above every old one's (an undo brings an old one
         back: its former revision goes to ``revision-history``), the Deployment's annotations
-        copied onto it."""
+        and ``minReadySeconds`` copied onto it."""
         rs = self.rs[name]
         notes = rs.setdefault("metadata", {}).setdefault("annotations", {})
         top = max((revision(r) for r in self.old()), default=0) + 1
@@ -249,6 +249,10 @@ class _Pass:
                 wanted[REVISION_HISTORY] = ",".join(history)
         if wanted != notes:
             rs["metadata"]["annotations"] = wanted
+            self.changed.add(name)
+        ready_s = int(self.spec.get("minReadySeconds", 0) or 0)
+        if int((rs.get("spec") or {}).get("minReadySeconds", 0) or 0) != ready_s:
+            rs.setdefault("spec", {})["minReadySeconds"] = ready_s
             self.changed.add(name)
 
     # -- strategies ----------------------------------------------------------------------
