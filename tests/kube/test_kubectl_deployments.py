@@ -158,7 +158,20 @@ def test_apply_rollout_scale_undo_and_self_heal(kube: Kube) -> None:
         "-o", "jsonpath={.metadata.annotations.deployment\\.kubernetes\\.io/revision}",
     )  # fmt: skip
     assert revision == "3"
+    # the first ReplicaSet came back (no third one): it is revision 3, 1 kept as its history
+    sets = kube.run(
+        "get", "rs", "-l", "app=web", "-o",
+        "jsonpath={range .items[*]}{.spec.replicas} {.metadata.annotations}{'\\n'}{end}",
+    )  # fmt: skip
+    assert len(sets.splitlines()) == 2, sets
+    back = [line for line in sets.splitlines() if line.startswith("3 ")]
+    assert len(back) == 1 and '"deployment.kubernetes.io/revision-history":"1"' in back[0], sets
     assert "pod/" in kube.run("get", "rs,pods", "-o", "name")
+    assert "deployment.apps/web paused" in kube.run("rollout", "pause", "deployment/web")
+    assert "deployment.apps/web resumed" in kube.run("rollout", "resume", "deployment/web")
+    assert "deployment.apps/web restarted" in kube.run("rollout", "restart", "deployment/web")
+    kube.run("rollout", "status", "deployment/web", "--timeout=90s")
+    assert len(kube.run("get", "rs", "-l", "app=web", "--no-headers").splitlines()) == 3
     described = kube.run("describe", "deployment", "web")
     assert "RollingUpdateStrategy:  25% max unavailable, 25% max surge" in described
     assert "NewReplicaSetAvailable" in described and "ScalingReplicaSet" in described

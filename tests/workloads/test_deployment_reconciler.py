@@ -191,7 +191,9 @@ def test_undo_brings_an_old_replicaset_back_at_the_next_revision() -> None:
     v1 = copy.deepcopy(bench.obj["spec"]["template"])
     bench.set_image("v2")
     now = bench.settle(now)
-    # kubectl rollout undo: the template of revision 1 patched back
+    # kubectl rollout undo: the template of revision 1 patched back, as Go writes it
+    v1["metadata"]["creationTimestamp"] = None
+    v1["spec"]["containers"][0]["env"] = []
     bench.change(template=v1)
     now = bench.settle(now)
     assert revisions(bench)[first] == "3"

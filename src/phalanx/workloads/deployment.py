@@ -34,6 +34,7 @@ from phalanx.workloads.plan import Context, Plan
 from phalanx.workloads.pods import controller_ref
 from phalanx.workloads.rollout import (
     HASH_LABEL,
+    canonical,
     fenceposts,
     new_replicas,
     old_scale_down,
@@ -102,11 +103,12 @@ def _created(rs: Mapping[str, Any]) -> tuple[int, str]:
 
 
 def _without_hash(template: Mapping[str, Any]) -> Any:
-    out = copy.deepcopy(dict(template))
+    """``template`` as ``EqualIgnoreHash`` compares it: canonical, no hash label."""
+    out = canonical(template)
     labels = (out.get("metadata") or {}).get("labels")
     if isinstance(labels, dict):
         labels.pop(HASH_LABEL, None)
-    return out
+    return canonical(out)
 
 
 class _Pass:

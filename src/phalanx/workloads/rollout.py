@@ -15,6 +15,7 @@ from phalanx.errors import InputError
 
 __all__ = [
     "HASH_LABEL",
+    "canonical",
     "fenceposts",
     "new_replicas",
     "old_scale_down",
@@ -29,13 +30,26 @@ _FNV_OFFSET = 0x811C9DC5
 _FNV_PRIME = 0x01000193
 
 
+def canonical(value: Any) -> Any:
+    """``value`` without nulls and empty maps or lists, recursively: how Go's typed structs
+    see a template (``metadata.creationTimestamp: null``, as kubectl sends a template back on
+    ``rollout undo``, is no field at all; ``apiequality.Semantic`` holds nil and empty equal)."""
+    if isinstance(value, Mapping):
+        out = {str(k): canonical(v) for k, v in value.items()}
+        return {k: v for k, v in out.items() if v is not None and v != {} and v != []}
+    if isinstance(value, list):
+        return [canonical(v) for v in value]
+    return value
+
+
 def template_hash(template: Mapping[str, Any], collisions: int = 0) -> str:
-    """The ``pod-template-hash`` of ``template``: FNV-1a (32 bits) of the template, then of
+    """The ``pod-template-hash`` of ``template``: FNV-1a (32 bits) of the template (its
+    ``canonical`` form), then of
     ``collisionCount`` (4 bytes, little-endian) when there is one, the number's decimal digits
     mapped onto the safe alphabet (``rand.SafeEncodeString``). Upstream hashes Go's printing
     of the struct; canonical JSON stands in for it, so values differ from a real cluster's but
     behave alike: stable, changed by any change to the template."""
-    data = json.dumps(template, sort_keys=True, separators=(",", ":")).encode()
+    data = json.dumps(canonical(template), sort_keys=True, separators=(",", ":")).encode()
     if collisions:
         data += (collisions & 0xFFFFFFFF).to_bytes(4, "little")
     h = _FNV_OFFSET
