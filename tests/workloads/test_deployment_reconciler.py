@@ -268,7 +268,7 @@ def test_progress_deadline_exceeded_when_pods_never_start() -> None:
 
 @settings(max_examples=40, deadline=None)
 @given(
-    replicas=st.integers(1, 8),
+    replicas=st.integers(0, 8),
     surge=st.integers(0, 3),
     unavailable=st.integers(0, 3),
     starts=st.lists(st.integers(0, 3), min_size=60, max_size=60),
@@ -292,6 +292,56 @@ def test_rollout_property(replicas: int, surge: int, unavailable: int, starts: l
         now += SECOND
     bench.settle(now, steps=40)
     status = bench.obj["status"]
-    assert status.get("updatedReplicas") == replicas == status.get("availableReplicas")
-    assert status.get("replicas") == replicas
+    assert status.get("updatedReplicas", 0) == replicas == status.get("availableReplicas", 0)
+    assert status.get("replicas", 0) == replicas
     assert conditions(bench)["Progressing"] == ("True", "NewReplicaSetAvailable")
+
+
+_ACTIONS = st.lists(
+    st.one_of(
+        st.tuples(st.just("start"), st.integers(0, 4)),
+        st.tuples(st.just("image"), st.sampled_from(["v1", "v2", "v3"])),
+        st.tuples(st.just("replicas"), st.integers(0, 6)),
+        st.tuples(st.just("fail"), st.integers(0, 9)),
+    ),
+    max_size=25,
+)
+
+
+@settings(max_examples=40, deadline=None)
+@given(actions=_ACTIONS, recreate=st.booleans())
+def test_any_history_converges_to_the_replica_count(
+    actions: list[tuple[str, object]], recreate: bool
+) -> None:
+    """Whatever happens (images changed back and forth, scales, pods failing, pods slow to
+    start), once pods start again the Deployment converges: one ReplicaSet of the current
+    template holds every replica, all available; the others are at zero."""
+    strategy = {"type": "Recreate"} if recreate else {"type": "RollingUpdate"}
+    bench = AppsBench(make_deployment(replicas=2, strategy=strategy))
+    now = bench.settle(T0)
+    for kind, arg in actions:
+        if kind == "start":
+            bench.start_pending(now, limit=int(str(arg)))
+        elif kind == "image":
+            bench.set_image(str(arg))
+        elif kind == "replicas":
+            bench.change(replicas=arg)
+        else:
+            pods = sorted(bench.pods())
+            if pods:
+                name = pods[int(str(arg)) % len(pods)]
+                owner = next(b for b in bench.benches.values() if name in b.pods)
+                owner.move(owner.job_of(name), JobState.FAILED, now)
+        bench.step(now)
+        now += SECOND
+    bench.settle(now, steps=60)
+    replicas = bench.obj["spec"]["replicas"]
+    image = bench.obj["spec"]["template"]["spec"]["containers"][0]["image"]
+    active = {n: s for n, s in sizes(bench).items() if s}
+    assert len(active) <= 1 and sum(active.values()) == replicas
+    for name in active:
+        template = bench.benches[name].obj["spec"]["template"]
+        assert template["spec"]["containers"][0]["image"] == image
+    assert bench.counts() == (replicas, replicas)
+    status = bench.obj["status"]
+    assert status.get("availableReplicas", 0) == replicas == status.get("updatedReplicas", 0)
