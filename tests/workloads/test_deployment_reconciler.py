@@ -345,3 +345,20 @@ def test_any_history_converges_to_the_replica_count(
     assert bench.counts() == (replicas, replicas)
     status = bench.obj["status"]
     assert status.get("availableReplicas", 0) == replicas == status.get("updatedReplicas", 0)
+
+
+def test_a_template_that_cannot_run_shows_as_replica_failure() -> None:
+    obj = make_deployment(replicas=2)
+    del obj["spec"]["template"]["spec"]["containers"][0]["command"]
+    bench = AppsBench(obj)
+    bench.step(T0)
+    bench.step(T0 + SECOND)
+    failure = conditions(bench)["ReplicaFailure"]
+    assert failure == ("True", "FailedCreate")
+    message = next(
+        c["message"] for c in bench.obj["status"]["conditions"] if c["type"] == "ReplicaFailure"
+    )
+    assert "command" in message
+    bench.change(template=make_deployment()["spec"]["template"])
+    bench.settle(T0 + 2 * SECOND)
+    assert "ReplicaFailure" not in conditions(bench) and bench.counts() == (2, 2)

@@ -114,6 +114,26 @@ def rollout_status(
             "Deployment does not have minimum availability.", now,
         )  # fmt: skip
 
+    # the new ReplicaSet's ReplicaFailure (its pods cannot be made) shows on the Deployment
+    failure = next(
+        (
+            c
+            for c in ((replicasets[new].get("status") or {}) if new is not None else {}).get(
+                "conditions"
+            )
+            or ()
+            if c.get("type") == "ReplicaFailure" and c.get("status") == "True"
+        ),
+        None,
+    )
+    if failure is not None:
+        set_condition(
+            conditions, "ReplicaFailure", "True", str(failure.get("reason", "FailedCreate")),
+            str(failure.get("message", "")), now,
+        )  # fmt: skip
+    else:
+        conditions[:] = [c for c in conditions if c.get("type") != "ReplicaFailure"]
+
     spec = obj.get("spec") or {}
     deadline = spec.get("progressDeadlineSeconds", 600)
     what = f'ReplicaSet "{new}"' if new is not None else f'Deployment "{_name(obj)}"'
