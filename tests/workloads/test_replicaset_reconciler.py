@@ -217,8 +217,13 @@ def test_selector_must_select_the_template() -> None:
     rs["spec"]["selector"] = {"matchLabels": {"app": "other"}}
     with pytest.raises(InputError, match="selector"):
         replicaset_shape(rs)
-    plan = step(Bench(rs), T0)
+    bench = Bench(rs)
+    plan = step(bench, T0)
     assert not plan.create and plan.events[0]["reason"] == "FailedCreate"
+    assert "spec.template.metadata.labels" in plan.events[0]["message"]
+    assert not step(bench, T0 + SECOND).events  # once per generation
+    bench.obj["metadata"]["generation"] += 1
+    assert step(bench, T0 + 2 * SECOND).events
     expr = make_rs()
     expr["spec"]["selector"] = {
         "matchExpressions": [{"key": "tier", "operator": "In", "values": ["front", "back"]}]

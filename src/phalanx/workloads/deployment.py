@@ -30,7 +30,7 @@ from phalanx.domain.time import Instant
 from phalanx.errors import InputError
 from phalanx.workloads.deployment_status import rollout_status
 from phalanx.workloads.events import event
-from phalanx.workloads.plan import Context, Plan
+from phalanx.workloads.plan import Context, Plan, refused
 from phalanx.workloads.pods import controller_ref
 from phalanx.workloads.rollout import (
     HASH_LABEL,
@@ -385,11 +385,7 @@ def reconcile(
             )
         p = _Pass(obj, children, now)
     except InputError as e:
-        plan = Plan()
-        plan.events.append(
-            event(obj, "FailedCreate", str(e), now, warning=True, component=COMPONENT)
-        )
-        return plan
+        return refused(obj, str(e), now, COMPONENT)
     paused = bool(spec.get("paused", False))
     p.new = p.find_new()
     created = False

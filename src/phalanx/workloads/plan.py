@@ -17,6 +17,7 @@ from typing import Any
 from phalanx.domain.jobspec import JobSpec
 from phalanx.domain.state import JobState
 from phalanx.domain.time import SECOND, Duration, Instant
+from phalanx.workloads.events import event
 
 __all__ = [
     "ANNOTATION_JOB_ID",
@@ -29,6 +30,7 @@ __all__ = [
     "NameSource",
     "Plan",
     "Submission",
+    "refused",
 ]
 
 Obj = dict[str, Any]
@@ -128,3 +130,17 @@ class Plan:
 
     def wake(self, at: Instant) -> None:
         self.wake_at = at if self.wake_at is None else min(self.wake_at, at)
+
+
+def refused(obj: Mapping[str, Any], message: str, now: Instant, component: str) -> Plan:
+    """The plan for an object whose spec cannot be acted on: one ``FailedCreate`` warning per
+    generation (``status.observedGeneration`` records that it was seen), nothing else."""
+    plan = Plan()
+    generation = (obj.get("metadata") or {}).get("generation")
+    status = dict(obj.get("status") or {})
+    if generation is not None and status.get("observedGeneration") == generation:
+        return plan
+    plan.events.append(event(obj, "FailedCreate", message, now, warning=True, component=component))
+    if generation is not None:
+        plan.status = {**status, "observedGeneration": generation}
+    return plan

@@ -46,6 +46,7 @@ from phalanx.workloads.plan import (
     NameSource,
     Plan,
     Submission,
+    refused,
 )
 from phalanx.workloads.pods import (
     engine_id,
@@ -169,10 +170,7 @@ def reconcile(
     try:
         shape = replicaset_shape(obj)
     except InputError as e:
-        plan.events.append(
-            event(obj, "FailedCreate", str(e), now, warning=True, component=COMPONENT)
-        )
-        return plan
+        return refused(obj, str(e), now, COMPONENT)
 
     # 1. the pods as their engine jobs leave them; one whose job ended goes (and is replaced)
     active: list[Mapping[str, Any]] = []
