@@ -160,7 +160,9 @@ def test_a_killed_replica_is_replaced_and_a_rollout_moves_every_pod(world: World
         return bool(restarts) and int((pids / f"{victim}.pid").read_text() or 0) != first
 
     assert loop.run(healed, 10), store.list(PODS, "default")
-    assert time.monotonic() - killed <= 10
+    took = time.monotonic() - killed
+    print(f"replica back {took:.2f} s after kill -9 of its process")
+    assert took <= 10
 
     # a new template: a new ReplicaSet takes every replica, the old one goes to zero
     deployment = store.get(DEPLOYMENTS, "default", "web")
