@@ -147,6 +147,7 @@ def test_a_killed_replica_is_replaced_and_a_rollout_moves_every_pod(world: World
     victim = running(store)[0]["metadata"]["name"]
     assert loop.run(lambda: (pids / f"{victim}.pid").exists(), 10)
     first = int((pids / f"{victim}.pid").read_text())
+    loop.run(lambda: False, 2.5)  # running a while: no crash at start (that would back off)
     os.kill(first, signal.SIGKILL)
     killed = time.monotonic()
 
@@ -196,6 +197,20 @@ def test_a_killed_replica_is_replaced_and_a_rollout_moves_every_pod(world: World
     d["metadata"].pop("resourceVersion")
     store.update(d)
     assert loop.run(lambda: available(store, 1) and len(store.list(PODS, "default")) == 1, 30)
+
+
+def test_a_command_that_cannot_run_backs_off_instead_of_looping(world: World) -> None:
+    store, _runner, loop, stack, _tmp = world
+    broken = web(_tmp, replicas=1)
+    broken["spec"]["template"]["spec"]["containers"][0]["command"] = ["false"]
+    store.create(broken)
+    loop.run(lambda: False, 6)
+    # one engine job, Failed and held in back-off: not a stream of them
+    assert len(stack.controller.jobs(finished=True)) == 1
+    (pod,) = store.list(PODS, "default")
+    assert pod["status"]["phase"] == "Failed"
+    reasons = {e["reason"] for e in store.list(("", "events"), "default")}
+    assert "BackOff" in reasons
 
 
 def test_a_serving_pod_of_a_qos_named_priority_class_preempts_training(world: World) -> None:

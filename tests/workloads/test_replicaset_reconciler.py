@@ -246,3 +246,28 @@ def test_a_preempted_pod_waits_as_pending_and_is_not_replaced() -> None:
     assert not plan.create and not plan.delete
     assert bench.pods[name]["status"]["phase"] == "Pending"
     assert bench.obj["status"]["replicas"] == 1 and "readyReplicas" not in bench.obj["status"]
+
+
+def test_a_pod_that_crashes_as_it_starts_is_replaced_after_a_back_off() -> None:
+    bench = Bench(make_rs(replicas=1))
+    step(bench, T0)
+    (first,) = bench.pods
+    bench.move(bench.job_of(first), JobState.RUNNING, T0)
+    bench.move(bench.job_of(first), JobState.FAILED, T0 + 500)  # `false` as the command
+    plan = step(bench, T0 + SECOND)
+    assert not plan.create and not plan.delete and plan.wake_at == T0 + 500 + 10 * SECOND
+    assert bench.pods[first]["status"]["phase"] == "Failed"
+    assert [e["reason"] for e in plan.events if e["reason"] == "BackOff"] == ["BackOff"]
+    assert bench.obj["status"]["replicas"] == 1
+    assert not step(bench, T0 + 5 * SECOND).create  # still backing off
+    plan = step(bench, T0 + 11 * SECOND)
+    assert plan.delete == [first] and len(plan.create) == 1
+    # scaled to zero meanwhile: the pod backing off just goes
+    bench2 = Bench(make_rs(replicas=1))
+    step(bench2, T0)
+    (pod,) = bench2.pods
+    bench2.move(bench2.job_of(pod), JobState.RUNNING, T0)
+    bench2.move(bench2.job_of(pod), JobState.FAILED, T0 + 100)
+    bench2.obj["spec"]["replicas"] = 0
+    plan = step(bench2, T0 + SECOND)
+    assert plan.delete == [pod] and not plan.create and not bench2.pods

@@ -123,7 +123,9 @@ def engine_job(job: Job, cluster: Cluster, address: Callable[[str], str]) -> Eng
         reason=str(job.reason),
         message=job.reason_message,
         expected_start=job.expected_start,
-        start=job.start,
+        # the engine forgets a run's start once it ends; a job never requeued has had one run,
+        # which began at its first start
+        start=job.start if job.start is not None or job.restarts else job.first_start,
         end=job.end,
         exit_code=job.exit_code,
         signal=job.exit_signal,

@@ -6,7 +6,9 @@ that match ``spec.selector`` and name it as their controller (orphans are not ad
 whose engine job ended (its process exited, its node died: NODE_FAIL after the controller's
 node timeout, it was cancelled, or preempted under PreemptMode=CANCEL) is deleted and replaced
 in the same pass, as the node lifecycle controller's eviction and the ReplicaSet controller do
-together upstream; a pod the user deletes is replaced likewise. Too many pods: those deleted
+together upstream; a pod the user deletes is replaced likewise. One whose process ended by
+itself within ``CRASH_WINDOW`` of starting stays, Failed, for ``BACKOFF`` first (a ``BackOff``
+event), as the kubelet's CrashLoopBackOff would hold it. Too many pods: those deleted
 first are, as ``controller.ActivePodsWithRanks`` orders them, unscheduled before scheduled,
 Pending before Running, not ready before ready, on a node shared with more of its replicas
 before less, ready more recently before longer, more restarts before fewer, newer before older
@@ -33,6 +35,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from phalanx.domain.state import JobState
 from phalanx.domain.time import SECOND, Instant
 from phalanx.errors import InputError
 from phalanx.workloads.conditions import condition
@@ -74,6 +77,12 @@ __all__ = [
 COMPONENT = "replicaset-controller"
 BURST = 500
 """At most this many pods made or deleted in one pass (upstream's ``burstReplicas``)."""
+CRASH_WINDOW = 2 * SECOND
+BACKOFF = 10 * SECOND
+"""A pod whose process ended by itself within ``CRASH_WINDOW`` of starting is replaced only
+``BACKOFF`` after it ended (the kubelet's first CrashLoopBackOff step), so that a command
+that cannot run does not turn into a stream of engine jobs."""
+_CRASHES = frozenset({JobState.FAILED, JobState.COMPLETED, JobState.OUT_OF_MEMORY})
 
 
 @dataclass(frozen=True, slots=True)
@@ -172,19 +181,28 @@ def reconcile(
     except InputError as e:
         return refused(obj, str(e), now, COMPONENT)
 
-    # 1. the pods as their engine jobs leave them; one whose job ended goes (and is replaced)
+    # 1. the pods as their engine jobs leave them; one whose job ended goes (and is replaced),
+    # after a back-off if it crashed as it started
     active: list[Mapping[str, Any]] = []
+    held: list[Mapping[str, Any]] = []
     failure: str | None = None
     for pod in sorted(pods, key=_name):
         job_id = engine_id(pod)
-        new, events = refresh(
-            pod, engine.get(job_id) if job_id is not None else None, now, seq=len(plan.events)
-        )
+        job = engine.get(job_id) if job_id is not None else None
+        new, events = refresh(pod, job, now, seq=len(plan.events))
         plan.events.extend(events)
         if new is not None:
             pod = new
         if not is_active(pod):
-            plan.delete.append(_name(pod))
+            until = _backoff_until(job)
+            if until is not None and now < until:
+                held.append(pod)
+                plan.wake(until)
+                if new is not None:
+                    plan.update.append(new)
+                    plan.events.append(_backoff_event(pod, now, len(plan.events)))
+            else:
+                plan.delete.append(_name(pod))
             continue
         if new is not None:
             plan.update.append(new)
@@ -195,8 +213,11 @@ def reconcile(
             except InputError as e:
                 failure = str(e)
 
-    # 2. as many pods as asked for
-    diff = len(active) - shape.replicas
+    # 2. as many pods as asked for (a pod backing off holds its place while there is room)
+    room = max(0, shape.replicas - len(active))
+    plan.delete.extend(_name(p) for p in held[room:])
+    held = held[:room]
+    diff = len(active) + len(held) - shape.replicas
     if diff < 0:
         made, failed = _create(plan, obj, min(-diff, BURST), now, ctx, names)
         active.extend(made)
@@ -223,9 +244,31 @@ def reconcile(
 
     # 3. status
     _status(plan, obj, status, shape, active, failure, now)
+    status["replicas"] += len(held)  # as a pod in CrashLoopBackOff counts upstream
     if status != (obj.get("status") or {}):
         plan.status = status
     return plan
+
+
+def _backoff_until(job: EngineJob | None) -> Instant | None:
+    """When a pod whose container crashed as it started may be replaced: ``BACKOFF`` after
+    it ended, as the kubelet's CrashLoopBackOff would wait before running it again (None: at
+    once -- it ran a while, or its node, a cancel or a preemption ended it)."""
+    if job is None or job.start is None or job.end is None or job.state not in _CRASHES:
+        return None
+    return job.end + BACKOFF if job.end - job.start < CRASH_WINDOW else None
+
+
+def _backoff_event(pod: Mapping[str, Any], now: Instant, seq: int) -> dict[str, Any]:
+    return event(
+        pod,
+        "BackOff",
+        "Back-off restarting failed container",
+        now,
+        seq=seq,
+        warning=True,
+        component="kubelet",
+    )
 
 
 def _create(
