@@ -62,7 +62,9 @@ class KueueWorkloads:
         stored = self._stored(obj)
         placement, problem = self._placement(namespace, queue, jobs.values())
         verdict = kw.judge(list(jobs.values()), problem)
-        verdict = kw.Verdict(verdict.admitted, _plain(verdict.message), verdict.evicted)
+        # the queue set-up's problem, in Kueue's words, over the engine's longer message
+        message = problem if placement is None else _plain(verdict.message)
+        verdict = kw.Verdict(verdict.admitted, message, verdict.evicted)
         spec = obj.get("spec") or {}
         pod_sets = [
             {
@@ -122,6 +124,10 @@ class KueueWorkloads:
             if not queues.cluster_queues:
                 # no ClusterQueues configured: the engine admits every job; no queue to name
                 return kw.Placement(""), f"LocalQueue {queue} doesn't exist"
+            stored = self.store.get(LOCAL_QUEUES, namespace, queue)
+            target = str(((stored or {}).get("spec") or {}).get("clusterQueue") or "")
+            if target and target not in queues.cluster_queues:
+                return None, f"ClusterQueue {target} doesn't exist"
             return None, f"LocalQueue {queue} doesn't exist"
         cq, problem = queues.cluster_queue_named(local.cluster_queue, namespace)
         if cq is None:
