@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from phalanx.config.clusterspec import regular_cluster
 from phalanx.config.queues import queues_from_file
@@ -21,8 +22,8 @@ from phalanx.kube.kinds import by_kind
 from phalanx.kube.kueue_workloads import CLUSTER_QUEUES, LOCAL_QUEUES, WORKLOADS
 from phalanx.kube.store import ObjectStore
 from phalanx.live.controller import Controller
-from phalanx.runtime import MemoryJournal
 from phalanx.policies.catalog import POLICIES
+from phalanx.runtime import MemoryJournal
 from phalanx.testing.live import LiveStack, LocalAgents
 from phalanx.workloads.kueue_workload import JOB_UID_LABEL
 
@@ -104,8 +105,6 @@ def world(tmp_path: Path) -> Iterator[tuple[ObjectStore, Loop]]:
     )
     runner.start(controller.watch)
     for doc in (QUEUES + "---\n" + ORPHAN).split("---\n"):
-        import yaml
-
         store.create(yaml.safe_load(doc))
     yield store, loop
     for obj in store.list(JOBS):
