@@ -107,8 +107,6 @@ def judge(jobs: Sequence[EngineJob], problem: str = "") -> Verdict:
     if pending:
         first = min(pending, key=lambda j: j.id)
         message = first.message or first.reason or "Pending"
-        if first.reason and first.message and not first.message.startswith(first.reason):
-            message = first.message
         return Verdict(
             admitted=False,
             message=message,
