@@ -175,3 +175,36 @@ def test_a_job_over_quota_waits_suspended_until_the_quota_frees(kube: Kube) -> N
     )
     kube.run("wait", "--for=condition=complete", "job/big-second", "--timeout=90s")
     assert not kube.suspended("big-second")
+
+
+OLD_CLUSTER_QUEUE = """\
+apiVersion: kueue.x-k8s.io/v1beta1
+kind: ClusterQueue
+metadata:
+  name: old-style
+spec:
+  cohort: everyone
+  namespaceSelector: {}
+  resourceGroups:
+  - coveredResources: ["cpu"]
+    flavors:
+    - name: default-flavor
+      resources:
+      - name: cpu
+        nominalQuota: 1
+"""
+
+
+def test_a_v1beta1_cluster_queue_reads_as_v1beta2_and_back(kube: Kube) -> None:
+    path = kube.root / "old.yaml"
+    path.write_text(OLD_CLUSTER_QUEUE)
+    kube.run("apply", "-f", str(path))
+    new = "clusterqueues.v1beta2.kueue.x-k8s.io"
+    old = "clusterqueues.v1beta1.kueue.x-k8s.io"
+    assert kube.run("get", new, "old-style", "-o", "jsonpath={.spec.cohortName}") == "everyone"
+    assert kube.run("get", new, "old-style", "-o", "jsonpath={.spec.cohort}") == ""
+    assert kube.run("get", old, "old-style", "-o", "jsonpath={.spec.cohort}") == "everyone"
+    kube.run("patch", new, "old-style", "--type=merge", "-p", '{"spec":{"cohortName":"others"}}')
+    assert kube.run("get", old, "old-style", "-o", "jsonpath={.spec.cohort}") == "others"
+    rows = kube.run("get", "cq", "old-style").splitlines()
+    assert rows[1].split()[:2] == ["old-style", "others"]
