@@ -43,9 +43,7 @@ def _ident(svc: Obj) -> tuple[str, str]:
 class ServiceAllocator:
     """Fills in and checks a Service's cluster IP and node ports (module docstring)."""
 
-    def __init__(
-        self, cidr: str = DEFAULT_RANGE, node_ports: tuple[int, int] = NODE_PORTS
-    ) -> None:
+    def __init__(self, cidr: str = DEFAULT_RANGE, node_ports: tuple[int, int] = NODE_PORTS) -> None:
         self.network = ipaddress.ip_network(cidr)
         self.node_ports = node_ports
 
@@ -86,8 +84,9 @@ class ServiceAllocator:
         asked = spec.get("clusterIP") or next(iter(spec.get("clusterIPs") or ()), None)
         if old_spec.get("clusterIP") and asked != old_spec["clusterIP"]:
             errors.append(
-                field_error("spec.clusterIPs[0]", "FieldValueInvalid", "may not change once set",
-                            [asked])
+                field_error(
+                    "spec.clusterIPs[0]", "FieldValueInvalid", "may not change once set", [asked]
+                )
             )
             return
         if asked == "None":
@@ -101,8 +100,12 @@ class ServiceAllocator:
             problem = self._check_ip(str(asked), used)
             if problem:
                 errors.append(
-                    field_error("spec.clusterIPs", "FieldValueInvalid",
-                                f"failed to allocate IP {asked}: {problem}", [asked])
+                    field_error(
+                        "spec.clusterIPs",
+                        "FieldValueInvalid",
+                        f"failed to allocate IP {asked}: {problem}",
+                        [asked],
+                    )
                 )
                 return
             ip = str(asked)
@@ -110,8 +113,12 @@ class ServiceAllocator:
             found = self._free_ip(used)
             if found is None:
                 errors.append(
-                    field_error("spec.clusterIPs", "FieldValueInvalid",
-                                "failed to allocate a serviceIP: range is full", [])
+                    field_error(
+                        "spec.clusterIPs",
+                        "FieldValueInvalid",
+                        "failed to allocate a serviceIP: range is full",
+                        [],
+                    )
                 )
                 return
             ip = found
@@ -143,9 +150,7 @@ class ServiceAllocator:
                 return text
         return None
 
-    def _ports(
-        self, spec: Obj, old_spec: Obj, others: list[Obj], errors: list[FieldCause]
-    ) -> None:
+    def _ports(self, spec: Obj, old_spec: Obj, others: list[Obj], errors: list[FieldCause]) -> None:
         ports = [p for p in spec.get("ports") or [] if isinstance(p, dict)]
         if not ports and spec.get("clusterIP") != "None" and spec.get("type") != "ExternalName":
             errors.append(field_error("spec.ports", "FieldValueRequired"))
@@ -167,23 +172,35 @@ class ServiceAllocator:
             if not wants_node_ports:
                 if port.get("nodePort"):
                     errors.append(
-                        field_error(f"spec.ports[{i}].nodePort", "FieldValueForbidden",
-                                    "may not be used when `type` is 'ClusterIP'")
+                        field_error(
+                            f"spec.ports[{i}].nodePort",
+                            "FieldValueForbidden",
+                            "may not be used when `type` is 'ClusterIP'",
+                        )
                     )
                 continue
-            asked = port.get("nodePort") or previous.get((port.get("port"),
-                                                          port.get("protocol", "TCP")))
+            asked = port.get("nodePort") or previous.get(
+                (port.get("port"), port.get("protocol", "TCP"))
+            )
             if asked:
                 if not isinstance(asked, int) or not low <= asked <= high:
                     errors.append(
-                        field_error(f"spec.ports[{i}].nodePort", "FieldValueInvalid",
-                                    "provided port is not in the valid range. The range of"
-                                    f" valid ports is {low}-{high}", asked)
+                        field_error(
+                            f"spec.ports[{i}].nodePort",
+                            "FieldValueInvalid",
+                            "provided port is not in the valid range. The range of"
+                            f" valid ports is {low}-{high}",
+                            asked,
+                        )
                     )
                 elif asked in used:
                     errors.append(
-                        field_error(f"spec.ports[{i}].nodePort", "FieldValueInvalid",
-                                    "provided port is already allocated", asked)
+                        field_error(
+                            f"spec.ports[{i}].nodePort",
+                            "FieldValueInvalid",
+                            "provided port is already allocated",
+                            asked,
+                        )
                     )
                 else:
                     port["nodePort"] = asked
@@ -192,8 +209,12 @@ class ServiceAllocator:
             free = next((n for n in range(low, high + 1) if n not in used), None)
             if free is None:
                 errors.append(
-                    field_error(f"spec.ports[{i}].nodePort", "FieldValueInvalid",
-                                "failed to allocate a nodePort: range is full", 0)
+                    field_error(
+                        f"spec.ports[{i}].nodePort",
+                        "FieldValueInvalid",
+                        "failed to allocate a nodePort: range is full",
+                        0,
+                    )
                 )
                 continue
             port["nodePort"] = free

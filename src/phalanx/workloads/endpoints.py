@@ -75,8 +75,8 @@ def _ready_condition(pod: Mapping[str, Any]) -> bool:
     status = pod.get("status") or {}
     for cond in status.get("conditions") or ():
         if cond.get("type") == "Ready":
-            return cond.get("status") == "True"
-    return status.get("phase") == "Running"  # no probes, no condition: running is ready
+            return bool(cond.get("status") == "True")
+    return bool(status.get("phase") == "Running")  # no probes, no condition: running is ready
 
 
 def endpoint_ready(pod: Mapping[str, Any]) -> tuple[bool, bool, bool]:
@@ -143,7 +143,9 @@ def _endpoint(pod: Mapping[str, Any]) -> Obj:
     return out
 
 
-def _members(service: Mapping[str, Any], pods: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+def _members(
+    service: Mapping[str, Any], pods: Sequence[Mapping[str, Any]]
+) -> list[Mapping[str, Any]]:
     chosen = [
         p
         for p in pods
@@ -250,8 +252,9 @@ def reconcile(
         if have is None:
             plan.create.append(want)
         elif not _same(have, want):
-            plan.update.append({**want, "metadata": {**(have.get("metadata") or {}),
-                                                     **want["metadata"]}})
+            plan.update.append(
+                {**want, "metadata": {**(have.get("metadata") or {}), **want["metadata"]}}
+            )
     plan.delete = sorted(set(current) - set(desired))
     if selector:
         plan.endpoints = _legacy(service, members)
