@@ -65,7 +65,9 @@ class Router:
         and the listeners for them are open."""
         self.table.changed = self._dirty.set
         self._runner = web.ServerRunner(
-            web.Server(self.proxy.handle, access_log=None), handle_signals=False
+            web.Server(self.proxy.handle, access_log=None),
+            handle_signals=False,
+            shutdown_timeout=1.0,
         )
         await self._runner.setup()
         self._api = aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=None))
@@ -127,9 +129,7 @@ class Router:
         for address, key in wanted.items():
             if address in self.sites:
                 continue
-            site = web.TCPSite(
-                self._runner, address[0], address[1], reuse_address=True, shutdown_timeout=1
-            )
+            site = web.TCPSite(self._runner, address[0], address[1], reuse_address=True)
             try:
                 await site.start()
             except OSError as e:
@@ -151,7 +151,7 @@ class Router:
         app.router.add_get("/metrics", self._metrics)
         app.router.add_get("/services", self._services)
         app.router.add_get("/services/{namespace}/{name}", self._service)
-        app.router.add_get("/healthz", lambda _: self._ok())
+        app.router.add_get("/healthz", self._ok)
         self._admin = web.AppRunner(app, access_log=None, handle_signals=False)
         await self._admin.setup()
         sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
@@ -160,7 +160,7 @@ class Router:
         await web.SockSite(self._admin, sock).start()
         return int(sock.getsockname()[1])
 
-    async def _ok(self) -> web.Response:
+    async def _ok(self, request: web.Request) -> web.Response:
         return web.Response(text="ok\n")
 
     async def _metrics(self, request: web.Request) -> web.Response:

@@ -66,7 +66,9 @@ class Watcher:
                 await asyncio.sleep(RETRY_S)
 
     async def _list(self) -> None:
-        async with self.session.get(self.url, headers=self.headers, ssl=self.ssl if self.ssl is not None else True) as r:
+        async with self.session.get(
+            self.url, headers=self.headers, ssl=self.ssl if self.ssl is not None else True
+        ) as r:
             if r.status != 200:
                 raise aiohttp.ClientResponseError(
                     r.request_info, (), status=r.status, message=await r.text()
