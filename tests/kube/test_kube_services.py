@@ -104,6 +104,6 @@ def test_the_range_is_configurable_and_a_full_one_says_so() -> None:
 
 def test_a_service_needs_ports_unless_headless() -> None:
     store = ObjectStore()
-    with pytest.raises(Invalid, match="spec.ports: Required value"):
+    with pytest.raises(Invalid, match=r"spec\.ports: Required value"):
         store.create(svc("a", ports=[]))
     assert store.create(svc("h", clusterIP="None", ports=[]))["spec"]["clusterIP"] == "None"
