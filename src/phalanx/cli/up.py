@@ -254,6 +254,9 @@ def run(args: argparse.Namespace) -> int:
             state.agent_pid(name).write_text(f"{agent.pid}\n")
         with contextlib.suppress(FileNotFoundError):
             state.agents_pid.unlink()  # the per-node files say it all now
+        router = _start_router(state, env, args.detach, kept)
+        if router is not None:
+            procs.append(router)
     except BaseException:
         _stop(procs[::-1])
         raise
@@ -276,6 +279,12 @@ def run(args: argparse.Namespace) -> int:
             f"  kube    https://{args.host}:{kube_port.read_text().strip()}"
             f" (phalanx kubeconfig > ~/.kube/config)"
         )
+    router_port = state.root / "router.port"
+    if router_port.exists():
+        print(
+            f"  router  Services on their cluster IPs; metrics"
+            f" http://127.0.0.1:{router_port.read_text().strip()}/services"
+        )
     print(f"  logs    {state.logs}")
     print("  try     phalanx submit -- hostname; phalanx jobs; phalanx nodes")
     if args.detach:
@@ -284,6 +293,43 @@ def run(args: argparse.Namespace) -> int:
     print("  stop    Ctrl-C")
     sys.stdout.flush()
     return _foreground(procs, kept)
+
+
+ROUTER_WAIT_S = 10.0
+
+
+def _start_router(
+    state: StateDir, env: dict[str, str], detach: bool, kept: list[int]
+) -> subprocess.Popen[bytes] | None:
+    """The service router (``phalanx.router``) beside a controller that serves the
+    Kubernetes API; one that still runs for this state directory is kept (it follows the
+    controller to its new port). Waits briefly for it to list the API and listen."""
+    from phalanx.server.statedir import alive, read_pids
+
+    if not (state.root / "kube.port").exists():
+        return None
+    running = [p for p in read_pids(state.root / "router.pid") if alive(p)]
+    if running:
+        kept.extend(running)
+        return None
+    with contextlib.suppress(FileNotFoundError):
+        (state.root / "router.port").unlink()
+    with open(state.logs / "router.log", "ab") as out:
+        router = subprocess.Popen(
+            [sys.executable, "-m", "phalanx.router", "--state-dir", str(state.root)],
+            stdin=subprocess.DEVNULL,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            env=env,
+            start_new_session=detach,
+        )
+    (state.root / "router.pid").write_text(f"{router.pid}\n")
+    deadline = time.monotonic() + ROUTER_WAIT_S
+    while not (state.root / "router.port").exists() and time.monotonic() < deadline:
+        if router.poll() is not None:
+            break  # its log says why; the cluster runs without it
+        time.sleep(0.05)
+    return router
 
 
 def _pids(pids: list[int]) -> str:

@@ -17,6 +17,7 @@ import os
 import signal
 import ssl
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 __all__ = ["main"]
@@ -52,6 +53,19 @@ def _read(path: Path, what: str) -> str:
         raise SystemExit(f"phalanx router: cannot read {what} {path}: {e.strerror}") from e
 
 
+def _api_url(port_file: Path) -> Callable[[], str]:
+    """The API's URL from ``kube.port``, read again on each call (a restarted controller
+    serves on another port); while the file is missing, the last one read."""
+    last = [f"https://127.0.0.1:{_read(port_file, 'the API port')}"]
+
+    def url() -> str:
+        with contextlib.suppress(OSError):
+            last[0] = f"https://127.0.0.1:{port_file.read_text().strip()}"
+        return last[0]
+
+    return url
+
+
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     logging.basicConfig(
@@ -64,9 +78,10 @@ def main(argv: list[str] | None = None) -> int:
         print("phalanx router: give --state-dir, or --server and --token-file", file=sys.stderr)
         return 2
     try:
-        server = args.server or (
-            f"https://127.0.0.1:{_read(Path(str(state)) / 'kube.port', 'the API port')}"
-        )
+        if args.server:
+            server: str | Callable[[], str] = args.server
+        else:
+            server = _api_url(Path(str(state)) / "kube.port")
         token = _read(args.token_file or Path(str(state)) / "token", "the token")
         ca = args.ca_file or (state / "kube-ca.crt" if state is not None else None)
         context = ssl.create_default_context(cafile=str(ca)) if ca is not None else None
@@ -83,7 +98,7 @@ def main(argv: list[str] | None = None) -> int:
 
 async def _serve(
     args: argparse.Namespace,
-    server: str,
+    server: str | Callable[[], str],
     token: str,
     context: ssl.SSLContext | None,
     state: Path | None,

@@ -37,7 +37,7 @@ class Router:
     def __init__(
         self,
         *,
-        server: str,
+        server: str | Callable[[], str],
         token: str,
         ssl_context: ssl.SSLContext | None,
         admin_host: str = "127.0.0.1",

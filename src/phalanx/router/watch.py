@@ -37,7 +37,7 @@ class Watcher:
     def __init__(
         self,
         session: aiohttp.ClientSession,
-        server: str,
+        server: str | Callable[[], str],
         token: str,
         path: str,
         on_list: Callable[[list[dict[str, Any]]], None],
@@ -45,13 +45,20 @@ class Watcher:
         ssl_context: ssl.SSLContext | None = None,
     ) -> None:
         self.session = session
-        self.url = server.rstrip("/") + path
+        self.server = server
+        self.path = path
         self.headers = {"Authorization": f"Bearer {token}", "Accept": "application/json"}
         self.on_list = on_list
         self.on_event = on_event
         self.ssl = ssl_context
         self.synced = asyncio.Event()
         self.resource_version = ""
+
+    @property
+    def url(self) -> str:
+        """Asked again on each attempt: a restarted controller may serve on another port."""
+        server = self.server() if callable(self.server) else self.server
+        return server.rstrip("/") + self.path
 
     async def run(self) -> None:
         while True:
