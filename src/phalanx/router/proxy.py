@@ -21,12 +21,12 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-import aiohttp
 from aiohttp import web
 
 from phalanx.router.backends import Endpoint, HoldFull, Pool
 from phalanx.router.metrics import ServiceStats
 from phalanx.router.table import PortKey, RouteTable
+from phalanx.router.upstream import Broken, ConnectFailed, Response, Upstream
 
 __all__ = ["Proxy"]
 
@@ -49,15 +49,28 @@ IDEMPOTENT = frozenset({"GET", "HEAD", "OPTIONS", "PUT", "DELETE", "TRACE"})
 REPLAYABLE_BODY = 1 << 20
 """Bodies up to this size (with a Content-Length) are read before sending, so that a request
 can go to another endpoint."""
-_NOT_SENT = (aiohttp.ClientConnectorError, aiohttp.ConnectionTimeoutError)
-_BROKEN = (aiohttp.ServerDisconnectedError, aiohttp.ClientOSError, aiohttp.ClientPayloadError)
 
 
-def _forward_headers(request: web.BaseRequest) -> dict[str, str]:
-    headers = {k: v for k, v in request.headers.items() if k.lower() not in HOP_BY_HOP}
+WHOLE_RESPONSE = 64 << 10
+"""Responses up to this size (with a Content-Length) are read whole and sent in one piece;
+longer ones, and those without a length, are streamed as they come."""
+_SKIP_WHOLE = HOP_BY_HOP | frozenset({"content-length"})
+
+
+def _copy_headers(upstream: Response, response: web.StreamResponse, skip: frozenset[str]) -> None:
+    for name, value in upstream.headers:
+        if name.lower() not in skip:
+            response.headers.add(name, value)
+
+
+_SKIP_REQUEST = HOP_BY_HOP | frozenset({"content-length", "expect", "x-forwarded-for"})
+
+
+def _forward_headers(request: web.BaseRequest) -> list[tuple[str, str]]:
+    headers = [(k, v) for k, v in request.headers.items() if k.lower() not in _SKIP_REQUEST]
     peer = request.remote or ""
     previous = request.headers.get("X-Forwarded-For")
-    headers["X-Forwarded-For"] = f"{previous}, {peer}" if previous else peer
+    headers.append(("X-Forwarded-For", f"{previous}, {peer}" if previous else peer))
     return headers
 
 
@@ -81,26 +94,10 @@ class Proxy:
         self.clock = clock
         self.routes: dict[tuple[str, int], PortKey] = {}
         """(listening host, port) -> Service port; kept by the listeners."""
-        self.timeout = aiohttp.ClientTimeout(total=None, sock_connect=connect_timeout)
-        self._session: aiohttp.ClientSession | None = None
-
-    @property
-    def session(self) -> aiohttp.ClientSession:
-        if self._session is None:
-            connector = aiohttp.TCPConnector(
-                limit=0, keepalive_timeout=30, enable_cleanup_closed=False, force_close=False
-            )
-            self._session = aiohttp.ClientSession(
-                connector=connector,
-                auto_decompress=False,
-                timeout=self.timeout,
-                skip_auto_headers=("User-Agent", "Accept-Encoding", "Content-Type"),
-            )
-        return self._session
+        self.upstream = Upstream(connect_timeout)
 
     async def close(self) -> None:
-        if self._session is not None:
-            await self._session.close()
+        self.upstream.close()
 
     def _route(self, request: web.BaseRequest) -> PortKey | None:
         sockname = request.transport.get_extra_info("sockname") if request.transport else None
@@ -135,7 +132,7 @@ class Proxy:
         if length is not None and length <= REPLAYABLE_BODY:
             return await request.read() if length else None
         if request.body_exists:
-            return request.content
+            return request.content.iter_any()
         return None
 
     async def _forward(
@@ -148,7 +145,7 @@ class Proxy:
     ) -> web.StreamResponse:
         body = await self._body(request)
         headers = _forward_headers(request)
-        replayable = request.method in IDEMPOTENT and not isinstance(body, aiohttp.StreamReader)
+        replayable = request.method in IDEMPOTENT and (body is None or isinstance(body, bytes))
         tried: set[int] = set()
         deadline = start + self.hold_timeout
         while True:
@@ -182,45 +179,52 @@ class Proxy:
         request: web.BaseRequest,
         endpoint: Endpoint,
         pool: Pool,
-        headers: dict[str, str],
+        headers: list[tuple[str, str]],
         body: Any,
         replayable: bool,
     ) -> web.StreamResponse | bool:
         """The response, or whether another endpoint may be tried (True) or not (False)."""
-        url = f"http://{endpoint.host}:{endpoint.port}{request.raw_path}"
+        host, port = endpoint.host, endpoint.port
+        upstream: Response | None = None
         started = False
         try:
-            async with self.session.request(
-                request.method,
-                url,
-                headers=headers,
-                data=body,
-                allow_redirects=False,
-                compress=None,
-            ) as upstream:
-                response = web.StreamResponse(status=upstream.status, reason=upstream.reason)
-                for name, value in upstream.headers.items():
-                    if name.lower() not in HOP_BY_HOP:
-                        response.headers.add(name, value)
-                started = True
-                await response.prepare(request)
-                async for chunk in upstream.content.iter_any():
-                    await response.write(chunk)
-                await response.write_eof()
+            upstream = await self.upstream.request(
+                host, port, request.method, request.raw_path, headers, body
+            )
+            length = upstream.length
+            if upstream.complete or (length is not None and length <= WHOLE_RESPONSE):
+                # One write to the client, headers and body together: on loopback each
+                # write costs the writer the reader's TCP processing too.
+                whole = web.Response(
+                    status=upstream.status, reason=upstream.reason, body=await upstream.read()
+                )
+                _copy_headers(upstream, whole, _SKIP_WHOLE)
+                if request.method == "HEAD" and length is not None:
+                    whole.headers["Content-Length"] = str(length)
+                pool.release(endpoint, ok=True)
+                return whole
+            response = web.StreamResponse(status=upstream.status, reason=upstream.reason)
+            _copy_headers(upstream, response, HOP_BY_HOP)
+            started = True
+            await response.prepare(request)
+            async for chunk in upstream.chunks():
+                await response.write(chunk)
+            await response.write_eof()
             pool.release(endpoint, ok=True)
             return response
-        except _NOT_SENT:
+        except ConnectFailed:
             pool.release(endpoint, ok=False)
             pool.mark_down(endpoint, self.clock())
-            log.info(
-                "endpoint %s:%d refused a connection: marked down", endpoint.host, endpoint.port
-            )
+            log.info("endpoint %s:%d refused a connection: marked down", host, port)
             return True
-        except _BROKEN:
+        except Broken as e:
             pool.release(endpoint, ok=False)
-            if started:
+            if started or e.started:
                 raise  # the response was under way: the client's connection ends with it
             return replayable
         except BaseException:
             pool.release(endpoint, ok=False)
             raise
+        finally:
+            if upstream is not None:
+                self.upstream.release(host, port, upstream)
