@@ -193,7 +193,7 @@ def main() -> int:
                 )
             )
             _wait_listening(CLUSTER_IP, service_port)
-            return _measure(args, replica_port, service_port, admin)
+            return _measure(args, replica_port, service_port, admin, procs[1].pid)
         finally:
             for proc in procs:
                 proc.terminate()
@@ -211,7 +211,15 @@ def _wait_listening(host: str, port: int) -> None:
     raise SystemExit(f"the router did not listen on {host}:{port} within 30 s")
 
 
-def _measure(args: argparse.Namespace, replica_port: int, service_port: int, admin: int) -> int:
+def _cpu_s(pid: int) -> float:
+    """User + system CPU seconds of process ``pid`` so far."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def _measure(
+    args: argparse.Namespace, replica_port: int, service_port: int, admin: int, router: int
+) -> int:
     import uvloop
 
     urls = {
@@ -219,9 +227,13 @@ def _measure(args: argparse.Namespace, replica_port: int, service_port: int, adm
         "through": f"http://{CLUSTER_IP}:{service_port}/",
     }
     results: dict[str, list[tuple[float, float]]] = {"direct": [], "through": []}
+    cpu: list[float] = []
     for run in range(1, args.runs + 1):
         for name, url in urls.items():
+            before = _cpu_s(router)
             latencies, failed = uvloop.run(load(url, args.rate, args.seconds))
+            if name == "through":
+                cpu.append((_cpu_s(router) - before) * 1000 / max(1, len(latencies) + failed))
             p50, p99 = pct(latencies, 0.50), pct(latencies, 0.99)
             results[name].append((p50, p99))
             print(
@@ -242,6 +254,10 @@ def _measure(args: argparse.Namespace, replica_port: int, service_port: int, adm
         f"medians over {args.runs} runs at {args.rate:g} requests/s: direct p50"
         f" {med['direct'][0]:.2f} ms p99 {med['direct'][1]:.2f} ms; through the router p50"
         f" {med['through'][0]:.2f} ms p99 {med['through'][1]:.2f} ms"
+    )
+    print(
+        f"router CPU per request (user + system, median of runs): {statistics.median(cpu):.2f} ms;"
+        f" load average at the end {os.getloadavg()[0]:.1f}"
     )
     verdict = "PASS" if added <= TARGET_MS else "FAIL"
     print(f"{verdict}  router adds {added:.2f} ms to the p50 (target <= {TARGET_MS:g} ms)")

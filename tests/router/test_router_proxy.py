@@ -4,6 +4,7 @@ listeners on 127.77.x.y addresses (on Linux all of 127/8 is on ``lo``)."""
 from __future__ import annotations
 
 import asyncio
+import io
 import json
 from collections import Counter
 from collections.abc import Awaitable, Callable
@@ -21,8 +22,9 @@ IP = "127.77.250.1"
 class Backend:
     """An HTTP server that counts its requests; ``/slow`` streams three chunks."""
 
-    def __init__(self, hits: Counter[int]) -> None:
+    def __init__(self, hits: Counter[int], keepalive: float = 75.0) -> None:
         self.hits = hits
+        self.keepalive = keepalive
         self.port = free_port()
         self.runner: web.AppRunner | None = None
 
@@ -37,14 +39,22 @@ class Backend:
                     await asyncio.sleep(0.2)
                 await response.write_eof()
                 return response
+            if request.path == "/big":
+                return web.Response(body=b"x" * 200_000)
+            if request.path == "/empty":
+                return web.Response(status=204)
+            if request.path == "/close":
+                return web.Response(text="bye", headers={"Connection": "close"})
             body = await request.read()
+            if request.path == "/length":
+                return web.json_response({"length": len(body), "method": request.method})
             return web.json_response(
                 {"port": self.port, "method": request.method, "body": body.decode()}
             )
 
-        app = web.Application()
+        app = web.Application(client_max_size=8 << 20)
         app.router.add_route("*", "/{tail:.*}", handle)
-        self.runner = web.AppRunner(app, access_log=None)
+        self.runner = web.AppRunner(app, access_log=None, keepalive_timeout=self.keepalive)
         await self.runner.setup()
         await web.TCPSite(self.runner, "127.0.0.1", self.port).start()
 
@@ -54,7 +64,8 @@ class Backend:
             self.runner = None
 
 
-Scenario = Callable[[FakeApi, Router, aiohttp.ClientSession, str], Awaitable[None]]
+Client = aiohttp.ClientSession
+Scenario = Callable[[FakeApi, Router, Client, str], Awaitable[None]]
 
 
 def run(scenario: Scenario, hold_timeout: float = 5.0) -> None:
@@ -202,3 +213,44 @@ def test_listeners_follow_the_services() -> None:
         assert ("0.0.0.0", node_port) not in router.sites
 
     run(scenario, hold_timeout=0.1)
+
+
+def test_bodies_heads_and_connections_the_endpoint_closes() -> None:
+    async def scenario(
+        api: FakeApi, router: Router, client: aiohttp.ClientSession, at: str
+    ) -> None:
+        url = at.split("|")[0]
+        hits: Counter[int] = Counter()
+        backend = Backend(hits, keepalive=0.1)  # closes idle connections quickly
+        await backend.start()
+        api.put("endpointslices", endpoint_slice("web", [backend.port]))
+        await until(lambda: router.table.pools[("default", "web", "http")].ready_count(0) == 1)
+        async with client.get(url + "/big") as r:  # over the one-piece limit: streamed
+            assert r.status == 200 and len(await r.read()) == 200_000
+        async with client.head(url + "/big") as r:
+            assert r.status == 200 and r.headers["Content-Length"] == "200000"
+        async with client.get(url + "/empty") as r:
+            assert r.status == 204 and await r.read() == b""
+        for _ in range(3):  # the endpoint closes each connection: a new one each time
+            async with client.get(url + "/close") as r:
+                assert await r.text() == "bye"
+
+        async def chunks() -> Any:
+            for _ in range(32):
+                yield b"y" * 65536
+
+        async with client.post(url + "/length", data=chunks()) as r:  # chunked, streamed on
+            assert (await r.json())["length"] == 32 * 65536
+        async with client.put(
+            url + "/length", data=io.BytesIO(b"z" * 3_000_000)
+        ) as r:  # over 1 MiB
+            assert (await r.json()) == {"length": 3_000_000, "method": "PUT"}
+        await asyncio.sleep(0.3)  # the endpoint has closed the router's idle connections
+        for _ in range(5):
+            async with client.get(url + "/x") as r:
+                assert r.status == 200
+        stats = router.table.stats[("default", "web")]
+        assert stats.by_code.get(502, 0) == 0 and stats.in_flight == 0
+        await backend.stop()
+
+    run(scenario)

@@ -189,7 +189,13 @@ class Proxy:
         started = False
         try:
             upstream = await self.upstream.request(
-                host, port, request.method, request.raw_path, headers, body
+                host,
+                port,
+                request.method,
+                request.raw_path,
+                headers,
+                body,
+                None if isinstance(body, bytes) else request.content_length,
             )
             length = upstream.length
             if upstream.complete or (length is not None and length <= WHOLE_RESPONSE):

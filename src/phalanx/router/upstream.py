@@ -209,24 +209,30 @@ class Upstream:
         target: str,
         headers: list[tuple[str, str]],
         body: bytes | AsyncIterable[bytes] | None,
+        length: int | None = None,
     ) -> Response:
-        """Send the request; the response once its head (status, headers) is in."""
+        """Send the request; the response once its head (status, headers) is in. A streamed
+        ``body`` goes as it is when its ``length`` is known, else chunked."""
         conn = await self._connection(host, port)
         response = Response(conn, head_only=method == "HEAD")
         conn.response = response
         lines = [f"{method} {target} HTTP/1.1"]
         lines += [f"{name}: {value}" for name, value in headers]
-        if body is not None and not isinstance(body, bytes):
+        chunked = body is not None and not isinstance(body, bytes) and length is None
+        if chunked:
             lines.append("Transfer-Encoding: chunked")
-        elif body:
+        elif length is not None:
+            lines.append(f"Content-Length: {length}")
+        elif isinstance(body, bytes) and body:
             lines.append(f"Content-Length: {len(body)}")
         head = ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1")
         assert conn.transport is not None
         if body is not None and not isinstance(body, bytes):
             conn.transport.write(head)
             async for piece in body:
-                conn.transport.write(b"%x\r\n%s\r\n" % (len(piece), piece))
-            conn.transport.write(b"0\r\n\r\n")
+                conn.transport.write(b"%x\r\n%s\r\n" % (len(piece), piece) if chunked else piece)
+            if chunked:
+                conn.transport.write(b"0\r\n\r\n")
         else:
             conn.transport.write(head + body if body else head)
         await response.head
