@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import errno
 import json
 import logging
 import socket
@@ -133,8 +134,11 @@ class Router:
             try:
                 await site.start()
             except OSError as e:
+                why = str(e)
+                if e.errno == errno.EACCES and address[1] < 1024:
+                    why += " (ports under 1024 need root or CAP_NET_BIND_SERVICE)"
                 log.warning(
-                    "service %s/%s: cannot listen on %s:%d: %s", key[0], key[1], *address, e
+                    "service %s/%s: cannot listen on %s:%d: %s", key[0], key[1], *address, why
                 )
                 continue
             self.sites[address] = site
