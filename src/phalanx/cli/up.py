@@ -210,6 +210,7 @@ def run(args: argparse.Namespace) -> int:
         )
     procs = [controller]
     kept: list[int] = []
+    kept_router: list[int] = []
     try:
         role = _wait_ready(state.root, controller, log)
         live = state.live_agents()
@@ -254,7 +255,7 @@ def run(args: argparse.Namespace) -> int:
             state.agent_pid(name).write_text(f"{agent.pid}\n")
         with contextlib.suppress(FileNotFoundError):
             state.agents_pid.unlink()  # the per-node files say it all now
-        router = _start_router(state, env, args.detach, kept)
+        router = _start_router(state, env, args.detach, kept_router)
         if router is not None:
             procs.append(router)
     except BaseException:
@@ -268,6 +269,8 @@ def run(args: argparse.Namespace) -> int:
     )
     if kept:
         print(f"  kept    {len(kept)} agent(s) still running from before (pid {_pids(kept)})")
+    if kept_router:
+        print(f"  kept    the service router still running (pid {_pids(kept_router)})")
     if peers:
         print(f"  role    {role}; peers {', '.join(peers)}")
     print(f"  state   {state.root}")
@@ -292,7 +295,7 @@ def run(args: argparse.Namespace) -> int:
         return 0
     print("  stop    Ctrl-C")
     sys.stdout.flush()
-    return _foreground(procs, kept)
+    return _foreground(procs, kept + kept_router)
 
 
 ROUTER_WAIT_S = 10.0
