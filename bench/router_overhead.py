@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import os
 import socket
@@ -86,9 +87,11 @@ async def serve(replica_port: int, api_port: int, service_port: int) -> None:
             await response.prepare(request)
             queue: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
             queues.append(queue)
-            while True:
-                event = await queue.get()
-                await response.write(json.dumps(event).encode() + b"\n")
+            with contextlib.suppress(ConnectionError):  # the router has gone
+                while True:
+                    event = await queue.get()
+                    await response.write(json.dumps(event).encode() + b"\n")
+            return response
 
         return handle
 
