@@ -64,6 +64,9 @@ class FakeApi:
         self.objects: dict[str, dict[str, dict[str, Any]]] = {k: {} for k in PATHS}
         self.queues: dict[str, list[asyncio.Queue[dict[str, Any]]]] = {k: [] for k in PATHS}
         self.rv = 1
+        self.expire: set[str] = set()
+        """Answer the next watch of these 410 Gone (its resourceVersion is too old)."""
+        self.lists = 0
         self.runner: web.AppRunner | None = None
         self.url = ""
 
@@ -77,6 +80,12 @@ class FakeApi:
         await web.TCPSite(self.runner, "127.0.0.1", port).start()
         self.url = f"http://127.0.0.1:{port}"
         return self.url
+
+    def end_watches(self) -> None:
+        """End every open watch (the server's timeout would): watchers resume."""
+        for queues in self.queues.values():
+            for q in queues:
+                q.put_nowait({})
 
     async def stop(self) -> None:
         for queues in self.queues.values():
@@ -104,12 +113,16 @@ class FakeApi:
         async def handle(request: web.Request) -> web.StreamResponse:
             assert request.headers["Authorization"] == "Bearer t0ken"
             if request.query.get("watch") != "true":
+                self.lists += 1
                 return web.json_response(
                     {
                         "items": list(self.objects[plural].values()),
                         "metadata": {"resourceVersion": str(self.rv)},
                     }
                 )
+            if plural in self.expire:
+                self.expire.discard(plural)
+                return web.json_response({"kind": "Status", "code": 410}, status=410)
             queue: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
             self.queues[plural].append(queue)
             response = web.StreamResponse()

@@ -254,3 +254,29 @@ def test_bodies_heads_and_connections_the_endpoint_closes() -> None:
         await backend.stop()
 
     run(scenario)
+
+
+def test_a_watch_that_ends_resumes_and_one_too_old_lists_again() -> None:
+    async def scenario(api: FakeApi, router: Router, client: Client, at: str) -> None:
+        lists = api.lists
+        pools = router.table.pools
+        old = {id(q) for qs in api.queues.values() for q in qs}
+        api.end_watches()  # resumed from the last resourceVersion: no new list
+
+        def resumed() -> bool:
+            now = [id(q) for qs in api.queues.values() for q in qs]
+            return len(now) == 2 and not old & set(now)
+
+        await until(resumed)
+        api.put("endpointslices", endpoint_slice("web", [1111]))
+        await until(lambda: len(pools[("default", "web", "http")].endpoints) == 1)
+        assert api.lists == lists
+        # a slice the watch never told of (as if its event fell out of the window): only a
+        # new list can show it
+        api.objects["endpointslices"]["web-2222"] = endpoint_slice("web", [2222])
+        api.expire.add("endpointslices")
+        api.end_watches()
+        await until(lambda: len(pools[("default", "web", "http")].endpoints) == 2)
+        assert api.lists > lists
+
+    run(scenario)
