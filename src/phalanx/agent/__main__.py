@@ -34,6 +34,15 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     emulate.add_argument("--cpus", type=_positive, metavar="N")
     emulate.add_argument("--memory", type=_positive, metavar="MB")
     parser.add_argument(
+        "--restart-backoff",
+        type=float,
+        default=10.0,
+        metavar="SECONDS",
+        help="first delay before a container that restarts in place (a pod's restartPolicy "
+        "Always) starts again; it doubles at each restart in a row, up to 300 s (the kubelet's "
+        "10 s; tests shorten it)",
+    )
+    parser.add_argument(
         "--log-level", default="INFO", choices=["DEBUG", "INFO", "WARNING", "ERROR"]
     )
     args = parser.parse_args(argv)
@@ -84,6 +93,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         socket_path=args.socket,
         token=args.token,
         address=args.address,
+        backoff_s=args.restart_backoff,
     )
     return asyncio.run(agent.run())
 

@@ -15,11 +15,17 @@ The loop, as a recipe:
 5. On SIGTERM or SIGINT: stop the tasks (TERM, then KILL after 3 s), report, exit 0.
 6. Fenced (409, reason ``fenced``: a newer incarnation holds the node): kill the tasks at
    once, report nothing, exit 3 (``phalanx.protocol.agent`` has the protocol).
+7. Tend the containers (tasks that restart in place or are probed, ``phalanx.agent.containers``):
+   restart those whose back-off is over, send their probes when due, and report every
+   container's status (ready, restarts, state, CPU millicores) with each inventory, and at
+   once when one changes (a process died, a probe flipped), so that a dead endpoint goes
+   not-ready without waiting for the next heartbeat.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import signal as signals
 import time
@@ -31,9 +37,12 @@ import httpx
 import pydantic
 
 from phalanx.agent.cgroup import Cgroups
+from phalanx.agent.containers import BACKOFF_INITIAL_S, Container
+from phalanx.agent.cpuusage import CpuMeter
 from phalanx.agent.failover import FailoverTransport
 from phalanx.agent.health import Fault, GpuProbe, run_program
 from phalanx.agent.machine import Machine, health, host
+from phalanx.agent.probing import probe
 from phalanx.agent.tasks import TaskRunner
 from phalanx.protocol.agent import (
     AgentCommand,
@@ -72,6 +81,10 @@ _REPOST_S = 1.0
 """How often ends the controller has not acknowledged yet are posted again."""
 _INVENTORY_PER_HEARTBEAT = 3
 """Inventories sent per heartbeat: the controller reconciles within a heartbeat."""
+_TEND_S = 0.05
+"""How often containers are looked at: restarts due, probes due, changes to report."""
+_STATUS_EVERY_S = 5.0
+"""Container statuses (CPU usage with them) are sent at least this often while any runs."""
 
 
 class _Refused(Exception):
@@ -95,6 +108,7 @@ class Agent:
         address: str = "127.0.0.1",
         runner: TaskRunner | None = None,
         handle_signals: bool = True,
+        backoff_s: float | None = None,
     ) -> None:
         if (controller is None) == (socket_path is None):
             raise ValueError("give exactly one of controller (a URL) and socket_path")
@@ -104,7 +118,9 @@ class Agent:
         self._socket = socket_path
         self._token = token
         self._address = address
-        self._runner = runner if runner is not None else TaskRunner(Cgroups())
+        if runner is None:
+            runner = TaskRunner(Cgroups(), backoff_s=backoff_s or BACKOFF_INITIAL_S)
+        self._runner = runner
         self._handle_signals = handle_signals
         self._stopping = asyncio.Event()
         self._ended = asyncio.Event()
@@ -125,6 +141,10 @@ class Agent:
         """When the last call the controller answered was sent."""
         self._after = 0
         self._http: httpx.AsyncClient | None = None
+        self._probe_http: httpx.AsyncClient | None = None
+        self._probing: set[asyncio.Task[None]] = set()
+        self._status_changed = asyncio.Event()
+        self._cpu = CpuMeter(self._runner.cgroup_of)
 
     @property
     def controller_id(self) -> str:
@@ -172,6 +192,11 @@ class Agent:
                         status = 1
                 await self._shutdown(fenced=fenced)
         finally:
+            for task in list(self._probing):
+                task.cancel()
+            if self._probe_http is not None:
+                await self._probe_http.aclose()
+                self._probe_http = None
             for sig in handled:
                 loop.remove_signal_handler(sig)
         return status
@@ -187,6 +212,8 @@ class Agent:
                 group.create_task(self._send_inventory())
                 group.create_task(self._check_health())
                 group.create_task(self._keep_lease())
+                group.create_task(self._tend_containers())
+                group.create_task(self._send_statuses())
         except* _Fenced:
             raise _Fenced() from None
         except* _Refused:
@@ -394,6 +421,7 @@ class Agent:
                     reports=sent,
                     inventory=True,
                     after=self._after,
+                    containers=self._runner.container_reports(self._cpu.seconds),
                 ).model_dump(mode="json")
                 try:
                     resp = await self._http_client.post(path, json=body)
@@ -407,6 +435,75 @@ class Agent:
                 raise _Fenced()
             # Anything else (unregistered, a controller restarting): the other loops
             # re-register; the next inventory follows that.
+
+    async def _tend_containers(self) -> None:
+        """Restarts and KILLs due, probes due (each in a task of its own, one at a time per
+        probe), and a report at once when a container changed."""
+        seen = self._runner.container_version()
+        while True:
+            await asyncio.sleep(_TEND_S)
+            self._runner.tick()
+            self._collect()
+            for key, container in self._runner.containers():
+                for kind in container.due_probes(time.monotonic()):
+                    task = asyncio.create_task(self._probe(key, container, kind))
+                    self._probing.add(task)
+                    task.add_done_callback(self._probing.discard)
+            version = self._runner.container_version()
+            if version != seen:
+                seen = version
+                self._status_changed.set()
+
+    async def _probe(self, key: tuple[int, int], container: Container, kind: str) -> None:
+        state = container.probes[kind]
+        state.begin(time.monotonic())
+        if self._probe_http is None:
+            # Probes reach the pods, never a proxy; the kubelet checks no certificate.
+            self._probe_http = httpx.AsyncClient(trust_env=False, verify=False)
+        passed, message = await probe(
+            state.spec,
+            container,
+            address=self._address,
+            http=self._probe_http,
+            runner=self._runner,
+        )
+        if container.probes.get(kind) is not state:
+            return  # the process it was for is gone (restarted, ended)
+        if not passed:
+            log.info(
+                "job %d run %d rank %d: %s probe failed: %s",
+                *key,
+                container.task.rank,
+                kind,
+                message,
+            )
+        why = container.probed(kind, passed, message)
+        if why is not None:
+            self._runner.kill_container(*key, container.task.rank, why)
+
+    async def _send_statuses(self) -> None:
+        """Every container's status, at once after a change and every few seconds while
+        any runs (its CPU usage moves)."""
+        path = f"/v1/agents/{self.machine.name}/reports"
+        while True:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._status_changed.wait(), _STATUS_EVERY_S)
+            self._status_changed.clear()
+            if not self._runner.running_count() and not self._status_changed.is_set():
+                continue
+            body = AgentReports(
+                boot_id=self.boot_id,
+                epoch=self._epoch,
+                reports=[],
+                containers=self._runner.container_reports(self._cpu.seconds),
+            ).model_dump(mode="json")
+            try:
+                resp = await self._http_client.post(path, json=body)
+            except httpx.HTTPError as exc:
+                log.warning("container statuses were not sent: %s", exc)
+                continue
+            if resp.status_code == 409 and _refusal(resp) == "fenced":
+                raise _Fenced()
 
     async def _check_health(self) -> None:
         """Probe the GPUs and run the health program, each at its interval, and report what
@@ -490,6 +587,7 @@ class Agent:
     def _collect(self) -> None:
         if self._runner.reap():
             self._ended.set()
+            self._status_changed.set()  # its containers' last state goes too
 
     # ------------------------------------------------------------------ the end
     async def _shutdown(self, *, fenced: bool = False) -> None:

@@ -104,7 +104,7 @@ def probes_wire(probes: Probes) -> ProbesSpec:
                 port=action.port,
                 host=action.host or "",
                 path=action.path,
-                scheme=action.scheme,
+                scheme="HTTPS" if action.scheme == "HTTPS" else "HTTP",
                 headers=[list(h) for h in action.headers],
                 **common,
             )

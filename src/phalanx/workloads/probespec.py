@@ -10,7 +10,7 @@ probes, as the API server requires.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, TypeGuard
 
 from phalanx.domain.probes import RESTART_POLICIES, Exec, HttpGet, Probe, Probes, TcpSocket
 from phalanx.domain.time import SECOND
@@ -135,7 +135,7 @@ def _probe(body: object, ports: Mapping[str, int], where: str, kind: str) -> Pro
 
 
 def _port(value: object, ports: Mapping[str, int], where: str) -> int:
-    if _is_int(value):
+    if isinstance(value, int) and not isinstance(value, bool):
         if not 1 <= value <= 65535:
             raise InputError("must be between 1 and 65535, inclusive", field=where)
         return value
@@ -161,5 +161,5 @@ def _headers(value: object, where: str) -> tuple[tuple[str, str], ...]:
     return tuple(out)
 
 
-def _is_int(value: object) -> bool:
+def _is_int(value: object) -> TypeGuard[int]:
     return isinstance(value, int) and not isinstance(value, bool)

@@ -71,7 +71,7 @@ def pod_spec(
     decides what follows (a Job's backoff)."""
     output = log_file(ctx, namespace, pod)
     workdir = task.workdir or ctx.workdir
-    own = ()
+    own: tuple[TaskLaunch, ...] = ()
     if in_place:
         own = (
             TaskLaunch(
