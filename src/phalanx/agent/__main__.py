@@ -5,11 +5,16 @@ from __future__ import annotations
 import argparse
 import asyncio
 import logging
+import os
 import sys
 from collections.abc import Sequence
 
 from phalanx.agent.agent import Agent
 from phalanx.agent.machine import describe
+
+RESTART_BACKOFF_ENV = "PHALANX_RESTART_BACKOFF"
+"""The environment variable that sets ``--restart-backoff``'s default (``phalanx up`` passes
+its environment on to the agents it starts)."""
 
 
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
@@ -35,12 +40,12 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     emulate.add_argument("--memory", type=_positive, metavar="MB")
     parser.add_argument(
         "--restart-backoff",
-        type=float,
-        default=10.0,
+        type=_seconds,
+        default=os.environ.get(RESTART_BACKOFF_ENV, "10"),
         metavar="SECONDS",
         help="first delay before a container that restarts in place (a pod's restartPolicy "
-        "Always) starts again; it doubles at each restart in a row, up to 300 s (the kubelet's "
-        "10 s; tests shorten it)",
+        "Always) starts again; it doubles at each restart in a row, up to 300 s (default: "
+        f"${RESTART_BACKOFF_ENV}, else the kubelet's 10 s; tests shorten it)",
     )
     parser.add_argument(
         "--log-level", default="INFO", choices=["DEBUG", "INFO", "WARNING", "ERROR"]
@@ -57,6 +62,13 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     else:
         args.token = None
     return args
+
+
+def _seconds(text: str) -> float:
+    value = float(text)
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"{text} is not a positive number of seconds")
+    return value
 
 
 def _count(text: str) -> int:

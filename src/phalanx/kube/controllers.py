@@ -11,6 +11,12 @@ after its TTL. ``tick`` (every second or so) looks again at workloads with pendi
 engine reason or expected start may change without a decision, and at those that asked to be
 woken.
 
+A pod no controller owns (a bare pod) is a workload of its own (``phalanx.workloads.barepod``):
+one engine job whose node's agent restarts it in place and probes it. The agents' container
+reports (``containers``: ``phalanx.live.containers``) go into every running pod's status;
+``pod_container(namespace, name)`` answers a pod's latest one (ready, restarts, state, CPU
+millicores) for other controllers (autoscaling, the router).
+
 Kubernetes workloads are ordinary engine jobs (account = namespace), so ``squeue``/``sacct``
 show them. The requesting user is the workload's ``phalanx.io/user`` annotation, which the
 API server sets from the bearer token on create and keeps on updates (clients can neither
@@ -33,20 +39,21 @@ from phalanx.domain.cluster import Cluster
 from phalanx.domain.jobspec import JobSpec
 from phalanx.domain.time import Instant
 from phalanx.errors import PhalanxError, SpecError
+from phalanx.kube.containerstatus import container_view
+from phalanx.kube.enginejobs import Containers, engine_job, log_path
 from phalanx.kube.errors import KubeError
 from phalanx.kube.resources import ANNOTATION_USER
 from phalanx.sched.job import Job
+from phalanx.workloads import barepod, jobset, pytorchjob, vcjob, volcano
 from phalanx.workloads import job as batch_job
-from phalanx.workloads import jobset, pytorchjob, vcjob, volcano
 from phalanx.workloads import training as pytorch_labels
 from phalanx.workloads.events import event
 from phalanx.workloads.plan import (
     ANNOTATION_JOB_ID,
     ANNOTATION_KEY,
-    ANNOTATION_LOG,
     ANNOTATION_RANK,
+    ContainerView,
     Context,
-    EngineJob,
     Plan,
 )
 from phalanx.workloads.pods import engine_id
@@ -124,36 +131,6 @@ class Engine(Protocol):
     def jobs(self, *, finished: bool = False, ids: Iterable[int] | None = None) -> list[Job]: ...
 
 
-def log_path(pod: Mapping[str, Any]) -> Path | None:
-    """The file a pod's container output goes to (``kubectl logs``), None for a pod that no
-    workload of Phalanx made. The file exists once the pod's task has started."""
-    value = ((pod.get("metadata") or {}).get("annotations") or {}).get(ANNOTATION_LOG)
-    return Path(value) if isinstance(value, str) and value else None
-
-
-def engine_job(job: Job, cluster: Cluster, address: Callable[[str], str]) -> EngineJob:
-    """What the reconcilers see of the engine's ``job``."""
-    nodes: tuple[str, ...] = ()
-    if job.alloc is not None and job.start is not None:
-        names = [cluster.nodes[i].name for i in job.alloc.nodes]
-        per_node = job.spec.tasks_per_node  # ranks go node by node (block distribution)
-        nodes = tuple(names[rank // per_node] for rank in range(len(names) * per_node))
-    return EngineJob(
-        id=job.id,
-        state=job.state,
-        reason=str(job.reason),
-        message=job.reason_message,
-        expected_start=job.expected_start,
-        start=job.start,
-        end=job.end,
-        exit_code=job.exit_code,
-        signal=job.exit_signal,
-        nodes=nodes,
-        addresses=tuple(address(n) for n in nodes),
-        restarts=job.restarts,
-    )
-
-
 def _known_user(name: str) -> bool:
     """Whether this machine knows the user ``name`` (the launches look its uid up)."""
     try:
@@ -173,6 +150,11 @@ def _key_of(obj: Mapping[str, Any]) -> Key | None:
         return None
     meta = obj.get("metadata") or {}
     return resource, str(meta.get("namespace", "default")), str(meta.get("name"))
+
+
+def _pod_key(pod: Mapping[str, Any]) -> Key:
+    meta = pod.get("metadata") or {}
+    return PODS, str(meta.get("namespace", "default")), str(meta.get("name"))
 
 
 def _owner_of(pod: Mapping[str, Any]) -> Key | None:
@@ -205,6 +187,7 @@ class WorkloadRunner:
         names: Callable[[], str] = _random_name,
         later: Callable[[Callable[[], None]], Any] | None = None,
         known_user: Callable[[str], bool] = _known_user,
+        containers: Containers | None = None,
     ) -> None:
         self.store = store
         self.engine = engine
@@ -216,6 +199,7 @@ class WorkloadRunner:
         self.address = address
         self.names = names
         self.known_user = known_user
+        self.containers = containers
         self.dirty: set[Key] = set()
         self.assigned: dict[tuple[str, str], tuple[str, int, int]] = {}
         """(namespace, pod) -> (submission key, engine job id, rank), kept here rather than
@@ -250,6 +234,22 @@ class WorkloadRunner:
                 key = _key_of(obj)
                 if key is not None:
                     self._mark(key)
+        for pod in self.store.list(PODS):
+            if barepod.is_bare(pod):
+                self._mark(_pod_key(pod))
+
+    def pod_container(self, namespace: str, name: str) -> ContainerView | None:
+        """The latest container status of pod ``namespace/name`` as its node's agent reported
+        it (``ready``, ``restart_count``, ``state``, ``cpu_millicores``); None for a pod not
+        running, or whose container restarts not in place and is not probed."""
+        pod = self.store.get(PODS, namespace, name)
+        if pod is None or self.containers is None:
+            return None
+        pod = self._with_job(namespace, pod)
+        job_id = engine_id(pod)
+        rank = int(((pod.get("metadata") or {}).get("annotations") or {}).get(ANNOTATION_RANK, 0))
+        report = None if job_id is None else self.containers(job_id, rank)
+        return None if report is None else container_view(report)
 
     def on_object(self, kind: str, obj: Obj) -> None:
         key = _key_of(obj)
@@ -265,14 +265,20 @@ class WorkloadRunner:
         if obj.get("kind") != "Pod":
             return
         owner = _owner_of(obj)
+        bare = barepod.is_bare(obj)
         if kind == "DELETED":
             meta = obj.get("metadata") or {}
             found = self.assigned.pop((str(meta.get("namespace")), str(meta.get("name"))), None)
             job_id = engine_id(obj) if found is None else found[1]
-            if job_id is not None and owner is not None:
+            if job_id is not None and (owner is not None or bare):
                 self._cancel(job_id)
+            if bare:
+                self._forget(_pod_key(obj), obj)
+                return
         if owner is not None:
             self._mark(owner)
+        elif bare:
+            self._mark(_pod_key(obj))
 
     def on_jobs(self, job_ids: set[int]) -> None:
         for job_id in job_ids:
@@ -348,6 +354,8 @@ class WorkloadRunner:
         uid = (obj.get("metadata") or {}).get("uid")
         if resource == JOBSETS:
             return self._reconcile_jobset(key, obj, str(uid))
+        if resource == PODS:
+            return self._reconcile_pod(key, obj)
         # the controllers' own labels narrow the list (only what matches is copied)
         labels: dict[str, str]
         if resource == JOBS:
@@ -373,7 +381,7 @@ class WorkloadRunner:
             self.owners[job_id] = key
         cluster = self.engine.cluster
         jobs = {
-            j.id: engine_job(j, cluster, self.address)
+            j.id: engine_job(j, cluster, self.address, self.containers)
             for j in (self.engine.jobs(finished=True, ids=sorted(ids)) if ids else ())
         }
         now = self.clock()
@@ -386,6 +394,21 @@ class WorkloadRunner:
             plan = pytorchjob.reconcile(obj, pods, jobs, now, ctx)
         self.reconciles += 1
         self._carry_out(key, stored, plan)
+        return plan
+
+    def _reconcile_pod(self, key: Key, stored: Obj) -> Plan:
+        """A bare pod's pass (``phalanx.workloads.barepod``)."""
+        pod = self._with_job(key[1], stored)
+        job_id = engine_id(pod)
+        job = None
+        if job_id is not None:
+            self.owners[job_id] = key
+            found = self.engine.jobs(finished=True, ids=[job_id])
+            if found:
+                job = engine_job(found[0], self.engine.cluster, self.address, self.containers)
+        plan = barepod.reconcile(pod, job, self.clock(), self._context(pod))
+        self.reconciles += 1
+        self._carry_out(key, [stored], plan)
         return plan
 
     def _reconcile_jobset(self, key: Key, obj: Obj, uid: str) -> Plan:

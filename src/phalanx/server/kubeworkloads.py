@@ -46,11 +46,14 @@ class Workloads:
             default_user=user,
             address=address,
             later=lambda fn: loop.call_later(FLUSH_S, fn),
+            containers=controller.fleet.containers.get,
         )
         self._task: asyncio.Task[None] | None = None
 
     def start(self) -> None:
         self.runner.start(self.controller.watch)
+        # a container's report changed (ready, restarts, state): its pod's status follows
+        self.controller.fleet.containers.subscribe(self.runner.on_jobs)
         self._task = asyncio.create_task(self._ticks())
 
     async def _ticks(self) -> None:
