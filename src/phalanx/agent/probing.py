@@ -72,6 +72,8 @@ async def _tcp(spec: ProbeSpec, host: str) -> tuple[bool, str]:
         _, writer = await asyncio.wait_for(asyncio.open_connection(host, spec.port), spec.timeout_s)
     except TimeoutError:
         return False, f"dial tcp {target}: i/o timeout"
+    except ConnectionRefusedError:
+        return False, f"dial tcp {target}: connect: connection refused"
     except OSError as exc:
         return False, f"dial tcp {target}: connect: {exc.strerror or exc}"
     writer.close()
