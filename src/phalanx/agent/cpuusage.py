@@ -19,8 +19,8 @@ _TICKS = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
 
 
 def session_cpu_seconds(session: int, proc: Path = Path("/proc")) -> float | None:
-    """User plus system CPU seconds of the live processes of ``session``; None when there
-    are none (or no ``/proc``)."""
+    """User plus system CPU seconds of the live processes of ``session`` and of the children
+    they waited for; None when there are none (or no ``/proc``)."""
     total = 0
     found = False
     try:
@@ -36,10 +36,11 @@ def session_cpu_seconds(session: int, proc: Path = Path("/proc")) -> float | Non
             continue  # ended meanwhile
         # The command name (field 2) is in parentheses and may hold spaces: fields after it.
         fields = text[text.rfind(")") + 2 :].split()
-        if len(fields) < 13 or int(fields[3]) != session:
-            continue
+        if len(fields) < 15 or int(fields[3]) != session or fields[0] == "Z":
+            continue  # (a zombie's time goes to its parent's once it is waited for)
         found = True
-        total += int(fields[11]) + int(fields[12])
+        # utime, stime, and cutime, cstime: of the children it waited for
+        total += sum(int(v) for v in fields[11:15])
     return total / _TICKS if found else None
 
 

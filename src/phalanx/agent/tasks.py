@@ -119,8 +119,10 @@ class TaskRunner:
         self._backoff_s = backoff_s
         """The first restart delay of a container (the kubelet's 10 s; tests shorten it)."""
         self._monotonic = monotonic
-        self._probes: dict[int, int | None] = {}
-        """pid -> exit status of exec probes (None until reaped here)."""
+        self._probes: dict[int, subprocess.Popen[bytes]] = {}
+        """pid -> exec probes' processes, until their status is taken (``probe_status``)."""
+        self._forgotten: set[int] = set()
+        """Exec probes given up on: dropped once reaped."""
         self._running: dict[RunKey, _Run] = {}
         self._by_pid: dict[int, _Run] = {}
         self._unacked: dict[RunKey, RunReport] = {}
@@ -271,22 +273,24 @@ class TaskRunner:
         task = container.task
         probe = TaskSpec.model_construct(**{**task.model_dump(), "argv": argv})
         proc = self._spawn(probe, subprocess.DEVNULL, subprocess.DEVNULL)  # type: ignore[arg-type]
-        self._probes[proc.pid] = None
+        self._probes[proc.pid] = proc
         return proc
 
     def probe_status(self, pid: int) -> int | None:
         """The exit status of probe ``pid`` once reaped (then forgotten), else None."""
-        status = self._probes.get(pid)
-        if status is not None:
-            del self._probes[pid]
-        return status
+        proc = self._probes.get(pid)
+        if proc is None or proc.returncode is None:
+            return None
+        del self._probes[pid]
+        return proc.returncode
 
     def forget_probe(self, pid: int) -> None:
         """A probe given up on (timed out, killed): its status is not wanted."""
-        if self._probes.get(pid, 0) is not None:
-            self._probes.pop(pid, None)
-        else:
-            self._probes[pid] = -1  # reaped later: dropped then
+        proc = self._probes.get(pid)
+        if proc is not None and proc.returncode is not None:
+            del self._probes[pid]
+        elif proc is not None:
+            self._forgotten.add(pid)
 
     def _respawn(self, run: _Run, container: Container) -> None:
         task = container.task
@@ -326,11 +330,12 @@ class TaskRunner:
                 break
             run = self._by_pid.pop(pid, None)
             if run is None:
-                if pid in self._probes:  # an exec probe's
-                    if self._probes[pid] == -1:
+                probe = self._probes.get(pid)
+                if probe is not None:  # an exec probe's
+                    probe.returncode = os.waitstatus_to_exitcode(status)
+                    if pid in self._forgotten:
+                        self._forgotten.discard(pid)
                         del self._probes[pid]
-                    else:
-                        self._probes[pid] = os.waitstatus_to_exitcode(status)
                 continue  # else not a task of ours (or one already given up on)
             code = os.waitstatus_to_exitcode(status)
             proc = run.procs.pop(pid)
