@@ -134,7 +134,7 @@ def test_cpu_seconds_of_a_session_count_its_children(tmp_path: Path) -> None:
     script = f"{sys.executable} -c '{busy}' & {sys.executable} -c '{busy}' & wait; sleep 5"
     runner = TaskRunner()
     runner.launch(launch(7, task(tmp_path, ["sh", "-c", script])))
-    [pid] = [p for p in runner._running[(7, 1)].procs]  # noqa: SLF001 - the task's pid
+    [pid] = [p for p in runner._running[(7, 1)].procs]
     try:
         deadline = time.monotonic() + 10
         seconds = 0.0
