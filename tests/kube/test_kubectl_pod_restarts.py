@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 KUBECTL = shutil.which("kubectl")
+TERMINATED = ".status.containerStatuses[0].lastState.terminated"
 
 pytestmark = pytest.mark.skipif(KUBECTL is None, reason="kubectl is not installed")
 
@@ -157,10 +158,10 @@ def test_a_crashing_pod_restarts_in_place_in_crash_loop_back_off(cluster: Cluste
     )
     assert job_id
     assert cluster.kubectl("logs", "crash").count("started\n") >= 3
-    last = cluster.kubectl(
-        "get", "pod", "crash", "-o", "jsonpath={.status.containerStatuses[0].lastState.terminated.exitCode}"
-    )  # fmt: skip
+    last = cluster.kubectl("get", "pod", "crash", "-o", f"jsonpath={{{TERMINATED}.exitCode}}")
     assert last == "1"
+    described = cluster.kubectl("describe", "pod", "crash")
+    assert "Back-off restarting failed container main in pod crash_default(" in described
     cluster.kubectl("delete", "pod", "crash", "--wait=false")
 
 
@@ -177,10 +178,13 @@ def test_readiness_gates_ready_until_the_server_answers(cluster: Cluster) -> Non
         except OSError:
             return False
 
-    while not answers():
-        assert cluster.row("web")[1] == "0/1"
-        time.sleep(0.1)
-    cluster.wait(lambda: cluster.row("web")[1] == "1/1", 10, "the pod did not become ready")
+    def ready() -> bool:
+        shown = cluster.row("web")[1] == "1/1"
+        # READY 1/1 only once the server answers (once up, it stays up: asked after)
+        assert not shown or answers()
+        return shown
+
+    cluster.wait(ready, 15, "the pod did not become ready")
     assert cluster.row("web")[3] == "0"  # no restart on the way
     ready = cluster.kubectl(
         "get", "pod", "web", "-o", "jsonpath={.status.conditions[?(@.type=='Ready')].status}"
@@ -192,8 +196,9 @@ def test_readiness_gates_ready_until_the_server_answers(cluster: Cluster) -> Non
 def test_a_failing_liveness_probe_restarts_the_container(cluster: Cluster) -> None:
     cluster.kubectl("apply", "-f", "-", stdin=SICK.format(port=_free_port()))
     cluster.wait(lambda: int(cluster.row("sick")[3]) >= 1, 30, "no restart after liveness")
-    message = cluster.kubectl(
-        "get", "pod", "sick", "-o", "jsonpath={.status.containerStatuses[0].lastState.terminated.message}"
-    )  # fmt: skip
+    message = cluster.kubectl("get", "pod", "sick", "-o", f"jsonpath={{{TERMINATED}.message}}")
     assert message == "Container failed liveness probe, will be restarted"
+    described = cluster.kubectl("describe", "pod", "sick")
+    assert "Liveness probe failed: dial tcp 127.0.0.1:" in described
+    assert "Container main failed liveness probe, will be restarted" in described
     cluster.kubectl("delete", "pod", "sick", "--wait=false")

@@ -16,6 +16,7 @@ from phalanx.workloads.plan import (
     EngineJob,
 )
 
+KILLED = "Container failed liveness probe, will be restarted"
 CTX = Context(user="alice", log_dir="/logs", workdir="/w")
 
 
@@ -116,3 +117,41 @@ def test_an_ended_pod_keeps_its_end() -> None:
                       nodes=("n1",), addresses=("10.0.0.1",))  # fmt: skip
     [new] = barepod.reconcile(running(bare()), ended, 3_000, CTX).update
     assert new["status"]["phase"] == "Failed"
+
+
+def test_the_kubelets_events_as_a_probe_kills_and_the_container_backs_off() -> None:
+    up = ContainerView(ready=True, started=True, restart_count=0,
+                       state={"running": {"startedAt": "t0"}})  # fmt: skip
+    [pod] = barepod.reconcile(running(bare()), job(up), 1_000, CTX).update
+    message = "Liveness probe failed: dial tcp 127.0.0.1:9: connect: connection refused"
+    killed = ContainerView(
+        ready=False,
+        started=False,
+        restart_count=1,
+        state={"waiting": {"reason": "CrashLoopBackOff"}},
+        last_state={"terminated": {"exitCode": 143, "finishedAt": "t1", "message": KILLED}},
+        probe_message=message,
+    )  # fmt: skip
+    plan = barepod.reconcile(pod, job(killed), 2_000, CTX)
+    got = [(e["reason"], e["type"], e["message"]) for e in plan.events]
+    assert got == [
+        ("Unhealthy", "Warning", message),
+        ("Killing", "Normal", "Container web failed liveness probe, will be restarted"),
+        ("BackOff", "Warning", "Back-off restarting failed container web in pod web_ns(u-1)"),
+    ]
+    assert len({e["metadata"]["name"] for e in plan.events}) == 3
+    [pod] = plan.update
+    again = ContainerView(ready=True, started=True, restart_count=1,
+                          state={"running": {"startedAt": "t2"}}, last_state=killed.last_state,
+                          probe_message=message)  # fmt: skip
+    plan = barepod.reconcile(pod, job(again), 3_000, CTX)
+    assert [e["reason"] for e in plan.events] == ["Started"]
+    [pod] = plan.update
+    unready = ContainerView(ready=False, started=True, restart_count=1,
+                            state={"running": {"startedAt": "t2"}}, last_state=killed.last_state,
+                            probe_message="Readiness probe failed: HTTP probe failed with "
+                            "statuscode: 503")  # fmt: skip
+    plan = barepod.reconcile(pod, job(unready), 4_000, CTX)
+    assert [(e["reason"], e["message"]) for e in plan.events] == [
+        ("Unhealthy", "Readiness probe failed: HTTP probe failed with statuscode: 503")
+    ]

@@ -143,6 +143,8 @@ class Container:
     cpu_millicores: int | None = None
     version: int = 0
     """Bumped at every change a report shows (the agent then reports at once)."""
+    probe_message: str = ""
+    """The last probe failure: ``Readiness probe failed: ...``."""
 
     # ------------------------------------------------------------------ lifecycle
     def began(self, pid: int, now: float, wall_ms: int) -> None:
@@ -224,6 +226,8 @@ class Container:
             return None  # the process it was for has ended meanwhile
         before = (self.ready, self.started)
         state.record(ok, message)
+        if not ok:
+            self.probe_message = f"{kind.capitalize()} probe failed: {message}"
         if kind == "startup" and state.ok:
             self.startup_passed = True
             del self.probes["startup"]
@@ -272,6 +276,7 @@ class Container:
             state=self.state,
             last_state=self.last_state,
             cpu_millicores=self.cpu_millicores,
+            probe_message=self.probe_message,
         )
 
 

@@ -43,4 +43,5 @@ def container_view(report: ContainerReport) -> ContainerView:
         state=container_state(report.state),
         last_state=container_state(report.last_state) if report.last_state is not None else {},
         cpu_millicores=report.cpu_millicores,
+        probe_message=report.probe_message,
     )

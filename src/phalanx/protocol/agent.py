@@ -251,6 +251,9 @@ class ContainerReport(_Wire):
     cpu_millicores: int | None = Field(
         default=None, ge=0, description="CPU use over the last interval (None: not measured yet)"
     )
+    probe_message: str = Field(
+        default="", description="the last probe failure, as the kubelet words it (an event)"
+    )
 
 
 class AgentReports(_Wire):

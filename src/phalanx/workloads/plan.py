@@ -62,6 +62,8 @@ class ContainerView:
     """``{"running": {...}}``, ``{"waiting": {...}}`` or ``{"terminated": {...}}``."""
     last_state: Mapping[str, Any] = field(default_factory=dict)
     cpu_millicores: int | None = None
+    probe_message: str = ""
+    """The last probe failure (``Liveness probe failed: ...``), for the pod's events."""
 
 
 @dataclass(frozen=True, slots=True)

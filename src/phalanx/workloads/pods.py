@@ -28,6 +28,7 @@ from phalanx.workloads.plan import (
     ANNOTATION_RESTARTS,
     EngineJob,
 )
+from phalanx.workloads.podevents import container_events
 from phalanx.workloads.podspec import LOCALHOST
 from phalanx.workloads.timestamps import rfc3339
 
@@ -224,7 +225,12 @@ def refresh(
     new["status"] = status
     if node is not None:
         new.setdefault("spec", {})["nodeName"] = node
-    return new, pod_events(pod, new, now, seq)
+    events = pod_events(pod, new, now, seq)
+    rank = int(((pod.get("metadata") or {}).get("annotations") or {}).get(ANNOTATION_RANK, 0))
+    view = job.containers[rank] if job is not None and rank < len(job.containers) else None
+    if view is not None:
+        events += container_events(pod, new, view.probe_message, now, seq + len(events))
+    return new, events
 
 
 def pod_events(
