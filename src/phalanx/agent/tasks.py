@@ -215,7 +215,7 @@ class TaskRunner:
         """Start again the containers whose back-off is over; KILL those a probe killed
         with TERM whose grace is over."""
         now = self._monotonic()
-        for run in list(self._running.values()):
+        for run in [r for r in self._running.values() if r.containers]:
             for container in run.containers.values():
                 if container.restart_at is not None and container.restart_at <= now:
                     self._respawn(run, container)
