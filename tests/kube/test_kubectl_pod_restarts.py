@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -190,7 +191,33 @@ def test_readiness_gates_ready_until_the_server_answers(cluster: Cluster) -> Non
         "get", "pod", "web", "-o", "jsonpath={.status.conditions[?(@.type=='Ready')].status}"
     )
     assert ready == "True"
+
+    # kill -9 of the server: the agent reports at once, the pod is not ready within a second
+    # or two (kubectl's own time included), and it is back after its restart in place
+    [pid] = _pids(f"http.server {port}")
+    os.kill(pid, signal.SIGKILL)
+    killed = time.monotonic()
+    cluster.wait(lambda: cluster.row("web")[1] == "0/1", 10, "still ready after kill -9")
+    took = time.monotonic() - killed
+    print(f"not ready {took:.2f} s after kill -9 (kubectl's calls included)")
+    assert took < 2.5
+    # READY 1/1 with RESTARTS 1: in place, after its back-off and the server's 3 s sleep
+    cluster.wait(lambda: cluster.row("web")[1:4:2] == ["1/1", "1"], 20, "not ready again")
     cluster.kubectl("delete", "pod", "web", "--wait=false")
+
+
+def _pids(needle: str) -> list[int]:
+    """Processes whose command line holds ``needle``."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode()
+            except OSError:
+                continue
+            if needle in cmdline and "sh -c" not in cmdline:
+                found.append(int(entry.name))
+    return found
 
 
 def test_a_failing_liveness_probe_restarts_the_container(cluster: Cluster) -> None:

@@ -155,3 +155,15 @@ def test_the_kubelets_events_as_a_probe_kills_and_the_container_backs_off() -> N
     assert [(e["reason"], e["message"]) for e in plan.events] == [
         ("Unhealthy", "Readiness probe failed: HTTP probe failed with statuscode: 503")
     ]
+
+
+def test_a_probed_pod_is_not_ready_before_its_first_report() -> None:
+    probed = running(bare())
+    probed["spec"]["containers"][0]["readinessProbe"] = {"tcpSocket": {"port": 8000}}
+    [new] = barepod.reconcile(probed, job(), 2_000, CTX).update
+    assert conditions(new)["Ready"] == "False"
+    [status] = new["status"]["containerStatuses"]
+    assert not status["ready"] and status["started"]
+    probed["spec"]["containers"][0]["startupProbe"] = {"tcpSocket": {"port": 8000}}
+    [new] = barepod.reconcile(probed, job(), 2_000, CTX).update
+    assert not new["status"]["containerStatuses"][0]["started"]

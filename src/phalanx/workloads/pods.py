@@ -157,7 +157,10 @@ def pod_status(pod: Mapping[str, Any], job: EngineJob | None, now: Instant) -> d
     if job.state in _RUNNING:
         status["phase"] = "Running"
         view = job.containers[rank] if rank < len(job.containers) else None
-        ready = view is None or view.ready
+        # Not reported yet: ready unless a probe has to say so first (Kubernetes' rule for
+        # a pod without a readiness probe is: ready while it runs).
+        gated = any(container.get(k) for k in ("readinessProbe", "startupProbe"))
+        ready = view.ready if view is not None else not gated
         for kind in ("PodReadyToStartContainers", "Initialized"):
             set_condition(conditions, kind, True, "", "", now)
         unready = f"containers with unready status: [{base['name']}]"
@@ -169,8 +172,8 @@ def pod_status(pod: Mapping[str, Any], job: EngineJob | None, now: Instant) -> d
         if view is None:
             running: dict[str, Any] = {
                 **base,
-                "ready": True,
-                "started": True,
+                "ready": ready,
+                "started": not container.get("startupProbe"),
                 "state": {"running": {"startedAt": started}},
             }
         else:
