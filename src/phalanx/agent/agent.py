@@ -37,7 +37,7 @@ import httpx
 import pydantic
 
 from phalanx.agent.cgroup import Cgroups
-from phalanx.agent.containers import BACKOFF_INITIAL_S, Container
+from phalanx.agent.containers import BACKOFF_INITIAL_S, Container, ProbeState
 from phalanx.agent.cpuusage import CpuMeter
 from phalanx.agent.failover import FailoverTransport
 from phalanx.agent.health import Fault, GpuProbe, run_program
@@ -445,8 +445,11 @@ class Agent:
             self._runner.tick()
             self._collect()
             for key, container in self._runner.containers():
-                for kind in container.due_probes(time.monotonic()):
-                    task = asyncio.create_task(self._probe(key, container, kind))
+                now = time.monotonic()
+                for kind in container.due_probes(now):
+                    state = container.probes[kind]
+                    state.begin(now)  # now: the next turn must not send it again
+                    task = asyncio.create_task(self._probe(key, container, kind, state))
                     self._probing.add(task)
                     task.add_done_callback(self._probing.discard)
             version = self._runner.container_version()
@@ -454,9 +457,9 @@ class Agent:
                 seen = version
                 self._status_changed.set()
 
-    async def _probe(self, key: tuple[int, int], container: Container, kind: str) -> None:
-        state = container.probes[kind]
-        state.begin(time.monotonic())
+    async def _probe(
+        self, key: tuple[int, int], container: Container, kind: str, state: ProbeState
+    ) -> None:
         if self._probe_http is None:
             # Probes reach the pods, never a proxy; the kubelet checks no certificate.
             self._probe_http = httpx.AsyncClient(trust_env=False, verify=False)
