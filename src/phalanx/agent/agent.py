@@ -15,17 +15,14 @@ The loop, as a recipe:
 5. On SIGTERM or SIGINT: stop the tasks (TERM, then KILL after 3 s), report, exit 0.
 6. Fenced (409, reason ``fenced``: a newer incarnation holds the node): kill the tasks at
    once, report nothing, exit 3 (``phalanx.protocol.agent`` has the protocol).
-7. Tend the containers (tasks that restart in place or are probed, ``phalanx.agent.containers``):
-   restart those whose back-off is over, send their probes when due, and report every
-   container's status (ready, restarts, state, CPU millicores) with each inventory, and at
-   once when one changes (a process died, a probe flipped), so that a dead endpoint goes
-   not-ready without waiting for the next heartbeat.
+7. Tend the containers (``phalanx.agent.tending``): restarts, probes, and every container's
+   status with each inventory and at once when one changes (a dead endpoint goes not-ready
+   without waiting for a heartbeat).
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import signal as signals
 import time
@@ -37,13 +34,12 @@ import httpx
 import pydantic
 
 from phalanx.agent.cgroup import Cgroups
-from phalanx.agent.containers import BACKOFF_INITIAL_S, Container, ProbeState
-from phalanx.agent.cpuusage import CpuMeter
+from phalanx.agent.containers import BACKOFF_INITIAL_S
 from phalanx.agent.failover import FailoverTransport
-from phalanx.agent.health import Fault, GpuProbe, run_program
+from phalanx.agent.health import Fault, watch_health
 from phalanx.agent.machine import Machine, health, host
-from phalanx.agent.probing import probe
 from phalanx.agent.tasks import TaskRunner
+from phalanx.agent.tending import ContainerTender
 from phalanx.protocol.agent import (
     AgentCommand,
     AgentCommands,
@@ -51,6 +47,7 @@ from phalanx.protocol.agent import (
     AgentHello,
     AgentReports,
     AgentWelcome,
+    ContainerReport,
     HealthConfig,
     Refusal,
     ReportsAck,
@@ -81,10 +78,6 @@ _REPOST_S = 1.0
 """How often ends the controller has not acknowledged yet are posted again."""
 _INVENTORY_PER_HEARTBEAT = 3
 """Inventories sent per heartbeat: the controller reconciles within a heartbeat."""
-_TEND_S = 0.05
-"""How often containers are looked at: restarts due, probes due, changes to report."""
-_STATUS_EVERY_S = 5.0
-"""Container statuses (CPU usage with them) are sent at least this often while any runs."""
 
 
 class _Refused(Exception):
@@ -141,10 +134,7 @@ class Agent:
         """When the last call the controller answered was sent."""
         self._after = 0
         self._http: httpx.AsyncClient | None = None
-        self._probe_http: httpx.AsyncClient | None = None
-        self._probing: set[asyncio.Task[None]] = set()
-        self._status_changed = asyncio.Event()
-        self._cpu = CpuMeter(self._runner.cgroup_of)
+        self._tender = ContainerTender(self._runner, address)
 
     @property
     def controller_id(self) -> str:
@@ -192,11 +182,7 @@ class Agent:
                         status = 1
                 await self._shutdown(fenced=fenced)
         finally:
-            for task in list(self._probing):
-                task.cancel()
-            if self._probe_http is not None:
-                await self._probe_http.aclose()
-                self._probe_http = None
+            await self._tender.close()
             for sig in handled:
                 loop.remove_signal_handler(sig)
         return status
@@ -212,8 +198,8 @@ class Agent:
                 group.create_task(self._send_inventory())
                 group.create_task(self._check_health())
                 group.create_task(self._keep_lease())
-                group.create_task(self._tend_containers())
-                group.create_task(self._send_statuses())
+                group.create_task(self._tender.tend(self._collect))
+                group.create_task(self._tender.send(self._post_statuses))
         except* _Fenced:
             raise _Fenced() from None
         except* _Refused:
@@ -421,7 +407,7 @@ class Agent:
                     reports=sent,
                     inventory=True,
                     after=self._after,
-                    containers=self._runner.container_reports(self._cpu.seconds),
+                    containers=self._tender.reports(),
                 ).model_dump(mode="json")
                 try:
                     resp = await self._http_client.post(path, json=body)
@@ -436,111 +422,28 @@ class Agent:
             # Anything else (unregistered, a controller restarting): the other loops
             # re-register; the next inventory follows that.
 
-    async def _tend_containers(self) -> None:
-        """Restarts and KILLs due, probes due (each in a task of its own, one at a time per
-        probe), and a report at once when a container changed."""
-        seen = self._runner.container_version()
-        while True:
-            await asyncio.sleep(_TEND_S)
-            self._runner.tick()
-            self._collect()
-            for key, container in self._runner.containers():
-                now = time.monotonic()
-                for kind in container.due_probes(now):
-                    state = container.probes[kind]
-                    state.begin(now)  # now: the next turn must not send it again
-                    task = asyncio.create_task(self._probe(key, container, kind, state))
-                    self._probing.add(task)
-                    task.add_done_callback(self._probing.discard)
-            version = self._runner.container_version()
-            if version != seen:
-                seen = version
-                self._status_changed.set()
-
-    async def _probe(
-        self, key: tuple[int, int], container: Container, kind: str, state: ProbeState
-    ) -> None:
-        if self._probe_http is None:
-            # Probes reach the pods, never a proxy; the kubelet checks no certificate.
-            self._probe_http = httpx.AsyncClient(trust_env=False, verify=False)
-        passed, message = await probe(
-            state.spec,
-            container,
-            address=self._address,
-            http=self._probe_http,
-            runner=self._runner,
-        )
-        if container.probes.get(kind) is not state:
-            return  # the process it was for is gone (restarted, ended)
-        if not passed:
-            log.info(
-                "job %d run %d rank %d: %s probe failed: %s",
-                *key,
-                container.task.rank,
-                kind,
-                message,
+    async def _post_statuses(self, containers: list[ContainerReport]) -> None:
+        body = AgentReports(
+            boot_id=self.boot_id, epoch=self._epoch, reports=[], containers=containers
+        ).model_dump(mode="json")
+        try:
+            resp = await self._http_client.post(
+                f"/v1/agents/{self.machine.name}/reports", json=body
             )
-        why = container.probed(kind, passed, message)
-        if why is not None:
-            self._runner.kill_container(*key, container.task.rank, why)
-
-    async def _send_statuses(self) -> None:
-        """Every container's status, at once after a change and every few seconds while
-        any runs (its CPU usage moves)."""
-        path = f"/v1/agents/{self.machine.name}/reports"
-        while True:
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._status_changed.wait(), _STATUS_EVERY_S)
-            self._status_changed.clear()
-            if not self._runner.running_count() and not self._status_changed.is_set():
-                continue
-            body = AgentReports(
-                boot_id=self.boot_id,
-                epoch=self._epoch,
-                reports=[],
-                containers=self._runner.container_reports(self._cpu.seconds),
-            ).model_dump(mode="json")
-            try:
-                resp = await self._http_client.post(path, json=body)
-            except httpx.HTTPError as exc:
-                log.warning("container statuses were not sent: %s", exc)
-                continue
-            if resp.status_code == 409 and _refusal(resp) == "fenced":
-                raise _Fenced()
+        except httpx.HTTPError as exc:
+            log.warning("container statuses were not sent: %s", exc)
+            return
+        if resp.status_code == 409 and _refusal(resp) == "fenced":
+            raise _Fenced()
 
     async def _check_health(self) -> None:
         """Probe the GPUs and run the health program, each at its interval, and report what
         they find (every time: the controller drains once per reason, and again after an
         administrator resumed a node still at fault)."""
         await self._health_known.wait()
-        probe: GpuProbe | None = None
-        if self._health.gpus:
-            fatal = frozenset(self._health.fatal_xids)
-            probe = await asyncio.to_thread(GpuProbe.open, self.machine.gpus, fatal)
-        next_probe = next_program = time.monotonic()
-        try:
-            while True:
-                config = self._health
-                now = time.monotonic()
-                faults: list[Fault] = []
-                if probe is not None and now >= next_probe:
-                    next_probe = now + config.gpu_interval_s
-                    faults += await asyncio.to_thread(probe.probe)
-                if config.program and config.interval_s > 0 and now >= next_program:
-                    next_program = now + config.interval_s
-                    found = await asyncio.to_thread(
-                        run_program, config.program, node=self.machine.name
-                    )
-                    faults += [found] if found is not None else []
-                for fault in faults:
-                    await self._report_fault(fault)
-                due = [next_probe] if probe is not None else []
-                if config.program and config.interval_s > 0:
-                    due.append(next_program)
-                await asyncio.sleep(max(0.05, min(due) - time.monotonic()) if due else 60.0)
-        finally:
-            if probe is not None:
-                probe.close()
+        await watch_health(
+            lambda: self._health, self.machine.gpus, self.machine.name, self._report_fault
+        )
 
     async def _keep_lease(self) -> None:
         """A node cut off from its controller stops its jobs before the controller gives
@@ -590,7 +493,7 @@ class Agent:
     def _collect(self) -> None:
         if self._runner.reap():
             self._ended.set()
-            self._status_changed.set()  # its containers' last state goes too
+            self._tender.changed.set()  # its containers' last state goes too
 
     # ------------------------------------------------------------------ the end
     async def _shutdown(self, *, fenced: bool = False) -> None:
