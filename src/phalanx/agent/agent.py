@@ -493,7 +493,6 @@ class Agent:
     def _collect(self) -> None:
         if self._runner.reap():
             self._ended.set()
-            self._tender.changed.set()  # its containers' last state goes too
 
     # ------------------------------------------------------------------ the end
     async def _shutdown(self, *, fenced: bool = False) -> None:

@@ -119,6 +119,8 @@ class TaskRunner:
         self._backoff_s = backoff_s
         """The first restart delay of a container (the kubelet's 10 s; tests shorten it)."""
         self._monotonic = monotonic
+        self._tended: dict[RunKey, _Run] = {}
+        """The running runs that have containers: the only ones ``tick`` looks at."""
         self._probes: dict[int, subprocess.Popen[bytes]] = {}
         """pid -> exec probes' processes, until their status is taken (``probe_status``)."""
         self._forgotten: set[int] = set()
@@ -158,6 +160,7 @@ class TaskRunner:
                     container = Container(task, Backoff(self._backoff_s))
                     container.began(proc.pid, self._monotonic(), _now_ms())
                     run.containers[task.rank] = container
+                    self._tended[key] = run
         except (OSError, ValueError) as exc:
             # ValueError: an argv or environment Popen refuses (a NUL byte); as much a
             # launch failure as a missing executable, and must not stop the agent.
@@ -215,7 +218,7 @@ class TaskRunner:
         """Start again the containers whose back-off is over; KILL those a probe killed
         with TERM whose grace is over."""
         now = self._monotonic()
-        for run in [r for r in self._running.values() if r.containers]:
+        for run in list(self._tended.values()):
             for container in run.containers.values():
                 if container.restart_at is not None and container.restart_at <= now:
                     self._respawn(run, container)
@@ -247,7 +250,7 @@ class TaskRunner:
 
     def containers(self) -> list[tuple[RunKey, Container]]:
         """Every container of the running runs."""
-        return [(key, c) for key, run in self._running.items() for c in run.containers.values()]
+        return [(key, c) for key, run in self._tended.items() for c in run.containers.values()]
 
     def container_version(self) -> tuple[tuple[int, int, int, int], ...]:
         """Differs whenever a container's report would, CPU usage aside (compare for
@@ -435,6 +438,7 @@ class TaskRunner:
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(pid, signals.SIGKILL)
         del self._running[run.key]
+        self._tended.pop(run.key, None)
         report = RunReport(
             job_id=run.key[0], run=run.key[1], state="failed", reason=reason, at=_now_ms()
         )
@@ -443,6 +447,7 @@ class TaskRunner:
     def _end(self, run: _Run) -> None:
         run.ended = True
         del self._running[run.key]
+        self._tended.pop(run.key, None)
         if run.limited and self._cgroups is not None:
             self._cgroups.remove(*run.key)
         self._finish(

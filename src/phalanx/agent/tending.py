@@ -4,8 +4,8 @@ and says how they are.
 ``tend`` (a loop, every ``TEND_S``): restarts whose back-off is over and KILLs after a probe's
 grace (``TaskRunner.tick``), probes due (each in an asyncio task of its own; one at a time per
 probe), and ``changed`` set as soon as any container's report would differ. ``send`` (a loop)
-posts every container's report at once after a change, and every ``STATUS_EVERY_S`` while runs
-are there (their CPU usage moves).
+posts every container's report at once after a change, and every ``STATUS_EVERY_S`` while there
+are containers (their CPU usage moves).
 """
 
 from __future__ import annotations
@@ -71,15 +71,19 @@ class ContainerTender:
                 self.changed.set()
 
     async def send(self, post: Callable[[list[ContainerReport]], Awaitable[None]]) -> None:
-        """Forever: ``post`` every report after a change, and now and then while runs are
-        there."""
+        """Forever: ``post`` every report after a change, and now and then while there are
+        containers."""
+        sent_some = False
         while True:
-            changed = False
             with contextlib.suppress(TimeoutError):
-                changed = await asyncio.wait_for(self.changed.wait(), STATUS_EVERY_S)
+                await asyncio.wait_for(self.changed.wait(), STATUS_EVERY_S)
             self.changed.clear()
-            if changed or self._runner.running_count():
-                await post(self.reports())
+            reports = self.reports()
+            # A node without containers (Slurm's jobs) posts nothing; the last container
+            # gone is said once (an empty list).
+            if reports or sent_some:
+                await post(reports)
+                sent_some = bool(reports)
 
     async def close(self) -> None:
         for task in list(self._probing):
