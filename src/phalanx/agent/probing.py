@@ -59,6 +59,11 @@ async def _http(spec: ProbeSpec, host: str, http: httpx.AsyncClient) -> tuple[bo
             f'Get "{url}": context deadline exceeded (Client.Timeout exceeded while awaiting '
             "headers)"
         )
+    except httpx.ConnectError as exc:
+        if _refused(exc):
+            target = f"{_bracketed(host)}:{spec.port}"
+            return False, f'Get "{url}": dial tcp {target}: connect: connection refused'
+        return False, f'Get "{url}": {exc}'
     except httpx.HTTPError as exc:
         return False, f'Get "{url}": {exc}'
     if 200 <= resp.status_code < 400:
@@ -99,6 +104,18 @@ async def _exec(spec: ProbeSpec, container: Container, runner: TaskRunner) -> tu
         os.killpg(proc.pid, signals.SIGKILL)
     runner.forget_probe(proc.pid)
     return False, f"command {spec.command!r} timed out after {spec.timeout_s:g}s"
+
+
+def _refused(exc: BaseException) -> bool:
+    """Whether a connection refused is behind ``exc`` (httpx words it its own way)."""
+    seen: BaseException | None = exc
+    for _ in range(8):  # causes and contexts, not forever
+        if seen is None:
+            return False
+        if isinstance(seen, ConnectionRefusedError):
+            return True
+        seen = seen.__cause__ or seen.__context__
+    return False
 
 
 def _bracketed(host: str) -> str:
