@@ -166,6 +166,8 @@ def test_cpu_usage_is_a_rate_between_samples() -> None:
     c.began(pid=10, now=0.0, wall_ms=0)
     c.sample_cpu(10.0, 1.0)
     assert c.cpu_millicores is None  # one sample is no rate
+    c.sample_cpu(10.5, 2.0)  # too short a window: not a rate yet
+    assert c.cpu_millicores is None
     c.sample_cpu(12.0, 2.5)
     assert c.cpu_millicores == 750
     c.sample_cpu(13.0, None)  # unreadable: the last rate stays

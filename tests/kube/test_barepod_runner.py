@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -116,3 +117,19 @@ def test_a_pod_that_cannot_run_says_why(world: World) -> None:
     assert cond["type"] == "PodScheduled" and cond["status"] == "False"
     assert cond["message"].startswith("spec.restartPolicy: Unsupported value")
     assert world.stack.controller.jobs(finished=True) == []
+
+
+def test_cpu_usage_reaches_pod_container(world: World) -> None:
+    world.store.create(pod("busy", [sys.executable, "-c", "while True: pass"]))
+    world.store.create(pod("idle", ["sleep", "300"]))
+
+    def cpu(name: str) -> int | None:
+        view = world.runner.pod_container("default", name)
+        return None if view is None else view.cpu_millicores
+
+    def measured() -> bool:
+        busy, idle = cpu("busy"), cpu("idle")
+        # a spinning process against a sleeping one (cores here are shared and loaded)
+        return busy is not None and idle is not None and busy >= 100 and idle < 50
+
+    world.until(measured, 30)

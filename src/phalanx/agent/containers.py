@@ -42,6 +42,8 @@ BACKOFF_RESET_S = 600.0
 delay again."""
 
 PROBE_KINDS = ("startup", "liveness", "readiness")
+CPU_WINDOW_S = 1.0
+"""CPU usage is a rate over at least this long (the kernel counts CPU time in 10 ms ticks)."""
 
 
 def restarts_after(policy: str, exit_code: int, signal: int) -> bool:
@@ -260,7 +262,9 @@ class Container:
         """A reading of the process tree's CPU time: the rate since the last reading."""
         if seconds is None:
             return
-        if self.cpu is not None and now > self.cpu[0]:
+        if self.cpu is not None:
+            if now - self.cpu[0] < CPU_WINDOW_S:
+                return  # too short a window for clock ticks of 10 ms: the last rate stands
             rate = (seconds - self.cpu[1]) / (now - self.cpu[0])
             self.cpu_millicores = max(0, round(rate * 1000))
         self.cpu = (now, seconds)

@@ -13,6 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from phalanx.agent.containers import BACKOFF_INITIAL_S
+from phalanx.agent.cpuusage import CpuMeter
 from phalanx.agent.tasks import RunKey, TaskRunner
 from phalanx.config.clusterspec import regular_cluster
 from phalanx.domain.jobspec import JobSpec
@@ -36,6 +37,7 @@ class LocalAgents:
     def __init__(self, controller: Controller, *, backoff_s: float = BACKOFF_INITIAL_S) -> None:
         self._controller = controller
         self.runner = TaskRunner(backoff_s=backoff_s)
+        self._cpu = CpuMeter(self.runner.cgroup_of)
         self._after = {node.name: 0 for node in controller.cluster.nodes}
         self._epoch: dict[str, int] = {}
         self._nodes: dict[RunKey, list[str]] = {}
@@ -96,7 +98,7 @@ class LocalAgents:
     def _report_containers(self) -> None:
         """Each node's containers, as its agent reports them (probes are not run here)."""
         per_node: dict[str, list[ContainerReport]] = {node: [] for node in self._after}
-        for report in self.runner.container_reports(lambda *_: None):
+        for report in self.runner.container_reports(self._cpu.seconds):
             for node in self._nodes.get((report.job_id, report.run), []):
                 per_node[node].append(report)
         for node, reports in per_node.items():
