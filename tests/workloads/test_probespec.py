@@ -126,7 +126,11 @@ def test_in_place_pods_carry_restart_and_probes_to_their_task() -> None:
             probes=Probes(readiness=Probe(TcpSocket(9))),
         ),
     )
-    assert pod_spec(task, **args).tasks == ()  # a Job's pod: its exit ends the job
+    # a Job's or a ReplicaSet's pod: its exit ends the job; its probes run all the same
+    [own] = pod_spec(task, **args).tasks
+    assert own.restart == "Never" and own.probes == Probes(readiness=Probe(TcpSocket(9)))
+    plain = pod_task(pod({}), {}, where="")
+    assert pod_spec(plain, **args).tasks == ()  # neither: as before
 
 
 def test_a_task_launch_refuses_an_unknown_policy() -> None:

@@ -68,18 +68,21 @@ def pod_spec(
     """A job of one task running ``task`` as pod ``pod`` (job name ``name``). ``in_place``:
     the node's agent carries out the pod's ``restartPolicy`` and probes, as a kubelet does
     (bare pods, a ReplicaSet's); without, the task's exit ends the job, whose controller
-    decides what follows (a Job's backoff)."""
+    decides what follows (a Job's backoff, a ReplicaSet's replacement); its probes still run
+    on its node."""
     output = log_file(ctx, namespace, pod)
     workdir = task.workdir or ctx.workdir
     own: tuple[TaskLaunch, ...] = ()
-    if in_place:
+    if in_place or task.probes is not None:
+        # A probed pod's probes run on its node either way (readiness is the agent's to
+        # tell); only an in-place pod restarts there.
         own = (
             TaskLaunch(
                 command=task.argv,
                 environment=task.environment,
                 workdir=workdir,
                 output=output,
-                restart=task.restart,
+                restart=task.restart if in_place else "Never",
                 probes=task.probes,
             ),
         )
