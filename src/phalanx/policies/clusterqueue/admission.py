@@ -1,7 +1,8 @@
 """``admit/clusterqueue`` (pre-filter and reserve): admission against Kueue's ClusterQueues,
 with borrowing and lending in cohort trees, that knows placement.
 
-Each pass starts from the quota the running jobs hold: a job's ClusterQueue is the one its
+Each pass starts from the quota the running jobs hold (not those signalled for preemption,
+whose quota goes to the jobs nominated for what they free): a job's ClusterQueue is the one its
 namespace's LocalQueue feeds (``Queues.cluster_queue_of``), its flavor per resource group the
 first of the group whose nodes hold its whole allocation (Kueue records the assignment in
 the Workload; here it is read back from where the job runs). Then, for each job the pass
@@ -205,8 +206,12 @@ class ClusterQueueAdmission:
         totals: dict[str, dict[FlavorResource, int]] = {}
         for job in ctx.running():
             alloc = job.alloc
+            if alloc is None or ctx.is_preempting(job):
+                # On its way out: what it holds is counted for the job nominated for it
+                # (``_hold_nominated``), as the pass that preempted it counted it.
+                continue
             cq, _ = static.target(queues, job)
-            if cq is None or alloc is None:
+            if cq is None:
                 continue
             run = (job.id, job.run)
             cached = known.get(run)
