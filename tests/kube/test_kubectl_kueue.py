@@ -169,7 +169,10 @@ def test_a_job_over_quota_waits_suspended_until_the_quota_frees(kube: Kube) -> N
         20,
     )
 
+    first_uid = kube.run("get", "job", "big-first", "-o", "jsonpath={.metadata.uid}")
     kube.run("delete", "job", "big-first")
+    owned = ["get", "workloads", "-l", f"kueue.x-k8s.io/job-uid={first_uid}", "-o", "name"]
+    assert _until(lambda: kube.run(*owned) == "", 20)  # collected with its owner
     assert _until(
         lambda: _condition(kube.workload_of("big-second"), "Admitted").get("status") == "True"
     )

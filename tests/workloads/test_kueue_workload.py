@@ -117,3 +117,16 @@ def test_the_webhook_suspends_a_queued_job_and_the_reconciler_sees_it_running() 
     assert as_reconciled(queued, active=True)["spec"]["suspend"] is False
     assert as_reconciled(queued, active=False)["spec"]["suspend"] is True
     assert queued["spec"]["suspend"] is True  # the stored object is left alone
+
+
+def test_a_child_job_of_another_workload_is_left_to_its_parent() -> None:
+    child: dict[str, Any] = {
+        **JOB,
+        "metadata": {
+            **JOB["metadata"],
+            "ownerReferences": [{"kind": "JobSet", "name": "js", "controller": True}],
+        },
+        "spec": {"suspend": False},
+    }
+    suspend_on_create(child)
+    assert child["spec"]["suspend"] is False

@@ -55,8 +55,13 @@ _MAX_PREFIX = 253 - _HASH_LENGTH - 1  # a Workload's name stays a valid object n
 
 
 def queue_of(obj: Mapping[str, Any]) -> str | None:
-    """The LocalQueue the object's ``kueue.x-k8s.io/queue-name`` label names, or None."""
-    value = ((obj.get("metadata") or {}).get("labels") or {}).get(QUEUE_NAME_LABEL)
+    """The LocalQueue the object's ``kueue.x-k8s.io/queue-name`` label names, or None; None
+    too for a Job that another workload controls (a JobSet's child: Kueue's Job integration
+    leaves it to its parent's)."""
+    meta = obj.get("metadata") or {}
+    if any(r.get("controller") for r in meta.get("ownerReferences") or ()):
+        return None
+    value = (meta.get("labels") or {}).get(QUEUE_NAME_LABEL)
     return str(value) if value else None
 
 
