@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 import logging
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 from starlette.requests import Request as HttpRequest
@@ -36,10 +36,12 @@ from phalanx.kube.wire import (
     wants_table,
 )
 
-__all__ = ["Authorizer", "KubeApp", "User", "allow_all", "create_app"]
+__all__ = ["Authorizer", "Durable", "KubeApp", "User", "allow_all", "create_app"]
 
 log = logging.getLogger("phalanx.kube")
 
+Durable = Callable[[int], Awaitable[None]]
+"""durable(rv): returns once every write up to ``rv`` is on disk (``GroupCommit.until``)."""
 User = tuple[str, tuple[str, ...]]
 """(user name, groups)."""
 Authorizer = Callable[[str, tuple[str, ...], str, str, str, str | None, str | None], bool]
@@ -86,7 +88,9 @@ def _forbidden_why(user: str, verb: str, group: str, resource: str, namespace: s
 
 class KubeApp:
     """The ASGI app. ``tokens``: bearer token -> (user, groups); ``is_open``: False while
-    this controller does not lead (every call is then 503)."""
+    this controller does not lead (every call is then 503); ``durable``: with a store whose
+    commits are deferred (``phalanx.kube.groupcommit``), every answer waits for it, so that
+    nothing is acknowledged or shown before it is on disk."""
 
     def __init__(
         self,
@@ -97,8 +101,10 @@ class KubeApp:
         validate: Validator | None = None,
         is_open: Callable[[], bool] = lambda: True,
         clock: Callable[[], float] = time.time,
+        durable: Durable | None = None,
     ) -> None:
         self.store = store
+        self.durable = durable
         self.tokens = tokens
         self.authorize = authorize
         self.is_open = is_open
@@ -136,6 +142,11 @@ class KubeApp:
                 },
                 500,
             )
+        if self.durable is not None and not isinstance(response, StreamingResponse):
+            try:
+                await self.durable(self.store.resource_version)
+            except KubeError as exc:
+                response = error_response(exc)
         await response(scope, receive, send)
 
     def _user(self, http: HttpRequest) -> User:
@@ -284,7 +295,7 @@ class KubeApp:
             pod_log = open_log(self.store, ns, name, query, self.clock)
             return StreamingResponse(pod_log.chunks(), media_type="text/plain")
         if verb == "watch":
-            stream = open_watch(api, req)
+            stream = open_watch(api, req, self.durable)
             return StreamingResponse(stream, media_type="application/json")
         if verb == "get":
             return json_response(api.get(req))
@@ -328,6 +339,7 @@ def create_app(
     authorize: Authorizer | None = None,
     validate: Validator | None = None,
     is_open: Callable[[], bool] = lambda: True,
+    durable: Durable | None = None,
 ) -> KubeApp:
     """The Kubernetes API over ``store``; see ``KubeApp``. ``authorize`` defaults to RBAC
     over the store's roles and bindings (its bootstrap roles made if missing)."""
@@ -338,4 +350,6 @@ def create_app(
         authorize = Rbac(store).authorize
     if validate is None and openapi.available():
         validate = openapi.validate
-    return KubeApp(store, tokens, authorize=authorize, validate=validate, is_open=is_open)
+    return KubeApp(
+        store, tokens, authorize=authorize, validate=validate, is_open=is_open, durable=durable
+    )

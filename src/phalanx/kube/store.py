@@ -11,6 +11,13 @@ Contract (what the workload reconcilers and the routes rely on):
   commit, in commit order.
 - Errors are ``phalanx.kube.errors``: NotFound, AlreadyExists, Conflict, Invalid, Forbidden,
   BadRequest; a database that cannot take the write raises ``JournalError`` and changes nothing.
+
+Durability. By default each write is committed to the table before the call returns. After
+``defer_commits()`` (the API server's mode, ``phalanx.kube.groupcommit``) a write changes
+memory at once and waits in ``pending`` (the latest write of each object only); a group
+commit hands the whole batch to the table in one transaction (one fsync for many requests)
+and calls ``committed``. Whoever answers a client must first wait until ``durable_version``
+covers what the answer depends on: a write that is acknowledged is on disk.
 """
 
 from __future__ import annotations
@@ -58,6 +65,7 @@ _GENERATE_CHARS = "bcdfghjklmnpqrstvwxz2456789"
 """What kube-apiserver appends to a generateName (k8s.io/apimachinery util/rand)."""
 _GENERATE_TRIES = 8
 _NOT_SPEC = frozenset(("apiVersion", "kind", "metadata", "status"))
+_MISSING = object()
 
 
 def copy_json(value: Any) -> Any:
@@ -108,8 +116,16 @@ class ObjectStore:
         """(resource, namespace) -> its names, sorted; dropped when one comes or goes."""
         self._subscribers: list[Callable[[str, dict[str, Any]], None]] = []
         self._log: deque[Event] = deque(maxlen=window)
+        self._deferred = False
+        self._pending: dict[tuple[str, str, str], Write] = {}
+        """Writes not in the table yet (deferred mode), the latest of each object."""
+        self.on_pending: Callable[[], None] | None = None
+        """Called when a write starts waiting in ``pending`` (the group commit's cue)."""
+        self._cache: dict[str, tuple[str, dict[Any, Any]]] = {}
+        """uid -> (resourceVersion, slot -> value): what ``memo`` computed from an object."""
         rv, bodies = self._table.load()
         self._rv = rv
+        self._durable = rv
         self._floor = rv
         """Events at or below this resourceVersion are not in the log: a watch from an older
         one is 410 Gone."""
@@ -121,12 +137,71 @@ class ObjectStore:
             if self.get(NAMESPACES, "", ns) is None:
                 self.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})
 
+    # -- durability ----------------------------------------------------------------------
+
+    @property
+    def table(self) -> ObjectTable:
+        return self._table
+
+    @property
+    def durable_version(self) -> int:
+        """Every write up to this resourceVersion is in the table."""
+        return self._durable
+
+    def defer_commits(self) -> None:
+        """From now on writes wait in ``pending`` for a group commit (module docstring)."""
+        self._deferred = True
+
+    def take_pending(self) -> tuple[int, builtins.list[Write]]:
+        """The writes waiting (cleared) and the resourceVersion they bring the table to."""
+        writes = builtins.list(self._pending.values())
+        self._pending.clear()
+        return self._rv, writes
+
+    def committed(self, rv: int) -> None:
+        """The writes ``take_pending`` gave with ``rv`` are in the table."""
+        self._durable = max(self._durable, rv)
+
+    def uncommitted(self, writes: builtins.list[Write]) -> None:
+        """Writes ``take_pending`` gave that the table refused: they wait again (behind any
+        newer write of the same object)."""
+        self._pending = {(w[0], w[1], w[2]): w for w in writes} | self._pending
+
+    def flush(self) -> None:
+        """Commit what waits now, on this thread (``JournalError``: it waits again)."""
+        rv, writes = self.take_pending()
+        if rv <= self._durable and not writes:
+            return
+        try:
+            self._table.commit(rv, writes)
+        except Exception:
+            self.uncommitted(writes)
+            raise
+        self.committed(rv)
+
     # -- reads ---------------------------------------------------------------------------
 
     @property
     def resource_version(self) -> int:
         """The last resourceVersion handed out (a list's ``metadata.resourceVersion``)."""
         return self._rv
+
+    def memo(self, obj: dict[str, Any], slot: Any, compute: Callable[[dict[str, Any]], Any]) -> Any:
+        """``compute(obj)``, kept for this version of the object (its uid and
+        resourceVersion) under ``slot``: the JSON of an object, its table row. ``compute``
+        must depend on nothing but ``obj`` (and ``slot``). Forgotten when the object changes
+        or goes."""
+        meta = obj.get("metadata") or {}
+        uid, rv = meta.get("uid"), meta.get("resourceVersion")
+        if not uid or not rv or uid not in self._by_uid:
+            return compute(obj)  # not the store's (a dry run's, a deleted one's): not kept
+        entry = self._cache.get(uid)
+        if entry is None or entry[0] != rv:
+            entry = self._cache[uid] = (rv, {})
+        found = entry[1].get(slot, _MISSING)
+        if found is _MISSING:
+            found = entry[1][slot] = compute(obj)
+        return found
 
     def get(self, resource: Resource, namespace: str | None, name: str) -> dict[str, Any] | None:
         """A copy of the object, or None."""
@@ -497,7 +572,15 @@ class ObjectStore:
                 writes.append((_ident(resource), ns, name, rv, obj))
         if all(w[4] is None for w in writes):
             rv += 1  # a deletion is an event too: it gets a resourceVersion of its own
-        self._table.commit(rv, writes)
+        if self._deferred:
+            was_empty = not self._pending
+            for w in writes:
+                self._pending[(w[0], w[1], w[2])] = w
+            if was_empty and self.on_pending is not None:
+                self.on_pending()
+        else:
+            self._table.commit(rv, writes)
+            self._durable = rv
         self._rv = rv
         for verb, resource, obj in changes:
             if verb == "DELETED":
@@ -520,6 +603,8 @@ class ObjectStore:
         old = by_name.get(name)
         if old is not None:
             self._unindex(resource, old)
+            if old.get("metadata", {}).get("uid") != meta.get("uid"):
+                self._cache.pop(old["metadata"].get("uid", ""), None)
         if name not in by_name:
             self._names.pop((resource, ns), None)  # sorted again when next listed
         by_name[name] = obj
@@ -539,6 +624,7 @@ class ObjectStore:
             self._unindex(resource, old)
         self._dependents.pop(meta.get("uid", ""), None)
         self._by_uid.pop(meta.get("uid", ""), None)
+        self._cache.pop(meta.get("uid", ""), None)
 
     def _unindex(self, resource: Resource, obj: dict[str, Any]) -> None:
         meta = obj["metadata"]
