@@ -27,6 +27,7 @@ from phalanx.kube.resources import Request, Resources, Validator
 from phalanx.kube.store import ObjectStore
 from phalanx.kube.watch import open_watch
 from phalanx.kube.wire import (
+    JSON,
     PROTOBUF,
     decode_body,
     dumps,
@@ -300,7 +301,7 @@ class KubeApp:
         if verb == "get":
             return json_response(api.get(req))
         if verb == "list":
-            return json_response(api.list(req))
+            return Response(api.list_json(req), media_type=JSON)
         body = await http.body()
         content_type = http.headers.get("content-type")
         status = 200

@@ -299,12 +299,16 @@ class ObjectStore:
         if callback in self._subscribers:
             self._subscribers.remove(callback)
 
-    def create(self, obj: dict[str, Any], *, dry_run: bool = False) -> dict[str, Any]:
+    def create(
+        self, obj: dict[str, Any], *, dry_run: bool = False, copy: bool = True
+    ) -> dict[str, Any]:
         """Store a new object; fills uid, resourceVersion, creationTimestamp, generation (and a
         name from ``generateName``). ``AlreadyExists``, ``Invalid`` (a bad name), ``NotFound``
-        (its namespace does not exist)."""
+        (its namespace does not exist). ``copy=False``: the store takes ``obj`` itself (the
+        caller never touches it again) and returns its own object (never mutate it): the API
+        server's requests, whose bodies are theirs alone, save two deep copies."""
         kind = self._kind_of(obj)
-        new = copy_obj(obj)
+        new = copy_obj(obj) if copy else obj
         meta = new.setdefault("metadata", {})
         if not isinstance(meta, dict):
             raise BadRequest("metadata must be an object")
@@ -354,15 +358,18 @@ class ObjectStore:
         if dry_run:
             return new
         self._commit([("ADDED", kind.resource, new)])
-        return copy_obj(new)
+        return copy_obj(new) if copy else new
 
-    def update(self, obj: dict[str, Any], *, dry_run: bool = False) -> dict[str, Any]:
+    def update(
+        self, obj: dict[str, Any], *, dry_run: bool = False, copy: bool = True
+    ) -> dict[str, Any]:
         """Replace an object's metadata and spec (its status is kept: that is
         ``update_status``). ``Conflict`` when ``metadata.resourceVersion`` is given and not the
         current one; generation is bumped when anything but metadata and status changed; an
-        object being deleted whose last finalizer is removed is deleted."""
+        object being deleted whose last finalizer is removed is deleted. ``copy`` as
+        ``create``."""
         kind, old = self._current(obj)
-        new = copy_obj(obj)
+        new = copy_obj(obj) if copy else obj
         meta = new.setdefault("metadata", {})
         self._keep_identity(kind, old, meta)
         if "status" in kind.subresources:
@@ -372,18 +379,20 @@ class ObjectStore:
                 new.pop("status", None)
         if old.get("metadata", {}).get("deletionTimestamp") is not None:
             meta["deletionTimestamp"] = old["metadata"]["deletionTimestamp"]
-        return self._replace(kind, old, new, dry_run=dry_run)
+        return self._replace(kind, old, new, dry_run=dry_run, copy=copy)
 
-    def update_status(self, obj: dict[str, Any], *, dry_run: bool = False) -> dict[str, Any]:
+    def update_status(
+        self, obj: dict[str, Any], *, dry_run: bool = False, copy: bool = True
+    ) -> dict[str, Any]:
         """Replace an object's status only (the ``/status`` subresource); ``Conflict`` as
-        ``update``."""
+        ``update``; ``copy`` as ``create``."""
         kind, old = self._current(obj)
-        new = copy_obj(old)
+        new = {**old, "metadata": dict(old["metadata"])}  # the rest is replaced, not changed
         if "status" in obj:
-            new["status"] = copy_json(obj["status"])
+            new["status"] = copy_json(obj["status"]) if copy else obj["status"]
         else:
             new.pop("status", None)
-        return self._replace(kind, old, new, dry_run=dry_run)
+        return self._replace(kind, old, new, dry_run=dry_run, copy=copy)
 
     def delete(
         self,
@@ -497,21 +506,27 @@ class ObjectStore:
                 meta.pop(field, None)
 
     def _replace(
-        self, kind: kinds.Kind, old: dict[str, Any], new: dict[str, Any], *, dry_run: bool
+        self,
+        kind: kinds.Kind,
+        old: dict[str, Any],
+        new: dict[str, Any],
+        *,
+        dry_run: bool,
+        copy: bool = True,
     ) -> dict[str, Any]:
         meta = new["metadata"]
         meta["resourceVersion"] = old["metadata"]["resourceVersion"]
-        if new == old:
-            return copy_obj(old)  # a no-op update: no new resourceVersion, no event
+        if new == old:  # a no-op update: no new resourceVersion, no event
+            return copy_obj(old) if copy else old
         if "generation" in meta and _spec(new) != _spec(old):
             meta["generation"] = int(meta["generation"]) + 1
         if dry_run:
             return new
         if meta.get("deletionTimestamp") is not None and not meta.get("finalizers"):
             self._remove(kind, new, "Background")
-            return copy_obj(new)
+            return copy_obj(new) if copy else new
         self._commit([("MODIFIED", kind.resource, new)])
-        return copy_obj(new)
+        return copy_obj(new) if copy else new
 
     def _remove(self, kind: kinds.Kind, obj: dict[str, Any], propagation: str) -> None:
         uid = obj["metadata"].get("uid", "")
