@@ -72,7 +72,8 @@ class GroupCommit:
         loop = asyncio.get_running_loop()
         store = self.store
         while True:
-            await self._cue.wait()
+            if not self._stopping:
+                await self._cue.wait()
             self._cue.clear()
             rv, writes = store.take_pending()
             if rv <= store.durable_version and not writes:

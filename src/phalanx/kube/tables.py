@@ -474,7 +474,7 @@ def _no_memo(obj: dict[str, Any], slot: Any, compute: Callable[[dict[str, Any]],
 
 
 _encode = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False).encode
-_encode_str = json.encoder.encode_basestring  # type: ignore[attr-defined]
+_encode_str = json.encoder.encode_basestring
 
 
 def _dumps(value: Any) -> bytes:
