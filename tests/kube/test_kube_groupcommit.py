@@ -176,3 +176,18 @@ def test_memo_is_kept_per_version_and_forgotten() -> None:
     assert len(calls) == 3
     uid = own["metadata"]["uid"]
     assert uid not in store._cache
+
+
+def test_a_taken_generated_name_is_drawn_again_when_the_store_takes_the_body() -> None:
+    from phalanx.kube import store as store_module
+
+    s = ObjectStore()
+    draws = iter("aaaaa" "aaaaa" "bbbbb")
+    real = store_module.secrets.choice
+    store_module.secrets.choice = lambda _chars: next(draws)  # type: ignore[assignment]
+    try:
+        first = s.create({**cm(""), "metadata": {"generateName": "g-"}}, copy=False)
+        second = s.create({**cm(""), "metadata": {"generateName": "g-"}}, copy=False)
+    finally:
+        store_module.secrets.choice = real  # type: ignore[assignment]
+    assert (first["metadata"]["name"], second["metadata"]["name"]) == ("g-aaaaa", "g-bbbbb")

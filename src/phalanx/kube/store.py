@@ -313,6 +313,7 @@ class ObjectStore:
         if not isinstance(meta, dict):
             raise BadRequest("metadata must be an object")
         name = meta.get("name") or ""
+        generated = not name  # (before ``meta`` is filled: it may be ``obj``'s own)
         if not name and meta.get("generateName"):
             name = meta["generateName"] + "".join(secrets.choice(_GENERATE_CHARS) for _ in range(5))
             meta["name"] = name
@@ -329,7 +330,6 @@ class ObjectStore:
             )
         check_name(kind, name)
         ns = self._namespace_for(kind, meta)
-        generated = not obj.get("metadata", {}).get("name")
         # A generated name that is taken is drawn again, as kube-apiserver retries it (1.32).
         for _ in range(_GENERATE_TRIES if generated else 0):
             if self.peek(kind.resource, ns, name) is None:
