@@ -57,15 +57,22 @@ class Client:
         self._local = threading.local()
 
     def request(self, method: str, path: str, body: object = None) -> dict[str, object]:
+        data = json.dumps(body).encode() if body is not None else None
+        headers = {"Authorization": f"Bearer {self.token}", "Content-Type": "application/json"}
         conn = getattr(self._local, "conn", None)
-        if conn is None:
+        try:
+            if conn is None:
+                raise ConnectionResetError
+            conn.request(method, path, body=data, headers=headers)
+            response = conn.getresponse()
+        except (http.client.RemoteDisconnected, ConnectionResetError, BrokenPipeError):
+            # None yet, or one the server closed after its keep-alive timeout (it read
+            # nothing from it): a new one.
             conn = self._local.conn = http.client.HTTPSConnection(
                 self.host, self.port, context=self.context, timeout=120
             )
-        data = json.dumps(body).encode() if body is not None else None
-        headers = {"Authorization": f"Bearer {self.token}", "Content-Type": "application/json"}
-        conn.request(method, path, body=data, headers=headers)
-        response = conn.getresponse()
+            conn.request(method, path, body=data, headers=headers)
+            response = conn.getresponse()
         raw = response.read()
         if response.status >= 300:
             raise RuntimeError(f"{method} {path}: {response.status} {raw[:300]!r}")
