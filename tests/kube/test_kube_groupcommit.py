@@ -182,12 +182,12 @@ def test_a_taken_generated_name_is_drawn_again_when_the_store_takes_the_body() -
     from phalanx.kube import store as store_module
 
     s = ObjectStore()
-    draws = iter("aaaaa" "aaaaa" "bbbbb")
-    real = store_module.secrets.choice
-    store_module.secrets.choice = lambda _chars: next(draws)  # type: ignore[assignment]
+    draws = iter((0, 0, 1))  # "bbbbb" twice, then "cbbbb"
+    real = store_module.secrets.randbelow
+    store_module.secrets.randbelow = lambda _n: next(draws)  # type: ignore[assignment]
     try:
         first = s.create({**cm(""), "metadata": {"generateName": "g-"}}, copy=False)
         second = s.create({**cm(""), "metadata": {"generateName": "g-"}}, copy=False)
     finally:
-        store_module.secrets.choice = real  # type: ignore[assignment]
-    assert (first["metadata"]["name"], second["metadata"]["name"]) == ("g-aaaaa", "g-bbbbb")
+        store_module.secrets.randbelow = real  # type: ignore[assignment]
+    assert (first["metadata"]["name"], second["metadata"]["name"]) == ("g-bbbbb", "g-cbbbb")

@@ -339,7 +339,11 @@ class Resources:
                 name = str(meta.get("name", ""))
                 raise Invalid(kind.group, kind.kind, name, [_cause(e) for e in errors])
             req.warnings.extend(warnings)
-            prune(body)  # accepted with unknown fields (Warn, Ignore): they are dropped
+            # Accepted with unknown fields (Warn, Ignore): they are dropped. Every unknown
+            # field is a warning in Warn mode (and an error in Strict): without any, there
+            # is nothing to prune and the object need not be walked again.
+            if warnings or mode == "Ignore":
+                prune(body)
         return body
 
     def create(self, req: Request, body: Any) -> dict[str, Any]:

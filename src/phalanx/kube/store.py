@@ -63,6 +63,18 @@ SYSTEM_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
 NAMESPACES: Resource = ("", "namespaces")
 _GENERATE_CHARS = "bcdfghjklmnpqrstvwxz2456789"
 """What kube-apiserver appends to a generateName (k8s.io/apimachinery util/rand)."""
+_SUFFIXES = len(_GENERATE_CHARS) ** 5
+
+
+def _suffix() -> str:
+    """Five characters of ``_GENERATE_CHARS`` drawn uniformly, from one draw of the system's
+    randomness rather than one per character (each is a system call)."""
+    n = secrets.randbelow(_SUFFIXES)
+    out = []
+    for _ in range(5):
+        n, i = divmod(n, len(_GENERATE_CHARS))
+        out.append(_GENERATE_CHARS[i])
+    return "".join(out)
 _GENERATE_TRIES = 8
 _NOT_SPEC = frozenset(("apiVersion", "kind", "metadata", "status"))
 _MISSING = object()
@@ -315,7 +327,7 @@ class ObjectStore:
         name = meta.get("name") or ""
         generated = not name  # (before ``meta`` is filled: it may be ``obj``'s own)
         if not name and meta.get("generateName"):
-            name = meta["generateName"] + "".join(secrets.choice(_GENERATE_CHARS) for _ in range(5))
+            name = meta["generateName"] + _suffix()
             meta["name"] = name
         if not name:
             raise Invalid(
@@ -334,7 +346,7 @@ class ObjectStore:
         for _ in range(_GENERATE_TRIES if generated else 0):
             if self.peek(kind.resource, ns, name) is None:
                 break
-            name = meta["generateName"] + "".join(secrets.choice(_GENERATE_CHARS) for _ in range(5))
+            name = meta["generateName"] + _suffix()
             meta["name"] = name
         if self.peek(kind.resource, ns, name) is not None:
             raise AlreadyExists(kind.resource, name)
