@@ -22,7 +22,6 @@ covers what the answer depends on: a write that is acknowledged is on disk.
 
 from __future__ import annotations
 
-import bisect
 import builtins
 import secrets
 import time
@@ -44,6 +43,7 @@ from phalanx.kube.errors import (
     field_error,
 )
 from phalanx.kube.names import check_name
+from phalanx.kube.objectindex import ObjectIndex
 from phalanx.kube.persist import MemoryObjects, ObjectTable, Write
 from phalanx.kube.selectors import Predicate, match_labels
 
@@ -75,9 +75,10 @@ def _suffix() -> str:
         n, i = divmod(n, len(_GENERATE_CHARS))
         out.append(_GENERATE_CHARS[i])
     return "".join(out)
+
+
 _GENERATE_TRIES = 8
 _NOT_SPEC = frozenset(("apiVersion", "kind", "metadata", "status"))
-_MISSING = object()
 
 
 def copy_json(value: Any) -> Any:
@@ -107,7 +108,7 @@ def _ident(resource: Resource) -> str:
     return f"{resource[0]}/{resource[1]}"
 
 
-class ObjectStore:
+class ObjectStore(ObjectIndex):
     """Kubernetes objects in memory, persisted by ``table`` (default: nowhere)."""
 
     def __init__(
@@ -119,13 +120,7 @@ class ObjectStore:
     ) -> None:
         self._table = table if table is not None else MemoryObjects()
         self._clock = clock
-        self._objects: dict[Resource, dict[str, dict[str, dict[str, Any]]]] = {}
-        """resource -> namespace -> name -> object."""
-        self._dependents: dict[str, set[tuple[Resource, str, str]]] = {}
-        """owner uid -> the objects whose ownerReferences name it."""
-        self._by_uid: dict[str, tuple[Resource, str, str]] = {}
-        self._names: dict[tuple[Resource, str], builtins.list[str]] = {}
-        """(resource, namespace) -> its names, sorted; dropped when one comes or goes."""
+        super().__init__()
         self._subscribers: list[Callable[[str, dict[str, Any]], None]] = []
         self._log: deque[Event] = deque(maxlen=window)
         self._deferred = False
@@ -133,8 +128,6 @@ class ObjectStore:
         """Writes not in the table yet (deferred mode), the latest of each object."""
         self.on_pending: Callable[[], None] | None = None
         """Called when a write starts waiting in ``pending`` (the group commit's cue)."""
-        self._cache: dict[str, tuple[str, dict[Any, Any]]] = {}
-        """uid -> (resourceVersion, slot -> value): what ``memo`` computed from an object."""
         rv, bodies = self._table.load()
         self._rv = rv
         self._durable = rv
@@ -198,31 +191,10 @@ class ObjectStore:
         """The last resourceVersion handed out (a list's ``metadata.resourceVersion``)."""
         return self._rv
 
-    def memo(self, obj: dict[str, Any], slot: Any, compute: Callable[[dict[str, Any]], Any]) -> Any:
-        """``compute(obj)``, kept for this version of the object (its uid and
-        resourceVersion) under ``slot``: the JSON of an object, its table row. ``compute``
-        must depend on nothing but ``obj`` (and ``slot``). Forgotten when the object changes
-        or goes."""
-        meta = obj.get("metadata") or {}
-        uid, rv = meta.get("uid"), meta.get("resourceVersion")
-        if not uid or not rv or uid not in self._by_uid:
-            return compute(obj)  # not the store's (a dry run's, a deleted one's): not kept
-        entry = self._cache.get(uid)
-        if entry is None or entry[0] != rv:
-            entry = self._cache[uid] = (rv, {})
-        found = entry[1].get(slot, _MISSING)
-        if found is _MISSING:
-            found = entry[1][slot] = compute(obj)
-        return found
-
     def get(self, resource: Resource, namespace: str | None, name: str) -> dict[str, Any] | None:
         """A copy of the object, or None."""
         found = self.peek(resource, namespace, name)
         return copy_obj(found) if found is not None else None
-
-    def peek(self, resource: Resource, namespace: str | None, name: str) -> dict[str, Any] | None:
-        """The store's own object (no copy: never mutate it), or None."""
-        return self._objects.get(resource, {}).get(namespace or "", {}).get(name)
 
     def list(
         self,
@@ -242,55 +214,6 @@ class ObjectStore:
             match = lambda o: want(o) and given(o)  # noqa: E731
         items, _, _ = self.page(resource, namespace, match=match or want)
         return [copy_obj(o) for o in items] if copy else items
-
-    def page(
-        self,
-        resource: Resource,
-        namespace: str | None = None,
-        *,
-        match: Predicate | None = None,
-        after: Key | None = None,
-        limit: int = 0,
-    ) -> tuple[Objects, bool, int | None]:
-        """Up to ``limit`` (0: all) objects after the key ``after`` in (namespace, name)
-        order that ``match`` accepts (the store's own dicts: never mutate them); whether more
-        follow; and, without ``match``, how many."""
-        by_ns = self._objects.get(resource, {})
-        spaces = [namespace or ""] if namespace is not None else self._sorted_spaces(resource)
-        out: Objects = []
-        more = False
-        remaining: int | None = 0 if match is None else None
-        for ns in spaces:
-            if after is not None and ns < after[0]:
-                continue
-            objs = by_ns.get(ns)
-            if not objs:
-                continue
-            names = self._sorted_names(resource, ns)
-            start = bisect.bisect_right(names, after[1]) if after and ns == after[0] else 0
-            for i in range(start, len(names)):
-                obj = objs[names[i]]
-                if match is not None and not match(obj):
-                    continue
-                if limit and len(out) == limit:
-                    more = True
-                    if remaining is not None:
-                        remaining += len(names) - i
-                    break
-                out.append(obj)
-            if more and remaining is None:
-                break
-        return out, more, remaining if more else None
-
-    def _sorted_spaces(self, resource: Resource) -> builtins.list[str]:
-        return sorted(self._objects.get(resource, {}))
-
-    def _sorted_names(self, resource: Resource, ns: str) -> builtins.list[str]:
-        key = (resource, ns)
-        names = self._names.get(key)
-        if names is None:
-            names = self._names[key] = sorted(self._objects.get(resource, {}).get(ns, {}))
-        return names
 
     def events_since(self, rv: int) -> builtins.list[Event]:
         """The events after ``rv``, oldest first; ``Gone`` (Expired) if some have left the
@@ -582,9 +505,6 @@ class ObjectStore:
                 continue  # another owner still holds it
             self.delete(resource, ns, name, propagation=policy)
 
-    def _alive(self, uid: str | None) -> bool:
-        return uid is not None and uid in self._by_uid
-
     def _commit(self, changes: builtins.list[Change]) -> None:
         writes: builtins.list[Write] = []
         rv = self._rv
@@ -622,44 +542,3 @@ class ObjectStore:
             self._log.append((rv_of, verb, obj))
             for callback in list(self._subscribers):
                 callback(verb, obj)
-
-    def _put(self, resource: Resource, obj: dict[str, Any]) -> None:
-        meta = obj["metadata"]
-        ns, name = meta.get("namespace", ""), meta["name"]
-        by_name = self._objects.setdefault(resource, {}).setdefault(ns, {})
-        old = by_name.get(name)
-        if old is not None:
-            self._unindex(resource, old)
-            if old.get("metadata", {}).get("uid") != meta.get("uid"):
-                self._cache.pop(old["metadata"].get("uid", ""), None)
-        if name not in by_name:
-            self._names.pop((resource, ns), None)  # sorted again when next listed
-        by_name[name] = obj
-        if meta.get("uid"):
-            self._by_uid[meta["uid"]] = (resource, ns, name)
-        for ref in meta.get("ownerReferences") or ():
-            if isinstance(ref, dict) and ref.get("uid"):
-                self._dependents.setdefault(ref["uid"], set()).add((resource, ns, name))
-
-    def _drop(self, resource: Resource, obj: dict[str, Any]) -> None:
-        meta = obj["metadata"]
-        ns, name = meta.get("namespace", ""), meta["name"]
-        by_name = self._objects.get(resource, {}).get(ns, {})
-        old = by_name.pop(name, None)
-        self._names.pop((resource, ns), None)
-        if old is not None:
-            self._unindex(resource, old)
-        self._dependents.pop(meta.get("uid", ""), None)
-        self._by_uid.pop(meta.get("uid", ""), None)
-        self._cache.pop(meta.get("uid", ""), None)
-
-    def _unindex(self, resource: Resource, obj: dict[str, Any]) -> None:
-        meta = obj["metadata"]
-        key = (resource, meta.get("namespace", ""), meta["name"])
-        for ref in meta.get("ownerReferences") or ():
-            if isinstance(ref, dict) and ref.get("uid"):
-                deps = self._dependents.get(ref["uid"])
-                if deps is not None:
-                    deps.discard(key)
-                    if not deps:
-                        del self._dependents[ref["uid"]]
