@@ -191,3 +191,40 @@ def test_a_taken_generated_name_is_drawn_again_when_the_store_takes_the_body() -
     finally:
         store_module.secrets.randbelow = real  # type: ignore[assignment]
     assert (first["metadata"]["name"], second["metadata"]["name"]) == ("g-bbbbb", "g-cbbbb")
+
+
+def test_the_api_answers_only_what_is_durable() -> None:
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", "Using `httpx` with `starlette.testclient`")
+        from starlette.testclient import TestClient
+
+    from phalanx.kube.server import create_app
+
+    table = SlowTable()
+    store = ObjectStore(table)
+    store.defer_commits()
+    asked: list[int] = []
+
+    async def durable(rv: int) -> None:
+        # what GroupCommit.until does, at once: commit, or refuse as a full disk would
+        asked.append(rv)
+        try:
+            store.flush()
+        except JournalError as exc:
+            raise Unavailable(f"not stored: {exc}") from None
+
+    app = create_app(store, {"tok": ("ann", ("system:masters",))}, durable=durable)
+    client = TestClient(app, base_url="https://testserver")
+    client.headers.update({"Authorization": "Bearer tok"})
+    r = client.post("/api/v1/namespaces/default/configmaps", json=cm("a"))
+    assert r.status_code == 201
+    assert asked[-1] == int(r.json()["metadata"]["resourceVersion"])
+    assert table.rows[("/configmaps", "default", "a")]["data"] == {"v": "1"}
+    assert client.get("/version").status_code == 200
+    assert len(asked) == 1  # discovery shows no object: it waits for nothing
+    table.refuse = True
+    r = client.post("/api/v1/namespaces/default/configmaps", json=cm("b"))
+    assert r.status_code == 503 and "disk full" in r.json()["message"]
+    assert ("/configmaps", "default", "b") not in table.rows

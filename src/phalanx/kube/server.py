@@ -143,7 +143,8 @@ class KubeApp:
                 },
                 500,
             )
-        if self.durable is not None and not isinstance(response, StreamingResponse):
+        shows_store = getattr(http.state, "shows_store", False)
+        if self.durable is not None and shows_store and not isinstance(response, StreamingResponse):
             try:
                 await self.durable(self.store.resource_version)
             except KubeError as exc:
@@ -259,6 +260,9 @@ class KubeApp:
     async def _resource(
         self, http: HttpRequest, user: User, group: str, version: str, rest: list[str]
     ) -> Response:
+        # Whatever this answers (an object, a list, AlreadyExists...) shows the store: it
+        # waits until that is on disk (``durable``); discovery and the like do not.
+        http.state.shows_store = True
         kind, ns, name, sub = self._parse(group, version, rest)
         resource = f"{kind.plural}/{sub}" if sub else kind.plural
         query = dict(http.query_params)
