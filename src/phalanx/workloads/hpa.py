@@ -1,0 +1,359 @@
+"""The HorizontalPodAutoscaler controller's decision at one sync, pure: the spec, the target's
+current scale, the metrics observed and the autoscaler's memory at ``now`` -> the scale to
+write, the HPA's status and its Events (Kubernetes' ``podautoscaler/horizontal.go``,
+``reconcileAutoscaler`` with behaviors, as documented).
+
+1. A target scaled to 0 is left alone (``ScalingDisabled``); above ``maxReplicas`` or below
+   ``minReplicas`` it is brought back within them.
+2. Each metric asks for a replica count (``hpa_metrics``); the largest wins. If every metric
+   fails, nothing changes; if some fail, the HPA does not scale down.
+3. Stabilization: the recommendation is held between the lowest recommendation of the
+   scale-up window and the highest of the scale-down window (every raw recommendation is
+   remembered with its time).
+4. Rate: a scale-up is limited to what the scale-up policies allow given the changes made in
+   their periods (``selectPolicy`` Max: the most permissive, Min: the least, Disabled: none);
+   likewise down; then ``minReplicas``/``maxReplicas``.
+5. A change is written, remembered as a scale event, and reported as ``SuccessfulRescale``.
+
+The memory (``Memory``) is the controller's in-process state, as upstream, lost on restart.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from phalanx.domain.time import SECOND, Instant
+from phalanx.workloads.conditions import set_condition
+from phalanx.workloads.events import event
+from phalanx.workloads.hpa_metrics import Observation, replicas_for
+from phalanx.workloads.hpa_spec import HpaSpec, Rules
+from phalanx.workloads.timestamps import rfc3339
+
+__all__ = ["COMPONENT", "Decision", "Memory", "decide", "scale_down_limit", "scale_up_limit"]
+
+COMPONENT = "horizontal-pod-autoscaler"
+
+
+@dataclass
+class Memory:
+    """What the controller remembers of one HPA between syncs: its raw recommendations and
+    the scale changes it made, each with its time."""
+
+    recommendations: list[tuple[Instant, int]] = field(default_factory=list)
+    ups: list[tuple[Instant, int]] = field(default_factory=list)
+    downs: list[tuple[Instant, int]] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class Decision:
+    desired: int
+    """The scale the target should have."""
+    rescale: bool
+    """Whether it differs from the current scale (the scale subresource is written)."""
+    status: dict[str, Any]
+    events: list[dict[str, Any]]
+
+
+def decide(
+    obj: Mapping[str, Any],
+    spec: HpaSpec,
+    current: int,
+    seen: Observation,
+    memory: Memory,
+    now: Instant,
+) -> Decision:
+    """Step 1-5 of the module docstring. ``obj`` is the HPA (its status is carried over);
+    ``memory`` is updated in place."""
+    old = obj.get("status") or {}
+    conditions: list[dict[str, Any]] = [dict(c) for c in old.get("conditions") or []]
+    metrics_status: list[dict[str, Any]] = list(old.get("currentMetrics") or [])
+    set_condition(
+        conditions,
+        "AbleToScale",
+        True,
+        "SucceededGetScale",
+        "the HPA controller was able to get the target's current scale",
+        now,
+    )
+    reason = ""
+    if current == 0 and spec.min_replicas != 0:
+        desired = 0
+        set_condition(
+            conditions,
+            "ScalingActive",
+            False,
+            "ScalingDisabled",
+            "scaling is disabled since the replica count of the target is zero",
+            now,
+        )
+    elif current > spec.max_replicas:
+        desired, reason = spec.max_replicas, "Current number of replicas above Spec.MaxReplicas"
+    elif current < spec.min_replicas:
+        desired, reason = spec.min_replicas, "Current number of replicas below Spec.MinReplicas"
+    else:
+        proposal, metric_name, metrics_status = _metrics(spec, current, seen, conditions, now)
+        if proposal is None:
+            return _unchanged(obj, current, metrics_status, conditions, now)
+        desired = _normalize(spec, memory, current, proposal, conditions, now)
+        if desired > current:
+            reason = f"{metric_name} above target"
+        elif desired < current:
+            reason = "All metrics below target"
+    rescale = desired != current
+    events = []
+    if rescale:
+        _remember_scale(memory, current, desired, now)
+        set_condition(
+            conditions,
+            "AbleToScale",
+            True,
+            "SucceededRescale",
+            f"the HPA controller was able to update the target scale to {desired}",
+            now,
+        )
+        message = f"New size: {desired}; reason: {reason}"
+        events.append(event(obj, "SuccessfulRescale", message, now, component=COMPONENT))
+    status: dict[str, Any] = {
+        "currentReplicas": current,
+        "desiredReplicas": desired,
+        "currentMetrics": metrics_status or None,
+        "conditions": conditions,
+    }
+    generation = (obj.get("metadata") or {}).get("generation")
+    if generation is not None:
+        status["observedGeneration"] = generation
+    last = rfc3339(now) if rescale else old.get("lastScaleTime")
+    if last:
+        status["lastScaleTime"] = last
+    return Decision(desired, rescale, {k: v for k, v in status.items() if v is not None}, events)
+
+
+def _unchanged(
+    obj: Mapping[str, Any],
+    current: int,
+    metrics_status: list[dict[str, Any]],
+    conditions: list[dict[str, Any]],
+    now: Instant,
+) -> Decision:
+    """Metrics failed: the scale stays, the status says why (``FailedComputeMetricsReplicas``)."""
+    old = obj.get("status") or {}
+    status: dict[str, Any] = {
+        "currentReplicas": current,
+        "desiredReplicas": old.get("desiredReplicas", current),
+        "conditions": conditions,
+    }
+    if metrics_status:
+        status["currentMetrics"] = metrics_status
+    if old.get("lastScaleTime"):
+        status["lastScaleTime"] = old["lastScaleTime"]
+    failed = next((c for c in conditions if c["type"] == "ScalingActive"), None)
+    message = f"invalid metrics, first error is: {failed['message']}" if failed else ""
+    events = [
+        event(obj, "FailedComputeMetricsReplicas", message, now, warning=True, component=COMPONENT)
+    ]
+    return Decision(current, False, status, events)
+
+
+def _metrics(
+    spec: HpaSpec,
+    current: int,
+    seen: Observation,
+    conditions: list[dict[str, Any]],
+    now: Instant,
+) -> tuple[int | None, str, list[dict[str, Any]]]:
+    """(the largest replica count the metrics ask for, the metric that asked for it, the
+    metrics' statuses); None when it cannot be trusted (``computeReplicasForMetrics``)."""
+    best: int | None = None
+    best_name = ""
+    statuses: list[dict[str, Any]] = []
+    first_error: tuple[str, str] | None = None
+    invalid = 0
+    for metric in spec.metrics:
+        result = replicas_for(metric, current, seen, now)
+        if result.error:
+            invalid += 1
+            first_error = first_error or (result.reason, result.error)
+            statuses.append({"type": ""})
+            continue
+        statuses.append(dict(result.status or {}))
+        if best is None or result.replicas > best:
+            best = result.replicas
+            best_name = _metric_name(metric.type, metric.name)
+    if first_error is not None and (best is None or best < current):
+        reason, message = first_error
+        set_condition(
+            conditions,
+            "ScalingActive",
+            False,
+            reason,
+            f"the HPA was unable to compute the replica count: {message}",
+            now,
+        )
+        return None, "", statuses
+    set_condition(
+        conditions,
+        "ScalingActive",
+        True,
+        "ValidMetricFound",
+        f"the HPA was able to successfully calculate a replica count from {best_name}",
+        now,
+    )
+    return best, best_name, statuses
+
+
+def _metric_name(kind: str, name: str) -> str:
+    # As upstream names them in conditions and events ("cpu resource utilization ...").
+    if kind == "Resource":
+        return f"{name} resource utilization (percentage of request)"
+    if kind == "Pods":
+        return f"pods metric {name}"
+    return f"{kind} metric {name}"
+
+
+def _normalize(
+    spec: HpaSpec,
+    memory: Memory,
+    current: int,
+    proposal: int,
+    conditions: list[dict[str, Any]],
+    now: Instant,
+) -> int:
+    """Steps 3-4: stabilization, then the rate policies and the bounds
+    (``normalizeDesiredReplicasWithBehaviors``)."""
+    stabilized, reason, message = _stabilize(spec, memory, current, proposal, now)
+    if stabilized != proposal:
+        set_condition(conditions, "AbleToScale", True, reason, message, now)
+    else:
+        set_condition(
+            conditions,
+            "AbleToScale",
+            True,
+            "ReadyForNewScale",
+            "recommended size matches current size",
+            now,
+        )
+    desired, reason, message = _limit(spec, memory, current, stabilized, now)
+    set_condition(conditions, "ScalingLimited", desired != stabilized, reason, message, now)
+    return desired
+
+
+def _stabilize(
+    spec: HpaSpec, memory: Memory, current: int, proposal: int, now: Instant
+) -> tuple[int, str, str]:
+    up_cutoff = now - spec.scale_up.stabilization_s * SECOND
+    down_cutoff = now - spec.scale_down.stabilization_s * SECOND
+    up, down = proposal, proposal
+    kept: list[tuple[Instant, int]] = []
+    for at, replicas in memory.recommendations:
+        if at > up_cutoff:
+            up = min(up, replicas)
+        if at > down_cutoff:
+            down = max(down, replicas)
+        if at > up_cutoff or at > down_cutoff:
+            kept.append((at, replicas))
+    # Upstream overwrites one expired slot; dropping every expired one keeps the same answer.
+    kept.append((now, proposal))
+    memory.recommendations = kept
+    recommendation = min(max(current, up), down)
+    if proposal >= current:
+        return (
+            recommendation,
+            "ScaleUpStabilized",
+            "recent recommendations were lower than current one, applying the lowest recent "
+            "recommendation",
+        )
+    return (
+        recommendation,
+        "ScaleDownStabilized",
+        "recent recommendations were higher than current one, applying the highest recent "
+        "recommendation",
+    )
+
+
+def _limit(
+    spec: HpaSpec, memory: Memory, current: int, desired: int, now: Instant
+) -> tuple[int, str, str]:
+    if desired > current:
+        limit = max(scale_up_limit(current, memory, spec.scale_up, now), current)
+        if spec.max_replicas > limit:
+            ceiling = limit
+            reason = "ScaleUpLimit"
+            message = "the desired replica count is increasing faster than the maximum scale rate"
+        else:
+            ceiling = spec.max_replicas
+            reason = "TooManyReplicas"
+            message = "the desired replica count is more than the maximum replica count"
+        if desired > ceiling:
+            return ceiling, reason, message
+    elif desired < current:
+        limit = min(scale_down_limit(current, memory, spec.scale_down, now), current)
+        if spec.min_replicas < limit:
+            floor = limit
+            reason = "ScaleDownLimit"
+            message = "the desired replica count is decreasing faster than the maximum scale rate"
+        else:
+            floor = spec.min_replicas
+            reason = "TooFewReplicas"
+            message = "the desired replica count is less than the minimum replica count"
+        if desired < floor:
+            return floor, reason, message
+    return desired, "DesiredWithinRange", "the desired count is within the acceptable range"
+
+
+def _changed(events: list[tuple[Instant, int]], period_s: int, now: Instant) -> int:
+    cutoff = now - period_s * SECOND
+    return sum(change for at, change in events if at > cutoff)
+
+
+def scale_up_limit(current: int, memory: Memory, rules: Rules, now: Instant) -> int:
+    """The most replicas the scale-up policies allow now (``calculateScaleUpLimit...``): each
+    policy counts from the replicas at the start of its period."""
+    if rules.select == "Disabled":
+        return current
+    pick = min if rules.select == "Min" else max
+    result: int | None = None
+    for policy in rules.policies:
+        start = (
+            current
+            - _changed(memory.ups, policy.period_s, now)
+            + _changed(memory.downs, policy.period_s, now)
+        )
+        if policy.type == "Pods":
+            proposed = start + policy.value
+        else:
+            # Rounded up, or a small target could never grow.
+            proposed = math.ceil(start * (1 + policy.value / 100))
+        result = proposed if result is None else pick(result, proposed)
+    return current if result is None else result
+
+
+def scale_down_limit(current: int, memory: Memory, rules: Rules, now: Instant) -> int:
+    """The fewest replicas the scale-down policies allow now."""
+    if rules.select == "Disabled":
+        return current
+    pick = max if rules.select == "Min" else min
+    result: int | None = None
+    for policy in rules.policies:
+        start = (
+            current
+            - _changed(memory.ups, policy.period_s, now)
+            + _changed(memory.downs, policy.period_s, now)
+        )
+        if policy.type == "Pods":
+            proposed = start - policy.value
+        else:
+            proposed = int(start * (1 - policy.value / 100))
+        result = proposed if result is None else pick(result, proposed)
+    return current if result is None else result
+
+
+def _remember_scale(memory: Memory, current: int, desired: int, now: Instant) -> None:
+    # Changes older than the longest policy period (30 min at most) no longer matter.
+    horizon = now - 1800 * SECOND
+    if desired > current:
+        memory.ups = [e for e in memory.ups if e[0] > horizon] + [(now, desired - current)]
+    else:
+        memory.downs = [e for e in memory.downs if e[0] > horizon] + [(now, current - desired)]
