@@ -119,7 +119,7 @@ def test_scale_down_waits_for_the_stabilization_window() -> None:
 
 def test_default_scale_up_rate_is_max_of_4_pods_or_double_per_15s() -> None:
     memory = Memory()
-    obj = hpa(maxReplicas=100)
+    obj = hpa(maxReplicas=100, behavior={})  # given: its rules are the documented defaults
     d = run(obj, 1, cpu([2000]), memory)  # ratio 20 -> 20 wanted; max(1+4, 2) = 5
     assert d.desired == 5
     limited = condition(d.status["conditions"], "ScalingLimited")
@@ -129,6 +129,33 @@ def test_default_scale_up_rate_is_max_of_4_pods_or_double_per_15s() -> None:
     assert run(obj, 5, cpu([400] * 5), memory, T0 + 5 * SECOND).desired == 5
     # After the period: max(5 + 4, 10) = 10.
     assert run(obj, 5, cpu([400] * 5), memory, T0 + 16 * SECOND).desired == 10
+
+
+def test_without_behavior_the_older_path_allows_max_of_double_or_4_per_sync() -> None:
+    memory = Memory()
+    obj = hpa(maxReplicas=100)
+    d = run(obj, 1, cpu([2000]), memory)
+    assert d.desired == 4
+    limited = condition(d.status["conditions"], "ScalingLimited")
+    assert limited is not None and limited["reason"] == "ScaleUpLimit"
+    assert run(obj, 4, cpu([400] * 4), memory, T0 + 1 * SECOND).desired == 8
+
+
+def test_a_behavior_scale_down_policy_limits_the_drop_per_period() -> None:
+    behavior = {
+        "scaleDown": {
+            "stabilizationWindowSeconds": 0,
+            "policies": [{"type": "Pods", "value": 1, "periodSeconds": 60}],
+        }
+    }
+    memory = Memory()
+    obj = hpa(behavior=behavior)
+    d = run(obj, 5, cpu([10] * 5), memory)
+    assert d.desired == 4
+    limited = condition(d.status["conditions"], "ScalingLimited")
+    assert limited is not None and limited["reason"] == "ScaleDownLimit"
+    assert run(obj, 4, cpu([10] * 4), memory, T0 + 30 * SECOND).desired == 4
+    assert run(obj, 4, cpu([10] * 4), memory, T0 + 61 * SECOND).desired == 3
 
 
 def test_bounds_and_their_reasons() -> None:
@@ -208,7 +235,7 @@ def test_the_largest_metric_wins_and_a_failed_one_blocks_scale_down() -> None:
         seen.pods, seen.pod_metrics, {("Service", "web", "requests_in_flight"): 60_000}
     )
     d = run(obj, 2, seen)  # cpu: 2 ; in flight 60/10 * 2 ready = 12 -> max 10
-    assert d.desired == 6  # rate: max(2 + 4, 4) = 6
+    assert d.desired == 4  # no behavior: at most max(2 x 2, 4) per sync
     assert "Object metric requests_in_flight above target" in d.events[0]["message"]
     # The object metric missing, cpu asks for fewer: no scale-down.
     low = cpu([10, 10])
@@ -229,7 +256,8 @@ def test_pods_metric_average_value() -> None:
                     "target": {"type": "AverageValue", "averageValue": "5"},
                 },
             }
-        ]
+        ],
+        behavior={},
     )
     pods = tuple(PodSample(f"p{i}", cpu_request=0) for i in range(2))
     seen = Observation(
@@ -308,12 +336,15 @@ def test_defaults() -> None:
 
 
 @settings(max_examples=60, deadline=None)
-@given(st.lists(st.integers(min_value=0, max_value=2000), min_size=1, max_size=40))
-def test_default_behavior_rates_and_window(loads: list[int]) -> None:
+@given(
+    st.lists(st.integers(min_value=0, max_value=2000), min_size=1, max_size=40),
+    st.sampled_from([{}, {"behavior": {}}]),
+)
+def test_default_behavior_rates_and_window(loads: list[int], behavior: dict[str, Any]) -> None:
     """With the default behavior, each 15 s sync: a scale-down happens only when no higher
     recommendation was made in the 300 s before, never below half... (100 %/15 s allows any
     drop, so the window is the guard); a scale-up never exceeds max(+4, x2) in 15 s."""
-    obj = hpa(maxReplicas=50)
+    obj = hpa(maxReplicas=50, **behavior)
     spec = parse_hpa(obj)
     memory = Memory()
     current = 1

@@ -12,7 +12,9 @@ write, the HPA's status and its Events (Kubernetes' ``podautoscaler/horizontal.g
    remembered with its time).
 4. Rate: a scale-up is limited to what the scale-up policies allow given the changes made in
    their periods (``selectPolicy`` Max: the most permissive, Min: the least, Disabled: none);
-   likewise down; then ``minReplicas``/``maxReplicas``.
+   likewise down; then ``minReplicas``/``maxReplicas``. An HPA without ``behavior`` takes the
+   controller's older path instead: the highest recommendation of the downscale window, and
+   at most max(2 x current, 4) per sync.
 5. A change is written, remembered as a scale event, and reported as ``SuccessfulRescale``.
 
 The memory (``Memory``) is the controller's in-process state, as upstream, lost on restart.
@@ -97,7 +99,10 @@ def decide(
         proposal, metric_name, metrics_status = _metrics(spec, current, seen, conditions, now)
         if proposal is None:
             return _unchanged(obj, current, metrics_status, conditions, now)
-        desired = _normalize(spec, memory, current, proposal, conditions, now)
+        if spec.behavior:
+            desired = _normalize(spec, memory, current, proposal, conditions, now)
+        else:
+            desired = _normalize_legacy(spec, memory, current, proposal, conditions, now)
         if desired > current:
             reason = f"{metric_name} above target"
         elif desired < current:
@@ -236,6 +241,58 @@ def _normalize(
             now,
         )
     desired, reason, message = _limit(spec, memory, current, stabilized, now)
+    set_condition(conditions, "ScalingLimited", desired != stabilized, reason, message, now)
+    return desired
+
+
+def _normalize_legacy(
+    spec: HpaSpec,
+    memory: Memory,
+    current: int,
+    proposal: int,
+    conditions: list[dict[str, Any]],
+    now: Instant,
+) -> int:
+    """Steps 3-4 for an HPA without ``behavior`` (``normalizeDesiredReplicas``): the highest
+    recommendation of the downscale window, then at most max(2 x current, 4)."""
+    cutoff = now - spec.scale_down.stabilization_s * SECOND
+    kept = [(at, r) for at, r in memory.recommendations if at >= cutoff]
+    stabilized = max([proposal, *(r for _, r in kept)])
+    memory.recommendations = [*kept, (now, proposal)]
+    if stabilized != proposal:
+        set_condition(
+            conditions,
+            "AbleToScale",
+            True,
+            "ScaleDownStabilized",
+            "recent recommendations were higher than current one, applying the highest recent "
+            "recommendation",
+            now,
+        )
+    else:
+        set_condition(
+            conditions,
+            "AbleToScale",
+            True,
+            "ReadyForNewScale",
+            "recommended size matches current size",
+            now,
+        )
+    limit = max(2 * current, 4)
+    if spec.max_replicas > limit:
+        ceiling, reason = limit, "ScaleUpLimit"
+        message = "the desired replica count is increasing faster than the maximum scale rate"
+    else:
+        ceiling, reason = spec.max_replicas, "TooManyReplicas"
+        message = "the desired replica count is more than the maximum replica count"
+    desired = stabilized
+    if stabilized < spec.min_replicas:
+        desired, reason = spec.min_replicas, "TooFewReplicas"
+        message = "the desired replica count is less than the minimum replica count"
+    elif stabilized > ceiling:
+        desired = ceiling
+    else:
+        reason, message = "DesiredWithinRange", "the desired count is within the acceptable range"
     set_condition(conditions, "ScalingLimited", desired != stabilized, reason, message, now)
     return desired
 

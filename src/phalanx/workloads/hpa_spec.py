@@ -1,13 +1,14 @@
 """An ``autoscaling/v2`` HorizontalPodAutoscaler's spec as typed values, defaulted as
 kube-apiserver defaults it (``SetDefaults_HorizontalPodAutoscaler``): ``minReplicas`` 1, one
-``cpu`` metric at 80 % utilisation when none is given, and the default ``behavior``:
+``cpu`` metric at 80 % utilisation when none is given. A ``behavior`` that is given has its
+missing rules and fields filled with the documented defaults:
 
 - scale up: no stabilization, ``selectPolicy: Max`` of 100 % or 4 pods per 15 s;
-- scale down: a 300 s stabilization window (the controller's
-  ``--horizontal-pod-autoscaler-downscale-stabilization``), ``selectPolicy: Max`` of 100 % per
-  15 s.
+- scale down: the controller's ``--horizontal-pod-autoscaler-downscale-stabilization`` window
+  (300 s), ``selectPolicy: Max`` of 100 % per 15 s.
 
-A rule given without policies or a window takes these defaults, as upstream.
+Without a ``behavior`` the controller takes its older path (``HpaSpec.behavior`` False): the
+highest recommendation of the downscale window, and at most max(2 x current, 4) per sync.
 
 Metric kinds: ``Resource`` (``cpu``: ``Utilization`` of the pods' requests or an
 ``AverageValue``), ``Pods`` (an ``AverageValue`` of a per-pod metric) and ``Object`` (the
@@ -109,6 +110,8 @@ class HpaSpec:
     metrics: tuple[MetricSpec, ...]
     scale_up: Rules
     scale_down: Rules
+    behavior: bool = True
+    """Whether ``spec.behavior`` was given (else the rules above are the defaults, unused)."""
 
 
 def parse_hpa(obj: Mapping[str, Any], *, downscale_stabilization_s: int = 300) -> HpaSpec:
@@ -134,6 +137,7 @@ def parse_hpa(obj: Mapping[str, Any], *, downscale_stabilization_s: int = 300) -
     metrics = tuple(_metric(m, f"spec.metrics[{i}]") for i, m in enumerate(raw))
     if not metrics:
         metrics = (MetricSpec("Resource", "cpu", Target("Utilization", DEFAULT_CPU_UTILIZATION)),)
+    given = spec.get("behavior") is not None
     behavior = _map(spec.get("behavior") or {}, "spec.behavior")
     down_default = Rules(downscale_stabilization_s, SCALE_DOWN.select, SCALE_DOWN.policies)
     return HpaSpec(
@@ -143,6 +147,7 @@ def parse_hpa(obj: Mapping[str, Any], *, downscale_stabilization_s: int = 300) -
         metrics,
         _rules(behavior.get("scaleUp"), SCALE_UP, "spec.behavior.scaleUp"),
         _rules(behavior.get("scaleDown"), down_default, "spec.behavior.scaleDown"),
+        given,
     )
 
 
