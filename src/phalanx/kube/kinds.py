@@ -111,6 +111,7 @@ KINDS: tuple[Kind, ...] = (
         "horizontalpodautoscalers",
         short=("hpa",),
         cat=("all",),
+        also=("v1",),
     ),
     _k(
         "scheduling.k8s.io/v1",

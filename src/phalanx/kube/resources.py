@@ -10,6 +10,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from phalanx.kube.conversion import convert
 from phalanx.kube.errors import (
     BadRequest,
     FieldCause,
@@ -66,10 +67,9 @@ class Request:
         return self.kind.api_version_of(self.version or self.kind.version)
 
     def as_served(self, obj: dict[str, Any]) -> dict[str, Any]:
-        """``obj`` with the apiVersion of this request (a shallow copy where it differs)."""
-        if obj.get("apiVersion") == self.api_version:
-            return obj
-        return {**obj, "apiVersion": self.api_version}
+        """``obj`` as the version of this request has it (``obj`` itself where it already
+        is; else a copy, converted: ``phalanx.kube.conversion``)."""
+        return convert(obj, self.api_version)
 
 
 SERVER_PREFIX = "phalanx.io/"
@@ -299,7 +299,8 @@ class Resources:
                 raise Invalid(kind.group, kind.kind, name, [_cause(e) for e in errors])
             req.warnings.extend(warnings)
             prune(body)  # accepted with unknown fields (Warn, Ignore): they are dropped
-        return body
+        # Kept in the kind's stored version; answered in the request's (``as_served``).
+        return convert(body, kind.api_version)
 
     def create(self, req: Request, body: Any) -> dict[str, Any]:
         if req.kind.namespaced and req.namespace is None:
@@ -357,7 +358,7 @@ class Resources:
                 return self.store.create(obj, dry_run=_dry_run(req.query)), 201
         if current is None:
             raise NotFound(kind.resource, req.name)
-        current["apiVersion"] = req.api_version
+        current = req.as_served(current)
         patched = apply_patch(content_type, current, patch, builtin=builtin)
         patched = self._prepare(req, patched)
         self._check_name(req, patched)

@@ -9,6 +9,7 @@ from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
+from phalanx.kube.hpa_targets import targets
 from phalanx.kube.kinds import Kind
 
 __all__ = ["age", "table"]
@@ -296,7 +297,7 @@ _COLUMNS: dict[tuple[str, str], Sequence[Column]] = {
             0,
             lambda o, now: _ref(o, "spec.scaleTargetRef"),
         ),
-        ("Targets", "string", 0, lambda o, now: "<unknown>"),
+        ("Targets", "string", 0, targets),
         ("MinPods", "string", 0, _f("spec.minReplicas", 1)),
         ("MaxPods", "integer", 0, _f("spec.maxReplicas", 0)),
         ("Replicas", "integer", 0, _f("status.currentReplicas", 0)),
