@@ -70,9 +70,7 @@ class Cluster:
                 pod["status"] = {
                     "phase": "Running",
                     "startTime": at,
-                    "conditions": [
-                        {"type": "Ready", "status": "True", "lastTransitionTime": at}
-                    ],
+                    "conditions": [{"type": "Ready", "status": "True", "lastTransitionTime": at}],
                 }
                 self.store.update_status(pod)
 
@@ -216,7 +214,7 @@ def test_step_without_behavior_takes_the_older_rate() -> None:
 
 
 def test_a_missing_target_is_reported() -> None:
-    store, cluster, scaler = setup(None)
+    store, _, scaler = setup(None)
     store.delete(DEPLOYMENTS, "default", "web")
     scaler.tick(T0)
     hpa = store.get(HPAS, "default", "web")

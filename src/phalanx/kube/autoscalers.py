@@ -38,6 +38,7 @@ __all__ = [
     "SCALABLE",
     "Autoscalers",
     "MetricsSource",
+    "NoMetrics",
     "ServiceLoad",
     "pod_sample",
 ]
@@ -83,13 +84,26 @@ class MetricsSource(Protocol):
         """The router's load on one pod (as an endpoint)."""
 
 
+class NoMetrics:
+    """A ``MetricsSource`` that knows nothing (no agent or router reports yet)."""
+
+    def pod_cpu(self, namespace: str, pod: str) -> Sample | None:
+        return None
+
+    def service_load(self, namespace: str, service: str) -> ServiceLoad | None:
+        return None
+
+    def pod_load(self, namespace: str, pod: str) -> ServiceLoad | None:
+        return None
+
+
 def _cpu_request(pod: Mapping[str, Any]) -> int:
     total = 0
     for c in (pod.get("spec") or {}).get("containers") or []:
         resources = (c or {}).get("resources") or {}
-        value = (resources.get("requests") or {}).get("cpu") or (
-            resources.get("limits") or {}
-        ).get("cpu")
+        value = (resources.get("requests") or {}).get("cpu") or (resources.get("limits") or {}).get(
+            "cpu"
+        )
         if value is None:
             return 0  # upstream: a container without a request makes the pod's unusable
         try:

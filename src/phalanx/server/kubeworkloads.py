@@ -1,12 +1,17 @@
 """The workload runner of a controller that serves the Kubernetes API: wired to the object
 store, the controller's decisions and the event loop; pods' output in ``kube-logs`` of the
-state directory."""
+state directory. The autoscalers (HPA, InferenceService) tick with it, reading metrics
+through ``metrics`` (``NoMetrics`` until a source is given: HPAs then report
+``FailedGetResourceMetric`` and keep the scale, as without metrics-server)."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 
+from phalanx.domain.time import Duration
+from phalanx.kube.autoscalers import HPA_SYNC, Autoscalers, MetricsSource, NoMetrics
 from phalanx.kube.controllers import WorkloadRunner
 from phalanx.kube.store import ObjectStore
 from phalanx.live.controller import Controller
@@ -14,6 +19,8 @@ from phalanx.server.statedir import StateDir
 from phalanx.workloads.podspec import LOCALHOST
 
 __all__ = ["Workloads"]
+
+log = logging.getLogger("phalanx.kube.workloads")
 
 FLUSH_S = 0.02
 """Workloads' statuses and events are written this long after the drain that made them: the
@@ -25,7 +32,16 @@ TICK_S = 1.0
 class Workloads:
     """``start()`` on the running event loop, ``stop()`` when the controller stops."""
 
-    def __init__(self, store: ObjectStore, controller: Controller, state: StateDir, user: str):
+    def __init__(
+        self,
+        store: ObjectStore,
+        controller: Controller,
+        state: StateDir,
+        user: str,
+        *,
+        hpa_sync_ms: Duration = HPA_SYNC,
+        metrics: MetricsSource | None = None,
+    ):
         self.controller = controller
         registry = controller.fleet.registry
 
@@ -47,6 +63,7 @@ class Workloads:
             address=address,
             later=lambda fn: loop.call_later(FLUSH_S, fn),
         )
+        self.autoscalers = Autoscalers(store, metrics or NoMetrics(), hpa_sync=hpa_sync_ms)
         self._task: asyncio.Task[None] | None = None
 
     def start(self) -> None:
@@ -57,6 +74,10 @@ class Workloads:
         while True:
             await asyncio.sleep(TICK_S)
             self.runner.tick()
+            try:
+                self.autoscalers.tick(self.controller.clock.now())
+            except Exception:  # one bad object must not stop every autoscaler for good
+                log.exception("autoscalers")
 
     async def stop(self) -> None:
         if self._task is not None:

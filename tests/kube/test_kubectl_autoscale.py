@@ -1,0 +1,135 @@
+"""Real kubectl 1.32 against ``phalanx up``: ``kubectl autoscale`` (which posts an
+``autoscaling/v1`` HPA), ``kubectl get hpa`` with its TARGETS column, and the HPA controller
+bringing a Deployment scaled past ``maxReplicas`` back within it."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+KUBECTL = shutil.which("kubectl")
+pytestmark = pytest.mark.skipif(KUBECTL is None, reason="kubectl is not installed")
+
+DEPLOYMENT = """\
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: web
+spec:
+  replicas: 1
+  selector:
+    matchLabels: {app: web}
+  template:
+    metadata:
+      labels: {app: web}
+    spec:
+      containers:
+      - name: web
+        image: python
+        command: ["sleep", "1000"]
+        resources:
+          requests: {cpu: 200m}
+"""
+
+
+def _phalanx(args: list[str], state: Path) -> subprocess.CompletedProcess[str]:
+    env = dict(os.environ, PHALANX_STATE_DIR=str(state))
+    env.pop("PHALANX_DB", None)
+    return subprocess.run(
+        [sys.executable, "-m", "phalanx", *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+        check=False,
+    )
+
+
+class Kubectl:
+    def __init__(self, root: Path) -> None:
+        self.root = root
+
+    def __call__(self, *args: str, stdin: str | None = None) -> str:
+        assert KUBECTL is not None
+        env = dict(os.environ, KUBECONFIG=str(self.root / "kubeconfig"), HOME=str(self.root))
+        done = subprocess.run(
+            [KUBECTL, *args], input=stdin, capture_output=True, text=True, env=env, timeout=60
+        )
+        assert done.returncode == 0, f"kubectl {' '.join(args)}: {done.stderr}"
+        return done.stdout
+
+    def until(self, want: str, *args: str, timeout: float = 20) -> str:
+        deadline = time.monotonic() + timeout
+        while True:
+            out = self(*args)
+            if out.strip() == want or time.monotonic() > deadline:
+                return out.strip()
+            time.sleep(0.3)
+
+
+@pytest.fixture(scope="module")
+def kubectl(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Kubectl]:
+    from phalanx.server.localcluster import cluster_yaml
+
+    root = tmp_path_factory.mktemp("autoscale")
+    state = root / "state"
+    config = root / "cluster.yaml"
+    config.write_text(cluster_yaml(1, 8))
+    up = ["up", "--detach", "--port", "0", "--config", str(config), "--agents", "none"]
+    started = _phalanx([*up, "--horizontal-pod-autoscaler-sync-period", "1"], state)
+    assert started.returncode == 0, started.stderr
+    out = _phalanx(["kubeconfig"], state)
+    assert out.returncode == 0, out.stderr
+    (root / "kubeconfig").write_text(out.stdout)
+    try:
+        yield Kubectl(root)
+    finally:
+        _phalanx(["down"], state)
+        log = (state / "log" / "controller.log").read_text() if (state / "log").exists() else ""
+        assert "Traceback" not in log, log
+
+
+def test_autoscale_get_hpa_and_the_controller_at_work(kubectl: Kubectl) -> None:
+    kubectl("apply", "-f", "-", stdin=DEPLOYMENT)
+    made = kubectl("autoscale", "deployment", "web", "--cpu-percent=50", "--min=1", "--max=10")
+    assert made.strip() == "horizontalpodautoscaler.autoscaling/web autoscaled"
+    lines = kubectl("get", "hpa").splitlines()
+    assert lines[0].split() == [
+        "NAME",
+        "REFERENCE",
+        "TARGETS",
+        "MINPODS",
+        "MAXPODS",
+        "REPLICAS",
+        "AGE",
+    ]
+    assert lines[1].split()[:6] == ["web", "Deployment/web", "cpu:", "<unknown>/50%", "1", "10"]
+    # The v1 object kubectl wrote reads back as v2 with the cpu metric.
+    metric = kubectl(
+        "get", "hpa", "web", "-o", "jsonpath={.spec.metrics[0].resource.target.averageUtilization}"
+    )
+    assert metric == "50"
+    # No agent reports CPU here: the controller says so and keeps the scale.
+    reason = kubectl.until(
+        "FailedGetResourceMetric",
+        "get",
+        "hpa",
+        "web",
+        "-o",
+        'jsonpath={.status.conditions[?(@.type=="ScalingActive")].reason}',
+    )
+    assert reason == "FailedGetResourceMetric"
+    # Scaled past maxReplicas by hand: the HPA brings it back to 10.
+    kubectl("scale", "deployment", "web", "--replicas=15")
+    assert kubectl.until("10", "get", "deploy", "web", "-o", "jsonpath={.spec.replicas}") == "10"
+    events = kubectl("get", "events", "--field-selector", "reason=SuccessfulRescale")
+    assert "New size: 10; reason: Current number of replicas above Spec.MaxReplicas" in events
+    current = kubectl.until("10", "get", "hpa", "web", "-o", "jsonpath={.status.currentReplicas}")
+    assert current == "10"
