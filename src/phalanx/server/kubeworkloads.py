@@ -13,6 +13,7 @@ import logging
 from phalanx.domain.time import Duration
 from phalanx.kube.autoscalers import HPA_SYNC, Autoscalers, MetricsSource, NoMetrics
 from phalanx.kube.controllers import WorkloadRunner
+from phalanx.kube.inferenceservices import InferenceServices
 from phalanx.kube.store import ObjectStore
 from phalanx.live.controller import Controller
 from phalanx.server.statedir import StateDir
@@ -63,7 +64,9 @@ class Workloads:
             address=address,
             later=lambda fn: loop.call_later(FLUSH_S, fn),
         )
-        self.autoscalers = Autoscalers(store, metrics or NoMetrics(), hpa_sync=hpa_sync_ms)
+        source = metrics or NoMetrics()
+        self.autoscalers = Autoscalers(store, source, hpa_sync=hpa_sync_ms)
+        self.autoscalers.hooks.append(InferenceServices(store, source).tick)
         self._task: asyncio.Task[None] | None = None
 
     def start(self) -> None:
