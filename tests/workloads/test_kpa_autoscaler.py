@@ -76,7 +76,7 @@ def test_scale_up_rate_is_1000x() -> None:
 
 def test_scale_to_zero_after_the_grace_and_back_on_held_demand() -> None:
     spec = KpaSpec(target=10, min_scale=0)
-    state = KpaState()
+    state = KpaState(active_since=T0)  # a replica since T0
     feed(state, 0.0, T0, T0 + 60 * SECOND)
     now = T0 + 60 * SECOND
     r = desired_pods(spec, CFG, state, 1, 1, now)
@@ -91,6 +91,19 @@ def test_scale_to_zero_after_the_grace_and_back_on_held_demand() -> None:
     record(state, end + 30 * SECOND, 1.0, CFG)
     r = desired_pods(spec, CFG, state, 0, 0, end + 30 * SECOND)
     assert r.desired == 1
+
+
+def test_a_new_revision_without_traffic_is_active_a_stable_window_then_the_grace() -> None:
+    spec = KpaSpec(target=10, min_scale=0)
+    state = KpaState()
+    zero = None
+    for i in range(0, 120):
+        now = T0 + i * 2 * SECOND
+        record(state, now, 0.0, CFG)
+        if desired_pods(spec, CFG, state, 1, 1, now).desired == 0:
+            zero = (now - T0) // SECOND
+            break
+    assert zero == 60 + 30
 
 
 def test_min_scale_keeps_a_replica_and_max_scale_caps() -> None:

@@ -12,9 +12,10 @@ default configuration (``config-autoscaler``):
   until a whole stable window has passed with the panic value below that; while panicking the
   count only grows (the highest panic count is kept);
 - the bounds ``min-scale``/``max-scale`` (0: no maximum) apply last. Scale to zero (``min-scale``
-  0): a recommendation of 0 is carried out only once it has lasted the scale-to-zero grace
-  period (30 s) -- Knative keeps the last replica that long while it puts the activator in the
-  request path; here the router holds requests.
+  0): a recommendation of 0 is carried out once the revision has had replicas for a whole
+  stable window and the recommendation has then lasted the scale-to-zero grace period (30 s)
+  -- Knative marks the revision inactive, then keeps the last replica that long while it puts
+  the activator in the request path; here the router holds requests.
 
 Scale from zero: the router counts the requests it holds for want of a ready endpoint; the
 caller adds them to the observed value (as Knative's activator reports the requests it
@@ -89,7 +90,9 @@ class KpaState:
     """When panic mode was last (re)entered; None: stable mode."""
     max_panic_pods: int = 0
     zero_since: Instant | None = None
-    """Since when the (bounded) recommendation has been 0."""
+    """Since when the (bounded) recommendation has been 0 (once scale to zero may start)."""
+    active_since: Instant | None = None
+    """Since when the revision has had replicas (None: at zero)."""
 
 
 @dataclass(frozen=True)
@@ -158,11 +161,22 @@ def desired_pods(
         state.max_panic_pods = max(state.max_panic_pods, desired)
         desired = state.max_panic_pods
     bounded = _bounds(desired, spec)
+    if current == 0:
+        state.active_since = None
+    elif state.active_since is None:
+        state.active_since = now
     if bounded == 0 and current > 0:
-        if state.zero_since is None:
-            state.zero_since = now
-        if now - state.zero_since < config.scale_to_zero_grace:
-            bounded = 1  # the last replica stays through the grace period
+        assert state.active_since is not None
+        # Knative marks a revision inactive only once it has been active a stable window,
+        # then keeps the last replica through the grace period.
+        if now - state.active_since < config.stable_window:
+            state.zero_since = None
+            bounded = 1
+        else:
+            if state.zero_since is None:
+                state.zero_since = now
+            if now - state.zero_since < config.scale_to_zero_grace:
+                bounded = 1
     elif bounded > 0:
         state.zero_since = None
     return Recommendation(bounded, stable, panic, state.panic_since is not None)
