@@ -1,8 +1,7 @@
 """The workload runner of a controller that serves the Kubernetes API: wired to the object
 store, the controller's decisions and the event loop; pods' output in ``kube-logs`` of the
 state directory. The autoscalers (HPA, InferenceService) tick with it, reading metrics
-through ``metrics`` (``NoMetrics`` until a source is given: HPAs then report
-``FailedGetResourceMetric`` and keep the scale, as without metrics-server)."""
+from the service router and the agents (``phalanx.server.autoscalemetrics``)."""
 
 from __future__ import annotations
 
@@ -11,11 +10,12 @@ import contextlib
 import logging
 
 from phalanx.domain.time import Duration
-from phalanx.kube.autoscalers import HPA_SYNC, Autoscalers, MetricsSource, NoMetrics
+from phalanx.kube.autoscalers import HPA_SYNC, Autoscalers
 from phalanx.kube.controllers import WorkloadRunner
 from phalanx.kube.inferenceservices import InferenceServices
 from phalanx.kube.store import ObjectStore
 from phalanx.live.controller import Controller
+from phalanx.server.autoscalemetrics import RouterMetrics
 from phalanx.server.statedir import StateDir
 from phalanx.workloads.podspec import LOCALHOST
 
@@ -41,7 +41,6 @@ class Workloads:
         user: str,
         *,
         hpa_sync_ms: Duration = HPA_SYNC,
-        metrics: MetricsSource | None = None,
     ):
         self.controller = controller
         registry = controller.fleet.registry
@@ -64,9 +63,9 @@ class Workloads:
             address=address,
             later=lambda fn: loop.call_later(FLUSH_S, fn),
         )
-        source = metrics or NoMetrics()
-        self.autoscalers = Autoscalers(store, source, hpa_sync=hpa_sync_ms)
-        self.autoscalers.hooks.append(InferenceServices(store, source).tick)
+        self.metrics = RouterMetrics(controller.clock.now, state.root)
+        self.autoscalers = Autoscalers(store, self.metrics, hpa_sync=hpa_sync_ms)
+        self.autoscalers.hooks.append(InferenceServices(store, self.metrics).tick)
         self._task: asyncio.Task[None] | None = None
 
     def start(self) -> None:
@@ -77,6 +76,7 @@ class Workloads:
         while True:
             await asyncio.sleep(TICK_S)
             self.runner.tick()
+            await self.metrics.refresh()
             try:
                 self.autoscalers.tick(self.controller.clock.now())
             except Exception:  # one bad object must not stop every autoscaler for good
@@ -87,3 +87,4 @@ class Workloads:
             self._task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._task
+        await self.metrics.close()
