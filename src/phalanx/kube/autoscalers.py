@@ -23,7 +23,6 @@ from typing import Any, Protocol
 from phalanx.domain.quantity import parse_quantity
 from phalanx.domain.time import SECOND, Duration, Instant
 from phalanx.errors import InputError
-from phalanx.kube.controllers import Store
 from phalanx.kube.errors import KubeError
 from phalanx.workloads.conditions import condition, set_condition
 from phalanx.workloads.events import event
@@ -40,6 +39,7 @@ __all__ = [
     "MetricsSource",
     "NoMetrics",
     "ServiceLoad",
+    "Store",
     "pod_sample",
 ]
 
@@ -56,6 +56,25 @@ SCALABLE: dict[str, Resource] = {
 """The kinds an HPA can scale here (those with a scale subresource)."""
 HPA_SYNC: Duration = 15 * SECOND
 """``--horizontal-pod-autoscaler-sync-period``."""
+
+
+class Store(Protocol):
+    """The object store as the autoscalers use it (``phalanx.kube.store.ObjectStore``)."""
+
+    def get(self, resource: Resource, namespace: str | None, name: str) -> Obj | None: ...
+
+    def list(
+        self,
+        resource: Resource,
+        namespace: str | None = None,
+        labels: Mapping[str, str] | None = None,
+    ) -> list[Obj]: ...
+
+    def create(self, obj: Obj) -> Obj: ...
+
+    def update(self, obj: Obj) -> Obj: ...
+
+    def update_status(self, obj: Obj) -> Obj: ...
 
 
 @dataclass(frozen=True)

@@ -17,8 +17,7 @@ from typing import Any
 
 from phalanx.domain.time import Instant
 from phalanx.errors import InputError
-from phalanx.kube.autoscalers import MetricsSource, pod_sample
-from phalanx.kube.controllers import Store
+from phalanx.kube.autoscalers import MetricsSource, Store, pod_sample
 from phalanx.kube.errors import KubeError
 from phalanx.workloads import inferenceservice as isvc
 from phalanx.workloads.conditions import set_condition
