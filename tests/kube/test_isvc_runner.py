@@ -178,3 +178,24 @@ def test_scale_to_zero_after_idling_and_back_on_the_first_request() -> None:
     arrival, answer = router.answered[0]
     # <= one autoscaler tick (2 s) + the pod's start (4 s) + the fake's 1 s steps.
     assert answer - arrival <= 2 * SECOND + START + SECOND, answer - arrival
+
+
+def test_the_deployment_is_rewritten_only_when_the_predictor_changes() -> None:
+    store, router, runner = setup(1)
+    runner.tick(T0)
+    dep = store.get(DEPLOYMENTS, "ml", "echo-predictor")
+    assert dep is not None
+    # What the API server and the Deployment controller add is not a change of ours.
+    dep["spec"]["template"]["spec"]["containers"][0]["imagePullPolicy"] = "IfNotPresent"
+    written = store.update(dep)["metadata"]["resourceVersion"]
+    step(store, router, runner, 4)
+    dep = store.get(DEPLOYMENTS, "ml", "echo-predictor")
+    assert dep is not None and dep["metadata"]["resourceVersion"] == written
+    obj = store.get(INFERENCE_SERVICES, "ml", "echo")
+    assert obj is not None
+    obj["spec"]["predictor"]["containers"][0]["command"] = ["serve", "--fast"]
+    store.update(obj)
+    step(store, router, runner, 2)
+    dep = store.get(DEPLOYMENTS, "ml", "echo-predictor")
+    assert dep is not None
+    assert dep["spec"]["template"]["spec"]["containers"][0]["command"] == ["serve", "--fast"]

@@ -362,3 +362,10 @@ def test_default_behavior_rates_and_window(loads: list[int], behavior: dict[str,
             assert max(recent) < current
         current = d.desired
         assert 1 <= current <= 50
+
+
+def test_conditions_carry_no_probe_time() -> None:
+    d = run(hpa(), 2, cpu([200, 200]))
+    kinds = [c["type"] for c in d.status["conditions"]]
+    assert kinds == ["AbleToScale", "ScalingActive", "ScalingLimited"]
+    assert all("lastProbeTime" not in c for c in d.status["conditions"])

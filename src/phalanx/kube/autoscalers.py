@@ -259,6 +259,8 @@ class Autoscalers:
         status = dict(hpa.get("status") or {})
         conditions = [dict(c) for c in status.get("conditions") or []]
         set_condition(conditions, kind, False, reason, message, now)
+        for c in conditions:
+            c.pop("lastProbeTime", None)
         status["conditions"] = conditions
         status.setdefault("currentReplicas", 0)
         status.setdefault("desiredReplicas", 0)

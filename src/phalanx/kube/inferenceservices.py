@@ -12,6 +12,8 @@ scale), then follows the autoscaler.
 
 from __future__ import annotations
 
+import hashlib
+import json
 import logging
 from typing import Any
 
@@ -35,6 +37,13 @@ DEPLOYMENTS: Resource = ("apps", "deployments")
 SERVICES: Resource = ("", "services")
 PODS: Resource = ("", "pods")
 COMPONENT = "kserve-controller-manager"
+TEMPLATE_HASH = "phalanx.io/predictor-template"
+"""On the predictor's Deployment: a digest of the pod template the InferenceService asked
+for when it was last written."""
+
+
+def _digest(value: Any) -> str:
+    return hashlib.sha256(json.dumps(value, sort_keys=True).encode()).hexdigest()[:16]
 
 
 class InferenceServices:
@@ -97,13 +106,18 @@ class InferenceServices:
 
     def _deployment(self, obj: Obj, spec: isvc.IsvcSpec, namespace: str, name: str) -> Obj:
         found = self.store.get(DEPLOYMENTS, namespace, name)
+        want = isvc.deployment(obj, spec, max(1, spec.scaling.min_scale))
+        # The API server defaults what we write (image pull policy, ...): compare what we
+        # made last time, not the stored template, or every tick would roll the pods.
+        made = _digest(want["spec"]["template"])
+        want["metadata"]["annotations"] = {TEMPLATE_HASH: made}
         if found is None:
-            initial = max(1, spec.scaling.min_scale)
-            return self.store.create(isvc.deployment(obj, spec, initial))
-        want = isvc.deployment(obj, spec, int(found["spec"].get("replicas", 1)))
-        if found["spec"].get("template") != want["spec"]["template"]:
+            return self.store.create(want)
+        notes = found["metadata"].get("annotations") or {}
+        if notes.get(TEMPLATE_HASH) != made:
             found["spec"]["template"] = want["spec"]["template"]
             found["spec"]["selector"] = want["spec"]["selector"]
+            found["metadata"]["annotations"] = {**notes, TEMPLATE_HASH: made}
             return self.store.update(found)
         return found
 

@@ -22,6 +22,8 @@ from phalanx.workloads.podspec import LOCALHOST
 __all__ = ["Workloads"]
 
 log = logging.getLogger("phalanx.kube.workloads")
+# The router is polled every second: one INFO line per poll would drown the controller's log.
+logging.getLogger("httpx").setLevel(logging.WARNING)
 
 FLUSH_S = 0.02
 """Workloads' statuses and events are written this long after the drain that made them: the

@@ -121,6 +121,7 @@ def decide(
         )
         message = f"New size: {desired}; reason: {reason}"
         events.append(event(obj, "SuccessfulRescale", message, now, component=COMPONENT))
+    _no_probe_time(conditions)
     status: dict[str, Any] = {
         "currentReplicas": current,
         "desiredReplicas": desired,
@@ -145,6 +146,7 @@ def _unchanged(
 ) -> Decision:
     """Metrics failed: the scale stays, the status says why (``FailedComputeMetricsReplicas``)."""
     old = obj.get("status") or {}
+    _no_probe_time(conditions)
     status: dict[str, Any] = {
         "currentReplicas": current,
         "desiredReplicas": old.get("desiredReplicas", current),
@@ -160,6 +162,12 @@ def _unchanged(
         event(obj, "FailedComputeMetricsReplicas", message, now, warning=True, component=COMPONENT)
     ]
     return Decision(current, False, status, events)
+
+
+def _no_probe_time(conditions: list[dict[str, Any]]) -> None:
+    # An HPA's conditions have no lastProbeTime (HorizontalPodAutoscalerCondition).
+    for c in conditions:
+        c.pop("lastProbeTime", None)
 
 
 def _metrics(
