@@ -106,3 +106,12 @@ def test_status_ready_and_at_zero() -> None:
     obj["status"] = isvc.status(obj, 0, 0, "127.77.0.9", T0 + 1000)
     ready = condition(obj["status"]["conditions"], "PredictorReady")
     assert ready is not None and ready["status"] == "True"
+    # Scaling back from zero, its replica starting: still Ready.
+    obj["status"] = isvc.status(obj, 0, 1, "127.77.0.9", T0 + 2000)
+    ready = condition(obj["status"]["conditions"], "Ready")
+    assert ready is not None and ready["status"] == "True"
+    # A new generation: not Ready until one of its replicas is.
+    obj["metadata"]["generation"] = 2
+    obj["status"] = isvc.status(obj, 0, 1, "127.77.0.9", T0 + 3000)
+    ready = condition(obj["status"]["conditions"], "Ready")
+    assert ready is not None and ready["status"] == "False"

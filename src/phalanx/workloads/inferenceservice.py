@@ -14,8 +14,9 @@ Owned objects, named as KServe's raw deployment names them: Deployment and Servi
 ``NAME-predictor``, labelled ``serving.kserve.io/inferenceservice: NAME`` and
 ``component: predictor``. Status as KServe reports it: ``url``, ``address.url``,
 ``components.predictor`` (its revision, traffic 100 % to the latest), and the conditions
-``PredictorReady`` and ``Ready``. A predictor scaled to zero stays Ready (Knative keeps a
-revision Ready when it has no pods for want of traffic).
+``PredictorReady`` and ``Ready``. A predictor that was ready stays Ready scaled to zero and
+while it scales back from zero (Knative keeps a revision Ready when it has no pods for want of
+traffic); a new generation is Ready once one of its replicas is.
 """
 
 from __future__ import annotations
@@ -229,8 +230,9 @@ def status(
     generation = meta.get("generation", 1)
     revision = f"{predictor_name(name)}-{generation:05d}"
     observed = old.get("observedGeneration")
-    # Ready once a replica of this generation was; at zero replicas (no traffic) it stays so.
-    ready = ready_replicas > 0 or (replicas == 0 and was_ready and observed == generation)
+    # Ready once a replica of this generation was, and it stays so through scale to zero and
+    # back (Knative's revision stays Ready; only its activity changes).
+    ready = ready_replicas > 0 or (was_ready and observed == generation)
     if ready:
         set_condition(conditions, "PredictorReady", True, "", "", now)
         set_condition(conditions, "Ready", True, "", "", now)
