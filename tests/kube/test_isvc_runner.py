@@ -89,7 +89,8 @@ class Router:
 
     def service_load(self, namespace: str, service: str) -> ServiceLoad | None:
         assert service == "echo-predictor"
-        return ServiceLoad(in_flight=self.in_flight, rps=0.0, held=len(self.held))
+        held = len(self.held)
+        return ServiceLoad(in_flight=self.in_flight + held, rps=0.0, held=held)
 
     def pod_load(self, namespace: str, pod: str) -> ServiceLoad | None:
         return None

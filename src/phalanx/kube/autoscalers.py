@@ -82,7 +82,7 @@ class ServiceLoad:
     """The router's view of a Service (or of one pod behind it) now."""
 
     in_flight: float
-    """Requests in flight."""
+    """Requests in flight, those held included (as the router counts them)."""
     rps: float
     """Requests per second over the router's sliding window."""
     held: int = 0
@@ -251,7 +251,7 @@ class Autoscalers:
             if m.type == "Object" and m.described is not None:
                 load = self.metrics.service_load(namespace, m.described.name)
                 if load is not None:
-                    value = load.in_flight + load.held if m.name == IN_FLIGHT else load.rps
+                    value = load.in_flight if m.name == IN_FLIGHT else load.rps
                     objects[(m.described.kind, m.described.name, m.name)] = round(value * 1000)
         return Observation(samples, {k: v for k, v in per_pod.items() if k in wanted}, objects)
 

@@ -4,7 +4,7 @@ makes them, its scale set by Knative's autoscaler (``phalanx.workloads.kpa``) ev
 the router's load on the Service, and its status written.
 
 The observed value is the Service's requests in flight (``concurrency``) or per second
-(``rps``), plus the requests the router holds for want of a ready endpoint: with no replica
+(``rps``), the requests the router holds for want of a ready endpoint included: with no replica
 that demand alone asks for one (scale from zero), as Knative's activator reports the requests
 it buffers. A Deployment is created at 1 replica, or ``minReplicas`` if more (Knative's initial
 scale), then follows the autoscaler.
@@ -92,8 +92,9 @@ class InferenceServices:
         current = int(dep["spec"].get("replicas", 1))
         load = self.metrics.service_load(namespace, name)
         if load is not None:
-            base = load.rps if spec.scaling.metric == RPS else load.in_flight
-            record(state, now, base + load.held, self.config)
+            # Held requests are in flight (and arrived): with no replica they alone ask for one.
+            value = load.rps if spec.scaling.metric == RPS else load.in_flight
+            record(state, now, value, self.config)
         rec = desired_pods(spec.scaling, self.config, state, ready, current, now)
         if rec.desired >= 0 and rec.desired != current:
             dep["spec"]["replicas"] = rec.desired

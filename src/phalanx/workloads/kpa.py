@@ -17,9 +17,9 @@ default configuration (``config-autoscaler``):
   -- Knative marks the revision inactive, then keeps the last replica that long while it puts
   the activator in the request path; here the router holds requests.
 
-Scale from zero: the router counts the requests it holds for want of a ready endpoint; the
-caller adds them to the observed value (as Knative's activator reports the requests it
-buffers), so that with no replica the panic value asks for at least one at the next tick.
+Scale from zero: the router counts the requests it holds for want of a ready endpoint in the
+observed value (as Knative's activator reports the requests it buffers), so that with no
+replica the panic value asks for at least one at the next tick.
 """
 
 from __future__ import annotations
