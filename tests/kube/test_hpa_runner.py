@@ -232,3 +232,20 @@ def test_no_metrics_yet_keeps_the_scale_and_says_why() -> None:
     assert hpa is not None
     active = condition(hpa["status"]["conditions"], "ScalingActive")
     assert active is not None and active["reason"] == "FailedGetResourceMetric"
+
+
+def test_a_failing_metric_warns_once_and_counts_the_repeats() -> None:
+    store, cluster, scaler = setup(None)
+    cluster.reconcile()  # the pod is not running: no sample, sync after sync
+    for i in range(3):
+        scaler.tick(T0 + i * 15 * SECOND)
+    warnings = {
+        e["reason"]: e for e in store.list(("", "events"), "default") if e["type"] == "Warning"
+    }
+    assert set(warnings) == {"FailedGetResourceMetric", "FailedComputeMetricsReplicas"}
+    assert warnings["FailedGetResourceMetric"]["message"].startswith(
+        "failed to get cpu utilization: "
+    )
+    summary = warnings["FailedComputeMetricsReplicas"]
+    assert summary["message"].startswith("invalid metrics (1 invalid out of 1), first error is: ")
+    assert summary["count"] == 3

@@ -243,7 +243,14 @@ def test_the_largest_metric_wins_and_a_failed_one_blocks_scale_down() -> None:
     assert not d.rescale
     active = condition(d.status["conditions"], "ScalingActive")
     assert active is not None and active["reason"] == "FailedGetObjectMetric"
-    assert d.events[0]["reason"] == "FailedComputeMetricsReplicas"
+    assert [e["reason"] for e in d.events] == [
+        "FailedGetObjectMetric",
+        "FailedComputeMetricsReplicas",
+    ]
+    assert d.events[1]["message"] == (
+        "invalid metrics (1 invalid out of 2), first error is: failed to get object metric "
+        "value: unable to get metric requests_in_flight: Service on web: no metrics returned"
+    )
 
 
 def test_pods_metric_average_value() -> None:

@@ -49,6 +49,9 @@ Resource = tuple[str, str]
 Obj = dict[str, Any]
 HPAS: Resource = ("autoscaling", "horizontalpodautoscalers")
 PODS: Resource = ("", "pods")
+EVENTS: Resource = ("", "events")
+_EVENTS_KEPT = 10_000
+"""Repeats are looked up among this many recent events at most."""
 SCALABLE: dict[str, Resource] = {
     "Deployment": ("apps", "deployments"),
     "ReplicaSet": ("apps", "replicasets"),
@@ -175,6 +178,8 @@ class Autoscalers:
         self._memory: dict[str, Memory] = {}
         """HPA uid -> its recommendations and scale events (in process, as upstream)."""
         self._next_hpa: Instant | None = None
+        self._events: dict[tuple[str, str, str], str] = {}
+        """(object uid, reason, message) -> the Event recorded for them."""
         self.hooks: list[Callable[[Instant], None]] = []
         """Further periodic work run on each tick (the InferenceService autoscaler)."""
 
@@ -275,7 +280,20 @@ class Autoscalers:
             self._event(e)
 
     def _event(self, e: Obj) -> None:
+        """Record ``e``; a repeat of one already recorded (same object, reason and message)
+        counts on that one, as the event recorder aggregates them (``(x3 over 45s)``)."""
+        ref = e["involvedObject"]
+        key = (str(ref.get("uid", "")), str(e["reason"]), str(e["message"]))
+        known = self._events.get(key)
+        before = self.store.get(EVENTS, ref["namespace"], known) if known else None
         try:
-            self.store.create(e)
+            if before is not None:
+                before["count"] = int(before.get("count") or 1) + 1
+                before["lastTimestamp"] = e["lastTimestamp"]
+                self.store.update(before)
+                return
+            if len(self._events) > _EVENTS_KEPT:
+                self._events.clear()
+            self._events[key] = self.store.create(e)["metadata"]["name"]
         except KubeError as err:  # a same-millisecond twin: one is enough
             log.debug("event %s: %s", e["metadata"]["name"], err)

@@ -81,6 +81,7 @@ def decide(
         now,
     )
     reason = ""
+    warnings: list[dict[str, Any]] = []
     if current == 0 and spec.min_replicas != 0:
         desired = 0
         set_condition(
@@ -96,9 +97,11 @@ def decide(
     elif current < spec.min_replicas:
         desired, reason = spec.min_replicas, "Current number of replicas below Spec.MinReplicas"
     else:
-        proposal, metric_name, metrics_status = _metrics(spec, current, seen, conditions, now)
+        proposal, metric_name, metrics_status = _metrics(
+            obj, spec, current, seen, conditions, warnings, now
+        )
         if proposal is None:
-            return _unchanged(obj, current, metrics_status, conditions, now)
+            return _unchanged(obj, current, metrics_status, conditions, warnings, now)
         if spec.behavior:
             desired = _normalize(spec, memory, current, proposal, conditions, now)
         else:
@@ -108,7 +111,7 @@ def decide(
         elif desired < current:
             reason = "All metrics below target"
     rescale = desired != current
-    events = []
+    events = warnings
     if rescale:
         _remember_scale(memory, current, desired, now)
         set_condition(
@@ -142,9 +145,11 @@ def _unchanged(
     current: int,
     metrics_status: list[dict[str, Any]],
     conditions: list[dict[str, Any]],
+    warnings: list[dict[str, Any]],
     now: Instant,
 ) -> Decision:
-    """Metrics failed: the scale stays, the status says why (``FailedComputeMetricsReplicas``)."""
+    """Metrics failed: the scale stays, the status says why (``FailedComputeMetricsReplicas``
+    after each failed metric's own warning, the first error in the summary)."""
     old = obj.get("status") or {}
     _no_probe_time(conditions)
     status: dict[str, Any] = {
@@ -156,12 +161,19 @@ def _unchanged(
         status["currentMetrics"] = metrics_status
     if old.get("lastScaleTime"):
         status["lastScaleTime"] = old["lastScaleTime"]
-    failed = next((c for c in conditions if c["type"] == "ScalingActive"), None)
-    message = f"invalid metrics, first error is: {failed['message']}" if failed else ""
-    events = [
-        event(obj, "FailedComputeMetricsReplicas", message, now, warning=True, component=COMPONENT)
-    ]
-    return Decision(current, False, status, events)
+    total = len((obj.get("spec") or {}).get("metrics") or []) or 1
+    first = warnings[0]["message"] if warnings else ""
+    message = f"invalid metrics ({len(warnings)} invalid out of {total}), first error is: {first}"
+    summary = event(
+        obj,
+        "FailedComputeMetricsReplicas",
+        message,
+        now,
+        seq=len(warnings),
+        warning=True,
+        component=COMPONENT,
+    )
+    return Decision(current, False, status, [*warnings, summary])
 
 
 def _no_probe_time(conditions: list[dict[str, Any]]) -> None:
@@ -170,15 +182,25 @@ def _no_probe_time(conditions: list[dict[str, Any]]) -> None:
         c.pop("lastProbeTime", None)
 
 
+_FAILED_TO_GET = {
+    "Resource": "failed to get {name} utilization",
+    "Pods": "failed to get pods metric value",
+    "Object": "failed to get object metric value",
+}
+
+
 def _metrics(
+    obj: Mapping[str, Any],
     spec: HpaSpec,
     current: int,
     seen: Observation,
     conditions: list[dict[str, Any]],
+    warnings: list[dict[str, Any]],
     now: Instant,
 ) -> tuple[int | None, str, list[dict[str, Any]]]:
     """(the largest replica count the metrics ask for, the metric that asked for it, the
-    metrics' statuses); None when it cannot be trusted (``computeReplicasForMetrics``)."""
+    metrics' statuses); None when it cannot be trusted (``computeReplicasForMetrics``). Each
+    metric that fails adds its warning to ``warnings``."""
     best: int | None = None
     best_name = ""
     statuses: list[dict[str, Any]] = []
@@ -188,7 +210,22 @@ def _metrics(
         result = replicas_for(metric, current, seen, now)
         if result.error:
             invalid += 1
-            first_error = first_error or (result.reason, result.error)
+            lead = _FAILED_TO_GET[metric.type].format(name=metric.name)
+            if metric.type == "Resource" and metric.target.type == "AverageValue":
+                lead = f"failed to get {metric.name} usage"
+            error = f"{lead}: {result.error}"
+            first_error = first_error or (result.reason, error)
+            warnings.append(
+                event(
+                    obj,
+                    result.reason,
+                    error,
+                    now,
+                    seq=len(warnings),
+                    warning=True,
+                    component=COMPONENT,
+                )
+            )
             statuses.append({"type": ""})
             continue
         statuses.append(dict(result.status or {}))
