@@ -4,6 +4,7 @@ bringing a Deployment scaled past ``maxReplicas`` back within it."""
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -185,3 +186,44 @@ def test_inference_service_owns_its_predictor(kubectl: Kubectl) -> None:
         "", "get", "deploy,svc", "-l", "serving.kserve.io/inferenceservice=echo", "-o", "name"
     )
     assert gone == ""
+
+
+HPA_V2 = """\
+apiVersion: autoscaling/v2
+kind: HorizontalPodAutoscaler
+metadata:
+  name: routed
+spec:
+  scaleTargetRef: {apiVersion: apps/v1, kind: Deployment, name: web}
+  minReplicas: 2
+  maxReplicas: 5
+  metrics:
+  - type: Object
+    object:
+      describedObject: {apiVersion: v1, kind: Service, name: web}
+      metric: {name: requests_in_flight}
+      target: {type: Value, value: "10"}
+  behavior:
+    scaleDown:
+      stabilizationWindowSeconds: 60
+"""
+
+
+def test_apply_a_v2_hpa_on_the_routers_metric(kubectl: Kubectl) -> None:
+    kubectl("apply", "-f", "-", stdin=HPA_V2)
+    row = kubectl("get", "hpa", "routed", "--no-headers").split()
+    assert row[:5] == ["routed", "Deployment/web", "<unknown>/10", "2", "5"]
+    # Defaulted as kube-apiserver does: the rules of a given behavior are filled in.
+    up = kubectl("get", "hpa", "routed", "-o", "jsonpath={.spec.behavior.scaleUp.policies[*].type}")
+    assert up.split() == ["Pods", "Percent"]
+    # Read through autoscaling/v1, what v1 cannot say travels in annotations.
+    v1 = json.loads(
+        kubectl(
+            "get",
+            "--raw",
+            "/apis/autoscaling/v1/namespaces/default/horizontalpodautoscalers/routed",
+        )
+    )
+    assert v1["apiVersion"] == "autoscaling/v1"
+    assert "targetCPUUtilizationPercentage" not in v1["spec"]
+    assert "autoscaling.alpha.kubernetes.io/metrics" in v1["metadata"]["annotations"]
