@@ -1,7 +1,8 @@
 """The workload runner of a controller that serves the Kubernetes API: wired to the object
 store, the controller's decisions and the event loop; pods' output in ``kube-logs`` of the
-state directory. The autoscalers (HPA, InferenceService) tick with it, reading metrics
-from the service router and the agents (``phalanx.server.autoscalemetrics``)."""
+state directory. Beside it, the EndpointSlice controller (``EndpointsRunner``). The
+autoscalers (HPA, InferenceService) tick with it, reading metrics from the service router
+and the agents (``phalanx.server.autoscalemetrics``)."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ import logging
 from phalanx.domain.time import Duration
 from phalanx.kube.autoscalers import HPA_SYNC, Autoscalers
 from phalanx.kube.controllers import WorkloadRunner
+from phalanx.kube.endpointrunner import EndpointsRunner
 from phalanx.kube.inferenceservices import InferenceServices
 from phalanx.kube.store import ObjectStore
 from phalanx.live.controller import Controller
@@ -68,10 +70,12 @@ class Workloads:
         self.metrics = RouterMetrics(controller.clock.now, state.root)
         self.autoscalers = Autoscalers(store, self.metrics, hpa_sync=hpa_sync_ms)
         self.autoscalers.hooks.append(InferenceServices(store, self.metrics).tick)
+        self.endpoints = EndpointsRunner(store, loop.call_soon)
         self._task: asyncio.Task[None] | None = None
 
     def start(self) -> None:
         self.runner.start(self.controller.watch)
+        self.endpoints.start()
         self._task = asyncio.create_task(self._ticks())
 
     async def _ticks(self) -> None:
