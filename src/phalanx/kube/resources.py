@@ -10,6 +10,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from phalanx.kube.conversion import convert
 from phalanx.kube.errors import (
     BadRequest,
     FieldCause,
@@ -70,10 +71,9 @@ class Request:
         return self.kind.api_version_of(self.version or self.kind.version)
 
     def as_served(self, obj: dict[str, Any]) -> dict[str, Any]:
-        """``obj`` with the apiVersion of this request (a shallow copy where it differs)."""
-        if obj.get("apiVersion") == self.api_version:
-            return obj
-        return {**obj, "apiVersion": self.api_version}
+        """``obj`` as the version of this request has it (``obj`` itself where it already
+        is; else a copy, converted: ``phalanx.kube.conversion``)."""
+        return convert(obj, self.api_version)
 
 
 SERVER_PREFIX = "phalanx.io/"
@@ -344,7 +344,8 @@ class Resources:
             # is nothing to prune and the object need not be walked again.
             if warnings or mode == "Ignore":
                 prune(body)
-        return body
+        # Kept in the kind's stored version; answered in the request's (``as_served``).
+        return convert(body, kind.api_version)
 
     def create(self, req: Request, body: Any) -> dict[str, Any]:
         if req.kind.namespaced and req.namespace is None:
@@ -402,7 +403,7 @@ class Resources:
                 return self.store.create(obj, dry_run=_dry_run(req.query), copy=False), 201
         if current is None:
             raise NotFound(kind.resource, req.name)
-        current["apiVersion"] = req.api_version
+        current = req.as_served(current)
         patched = apply_patch(content_type, current, patch, builtin=builtin)
         patched = self._prepare(req, patched)
         self._check_name(req, patched)

@@ -325,6 +325,8 @@ class KubeApp:
                 if verb == "delete"
                 else api.delete_collection(req, options)
             )
+        if isinstance(result, dict) and result.get("kind") == kind.kind:
+            result = req.as_served(result)
         headers = (
             # warn-code 299, agent "-", the text quoted as Go's strconv.Quote does it (a
             # warning such as `unknown field "spec.x"` carries quotes of its own).

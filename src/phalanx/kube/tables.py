@@ -10,6 +10,7 @@ from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
+from phalanx.kube.hpa_targets import targets
 from phalanx.kube.kinds import Kind
 
 __all__ = ["age", "table"]
@@ -247,6 +248,16 @@ def _ref(o: dict[str, Any], path: str) -> str:
     return f"{ref.get('kind', '')}/{ref.get('name', '')}"
 
 
+def _traffic(which: str, field: str) -> Cell:
+    def cell(o: dict[str, Any], now: float) -> Any:
+        for t in _get(o, "status.components.predictor.traffic", []) or []:
+            if (t.get("tag") == "prev") if which == "prev" else t.get("latestRevision") is True:
+                return t.get(field, "")
+        return ""
+
+    return cell
+
+
 def _subjects(kind: str) -> Cell:
     def cell(o: dict[str, Any], now: float) -> str:
         return ",".join(
@@ -349,7 +360,7 @@ _COLUMNS: dict[tuple[str, str], Sequence[Column]] = {
             0,
             lambda o, now: _ref(o, "spec.scaleTargetRef"),
         ),
-        ("Targets", "string", 0, lambda o, now: "<unknown>"),
+        ("Targets", "string", 0, targets),
         ("MinPods", "string", 0, _f("spec.minReplicas", 1)),
         ("MaxPods", "integer", 0, _f("spec.maxReplicas", 0)),
         ("Replicas", "integer", 0, _f("status.currentReplicas", 0)),
@@ -444,6 +455,17 @@ _COLUMNS: dict[tuple[str, str], Sequence[Column]] = {
     ("scheduling.volcano.sh", "Queue"): (
         NAME,
         ("Parent", "string", 0, _f("spec.parent", "root")),
+        AGE,
+    ),
+    # KServe's additionalPrinterColumns (traffic: the predictor's, latest and previous).
+    ("serving.kserve.io", "InferenceService"): (
+        NAME,
+        ("URL", "string", 0, _f("status.url", "")),
+        ("Ready", "string", 0, _condition("Ready")),
+        ("Prev", "integer", 0, _traffic("prev", "percent")),
+        ("Latest", "integer", 0, _traffic("latest", "percent")),
+        ("PrevRolledoutRevision", "string", 0, _traffic("prev", "revisionName")),
+        ("LatestReadyRevision", "string", 0, _traffic("latest", "revisionName")),
         AGE,
     ),
 }
