@@ -68,11 +68,16 @@ class Workloads:
             later=lambda fn: loop.call_later(FLUSH_S, fn),
             containers=controller.fleet.containers.get,
         )
-        self.metrics = RouterMetrics(controller.clock.now, state.root)
+        self.metrics = RouterMetrics(controller.clock.now, state.root, cpu=self._cpu)
         self.autoscalers = Autoscalers(store, self.metrics, hpa_sync=hpa_sync_ms)
         self.autoscalers.hooks.append(InferenceServices(store, self.metrics).tick)
         self.endpoints = EndpointsRunner(store, loop.call_soon)
         self._task: asyncio.Task[None] | None = None
+
+    def _cpu(self, namespace: str, pod: str) -> int | None:
+        """A pod's CPU in millicores as its agent last reported it (HPA's resource metric)."""
+        view = self.runner.pod_container(namespace, pod)
+        return None if view is None else view.cpu_millicores
 
     def start(self) -> None:
         self.runner.start(self.controller.watch)
