@@ -17,6 +17,7 @@ __all__ = [
     "Command",
     "Kill",
     "Launch",
+    "Resize",
     "Signal",
     "WakeAt",
 ]
@@ -34,6 +35,36 @@ class Launch:
     time_limit: int
     array_job_id: int | None = None
     array_task_id: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Resize:
+    """Run ``run`` of an elastic job now holds ``alloc`` (its nodes in rank order): start
+    its tasks on the ``added`` nodes (ranks from the launch's rules over ``alloc``) and kill
+    those on the ``removed`` ones; the run goes on, and ends when the tasks of the nodes it
+    holds have ended. The engine already changed the allocation."""
+
+    job_id: int
+    run: int
+    alloc: Allocation
+    added: tuple[int, ...]
+    removed: tuple[int, ...]
+    spec: JobSpec
+    time_limit: int
+    array_job_id: int | None = None
+    array_task_id: int | None = None
+
+    def launch(self) -> Launch:
+        """The run's launch as if it had started on ``alloc`` (what the new ranks see)."""
+        return Launch(
+            self.job_id,
+            self.run,
+            self.alloc,
+            self.spec,
+            self.time_limit,
+            self.array_job_id,
+            self.array_task_id,
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,4 +96,4 @@ class WakeAt:
     key: TimerKey
 
 
-Command = Launch | Signal | Kill | Cleanup | WakeAt
+Command = Launch | Resize | Signal | Kill | Cleanup | WakeAt
