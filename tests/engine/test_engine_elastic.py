@@ -8,8 +8,10 @@ import pytest
 
 from phalanx.domain.state import JobState
 from phalanx.domain.time import HOUR, MINUTE
-from phalanx.engine.commands import Kill, Launch, Resize
+from phalanx.engine.commands import PASS, Kill, Launch, Resize
 from phalanx.engine.decisions import Preempted, Resized
+from phalanx.engine.events import CleanupDone, TasksExited, TimerFired
+from phalanx.engine.timers import KILL_WAIT
 from phalanx.errors import SpecError
 from phalanx.testing import EngineDriver, make_job, small_cluster
 
@@ -139,6 +141,29 @@ def test_the_engine_pickles_with_its_elastic_jobs_and_goes_on_alike() -> None:
     d.settle()
     copy = pickle.loads(pickle.dumps(d.engine))
     assert copy.elastic.jobs[job] is copy.jobs[job]
+    events = [
+        TasksExited(d.now, blocker, 1),
+        CleanupDone(d.now, blocker, 1),
+        TimerFired(d.now, PASS),
+    ]
+    mine = [c for e in events for c in d.engine.handle(e)]
+    theirs = [c for e in events for c in copy.handle(e)]
+    assert mine == theirs and any(isinstance(c, Resize) for c in mine)
+    assert copy.jobs[job].alloc == d.engine.jobs[job].alloc
+
+
+def test_removed_ranks_get_sigterm_then_sigkill_after_the_grace() -> None:
+    d = EngineDriver(small_cluster(nodes=4, gpus=8), "slurm")
+    [job] = d.submit(_elastic(2, 4))  # type: ignore[arg-type]
+    d.settle()
+    d.submit(make_job(gpus=8, nodes=1, qos="high"))
+    d.settle()
+    [term] = d.sent(Resize, job)
+    assert len(term.removed) == 1 and not term.kill
+    d.advance(d.now + KILL_WAIT)
+    [_, kill] = d.sent(Resize, job)
+    assert kill.kill and kill.removed == term.removed and kill.added == ()
+    assert d.state(job) is JobState.RUNNING
 
 
 def test_per_rank_tasks_of_an_elastic_job_name_every_rank_up_to_the_maximum() -> None:

@@ -40,9 +40,11 @@ class Launch:
 @dataclass(frozen=True, slots=True)
 class Resize:
     """Run ``run`` of an elastic job now holds ``alloc`` (its nodes in rank order): start
-    its tasks on the ``added`` nodes (ranks from the launch's rules over ``alloc``) and kill
-    those on the ``removed`` ones; the run goes on, and ends when the tasks of the nodes it
-    holds have ended. The engine already changed the allocation."""
+    its tasks on the ``added`` nodes (ranks from the launch's rules over ``alloc``) and end
+    those on the ``removed`` ones: SIGTERM (they may save and leave), then, ``kill``, SIGKILL
+    to those still there once the grace is over. The run goes on, and ends when the tasks of
+    the nodes it holds have ended; the end of a removed node's tasks counts for nothing.
+    The engine already changed the allocation (the removed nodes are free at once)."""
 
     job_id: int
     run: int
@@ -53,6 +55,7 @@ class Resize:
     time_limit: int
     array_job_id: int | None = None
     array_task_id: int | None = None
+    kill: bool = False
 
     def launch(self) -> Launch:
         """The run's launch as if it had started on ``alloc`` (what the new ranks see)."""

@@ -80,6 +80,7 @@ from phalanx.engine.timers import (
     LimitTimer,
     PassTimer,
     RecalcTimer,
+    ReleaseTimer,
     TimerKey,
     WakeTimer,
 )
@@ -380,6 +381,8 @@ class Engine:
                     self._out.append(Kill(job.id, job.run))
             case BeginTimer():
                 self._recheck_waiting()
+            case ReleaseTimer():
+                self.elastic.release(key)
 
     def _live_run(self, job_id: int, run: int) -> Job | None:
         job = self.jobs.get(job_id)

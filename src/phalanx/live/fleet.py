@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import logging
 import os
+import signal as signals
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
@@ -125,15 +126,20 @@ class Fleet:
 
     def resize(self, cmd: Resize, at: Instant) -> None:
         """An elastic run grew or shrank: its tasks start on the added nodes, with the
-        variables of the new size (``SLURM_NNODES``...); those on the removed nodes are
-        killed, and their end does not end the run."""
-        run = self.runs.get((cmd.job_id, cmd.run))
+        variables of the new size (``SLURM_NNODES``...); those on the removed nodes get
+        SIGTERM (``kill``: SIGKILL), and their end does not end the run."""
+        key = (cmd.job_id, cmd.run)
+        run = self.runs.get(key)
         if run is None or run.killed:
             return
-        key = (cmd.job_id, cmd.run)
         names = self.cluster.nodes
-        run.launch = cmd.launch()
         removed = {names[i].name for i in cmd.removed}
+        if cmd.kill:
+            if not self.replaying:
+                for node in sorted(removed & run.released):
+                    self.registry.send(node, kill_command(key))
+            return
+        run.launch = cmd.launch()
         added = {names[i].name for i in cmd.added}
         if self.replaying:
             # As a replayed launch: the commands are made when the replay is over, from
@@ -145,7 +151,7 @@ class Fleet:
             run.waiting.discard(node)
             run.released.add(node)
             run.nodes.pop(node, None)
-            self.registry.send(node, kill_command(key))
+            self.registry.send(node, signal_command(key, signals.SIGTERM))
         if not added:
             return
         try:

@@ -17,8 +17,11 @@ The rules, each one safe on its own:
   from the end of elastic jobs above their minimum, lowest priority first, until it fits;
   it starts in the same pass. The shrunk job keeps running on the rest.
 
-Every change is a ``Resized`` decision and a ``Resize`` command (the new ranks launched, the
-removed ones killed). A job's attained service counts what it actually held over time.
+Every change is a ``Resized`` decision and a ``Resize`` command: the new ranks launched, the
+removed ones sent SIGTERM, and SIGKILL after ``KILL_WAIT`` (a ``ReleaseTimer``) if still
+there. The removed nodes are free at once: the job that needed them starts in the same pass
+while the old tasks leave (a torchrun agent stops its workers and exits in a second or two).
+A job's attained service counts what it actually held over time.
 """
 
 from __future__ import annotations
@@ -29,9 +32,10 @@ import numpy as np
 
 from phalanx.domain.cluster import Cluster
 from phalanx.domain.state import JobState
-from phalanx.engine.commands import Command, Resize
+from phalanx.engine.commands import Command, Resize, WakeAt
 from phalanx.engine.decisions import DecisionLog, Resized
 from phalanx.engine.scheduling.preemption import Preemption
+from phalanx.engine.timers import KILL_WAIT, ReleaseTimer
 from phalanx.policies.preempt_checkpoint import may_preempt
 from phalanx.sched.capacity import Allocation, Capacity
 from phalanx.sched.context import PassContext
@@ -211,16 +215,30 @@ class Elastic:
             self._left[job.id] = (job.run, left | frozenset(removed))
         self.resizes += 1
         self._decisions.add(Resized(now, job.id, job.run, alloc.nodes, added, removed, for_job))
-        self._emit(
-            Resize(
-                job.id,
-                job.run,
-                alloc,
-                added,
-                removed,
-                job.spec,
-                job.time_limit,
-                job.array_job_id,
-                job.array_task_id,
-            )
+        self._emit(self._command(job, added, removed, kill=False))
+        if removed:
+            self._emit(WakeAt(now + KILL_WAIT, ReleaseTimer(job.id, job.run, removed)))
+
+    def release(self, key: ReleaseTimer) -> None:
+        """The grace of the tasks a run gave up is over: SIGKILL those still there."""
+        job = self.jobs.get(key.job_id)
+        if job is not None and job.run == key.run and job.state is JobState.RUNNING:
+            self._emit(self._command(job, (), key.nodes, kill=True))
+
+    @staticmethod
+    def _command(
+        job: Job, added: tuple[int, ...], removed: tuple[int, ...], *, kill: bool
+    ) -> Resize:
+        assert job.alloc is not None
+        return Resize(
+            job.id,
+            job.run,
+            job.alloc,
+            added,
+            removed,
+            job.spec,
+            job.time_limit,
+            job.array_job_id,
+            job.array_task_id,
+            kill,
         )
