@@ -26,13 +26,27 @@ def test_an_elastic_job_grows_and_shrinks_live(tmp_path: Path) -> None:
     admin = Caller(0, "root", admin=True)
     sleep = ("/bin/sleep", "600")
     [blocker] = stack.submit(
-        JobSpec(name="blocker", gpus_per_task=1, time_limit=10 * MINUTE, command=sleep,
-                workdir=str(tmp_path), output="blocker.out")  # fmt: skip
+        JobSpec(
+            name="blocker",
+            gpus_per_task=1,
+            time_limit=10 * MINUTE,
+            command=sleep,
+            workdir=str(tmp_path),
+            output="blocker.out",
+        )
     )
     assert stack.run(lambda: engine.jobs[blocker].state is JobState.RUNNING, 10)
     [job_id] = stack.submit(
-        JobSpec(name="elastic", nodes_min=1, nodes_max=3, gpus_per_task=1, elastic=True,
-                time_limit=10 * MINUTE, command=TASK, workdir=str(tmp_path))  # fmt: skip
+        JobSpec(
+            name="elastic",
+            nodes_min=1,
+            nodes_max=3,
+            gpus_per_task=1,
+            elastic=True,
+            time_limit=10 * MINUTE,
+            command=TASK,
+            workdir=str(tmp_path),
+        )
     )
     out = tmp_path / f"slurm-{job_id}.out"
 
@@ -54,8 +68,15 @@ def test_an_elastic_job_grows_and_shrinks_live(tmp_path: Path) -> None:
         assert info["tasks"] == 3 and info["gpus"] == 3 and info["nodelist"] == "gpu[001-003]", info
         # A job that may preempt it takes the node it grew onto last.
         [high] = stack.submit(
-            JobSpec(name="high", qos="high", gpus_per_task=1, time_limit=10 * MINUTE,
-                    command=sleep, workdir=str(tmp_path), output="high.out")  # fmt: skip
+            JobSpec(
+                name="high",
+                qos="high",
+                gpus_per_task=1,
+                time_limit=10 * MINUTE,
+                command=sleep,
+                workdir=str(tmp_path),
+                output="high.out",
+            )
         )
         assert stack.run(lambda: engine.jobs[high].state is JobState.RUNNING, 20)
         assert stack.run(lambda: "term 2" in lines(), 20), lines()
