@@ -152,6 +152,9 @@ class Fleet:
             run.released.add(node)
             run.nodes.pop(node, None)
             self.registry.send(node, signal_command(key, signals.SIGTERM))
+        for step in self.steps.running([cmd.job_id]):
+            if removed & step.waiting:
+                self.steps.kill(step.job_id, step.step)  # a step cannot go on without a node
         if not added:
             return
         try:

@@ -161,8 +161,14 @@ class Elastic:
             return
         state = self._state
         barred: BoolArray = np.zeros(state.n, dtype=np.bool_)
+        seen: set[object] = set()
         for w in waiting:
-            barred |= state.static_mask(w.shape)
+            shape = w.shape
+            key = (shape.partition, shape.models, shape.features)
+            if key in seen:
+                continue  # a long queue has few distinct placements
+            seen.add(key)
+            barred |= state.static_mask(shape)
             if barred.all():
                 return
         growing.sort(key=lambda r: (-r.priority, r.seq))
