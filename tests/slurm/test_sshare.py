@@ -153,3 +153,24 @@ def test_a_workflow_managers_default_account_query(cluster: LocalCluster) -> Non
     assert all(len(line) == 257 for line in out.splitlines())
     assert "research" in mine
     assert {line.strip() for line in out.splitlines()} == mine
+
+
+def test_user_association_without_jobs_is_listed(cluster: LocalCluster) -> None:
+    """Slurm's sshare lists user associations (``sacctmgr add user``), jobs or not. Last in
+    the file: it adds an association to the module's cluster."""
+    from phalanx.slurm import sacctmgr
+
+    before, _, _ = _sshare(cluster, ["-a", "-P"])
+    assert "|bob|" not in before
+    _, err, rc = run(sacctmgr.main, ["-i", "add", "user", "bob", "account=research"],
+                     cluster.state_dir)  # fmt: skip
+    assert (err, rc) == ("", 0)
+    got, _, rc = _sshare(cluster, ["-a", "-P"])
+    assert rc == 0
+    lines = got.splitlines()
+    row = next(line for line in lines if line.split("|")[:2] == ["  research", "bob"])
+    accounts = [line.split("|")[0] for line in lines]
+    assert lines.index(row) > accounts.index(" research")  # under its account's row
+    assert row.split("|")[2] == "parent"
+    got, _, rc = _sshare(cluster, ["-U", "-u", "bob", "-P", "-n"])
+    assert rc == 0 and [line.split("|")[1] for line in got.splitlines()] == ["bob"]

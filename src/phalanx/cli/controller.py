@@ -113,14 +113,19 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def cluster_of(args: argparse.Namespace) -> Cluster:
     """The cluster: the YAML or slurm.conf given, else this machine as described by its
     agent; with the queue objects of ``--queues`` if given."""
+    from phalanx.config.clusterspec import check_queue_routes
+
     cluster = _cluster_shape(args)
-    if getattr(args, "queues", None) is None:
-        return cluster
-    import dataclasses
+    source = str(getattr(args, "config", None) or getattr(args, "slurm_conf", None) or "<cluster>")
+    if getattr(args, "queues", None) is not None:
+        import dataclasses
 
-    from phalanx.config.queues import queues_from_file
+        from phalanx.config.queues import queues_from_file
 
-    return dataclasses.replace(cluster, queues=queues_from_file(str(args.queues)))
+        cluster = dataclasses.replace(cluster, queues=queues_from_file(str(args.queues)))
+        source = str(args.queues)
+    check_queue_routes(cluster, source)
+    return cluster
 
 
 def _cluster_shape(args: argparse.Namespace) -> Cluster:

@@ -275,15 +275,19 @@ def _load_workload(args: argparse.Namespace) -> Workload:
 def build_cluster(args: argparse.Namespace, fmt: str | None) -> ClusterChoice:
     """The cluster the options of ``add_cluster_arguments`` name (``fmt``: the trace's format,
     for an openb trace's own node list)."""
+    from phalanx.config.clusterspec import check_queue_routes
+
     choice = _cluster_shape(args, fmt)
-    if args.queues is None:
-        return choice
-    import dataclasses
+    if args.queues is not None:
+        import dataclasses
 
-    from phalanx.config.queues import queues_from_file
+        from phalanx.config.queues import queues_from_file
 
-    queues = queues_from_file(args.queues)
-    return dataclasses.replace(choice, cluster=dataclasses.replace(choice.cluster, queues=queues))
+        queues = queues_from_file(args.queues)
+        cluster = dataclasses.replace(choice.cluster, queues=queues)
+        choice = dataclasses.replace(choice, cluster=cluster)
+    check_queue_routes(choice.cluster, str(args.queues or args.cluster or "<cluster>"))
+    return choice
 
 
 def _cluster_shape(args: argparse.Namespace, fmt: str | None) -> ClusterChoice:

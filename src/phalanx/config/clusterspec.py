@@ -31,11 +31,13 @@ YAML format (every key but ``nodes`` is optional; see ``examples/cluster.yaml``)
         preempt_mode: requeue     # off | requeue | cancel
         grace_time: "00:05:00"    # Slurm GraceTime: a plain number is SECONDS
         profile: phalanx
+        cluster_queue: team-a     # its jobs that name no LocalQueue go to this ClusterQueue
     accounts:                     # "root" (parent None, shares 1) is added if absent
       - {name: research, parent: root, shares: 60, quota_gpus: 64}   # parent defaults to root
     qos:                          # "normal" (priority 0) is added if absent
       - {name: high, priority: 1000, preempt: [normal], preempt_mode: requeue,
-         grace_time: 60, max_gpus_per_account: null}
+         grace_time: 60, max_gpus_per_account: null, cluster_queue: null}  # as partitions'
+                                  # (a QOS's ClusterQueue comes before its partition's)
     health_check:                 # what agents check (Slurm's HealthCheckProgram/Interval)
       program: /usr/sbin/nhc      # a non-zero exit or a "DRAIN reason" line drains the node
       interval: 300               # seconds between runs; 0 (default) runs no program
@@ -75,7 +77,13 @@ from phalanx.domain.queues import Queues
 from phalanx.domain.time import MINUTE, SECOND, Duration
 from phalanx.errors import ConfigError
 
-__all__ = ["DEFAULT_NODES_PER_LEAF", "cluster_from_yaml", "default_tree", "regular_cluster"]
+__all__ = [
+    "DEFAULT_NODES_PER_LEAF",
+    "check_queue_routes",
+    "cluster_from_yaml",
+    "default_tree",
+    "regular_cluster",
+]
 
 DEFAULT_NODES_PER_LEAF = 8
 """Leaf size when a YAML file gives no ``topology``: a common 8-node rail-optimised leaf."""
@@ -188,6 +196,16 @@ def cluster_from_yaml(text: str, source: str = "<cluster>") -> Cluster:
         health=_parse_health(top.get("health_check")),
         queues=queues_from_documents(top["queues"].sequence()) if "queues" in top else Queues(),
     )
+
+
+def check_queue_routes(cluster: Cluster, source: str) -> None:
+    """Every partition and QOS that names a ClusterQueue names one the cluster's queues have
+    (its own ``queues:`` or ``--queues``, whichever it runs with), else a ``ConfigError``."""
+    for where, name in cluster.queue_routes():
+        known = ", ".join(sorted(cluster.queues.cluster_queues)) or "none"
+        raise ConfigError(
+            f"no ClusterQueue named {name!r} (ClusterQueues: {known})", source=source, field=where
+        )
 
 
 def _parse_health(field: YamlField | None) -> HealthCheck:
@@ -395,6 +413,7 @@ def _parse_partitions(field: YamlField | None, index: dict[str, int]) -> dict[st
                 "preempt_mode",
                 "grace_time",
                 "profile",
+                "cluster_queue",
             ),
             required=("name",),
         )
@@ -421,6 +440,7 @@ def _parse_partitions(field: YamlField | None, index: dict[str, int]) -> dict[st
             grace_time=optional(spec, "grace_time", _grace, 0),
             profile=optional(spec, "profile", YamlField.as_str, "phalanx"),
             default=default,
+            cluster_queue=optional(spec, "cluster_queue", YamlField.as_str, None),
         )
     if not out:
         raise field.error("at least one partition is required")
@@ -473,6 +493,7 @@ def _parse_qos(field: YamlField | None) -> dict[str, Qos]:
                 "preempt_mode",
                 "grace_time",
                 "max_gpus_per_account",
+                "cluster_queue",
                 *QOS_LIMIT_KEYS,
             ),
             required=("name",),
@@ -489,6 +510,7 @@ def _parse_qos(field: YamlField | None) -> dict[str, Qos]:
             grace_time=optional(spec, "grace_time", _grace, 0),
             max_gpus_per_account=optional(spec, "max_gpus_per_account", YamlField.as_int, None),
             limits=qos_limits_from_yaml(spec),
+            cluster_queue=optional(spec, "cluster_queue", YamlField.as_str, None),
         )
     qos = {"normal": Qos("normal")} if "normal" not in parsed else {}
     qos.update(parsed)

@@ -12,7 +12,9 @@ from dataclasses import dataclass, field
 
 from phalanx.domain.associations import Associations, Limits
 from phalanx.domain.health import HealthCheck
-from phalanx.domain.queues.model import Queues
+from phalanx.domain.jobspec import JobSpec
+from phalanx.domain.queues.kueue import ClusterQueue
+from phalanx.domain.queues.model import Queues, has_queue_name
 from phalanx.domain.state import Reason
 from phalanx.domain.time import Duration
 
@@ -79,6 +81,9 @@ class Partition:
     profile: str = "phalanx"
     """Id of the scheduling profile (set of plugins) used for this partition."""
     default: bool = False
+    cluster_queue: str | None = None
+    """The ClusterQueue this partition's jobs go to when they name no LocalQueue
+    (``Cluster.cluster_queue_of``)."""
 
     def exceeded_by(self, nodes_min: int, time_limit: Duration | None) -> str | None:
         """The limit of this partition that a job of ``nodes_min`` nodes and ``time_limit``
@@ -107,6 +112,9 @@ class Qos:
     limits: Limits = field(default_factory=Limits)
     """Slurm's QOS limits (``GrpTRES``, ``MaxTRESPerUser``, ``MaxJobsPerUser``, ...):
     quotas the admission plugin holds jobs to (``phalanx.domain.associations``)."""
+    cluster_queue: str | None = None
+    """The ClusterQueue this QOS's jobs go to when they name no LocalQueue; it comes before
+    the partition's (``Cluster.cluster_queue_of``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -173,6 +181,34 @@ class Cluster:
 
     def node_index(self, name: str) -> int | None:
         return self._by_name.get(name)
+
+    def cluster_queue_of(self, spec: JobSpec) -> tuple[ClusterQueue | None, str]:
+        """The ClusterQueue a job goes to, or None and why not. A job that names a LocalQueue
+        (label ``kueue.x-k8s.io/queue-name``, as Kueue's integrations set it) goes where that
+        LocalQueue points. One that names none goes to the ClusterQueue its QOS names, else
+        to its partition's, so that Slurm users (``sbatch -p``, ``--qos``) land in a queue
+        without Kubernetes' labels; else to its namespace's LocalQueue ``default``."""
+        queues = self.queues
+        if not has_queue_name(spec):
+            qos = self.qos.get(spec.qos)
+            name = qos.cluster_queue if qos is not None else None
+            if name is None:
+                part = self.partition(spec.partition)
+                name = part.cluster_queue if part is not None else None
+            if name is not None:
+                return queues.cluster_queue_named(name, spec.account)
+        return queues.cluster_queue_of(spec)
+
+    def queue_routes(self) -> list[tuple[str, str]]:
+        """``(field, ClusterQueue)`` for every partition and QOS that names a ClusterQueue
+        this cluster's queues lack (``partitions.NAME.cluster_queue``), for a clear error."""
+        missing = [
+            (f"{kind}.{name}.cluster_queue", target)
+            for kind, items in (("partitions", self.partitions), ("qos", self.qos))
+            for name, item in items.items()
+            if (target := item.cluster_queue) is not None
+        ]
+        return [(where, cq) for where, cq in missing if cq not in self.queues.cluster_queues]
 
     def default_partition(self) -> Partition:
         for p in self.partitions.values():

@@ -260,10 +260,10 @@ class Engine:
         tier = part.priority_tier if part is not None else 0
         job = Job(job_id, self._seq, spec, self._now, name, tier, limit or DEFAULT_TIME_LIMIT)
         # Under ClusterQueues a pre-filter narrows placement to the flavor it assigns, so only
-        # jobs of one LocalQueue with equal shapes fail to place alike in a pass.
+        # jobs of one queue route (LocalQueue, QOS, partition) with equal shapes place alike.
         key: object = job.shape
         if self.cluster.queues.cluster_queues:
-            key = (job.shape, spec.account, queue_name(spec))
+            key = (job.shape, spec.account, queue_name(spec), name, spec.qos)
         job.key = self._keys.setdefault(key, len(self._keys))
         self.jobs[job_id] = job
         return job

@@ -1,13 +1,13 @@
 """``sshare``: the fair-share tree, as Slurm 22.05 prints it.
 
-Reads ``GET /v1/fairshare`` (one row per account) and ``GET /v1/jobs?all=true`` (who runs in
-which account). Phalanx shares among accounts only: a user has no shares of their own and
-every job gets its account's fair share, which is Slurm's ``Fairshare=parent``. So a user
-row says ``parent`` and repeats its account's figures, its FairShare being the factor the
-user's jobs get. Account rows leave FairShare empty, as Slurm's Fair Tree does; the root
-row has no shares and, by definition, an effective usage of 1. RawUsage is the decayed
-usage in GPU-seconds. Without ``-a`` only the caller's user rows are shown; with ``-U`` only
-user rows (no account rows), as Slurm's ``--Users``.
+Reads ``GET /v1/fairshare`` (one row per account), ``GET /v1/associations`` (the user
+associations) and ``GET /v1/jobs?all=true`` (who runs in which account). Phalanx shares among
+accounts only: a user has no shares of their own and every job gets its account's fair share,
+which is Slurm's ``Fairshare=parent``. So a user row says ``parent`` and repeats its account's
+figures, its FairShare being the factor the user's jobs get. Account rows leave FairShare empty,
+as Slurm's Fair Tree does; the root row has no shares and, by definition, an effective usage of
+1. RawUsage is the decayed usage in GPU-seconds. Without ``-a`` only the caller's user rows are
+shown; with ``-U`` only user rows (no account rows), as Slurm's ``--Users``.
 Exit status: 0, or 1 for a bad option or no controller.
 """
 
@@ -85,10 +85,15 @@ def _me() -> str:
         return str(os.getuid())
 
 
-def _users_by_account() -> dict[str, list[str]]:
-    answer = WireCaller().call_ok("GET", "/v1/jobs", query={"all": True})
+def _users_by_account(caller: WireCaller) -> dict[str, list[str]]:
+    """Each account's users: those of its user associations (``sacctmgr add user``; Slurm's
+    sshare lists these, jobs or not) and, since Phalanx lets a user without an association
+    run, those who have jobs in it."""
     found: dict[str, set[str]] = {}
-    for job in answer["jobs"]:
+    for row in caller.call_ok("GET", "/v1/associations")["associations"]:
+        if row["user"]:
+            found.setdefault(str(row["account"]), set()).add(str(row["user"]))
+    for job in caller.call_ok("GET", "/v1/jobs", query={"all": True})["jobs"]:
         found.setdefault(str(job["account"]), set()).add(str(job["user"]))
     return {account: sorted(users) for account, users in found.items()}
 
@@ -237,8 +242,9 @@ def main(argv: list[str] | None = None) -> int:
         print(exc, file=sys.stderr)
         return exc.status
     try:
-        answer = WireCaller().call_ok("GET", "/v1/fairshare")
-        users = _users_by_account()
+        caller = WireCaller()
+        answer = caller.call_ok("GET", "/v1/fairshare")
+        users = _users_by_account(caller)
     except ControllerUnreachable:
         print(f"sshare: error: {UNREACHABLE}", file=sys.stderr)
         return 1

@@ -135,7 +135,7 @@ def queue_of(job: Job, cluster: Cluster) -> str:
     """The job's queue as the dashboard filters by it: its ClusterQueue where the cluster
     has Kueue queues, else the LocalQueue it names (``default`` when none)."""
     if cluster.queues.cluster_queues:
-        cq, _ = cluster.queues.cluster_queue_of(job.spec)
+        cq, _ = cluster.cluster_queue_of(job.spec)
         if cq is not None:
             return cq.name
     return queue_name(job.spec)
@@ -198,7 +198,7 @@ def quota_rows(cluster: Cluster, running: Iterable[Job]) -> list[QuotaRow]:
         if job.alloc is None:
             continue
         if queues.cluster_queues:
-            cq, _ = queues.cluster_queue_of(job.spec)
+            cq, _ = cluster.cluster_queue_of(job.spec)
             if cq is not None:
                 used[cq.name] = used.get(cq.name, 0.0) + job.alloc.gpus
     rows = []

@@ -47,6 +47,11 @@ def _label(spec: JobSpec, key: str) -> str | None:
     return None
 
 
+def has_queue_name(spec: JobSpec) -> bool:
+    """Whether ``spec`` names its LocalQueue (else it goes to ``default``)."""
+    return _label(spec, QUEUE_NAME_LABEL) is not None
+
+
 def queue_name(spec: JobSpec) -> str:
     """The LocalQueue ``spec`` names (module docstring)."""
     return _label(spec, QUEUE_NAME_LABEL) or DEFAULT_LOCAL_QUEUE
@@ -84,9 +89,13 @@ class Queues:
         local = self.local_queues.get((namespace, name))
         if local is None:
             return None, f"LocalQueue {name} doesn't exist in namespace {namespace}"
-        cq = self.cluster_queues.get(local.cluster_queue)
+        return self.cluster_queue_named(local.cluster_queue, namespace)
+
+    def cluster_queue_named(self, name: str, namespace: str) -> tuple[ClusterQueue | None, str]:
+        """ClusterQueue ``name`` for a job of ``namespace``, or None and why not."""
+        cq = self.cluster_queues.get(name)
         if cq is None:
-            return None, f"ClusterQueue {local.cluster_queue} doesn't exist"
+            return None, f"ClusterQueue {name} doesn't exist"
         selector = cq.namespace_selector
         if selector is None or not selector.matches(namespace_labels(namespace)):
             return None, f"Workload namespace doesn't match ClusterQueue selector ({cq.name})"

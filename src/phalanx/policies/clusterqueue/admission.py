@@ -100,7 +100,7 @@ class Static:
         """(shape key, tasks per node) -> what such a job asks at its largest shape."""
         """Each flavor's nodes within each set of nodes jobs may use (``assign``)."""
         self.nodes = [*self.tree.queues.values(), *self.tree.cohorts.values()]
-        self.targets: dict[tuple[str, str], tuple[ClusterQueue | None, str]] = {}
+        self.targets: dict[tuple[str, str, str, str], tuple[ClusterQueue | None, str]] = {}
         self.by_spec: dict[int, tuple[JobSpec, tuple[ClusterQueue | None, str]]] = {}
         """``targets`` by job spec (a spec never changes; kept with it, so an id reused
         after it is gone is told apart), bounded: every pass asks for every running job."""
@@ -119,14 +119,17 @@ class Static:
         return found
 
     def target(self, queues: Queues, job: Job) -> tuple[ClusterQueue | None, str]:
+        """The job's ClusterQueue by ``Cluster.cluster_queue_of`` (``queues`` is the
+        cluster's: callers hold it already), cached by spec."""
         spec = job.spec
         found = self.by_spec.get(id(spec))
         if found is not None and found[0] is spec:
             return found[1]
-        key = (spec.account, queue_name(spec))
+        key = (spec.account, queue_name(spec), spec.partition or "", spec.qos)
         target = self.targets.get(key)
         if target is None:
-            target = self.targets[key] = queues.cluster_queue_of(spec)
+            # The cluster's routing: a LocalQueue, else the job's QOS or partition.
+            target = self.targets[key] = self.cluster.cluster_queue_of(spec)
         if len(self.by_spec) > _SPECS_KEPT:
             self.by_spec.clear()
         self.by_spec[id(spec)] = (spec, target)

@@ -81,7 +81,7 @@ class ClusterQueuePreempt(CheckpointPreempt):
         queues = cluster.queues
         if not queues.cluster_queues:
             return False
-        cq, _ = queues.cluster_queue_of(job.spec)
+        cq, _ = cluster.cluster_queue_of(job.spec)
         return cq is not None and may_preempt(cq)
 
     def victims(self, job: Job, ctx: PassContext) -> list[Job] | None:
