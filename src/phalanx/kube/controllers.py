@@ -1,15 +1,18 @@
 """The workload runner: the reconcilers of ``phalanx.workloads`` carried out against the
 object store and the live controller.
 
-Event-driven: the store's commits (a Job, PyTorchJob, Volcano Job, JobSet or pod added, changed
-or deleted) and the controller's decisions (``Controller.watch``: a job started, ended, ...)
-mark workloads dirty; ``drain`` (deferred onto the loop, never run inside a store callback)
-reconciles each once and carries its ``Plan`` out: pods created, pods updated (spec, then
-status), engine jobs submitted under their idempotency keys and the pods annotated with their
-job ids, cancels, pod deletions, the workload's status, Events, and the workload's deletion
-after its TTL. ``tick`` (every second or so) looks again at workloads with pending pods, whose
-engine reason or expected start may change without a decision, and at those that asked to be
-woken.
+Event-driven: the store's commits (a Job, PyTorchJob, Volcano Job, JobSet, Deployment,
+ReplicaSet or pod added, changed or deleted) and the controller's decisions
+(``Controller.watch``: a job started, ended, ...) mark workloads dirty; ``drain`` (deferred
+onto the loop, never run inside a store callback) reconciles each once and carries its
+``Plan`` out: pods created, pods updated (spec, then status), engine jobs submitted under
+their idempotency keys and the pods annotated with their job ids, cancels, pod deletions, the
+workload's status, Events, and the workload's deletion after its TTL. ``tick`` (every second
+or so) looks again at workloads with pending pods, whose engine reason or expected start may
+change without a decision, and at those that asked to be woken.
+
+A JobSet's and a Deployment's plans act on their children (Jobs, ReplicaSets), which are
+reconciled in turn; a child's change marks its parent.
 
 Kubernetes workloads are ordinary engine jobs (account = namespace), so ``squeue``/``sacct``
 show them. The requesting user is the workload's ``phalanx.io/user`` annotation, which the
@@ -22,39 +25,60 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import pwd
-import secrets
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 from phalanx.domain.caller import Caller
-from phalanx.domain.cluster import Cluster
 from phalanx.domain.jobspec import JobSpec
 from phalanx.domain.time import Instant
 from phalanx.errors import PhalanxError, SpecError
 from phalanx.kube.errors import KubeError
 from phalanx.kube.resources import ANNOTATION_USER
-from phalanx.sched.job import Job
+from phalanx.kube.workload_ports import (
+    DEPLOYMENTS,
+    JOBS,
+    JOBSETS,
+    PODS,
+    PRIORITY_CLASSES,
+    PYTORCHJOBS,
+    REPLICASETS,
+    VCJOBS,
+    Engine,
+    Key,
+    Obj,
+    Resource,
+    Store,
+    engine_job,
+    key_of,
+    known_user,
+    log_path,
+    owner_of,
+    random_name,
+)
+from phalanx.workloads import deployment, jobset, pytorchjob, replicaset, vcjob, volcano
 from phalanx.workloads import job as batch_job
-from phalanx.workloads import jobset, pytorchjob, vcjob, volcano
 from phalanx.workloads import training as pytorch_labels
 from phalanx.workloads.events import event
 from phalanx.workloads.plan import (
     ANNOTATION_JOB_ID,
     ANNOTATION_KEY,
-    ANNOTATION_LOG,
     ANNOTATION_RANK,
     Context,
-    EngineJob,
     Plan,
 )
 from phalanx.workloads.pods import engine_id
 from phalanx.workloads.podspec import LOCALHOST
+from phalanx.workloads.selectors import match_labels
 
 __all__ = [
     "ANNOTATION_USER",
+    "DEPLOYMENTS",
+    "JOBS",
     "JOBSETS",
+    "PODS",
+    "PYTORCHJOBS",
+    "REPLICASETS",
     "VCJOBS",
     "Engine",
     "Store",
@@ -64,125 +88,6 @@ __all__ = [
 ]
 
 log = logging.getLogger("phalanx.kube.workloads")
-
-Resource = tuple[str, str]
-Obj = dict[str, Any]
-JOBS: Resource = ("batch", "jobs")
-PYTORCHJOBS: Resource = ("kubeflow.org", "pytorchjobs")
-VCJOBS: Resource = ("batch.volcano.sh", "jobs")
-JOBSETS: Resource = ("jobset.x-k8s.io", "jobsets")
-PODS: Resource = ("", "pods")
-EVENTS: Resource = ("", "events")
-PRIORITY_CLASSES: Resource = ("scheduling.k8s.io", "priorityclasses")
-_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
-_KINDS: dict[tuple[str, str], Resource] = {
-    ("batch/v1", "Job"): JOBS,
-    ("kubeflow.org/v1", "PyTorchJob"): PYTORCHJOBS,
-    ("batch.volcano.sh/v1alpha1", "Job"): VCJOBS,
-    ("jobset.x-k8s.io/v1alpha2", "JobSet"): JOBSETS,
-}
-Key = tuple[Resource, str, str]
-"""(resource, namespace, name) of a workload."""
-
-
-class Store(Protocol):
-    """The object store as the runner uses it (``phalanx.kube.store.ObjectStore``)."""
-
-    def get(self, resource: Resource, namespace: str | None, name: str) -> Obj | None: ...
-
-    def list(
-        self,
-        resource: Resource,
-        namespace: str | None = None,
-        labels: Mapping[str, str] | None = None,
-    ) -> list[Obj]: ...
-
-    def create(self, obj: Obj) -> Obj: ...
-
-    def update(self, obj: Obj) -> Obj: ...
-
-    def update_status(self, obj: Obj) -> Obj: ...
-
-    def delete(self, resource: Resource, namespace: str | None, name: str) -> Any: ...
-
-    def subscribe(self, callback: Callable[[str, Obj], None]) -> None: ...
-
-
-class Engine(Protocol):
-    """The live controller as the runner uses it (``phalanx.live.controller.Controller``)."""
-
-    @property
-    def cluster(self) -> Cluster: ...
-
-    def check(self, spec: JobSpec) -> None:
-        """Raise ``SpecError`` for a request that can never run here."""
-
-    def submit(self, specs: Sequence[JobSpec], key: str = "") -> list[list[int]]: ...
-
-    def cancel(self, job_id: int, caller: Caller) -> list[int]: ...
-
-    def jobs(self, *, finished: bool = False, ids: Iterable[int] | None = None) -> list[Job]: ...
-
-
-def log_path(pod: Mapping[str, Any]) -> Path | None:
-    """The file a pod's container output goes to (``kubectl logs``), None for a pod that no
-    workload of Phalanx made. The file exists once the pod's task has started."""
-    value = ((pod.get("metadata") or {}).get("annotations") or {}).get(ANNOTATION_LOG)
-    return Path(value) if isinstance(value, str) and value else None
-
-
-def engine_job(job: Job, cluster: Cluster, address: Callable[[str], str]) -> EngineJob:
-    """What the reconcilers see of the engine's ``job``."""
-    nodes: tuple[str, ...] = ()
-    if job.alloc is not None and job.start is not None:
-        names = [cluster.nodes[i].name for i in job.alloc.nodes]
-        per_node = job.spec.tasks_per_node  # ranks go node by node (block distribution)
-        nodes = tuple(names[rank // per_node] for rank in range(len(names) * per_node))
-    return EngineJob(
-        id=job.id,
-        state=job.state,
-        reason=str(job.reason),
-        message=job.reason_message,
-        expected_start=job.expected_start,
-        start=job.start,
-        end=job.end,
-        exit_code=job.exit_code,
-        signal=job.exit_signal,
-        nodes=nodes,
-        addresses=tuple(address(n) for n in nodes),
-        restarts=job.restarts,
-    )
-
-
-def _known_user(name: str) -> bool:
-    """Whether this machine knows the user ``name`` (the launches look its uid up)."""
-    try:
-        pwd.getpwnam(name)
-    except KeyError:
-        return False
-    return True
-
-
-def _random_name() -> str:
-    return "".join(secrets.choice(_ALPHABET) for _ in range(5))
-
-
-def _key_of(obj: Mapping[str, Any]) -> Key | None:
-    resource = _KINDS.get((str(obj.get("apiVersion")), str(obj.get("kind"))))
-    if resource is None:
-        return None
-    meta = obj.get("metadata") or {}
-    return resource, str(meta.get("namespace", "default")), str(meta.get("name"))
-
-
-def _owner_of(pod: Mapping[str, Any]) -> Key | None:
-    meta = pod.get("metadata") or {}
-    for ref in meta.get("ownerReferences") or ():
-        if ref.get("controller"):
-            resource = _KINDS.get((str(ref.get("apiVersion")), str(ref.get("kind"))))
-            if resource is not None:
-                return resource, str(meta.get("namespace", "default")), str(ref.get("name"))
-    return None
 
 
 class WorkloadRunner:
@@ -202,9 +107,9 @@ class WorkloadRunner:
         workdir: str = "/tmp",
         default_user: str = "root",
         address: Callable[[str], str] = lambda _node: LOCALHOST,
-        names: Callable[[], str] = _random_name,
+        names: Callable[[], str] = random_name,
         later: Callable[[Callable[[], None]], Any] | None = None,
-        known_user: Callable[[str], bool] = _known_user,
+        known_user: Callable[[str], bool] = known_user,
     ) -> None:
         self.store = store
         self.engine = engine
@@ -245,26 +150,26 @@ class WorkloadRunner:
         self.store.subscribe(self.on_object)
         if watch is not None:
             watch(self.on_jobs)
-        for resource in (JOBS, PYTORCHJOBS, VCJOBS, JOBSETS):
+        for resource in (JOBS, PYTORCHJOBS, VCJOBS, JOBSETS, REPLICASETS, DEPLOYMENTS):
             for obj in self.store.list(resource):
-                key = _key_of(obj)
+                key = key_of(obj)
                 if key is not None:
                     self._mark(key)
 
     def on_object(self, kind: str, obj: Obj) -> None:
-        key = _key_of(obj)
+        key = key_of(obj)
         if key is not None:
             if kind == "DELETED":
                 self._forget(key, obj)
             else:
                 self._mark(key)
-            parent = _owner_of(obj)  # a JobSet's child Job
+            parent = owner_of(obj)  # a JobSet's child Job
             if parent is not None:
                 self._mark(parent)
             return
         if obj.get("kind") != "Pod":
             return
-        owner = _owner_of(obj)
+        owner = owner_of(obj)
         if kind == "DELETED":
             meta = obj.get("metadata") or {}
             found = self.assigned.pop((str(meta.get("namespace")), str(meta.get("name"))), None)
@@ -348,9 +253,13 @@ class WorkloadRunner:
         uid = (obj.get("metadata") or {}).get("uid")
         if resource == JOBSETS:
             return self._reconcile_jobset(key, obj, str(uid))
+        if resource == DEPLOYMENTS:
+            return self._reconcile_deployment(key, obj, str(uid))
         # the controllers' own labels narrow the list (only what matches is copied)
         labels: dict[str, str]
-        if resource == JOBS:
+        if resource == REPLICASETS:
+            labels = match_labels((obj.get("spec") or {}).get("selector"))
+        elif resource == JOBS:
             labels = {batch_job.CONTROLLER_UID: str(uid)}
         elif resource == VCJOBS:
             labels = {volcano.JOB_NAME: name}
@@ -382,6 +291,8 @@ class WorkloadRunner:
             plan = batch_job.reconcile(obj, pods, jobs, now, ctx, self.names)
         elif resource == VCJOBS:
             plan = vcjob.reconcile(obj, pods, jobs, now, ctx, self.names)
+        elif resource == REPLICASETS:
+            plan = replicaset.reconcile(obj, pods, jobs, now, ctx, self.names)
         else:
             plan = pytorchjob.reconcile(obj, pods, jobs, now, ctx)
         self.reconciles += 1
@@ -390,24 +301,47 @@ class WorkloadRunner:
 
     def _reconcile_jobset(self, key: Key, obj: Obj, uid: str) -> Plan:
         """A JobSet's pass: its plan creates and deletes child Jobs, not pods."""
-        resource, namespace, name = key
-        children = [
-            j
-            for j in self.store.list(JOBS, namespace, {jobset.JOBSET_NAME: name})
+        children = self._children(JOBS, key[1], {jobset.JOBSET_NAME: key[2]}, uid)
+        plan = jobset.reconcile(obj, children, self.clock(), self._context(obj))
+        return self._carry_out_children(key, JOBS, plan)
+
+    def _reconcile_deployment(self, key: Key, obj: Obj, uid: str) -> Plan:
+        """A Deployment's pass: its plan creates, scales and deletes ReplicaSets."""
+        labels = match_labels((obj.get("spec") or {}).get("selector"))
+        children = self._children(REPLICASETS, key[1], labels, uid)
+        plan = deployment.reconcile(obj, children, self.clock(), self._context(obj))
+        return self._carry_out_children(key, REPLICASETS, plan)
+
+    def _children(
+        self, resource: Resource, namespace: str, labels: Mapping[str, str], uid: str
+    ) -> list[Obj]:
+        """The objects of ``resource`` whose controller is the object ``uid``."""
+        return [
+            o
+            for o in self.store.list(resource, namespace, labels)
             if any(
                 r.get("uid") == uid and r.get("controller")
-                for r in (j.get("metadata") or {}).get("ownerReferences") or ()
+                for r in (o.get("metadata") or {}).get("ownerReferences") or ()
             )
         ]
-        plan = jobset.reconcile(obj, children, self.clock(), self._context(obj))
+
+    def _carry_out_children(self, key: Key, child: Resource, plan: Plan) -> Plan:
+        resource, namespace, name = key
         self.reconciles += 1
-        for child in plan.create:
-            self._quietly(self.store.create, child)
-        for child in plan.update:  # spec.suspend passed on
-            meta = {k: v for k, v in child["metadata"].items() if k != "resourceVersion"}
-            self._quietly(self.store.update, {**child, "metadata": meta})
+        for made in plan.create:
+            self._quietly(self.store.create, made)
+        for changed in plan.update:  # a JobSet's spec.suspend, a ReplicaSet's replicas
+            meta = {k: v for k, v in changed["metadata"].items() if k != "resourceVersion"}
+            self._quietly(self.store.update, {**changed, "metadata": meta})
         for child_name in plan.delete:
-            self._quietly(self.store.delete, JOBS, namespace, child_name)
+            self._quietly(self.store.delete, child, namespace, child_name)
+        if plan.annotate:
+            current = self.store.get(resource, namespace, name)
+            if current is not None:
+                meta = current["metadata"]
+                meta["annotations"] = {**(meta.get("annotations") or {}), **plan.annotate}
+                meta.pop("resourceVersion", None)
+                self._quietly(self.store.update, current)
         if plan.status is not None:
             self.backlog[key] = plan.status
         self.backlog_events.extend(plan.events)
@@ -438,7 +372,13 @@ class WorkloadRunner:
                 classes[str((pc.get("metadata") or {}).get("name"))] = value
                 if pc.get("globalDefault"):
                     default = value
+        part = self.engine.cluster.partition(None)
+        unlimited = Context.service_time_limit
+        if part is not None and part.max_time is not None:
+            unlimited = min(unlimited, part.max_time)
         return Context(
+            service_time_limit=unlimited,
+            qos_names=frozenset(self.engine.cluster.qos),
             user=str(annotations.get(ANNOTATION_USER) or self.default_user),
             log_dir=self.log_dir,
             workdir=self.workdir,

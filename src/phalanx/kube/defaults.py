@@ -1,9 +1,10 @@
 """Defaults kube-apiserver fills in on create, for the built-in kinds whose controllers and
 printers rely on them: a Job's selector and its pods' labels (``batch.kubernetes.io/
 controller-uid``, ``job-name``), its completions, parallelism, backoffLimit and completionMode;
-a Pod's restartPolicy, dnsPolicy, schedulerName, grace period and phase; a Service's type and
-session affinity. Values from k8s.io/kubernetes ``pkg/apis/*/v1/defaults.go`` and the Job
-registry strategy."""
+a Pod's restartPolicy, dnsPolicy, schedulerName, grace period and phase; a Deployment's and a
+ReplicaSet's replicas, strategy (25% surge and unavailability), revisionHistoryLimit,
+progressDeadlineSeconds and their pod template's; a Service's type and session affinity.
+Values from k8s.io/kubernetes ``pkg/apis/*/v1/defaults.go`` and the Job registry strategy."""
 
 from __future__ import annotations
 
@@ -34,6 +35,25 @@ def _pod_spec(spec: dict[str, Any], restart: str) -> None:
         container.setdefault("resources", {})
 
 
+def _apps(kind: str, spec: dict[str, Any]) -> None:
+    """``SetDefaults_Deployment`` and ``SetDefaults_ReplicaSet`` (apps/v1)."""
+    spec.setdefault("replicas", 1)
+    if kind == "Deployment":
+        strategy = spec.setdefault("strategy", {})
+        if isinstance(strategy, dict):
+            strategy.setdefault("type", "RollingUpdate")
+            if strategy["type"] == "RollingUpdate":
+                rolling = strategy.setdefault("rollingUpdate", {})
+                if isinstance(rolling, dict):
+                    rolling.setdefault("maxUnavailable", "25%")
+                    rolling.setdefault("maxSurge", "25%")
+        spec.setdefault("revisionHistoryLimit", 10)
+        spec.setdefault("progressDeadlineSeconds", 600)
+    template = spec.get("template")
+    if isinstance(template, dict) and isinstance(template.get("spec"), dict):
+        _pod_spec(template["spec"], "Always")
+
+
 def before_create(kind: Kind, obj: dict[str, Any]) -> None:
     """Defaults that do not depend on the object's uid (filled in place)."""
     spec = obj.get("spec")
@@ -55,6 +75,8 @@ def before_create(kind: Kind, obj: dict[str, Any]) -> None:
         template = spec.get("template")
         if isinstance(template, dict) and isinstance(template.get("spec"), dict):
             _pod_spec(template["spec"], "Never")
+    elif kind.group == "apps" and kind.kind in ("Deployment", "ReplicaSet"):
+        _apps(kind.kind, spec)
     elif kind.group == "" and kind.kind == "Service":
         spec.setdefault("type", "ClusterIP")
         spec.setdefault("sessionAffinity", "None")

@@ -16,7 +16,8 @@ from typing import Any
 
 from phalanx.domain.jobspec import JobSpec
 from phalanx.domain.state import JobState
-from phalanx.domain.time import Instant
+from phalanx.domain.time import SECOND, Duration, Instant
+from phalanx.workloads.events import event
 
 __all__ = [
     "ANNOTATION_JOB_ID",
@@ -29,6 +30,7 @@ __all__ = [
     "NameSource",
     "Plan",
     "Submission",
+    "refused",
 ]
 
 Obj = dict[str, Any]
@@ -87,6 +89,14 @@ class Context:
     """How many nodes a gang may spread over: one pod per node where there are enough."""
     partition: str | None = None
     qos: str = "normal"
+    qos_names: frozenset[str] = frozenset()
+    """The cluster's QOS names: a service pod whose PriorityClass has one of these names runs
+    under that QOS, and preempts what that QOS may preempt."""
+    service_time_limit: Duration = 365 * 24 * 3600 * SECOND
+    """The time limit of a pod that never ends by itself (``restartPolicy: Always``, a
+    ReplicaSet's): a year, Slurm's UNLIMITED as the engine can keep it on its timeline, or the
+    partition's MaxTime where that is shorter (the runner sets it), so that the partition's
+    DefaultTime never ends a service."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -113,8 +123,24 @@ class Plan:
     events: list[Obj] = field(default_factory=list)
     delete_self: bool = False
     """``ttlSecondsAfterFinished`` has passed: delete the object (and its pods with it)."""
+    annotate: dict[str, str] = field(default_factory=dict)
+    """Annotations to set on the object itself (a Deployment's revision)."""
     wake_at: Instant | None = None
     """Reconcile again then even if nothing changes (a deadline, a TTL)."""
 
     def wake(self, at: Instant) -> None:
         self.wake_at = at if self.wake_at is None else min(self.wake_at, at)
+
+
+def refused(obj: Mapping[str, Any], message: str, now: Instant, component: str) -> Plan:
+    """The plan for an object whose spec cannot be acted on: one ``FailedCreate`` warning per
+    generation (``status.observedGeneration`` records that it was seen), nothing else."""
+    plan = Plan()
+    generation = (obj.get("metadata") or {}).get("generation")
+    status = dict(obj.get("status") or {})
+    if generation is not None and status.get("observedGeneration") == generation:
+        return plan
+    plan.events.append(event(obj, "FailedCreate", message, now, warning=True, component=component))
+    if generation is not None:
+        plan.status = {**status, "observedGeneration": generation}
+    return plan

@@ -33,10 +33,12 @@ __all__ = [
     "controller_ref",
     "engine_id",
     "is_active",
+    "is_ready",
     "new_pod",
     "phase",
     "pod_events",
     "pod_status",
+    "ready_since",
     "refresh",
 ]
 
@@ -117,6 +119,26 @@ def phase(pod: Mapping[str, Any]) -> str:
 
 def is_active(pod: Mapping[str, Any]) -> bool:
     return phase(pod) in ACTIVE_PHASES
+
+
+def is_ready(pod: Mapping[str, Any]) -> bool:
+    """Running and ``Ready``: the pod's ``Ready`` condition where it has one, else running is
+    ready (Kubernetes' rule for a container without a readinessProbe)."""
+    if phase(pod) != "Running":
+        return False
+    ready = condition((pod.get("status") or {}).get("conditions") or (), "Ready")
+    return ready is None or ready.get("status") == "True"
+
+
+def ready_since(pod: Mapping[str, Any]) -> str | None:
+    """When a ready pod became ready (RFC 3339): its ``Ready`` condition's transition, else
+    its start; None if it is not ready."""
+    if not is_ready(pod):
+        return None
+    status = pod.get("status") or {}
+    ready = condition(status.get("conditions") or (), "Ready")
+    since = ready.get("lastTransitionTime") if ready is not None else None
+    return str(since or status.get("startTime") or "") or None
 
 
 def pod_status(pod: Mapping[str, Any], job: EngineJob | None, now: Instant) -> dict[str, Any]:
