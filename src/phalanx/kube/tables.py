@@ -117,8 +117,16 @@ def _pod_status(o: dict[str, Any], now: float) -> str:
     return str(_get(o, "status.phase", "Pending"))
 
 
-def _restarts(o: dict[str, Any], now: float) -> int:
-    return sum(int(s.get("restartCount", 0)) for s in _get(o, "status.containerStatuses", []))
+def _restarts(o: dict[str, Any], now: float) -> str:
+    """``3 (5s ago)``: the restarts and, after one, how long since the last ended (the
+    latest ``lastState.terminated.finishedAt``), as kube-apiserver prints them."""
+    statuses = _get(o, "status.containerStatuses", [])
+    count = sum(int(s.get("restartCount", 0)) for s in statuses)
+    ends = [_ts(_get(s, "lastState.terminated.finishedAt")) for s in statuses]
+    last = max((at for at in ends if at is not None), default=None)
+    if count and last is not None:
+        return f"{count} ({human_duration(now - last)} ago)"
+    return str(count)
 
 
 def _conditions_true(o: dict[str, Any]) -> list[str]:

@@ -47,6 +47,7 @@ class Workloads:
             default_user=user,
             address=address,
             later=lambda fn: loop.call_later(FLUSH_S, fn),
+            containers=controller.fleet.containers.get,
         )
         self.endpoints = EndpointsRunner(store, loop.call_soon)
         self._task: asyncio.Task[None] | None = None
@@ -54,6 +55,8 @@ class Workloads:
     def start(self) -> None:
         self.runner.start(self.controller.watch)
         self.endpoints.start()
+        # a container's report changed (ready, restarts, state): its pod's status follows
+        self.controller.fleet.containers.subscribe(self.runner.on_jobs)
         self._task = asyncio.create_task(self._ticks())
 
     async def _ticks(self) -> None:
