@@ -5,7 +5,9 @@ from __future__ import annotations
 import pytest
 
 from phalanx.kube import kinds
-from phalanx.kube.tables import age, human_duration, table
+from phalanx.kube.store import ObjectStore
+from phalanx.kube.tables import age, human_duration, table, table_json
+from phalanx.kube.wire import dumps
 
 NOW = 1_800_000_000.0
 
@@ -67,3 +69,49 @@ def test_pod_and_job_rows() -> None:
     jobs = kinds.by_resource("batch", "jobs")
     assert jobs is not None
     assert table(jobs, [job], NOW)["rows"][0]["cells"][:3] == ["j", "Complete", "4/4"]
+
+
+def test_table_json_is_the_table_and_keeps_only_what_the_time_cannot_move() -> None:
+    store = ObjectStore(clock=lambda: 1_700_000_000.0)
+    store.create(
+        {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {"name": "p", "namespace": "default"},
+            "spec": {"containers": [{"name": "c", "image": "x"}]},
+            "status": {"phase": "Running", "containerStatuses": [{"ready": True}]},
+        }
+    )
+    for name, status in (
+        ("running", {"startTime": "2023-11-14T22:13:20Z", "active": 1}),
+        (
+            "done",
+            {
+                "startTime": "2023-11-14T22:13:20Z",
+                "completionTime": "2023-11-14T22:15:20Z",
+                "succeeded": 1,
+                "conditions": [{"type": "Complete", "status": "True"}],
+            },
+        ),
+    ):
+        made = store.create(
+            {
+                "apiVersion": "batch/v1",
+                "kind": "Job",
+                "metadata": {"name": name, "namespace": "default"},
+                "spec": {"template": {"spec": {"containers": []}}},
+            }
+        )
+        store.update_status({**made, "status": status})
+    for resource in (("", "pods"), ("batch", "jobs")):
+        kind = kinds.by_resource(*resource)
+        assert kind is not None
+        objects = store.list(resource, copy=False)
+        # later and later: the Age and Duration cells move, the memo must not freeze them
+        for now in (1_700_000_100.0, 1_700_090_000.0, 1_800_000_000.0):
+            for include in ("Metadata", "Object", "None"):
+                want = dumps(table(kind, objects, now, include=include, resource_version="7"))
+                got = table_json(
+                    kind, objects, now, include=include, resource_version="7", memo=store.memo
+                )
+                assert got == want

@@ -84,6 +84,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="S",
         help="seconds without an agent before its node is marked down",
     )
+    parser.add_argument(
+        "--horizontal-pod-autoscaler-sync-period",
+        dest="hpa_sync",
+        type=float,
+        default=15.0,
+        metavar="S",
+        help="seconds between HorizontalPodAutoscaler syncs (kube-controller-manager's flag)",
+    )
     parser.add_argument("--gpus", type=int, help="GPUs of this machine, to emulate them")
     parser.add_argument("--gpu-model", help="GPU model of this machine, to emulate it")
     parser.add_argument("--cpus", type=int, help="CPUs of this machine (emulation)")
@@ -201,6 +209,7 @@ def run(args: argparse.Namespace) -> int:
         admins=frozenset(args.admin),
         epilog_ms=args.epilog,
         dead_after_ms=args.dead_after * 1000,
+        hpa_sync_ms=round(args.hpa_sync * 1000),
         tokens=_tokens(args.tokens) if args.tokens is not None else {},
         kube_port=kube_port(args),
     )

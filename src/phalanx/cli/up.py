@@ -71,6 +71,8 @@ def _controller_argv(args: argparse.Namespace, state: Path) -> list[str]:
         str(args.epilog),
         "--dead-after",
         str(args.dead_after),
+        "--horizontal-pod-autoscaler-sync-period",
+        str(args.hpa_sync),
         "--log-level",
         args.log_level,
         # phalanx up is for a machine that may run other controllers: any free port unless told.

@@ -3,8 +3,9 @@ printers rely on them: a Job's selector and its pods' labels (``batch.kubernetes
 controller-uid``, ``job-name``), its completions, parallelism, backoffLimit and completionMode;
 a Pod's restartPolicy, dnsPolicy, schedulerName, grace period and phase; a Deployment's and a
 ReplicaSet's replicas, strategy (25% surge and unavailability), revisionHistoryLimit,
-progressDeadlineSeconds and their pod template's; a Service's type and session affinity.
-Values from k8s.io/kubernetes ``pkg/apis/*/v1/defaults.go`` and the Job registry strategy."""
+progressDeadlineSeconds and their pod template's; a Service's type and session affinity; a
+HorizontalPodAutoscaler's minReplicas, metric and behavior. Values from k8s.io/kubernetes
+``pkg/apis/*/v1/defaults.go`` (``autoscaling/v2`` for the HPA) and the Job registry strategy."""
 
 from __future__ import annotations
 
@@ -33,6 +34,34 @@ def _pod_spec(spec: dict[str, Any], restart: str) -> None:
         container.setdefault("terminationMessagePath", "/dev/termination-log")
         container.setdefault("terminationMessagePolicy", "File")
         container.setdefault("resources", {})
+
+
+def _hpa(spec: dict[str, Any]) -> None:
+    """``autoscaling/v2`` ``SetDefaults_HorizontalPodAutoscaler``: minReplicas 1, cpu at 80 %
+    when no metric is given; a given ``behavior`` gets its missing rules and fields (the
+    scale-down window stays unset: the controller's flag decides it)."""
+    spec.setdefault("minReplicas", 1)
+    if not spec.get("metrics"):
+        target = {"type": "Utilization", "averageUtilization": 80}
+        spec["metrics"] = [{"type": "Resource", "resource": {"name": "cpu", "target": target}}]
+    behavior = spec.get("behavior")
+    if not isinstance(behavior, dict):
+        return
+    up = behavior.setdefault("scaleUp", {})
+    if isinstance(up, dict):
+        up.setdefault("stabilizationWindowSeconds", 0)
+        up.setdefault("selectPolicy", "Max")
+        up.setdefault(
+            "policies",
+            [
+                {"type": "Pods", "value": 4, "periodSeconds": 15},
+                {"type": "Percent", "value": 100, "periodSeconds": 15},
+            ],
+        )
+    down = behavior.setdefault("scaleDown", {})
+    if isinstance(down, dict):
+        down.setdefault("selectPolicy", "Max")
+        down.setdefault("policies", [{"type": "Percent", "value": 100, "periodSeconds": 15}])
 
 
 def _apps(kind: str, spec: dict[str, Any]) -> None:
@@ -75,6 +104,8 @@ def before_create(kind: Kind, obj: dict[str, Any]) -> None:
         template = spec.get("template")
         if isinstance(template, dict) and isinstance(template.get("spec"), dict):
             _pod_spec(template["spec"], "Never")
+    elif kind.group == "autoscaling" and kind.kind == "HorizontalPodAutoscaler":
+        _hpa(spec)
     elif kind.group == "apps" and kind.kind in ("Deployment", "ReplicaSet"):
         _apps(kind.kind, spec)
     elif kind.group == "" and kind.kind == "Service":

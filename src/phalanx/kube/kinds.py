@@ -3,7 +3,7 @@ subresources -- what discovery (``/api/v1``, ``/apis/GROUP/VERSION``) lists and 
 routes and the store look resources up by.
 
 Names, short names and categories follow the upstream definitions (kube-apiserver's built-in
-types, Kueue's, Volcano's, the training operator's and JobSet's CRDs)."""
+types, Kueue's, Volcano's, the training operator's, JobSet's and KServe's CRDs)."""
 
 from __future__ import annotations
 
@@ -113,6 +113,7 @@ KINDS: tuple[Kind, ...] = (
         "horizontalpodautoscalers",
         short=("hpa",),
         cat=("all",),
+        also=("v1",),
     ),
     _k(
         "scheduling.k8s.io/v1",
@@ -142,6 +143,7 @@ KINDS: tuple[Kind, ...] = (
         short=("q", "queue-v1beta1"),
     ),
     _k("jobset.x-k8s.io/v1alpha2", "JobSet", "jobsets"),
+    _k("serving.kserve.io/v1beta1", "InferenceService", "inferenceservices", short=("isvc",)),
     # Kueue serves v1beta2 (its examples' version) and v1beta1; Cohort also v1alpha1.
     _k(
         "kueue.x-k8s.io/v1beta2",

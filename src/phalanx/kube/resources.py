@@ -10,6 +10,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from phalanx.kube.conversion import convert
 from phalanx.kube.errors import (
     BadRequest,
     FieldCause,
@@ -23,7 +24,7 @@ from phalanx.kube.openapi import FieldError, bad_request_message, prune
 from phalanx.kube.patch import APPLY, apply_patch
 from phalanx.kube.selectors import Predicate, field_selector, label_selector
 from phalanx.kube.store import ObjectStore, copy_obj, timestamp
-from phalanx.kube.tables import table
+from phalanx.kube.tables import table, table_json
 
 __all__ = ["ANNOTATION_USER", "SERVER_PREFIX", "Request", "Resources", "Validator"]
 
@@ -37,6 +38,10 @@ BUILTIN_GROUPS = frozenset(
 # batch/v1 Jobs orphan their pods unless told otherwise (their DefaultGarbageCollectionPolicy);
 # kubectl and the clients ask for Background explicitly.
 _ORPHAN_BY_DEFAULT = frozenset((("batch", "jobs"),))
+
+
+def _dumps(value: Any) -> bytes:
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False).encode()
 
 
 def _cause(error: FieldError) -> FieldCause:
@@ -66,10 +71,9 @@ class Request:
         return self.kind.api_version_of(self.version or self.kind.version)
 
     def as_served(self, obj: dict[str, Any]) -> dict[str, Any]:
-        """``obj`` with the apiVersion of this request (a shallow copy where it differs)."""
-        if obj.get("apiVersion") == self.api_version:
-            return obj
-        return {**obj, "apiVersion": self.api_version}
+        """``obj`` as the version of this request has it (``obj`` itself where it already
+        is; else a copy, converted: ``phalanx.kube.conversion``)."""
+        return convert(obj, self.api_version)
 
 
 SERVER_PREFIX = "phalanx.io/"
@@ -145,7 +149,7 @@ class Resources:
 
     def get(self, req: Request) -> dict[str, Any]:
         assert req.name is not None
-        found = self.store.get(req.kind.resource, req.namespace, req.name)
+        found = self.store.peek(req.kind.resource, req.namespace, req.name)  # only read
         if found is None:
             raise NotFound(req.kind.resource, req.name)
         if req.subresource == "scale":
@@ -207,7 +211,9 @@ class Resources:
         found.setdefault("spec", {})["replicas"] = replicas
         return self.scale(req, self.store.update(found, dry_run=_dry_run(req.query)))
 
-    def list(self, req: Request) -> dict[str, Any]:
+    def _page(self, req: Request) -> tuple[list[dict[str, Any]], int, str, int | None]:
+        """A list's objects (the store's own, as served), resourceVersion, continue token and
+        remaining count."""
         kind = req.kind
         rv = self.store.resource_version
         try:
@@ -224,26 +230,61 @@ class Resources:
         if more:
             last = items[-1]["metadata"]
             next_token = _token(last.get("namespace", ""), last["name"], rv)
+        return items, rv, next_token, remaining
+
+    def _list_meta(self, rv: int, next_token: str, remaining: int | None) -> dict[str, Any]:
+        meta: dict[str, Any] = {"resourceVersion": str(rv)}
+        if next_token:
+            meta["continue"] = next_token
+            if remaining is not None:
+                meta["remainingItemCount"] = remaining
+        return meta
+
+    def list(self, req: Request) -> dict[str, Any]:
+        items, rv, next_token, remaining = self._page(req)
         if req.table:
             return table(
-                kind,
+                req.kind,
                 items,
                 self.clock(),
                 include=req.query.get("includeObject", "Metadata"),
                 resource_version=str(rv),
                 continue_=next_token,
             )
-        meta: dict[str, Any] = {"resourceVersion": str(rv)}
-        if next_token:
-            meta["continue"] = next_token
-            if remaining is not None:
-                meta["remainingItemCount"] = remaining
         return {
-            "kind": f"{kind.kind}List",
+            "kind": f"{req.kind.kind}List",
             "apiVersion": req.api_version,
-            "metadata": meta,
+            "metadata": self._list_meta(rv, next_token, remaining),
             "items": items,
         }
+
+    def list_json(self, req: Request) -> bytes:
+        """``list(req)`` encoded as JSON, the same bytes, with what each object contributes
+        (its JSON, or its table row but the cells that move with the time) kept per object
+        version (``ObjectStore.memo``): a list of 10,000 unchanged pods encodes little."""
+        items, rv, next_token, remaining = self._page(req)
+        memo = self.store.memo
+        if req.table:
+            return table_json(
+                req.kind,
+                items,
+                self.clock(),
+                include=req.query.get("includeObject", "Metadata"),
+                resource_version=str(rv),
+                continue_=next_token,
+                memo=memo,
+            )
+        head = _dumps(
+            {
+                "kind": f"{req.kind.kind}List",
+                "apiVersion": req.api_version,
+                "metadata": self._list_meta(rv, next_token, remaining),
+                "items": [],
+            }
+        )
+        slot = ("json", req.api_version)
+        body = b",".join(memo(o, slot, _dumps) for o in items)
+        return head[:-2] + body + head[-2:]
 
     # -- writes --------------------------------------------------------------------------
 
@@ -298,8 +339,13 @@ class Resources:
                 name = str(meta.get("name", ""))
                 raise Invalid(kind.group, kind.kind, name, [_cause(e) for e in errors])
             req.warnings.extend(warnings)
-            prune(body)  # accepted with unknown fields (Warn, Ignore): they are dropped
-        return body
+            # Accepted with unknown fields (Warn, Ignore): they are dropped. Every unknown
+            # field is a warning in Warn mode (and an error in Strict): without any, there
+            # is nothing to prune and the object need not be walked again.
+            if warnings or mode == "Ignore":
+                prune(body)
+        # Kept in the kind's stored version; answered in the request's (``as_served``).
+        return convert(body, kind.api_version)
 
     def create(self, req: Request, body: Any) -> dict[str, Any]:
         if req.kind.namespaced and req.namespace is None:
@@ -308,7 +354,7 @@ class Resources:
         if "status" in req.kind.subresources:
             obj.pop("status", None)
         _own_annotations(obj, None, req.user)
-        return self.store.create(obj, dry_run=_dry_run(req.query))
+        return self.store.create(obj, dry_run=_dry_run(req.query), copy=False)
 
     def _check_name(self, req: Request, obj: dict[str, Any]) -> None:
         name = obj["metadata"].get("name")
@@ -328,8 +374,8 @@ class Resources:
         self._check_name(req, obj)
         _own_annotations(obj, self._current(req), req.user)
         if req.subresource == "status":
-            return self.store.update_status(obj, dry_run=_dry_run(req.query))
-        return self.store.update(obj, dry_run=_dry_run(req.query))
+            return self.store.update_status(obj, dry_run=_dry_run(req.query), copy=False)
+        return self.store.update(obj, dry_run=_dry_run(req.query), copy=False)
 
     def patch(self, req: Request, content_type: str, patch: Any) -> tuple[dict[str, Any], int]:
         """The patched object and 200 (201 when an apply created it)."""
@@ -354,10 +400,10 @@ class Resources:
                 if "status" in kind.subresources and req.subresource != "status":
                     obj.pop("status", None)
                 _own_annotations(obj, None, req.user)
-                return self.store.create(obj, dry_run=_dry_run(req.query)), 201
+                return self.store.create(obj, dry_run=_dry_run(req.query), copy=False), 201
         if current is None:
             raise NotFound(kind.resource, req.name)
-        current["apiVersion"] = req.api_version
+        current = req.as_served(current)
         patched = apply_patch(content_type, current, patch, builtin=builtin)
         patched = self._prepare(req, patched)
         self._check_name(req, patched)
@@ -371,8 +417,8 @@ class Resources:
             ]
             patched["metadata"]["managedFields"] = [*fields, self._managed(manager, "Apply", kind)]
         if req.subresource == "status":
-            return self.store.update_status(patched, dry_run=_dry_run(req.query)), 200
-        return self.store.update(patched, dry_run=_dry_run(req.query)), 200
+            return self.store.update_status(patched, dry_run=_dry_run(req.query), copy=False), 200
+        return self.store.update(patched, dry_run=_dry_run(req.query), copy=False), 200
 
     def _managed(self, manager: str, operation: str, kind: Kind) -> dict[str, Any]:
         return {
@@ -401,7 +447,7 @@ class Resources:
         """The deleted object's Status (Success), or the object when finalizers hold it."""
         assert req.name is not None
         kind = req.kind
-        before = self.store.get(kind.resource, req.namespace, req.name)
+        before = self.store.peek(kind.resource, req.namespace, req.name)  # only read
         pre = options.get("preconditions") or {}
         held = self.store.delete(
             kind.resource,

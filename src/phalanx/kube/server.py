@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 import logging
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 from starlette.requests import Request as HttpRequest
@@ -27,6 +27,7 @@ from phalanx.kube.resources import Request, Resources, Validator
 from phalanx.kube.store import ObjectStore
 from phalanx.kube.watch import open_watch
 from phalanx.kube.wire import (
+    JSON,
     PROTOBUF,
     decode_body,
     dumps,
@@ -36,10 +37,12 @@ from phalanx.kube.wire import (
     wants_table,
 )
 
-__all__ = ["Authorizer", "KubeApp", "User", "allow_all", "create_app"]
+__all__ = ["Authorizer", "Durable", "KubeApp", "User", "allow_all", "create_app"]
 
 log = logging.getLogger("phalanx.kube")
 
+Durable = Callable[[int], Awaitable[None]]
+"""durable(rv): returns once every write up to ``rv`` is on disk (``GroupCommit.until``)."""
 User = tuple[str, tuple[str, ...]]
 """(user name, groups)."""
 Authorizer = Callable[[str, tuple[str, ...], str, str, str, str | None, str | None], bool]
@@ -86,7 +89,9 @@ def _forbidden_why(user: str, verb: str, group: str, resource: str, namespace: s
 
 class KubeApp:
     """The ASGI app. ``tokens``: bearer token -> (user, groups); ``is_open``: False while
-    this controller does not lead (every call is then 503)."""
+    this controller does not lead (every call is then 503); ``durable``: with a store whose
+    commits are deferred (``phalanx.kube.groupcommit``), every answer waits for it, so that
+    nothing is acknowledged or shown before it is on disk."""
 
     def __init__(
         self,
@@ -97,8 +102,10 @@ class KubeApp:
         validate: Validator | None = None,
         is_open: Callable[[], bool] = lambda: True,
         clock: Callable[[], float] = time.time,
+        durable: Durable | None = None,
     ) -> None:
         self.store = store
+        self.durable = durable
         self.tokens = tokens
         self.authorize = authorize
         self.is_open = is_open
@@ -136,6 +143,12 @@ class KubeApp:
                 },
                 500,
             )
+        shows_store = getattr(http.state, "shows_store", False)
+        if self.durable is not None and shows_store and not isinstance(response, StreamingResponse):
+            try:
+                await self.durable(self.store.resource_version)
+            except KubeError as exc:
+                response = error_response(exc)
         await response(scope, receive, send)
 
     def _user(self, http: HttpRequest) -> User:
@@ -247,6 +260,9 @@ class KubeApp:
     async def _resource(
         self, http: HttpRequest, user: User, group: str, version: str, rest: list[str]
     ) -> Response:
+        # Whatever this answers (an object, a list, AlreadyExists...) shows the store: it
+        # waits until that is on disk (``durable``); discovery and the like do not.
+        http.state.shows_store = True
         kind, ns, name, sub = self._parse(group, version, rest)
         resource = f"{kind.plural}/{sub}" if sub else kind.plural
         query = dict(http.query_params)
@@ -284,12 +300,12 @@ class KubeApp:
             pod_log = open_log(self.store, ns, name, query, self.clock)
             return StreamingResponse(pod_log.chunks(), media_type="text/plain")
         if verb == "watch":
-            stream = open_watch(api, req)
+            stream = open_watch(api, req, self.durable)
             return StreamingResponse(stream, media_type="application/json")
         if verb == "get":
             return json_response(api.get(req))
         if verb == "list":
-            return json_response(api.list(req))
+            return Response(api.list_json(req), media_type=JSON)
         body = await http.body()
         content_type = http.headers.get("content-type")
         status = 200
@@ -309,6 +325,8 @@ class KubeApp:
                 if verb == "delete"
                 else api.delete_collection(req, options)
             )
+        if isinstance(result, dict) and result.get("kind") == kind.kind:
+            result = req.as_served(result)
         headers = (
             # warn-code 299, agent "-", the text quoted as Go's strconv.Quote does it (a
             # warning such as `unknown field "spec.x"` carries quotes of its own).
@@ -328,6 +346,7 @@ def create_app(
     authorize: Authorizer | None = None,
     validate: Validator | None = None,
     is_open: Callable[[], bool] = lambda: True,
+    durable: Durable | None = None,
 ) -> KubeApp:
     """The Kubernetes API over ``store``; see ``KubeApp``. ``authorize`` defaults to RBAC
     over the store's roles and bindings (its bootstrap roles made if missing)."""
@@ -338,4 +357,6 @@ def create_app(
         authorize = Rbac(store).authorize
     if validate is None and openapi.available():
         validate = openapi.validate
-    return KubeApp(store, tokens, authorize=authorize, validate=validate, is_open=is_open)
+    return KubeApp(
+        store, tokens, authorize=authorize, validate=validate, is_open=is_open, durable=durable
+    )

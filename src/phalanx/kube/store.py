@@ -11,11 +11,17 @@ Contract (what the workload reconcilers and the routes rely on):
   commit, in commit order.
 - Errors are ``phalanx.kube.errors``: NotFound, AlreadyExists, Conflict, Invalid, Forbidden,
   BadRequest; a database that cannot take the write raises ``JournalError`` and changes nothing.
+
+Durability. By default each write is committed to the table before the call returns. After
+``defer_commits()`` (the API server's mode, ``phalanx.kube.groupcommit``) a write changes
+memory at once and waits in ``pending`` (the latest write of each object only); a group
+commit hands the whole batch to the table in one transaction (one fsync for many requests)
+and calls ``committed``. Whoever answers a client must first wait until ``durable_version``
+covers what the answer depends on: a write that is acknowledged is on disk.
 """
 
 from __future__ import annotations
 
-import bisect
 import builtins
 import secrets
 import time
@@ -37,6 +43,7 @@ from phalanx.kube.errors import (
     field_error,
 )
 from phalanx.kube.names import check_name
+from phalanx.kube.objectindex import ObjectIndex
 from phalanx.kube.persist import MemoryObjects, ObjectTable, Write
 from phalanx.kube.selectors import Predicate, match_labels
 from phalanx.kube.services import ServiceAllocator
@@ -58,6 +65,20 @@ NAMESPACES: Resource = ("", "namespaces")
 SERVICES: Resource = ("", "services")
 _GENERATE_CHARS = "bcdfghjklmnpqrstvwxz2456789"
 """What kube-apiserver appends to a generateName (k8s.io/apimachinery util/rand)."""
+_SUFFIXES = len(_GENERATE_CHARS) ** 5
+
+
+def _suffix() -> str:
+    """Five characters of ``_GENERATE_CHARS`` drawn uniformly, from one draw of the system's
+    randomness rather than one per character (each is a system call)."""
+    n = secrets.randbelow(_SUFFIXES)
+    out = []
+    for _ in range(5):
+        n, i = divmod(n, len(_GENERATE_CHARS))
+        out.append(_GENERATE_CHARS[i])
+    return "".join(out)
+
+
 _GENERATE_TRIES = 8
 _NOT_SPEC = frozenset(("apiVersion", "kind", "metadata", "status"))
 
@@ -89,7 +110,7 @@ def _ident(resource: Resource) -> str:
     return f"{resource[0]}/{resource[1]}"
 
 
-class ObjectStore:
+class ObjectStore(ObjectIndex):
     """Kubernetes objects in memory, persisted by ``table`` (default: nowhere)."""
 
     def __init__(
@@ -104,17 +125,17 @@ class ObjectStore:
         """Cluster IPs and node ports of Services (``phalanx.kube.services``)."""
         self._table = table if table is not None else MemoryObjects()
         self._clock = clock
-        self._objects: dict[Resource, dict[str, dict[str, dict[str, Any]]]] = {}
-        """resource -> namespace -> name -> object."""
-        self._dependents: dict[str, set[tuple[Resource, str, str]]] = {}
-        """owner uid -> the objects whose ownerReferences name it."""
-        self._by_uid: dict[str, tuple[Resource, str, str]] = {}
-        self._names: dict[tuple[Resource, str], builtins.list[str]] = {}
-        """(resource, namespace) -> its names, sorted; dropped when one comes or goes."""
+        super().__init__()
         self._subscribers: list[Callable[[str, dict[str, Any]], None]] = []
         self._log: deque[Event] = deque(maxlen=window)
+        self._deferred = False
+        self._pending: dict[tuple[str, str, str], Write] = {}
+        """Writes not in the table yet (deferred mode), the latest of each object."""
+        self.on_pending: Callable[[], None] | None = None
+        """Called when a write starts waiting in ``pending`` (the group commit's cue)."""
         rv, bodies = self._table.load()
         self._rv = rv
+        self._durable = rv
         self._floor = rv
         """Events at or below this resourceVersion are not in the log: a watch from an older
         one is 410 Gone."""
@@ -125,6 +146,48 @@ class ObjectStore:
         for ns in SYSTEM_NAMESPACES:
             if self.get(NAMESPACES, "", ns) is None:
                 self.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})
+
+    # -- durability ----------------------------------------------------------------------
+
+    @property
+    def table(self) -> ObjectTable:
+        return self._table
+
+    @property
+    def durable_version(self) -> int:
+        """Every write up to this resourceVersion is in the table."""
+        return self._durable
+
+    def defer_commits(self) -> None:
+        """From now on writes wait in ``pending`` for a group commit (module docstring)."""
+        self._deferred = True
+
+    def take_pending(self) -> tuple[int, builtins.list[Write]]:
+        """The writes waiting (cleared) and the resourceVersion they bring the table to."""
+        writes = builtins.list(self._pending.values())
+        self._pending.clear()
+        return self._rv, writes
+
+    def committed(self, rv: int) -> None:
+        """The writes ``take_pending`` gave with ``rv`` are in the table."""
+        self._durable = max(self._durable, rv)
+
+    def uncommitted(self, writes: builtins.list[Write]) -> None:
+        """Writes ``take_pending`` gave that the table refused: they wait again (behind any
+        newer write of the same object)."""
+        self._pending = {(w[0], w[1], w[2]): w for w in writes} | self._pending
+
+    def flush(self) -> None:
+        """Commit what waits now, on this thread (``JournalError``: it waits again)."""
+        rv, writes = self.take_pending()
+        if rv <= self._durable and not writes:
+            return
+        try:
+            self._table.commit(rv, writes)
+        except Exception:
+            self.uncommitted(writes)
+            raise
+        self.committed(rv)
 
     # -- reads ---------------------------------------------------------------------------
 
@@ -137,10 +200,6 @@ class ObjectStore:
         """A copy of the object, or None."""
         found = self.peek(resource, namespace, name)
         return copy_obj(found) if found is not None else None
-
-    def peek(self, resource: Resource, namespace: str | None, name: str) -> dict[str, Any] | None:
-        """The store's own object (no copy: never mutate it), or None."""
-        return self._objects.get(resource, {}).get(namespace or "", {}).get(name)
 
     def list(
         self,
@@ -161,55 +220,6 @@ class ObjectStore:
         items, _, _ = self.page(resource, namespace, match=match or want)
         return [copy_obj(o) for o in items] if copy else items
 
-    def page(
-        self,
-        resource: Resource,
-        namespace: str | None = None,
-        *,
-        match: Predicate | None = None,
-        after: Key | None = None,
-        limit: int = 0,
-    ) -> tuple[Objects, bool, int | None]:
-        """Up to ``limit`` (0: all) objects after the key ``after`` in (namespace, name)
-        order that ``match`` accepts (the store's own dicts: never mutate them); whether more
-        follow; and, without ``match``, how many."""
-        by_ns = self._objects.get(resource, {})
-        spaces = [namespace or ""] if namespace is not None else self._sorted_spaces(resource)
-        out: Objects = []
-        more = False
-        remaining: int | None = 0 if match is None else None
-        for ns in spaces:
-            if after is not None and ns < after[0]:
-                continue
-            objs = by_ns.get(ns)
-            if not objs:
-                continue
-            names = self._sorted_names(resource, ns)
-            start = bisect.bisect_right(names, after[1]) if after and ns == after[0] else 0
-            for i in range(start, len(names)):
-                obj = objs[names[i]]
-                if match is not None and not match(obj):
-                    continue
-                if limit and len(out) == limit:
-                    more = True
-                    if remaining is not None:
-                        remaining += len(names) - i
-                    break
-                out.append(obj)
-            if more and remaining is None:
-                break
-        return out, more, remaining if more else None
-
-    def _sorted_spaces(self, resource: Resource) -> builtins.list[str]:
-        return sorted(self._objects.get(resource, {}))
-
-    def _sorted_names(self, resource: Resource, ns: str) -> builtins.list[str]:
-        key = (resource, ns)
-        names = self._names.get(key)
-        if names is None:
-            names = self._names[key] = sorted(self._objects.get(resource, {}).get(ns, {}))
-        return names
-
     def events_since(self, rv: int) -> builtins.list[Event]:
         """The events after ``rv``, oldest first; ``Gone`` (Expired) if some have left the
         window."""
@@ -229,18 +239,23 @@ class ObjectStore:
         if callback in self._subscribers:
             self._subscribers.remove(callback)
 
-    def create(self, obj: dict[str, Any], *, dry_run: bool = False) -> dict[str, Any]:
+    def create(
+        self, obj: dict[str, Any], *, dry_run: bool = False, copy: bool = True
+    ) -> dict[str, Any]:
         """Store a new object; fills uid, resourceVersion, creationTimestamp, generation (and a
         name from ``generateName``). ``AlreadyExists``, ``Invalid`` (a bad name), ``NotFound``
-        (its namespace does not exist)."""
+        (its namespace does not exist). ``copy=False``: the store takes ``obj`` itself (the
+        caller never touches it again) and returns its own object (never mutate it): the API
+        server's requests, whose bodies are theirs alone, save two deep copies."""
         kind = self._kind_of(obj)
-        new = copy_obj(obj)
+        new = copy_obj(obj) if copy else obj
         meta = new.setdefault("metadata", {})
         if not isinstance(meta, dict):
             raise BadRequest("metadata must be an object")
         name = meta.get("name") or ""
+        generated = not name  # (before ``meta`` is filled: it may be ``obj``'s own)
         if not name and meta.get("generateName"):
-            name = meta["generateName"] + "".join(secrets.choice(_GENERATE_CHARS) for _ in range(5))
+            name = meta["generateName"] + _suffix()
             meta["name"] = name
         if not name:
             raise Invalid(
@@ -255,12 +270,11 @@ class ObjectStore:
             )
         check_name(kind, name)
         ns = self._namespace_for(kind, meta)
-        generated = not obj.get("metadata", {}).get("name")
         # A generated name that is taken is drawn again, as kube-apiserver retries it (1.32).
         for _ in range(_GENERATE_TRIES if generated else 0):
             if self.peek(kind.resource, ns, name) is None:
                 break
-            name = meta["generateName"] + "".join(secrets.choice(_GENERATE_CHARS) for _ in range(5))
+            name = meta["generateName"] + _suffix()
             meta["name"] = name
         if self.peek(kind.resource, ns, name) is not None:
             raise AlreadyExists(kind.resource, name)
@@ -286,15 +300,18 @@ class ObjectStore:
         if dry_run:
             return new
         self._commit([("ADDED", kind.resource, new)])
-        return copy_obj(new)
+        return copy_obj(new) if copy else new
 
-    def update(self, obj: dict[str, Any], *, dry_run: bool = False) -> dict[str, Any]:
+    def update(
+        self, obj: dict[str, Any], *, dry_run: bool = False, copy: bool = True
+    ) -> dict[str, Any]:
         """Replace an object's metadata and spec (its status is kept: that is
         ``update_status``). ``Conflict`` when ``metadata.resourceVersion`` is given and not the
         current one; generation is bumped when anything but metadata and status changed; an
-        object being deleted whose last finalizer is removed is deleted."""
+        object being deleted whose last finalizer is removed is deleted. ``copy`` as
+        ``create``."""
         kind, old = self._current(obj)
-        new = copy_obj(obj)
+        new = copy_obj(obj) if copy else obj
         meta = new.setdefault("metadata", {})
         self._keep_identity(kind, old, meta)
         if "status" in kind.subresources:
@@ -306,18 +323,20 @@ class ObjectStore:
             meta["deletionTimestamp"] = old["metadata"]["deletionTimestamp"]
         if kind.resource == SERVICES:
             self.services.update(new, old, self.list(SERVICES, copy=False))
-        return self._replace(kind, old, new, dry_run=dry_run)
+        return self._replace(kind, old, new, dry_run=dry_run, copy=copy)
 
-    def update_status(self, obj: dict[str, Any], *, dry_run: bool = False) -> dict[str, Any]:
+    def update_status(
+        self, obj: dict[str, Any], *, dry_run: bool = False, copy: bool = True
+    ) -> dict[str, Any]:
         """Replace an object's status only (the ``/status`` subresource); ``Conflict`` as
-        ``update``."""
+        ``update``; ``copy`` as ``create``."""
         kind, old = self._current(obj)
-        new = copy_obj(old)
+        new = {**old, "metadata": dict(old["metadata"])}  # the rest is replaced, not changed
         if "status" in obj:
-            new["status"] = copy_json(obj["status"])
+            new["status"] = copy_json(obj["status"]) if copy else obj["status"]
         else:
             new.pop("status", None)
-        return self._replace(kind, old, new, dry_run=dry_run)
+        return self._replace(kind, old, new, dry_run=dry_run, copy=copy)
 
     def delete(
         self,
@@ -431,21 +450,27 @@ class ObjectStore:
                 meta.pop(field, None)
 
     def _replace(
-        self, kind: kinds.Kind, old: dict[str, Any], new: dict[str, Any], *, dry_run: bool
+        self,
+        kind: kinds.Kind,
+        old: dict[str, Any],
+        new: dict[str, Any],
+        *,
+        dry_run: bool,
+        copy: bool = True,
     ) -> dict[str, Any]:
         meta = new["metadata"]
         meta["resourceVersion"] = old["metadata"]["resourceVersion"]
-        if new == old:
-            return copy_obj(old)  # a no-op update: no new resourceVersion, no event
+        if new == old:  # a no-op update: no new resourceVersion, no event
+            return copy_obj(old) if copy else old
         if "generation" in meta and _spec(new) != _spec(old):
             meta["generation"] = int(meta["generation"]) + 1
         if dry_run:
             return new
         if meta.get("deletionTimestamp") is not None and not meta.get("finalizers"):
             self._remove(kind, new, "Background")
-            return copy_obj(new)
+            return copy_obj(new) if copy else new
         self._commit([("MODIFIED", kind.resource, new)])
-        return copy_obj(new)
+        return copy_obj(new) if copy else new
 
     def _remove(self, kind: kinds.Kind, obj: dict[str, Any], propagation: str) -> None:
         uid = obj["metadata"].get("uid", "")
@@ -489,9 +514,6 @@ class ObjectStore:
                 continue  # another owner still holds it
             self.delete(resource, ns, name, propagation=policy)
 
-    def _alive(self, uid: str | None) -> bool:
-        return uid is not None and uid in self._by_uid
-
     def _commit(self, changes: builtins.list[Change]) -> None:
         writes: builtins.list[Write] = []
         rv = self._rv
@@ -506,7 +528,15 @@ class ObjectStore:
                 writes.append((_ident(resource), ns, name, rv, obj))
         if all(w[4] is None for w in writes):
             rv += 1  # a deletion is an event too: it gets a resourceVersion of its own
-        self._table.commit(rv, writes)
+        if self._deferred:
+            was_empty = not self._pending
+            for w in writes:
+                self._pending[(w[0], w[1], w[2])] = w
+            if was_empty and self.on_pending is not None:
+                self.on_pending()
+        else:
+            self._table.commit(rv, writes)
+            self._durable = rv
         self._rv = rv
         for verb, resource, obj in changes:
             if verb == "DELETED":
@@ -521,41 +551,3 @@ class ObjectStore:
             self._log.append((rv_of, verb, obj))
             for callback in list(self._subscribers):
                 callback(verb, obj)
-
-    def _put(self, resource: Resource, obj: dict[str, Any]) -> None:
-        meta = obj["metadata"]
-        ns, name = meta.get("namespace", ""), meta["name"]
-        by_name = self._objects.setdefault(resource, {}).setdefault(ns, {})
-        old = by_name.get(name)
-        if old is not None:
-            self._unindex(resource, old)
-        if name not in by_name:
-            self._names.pop((resource, ns), None)  # sorted again when next listed
-        by_name[name] = obj
-        if meta.get("uid"):
-            self._by_uid[meta["uid"]] = (resource, ns, name)
-        for ref in meta.get("ownerReferences") or ():
-            if isinstance(ref, dict) and ref.get("uid"):
-                self._dependents.setdefault(ref["uid"], set()).add((resource, ns, name))
-
-    def _drop(self, resource: Resource, obj: dict[str, Any]) -> None:
-        meta = obj["metadata"]
-        ns, name = meta.get("namespace", ""), meta["name"]
-        by_name = self._objects.get(resource, {}).get(ns, {})
-        old = by_name.pop(name, None)
-        self._names.pop((resource, ns), None)
-        if old is not None:
-            self._unindex(resource, old)
-        self._dependents.pop(meta.get("uid", ""), None)
-        self._by_uid.pop(meta.get("uid", ""), None)
-
-    def _unindex(self, resource: Resource, obj: dict[str, Any]) -> None:
-        meta = obj["metadata"]
-        key = (resource, meta.get("namespace", ""), meta["name"])
-        for ref in meta.get("ownerReferences") or ():
-            if isinstance(ref, dict) and ref.get("uid"):
-                deps = self._dependents.get(ref["uid"])
-                if deps is not None:
-                    deps.discard(key)
-                    if not deps:
-                        del self._dependents[ref["uid"]]

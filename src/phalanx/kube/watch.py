@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
 from phalanx.kube.errors import BadRequest
@@ -23,9 +23,14 @@ shorter period costs little here and lets tests see them)."""
 _DEFAULT_TIMEOUT_S = 1800.0
 
 
-def open_watch(api: Resources, req: Request) -> AsyncIterator[bytes]:
+def open_watch(
+    api: Resources,
+    req: Request,
+    durable: Callable[[int], Awaitable[None]] | None = None,
+) -> AsyncIterator[bytes]:
     """The watch of ``req``, its replay computed now (so that a bad or expired
-    resourceVersion is an error answer, not a broken stream)."""
+    resourceVersion is an error answer, not a broken stream). ``durable(rv)``: awaited
+    before an event is sent, so that a watcher sees only what is on disk."""
     kind = req.kind
     match = api.selector(req)
     query = req.query
@@ -67,7 +72,9 @@ def open_watch(api: Resources, req: Request) -> AsyncIterator[bytes]:
         replay = [(verb, obj) for _, verb, obj in events if wanted(obj)]
     start_rv = store.resource_version
     store.subscribe(on_event)
-    return _stream(api, req, replay, queue, on_event, timeout, bookmarks, initial, start_rv)
+    return _stream(
+        api, req, replay, queue, on_event, timeout, bookmarks, initial, start_rv, durable
+    )
 
 
 def _frame(api: Resources, req: Request, verb: str, obj: dict[str, Any]) -> bytes:
@@ -101,11 +108,14 @@ async def _stream(
     bookmarks: bool,
     initial: bool,
     start_rv: int,
+    durable: Callable[[int], Awaitable[None]] | None,
 ) -> AsyncIterator[bytes]:
     loop = asyncio.get_running_loop()
     deadline = loop.time() + timeout
     last_rv = start_rv
     try:
+        if durable is not None:
+            await durable(start_rv)
         for verb, obj in replay:
             yield _frame(api, req, verb, obj)
         if initial and bookmarks:
@@ -122,6 +132,8 @@ async def _stream(
                     last_rv = api.store.resource_version
                     yield _frame(api, req, "BOOKMARK", _bookmark(req, last_rv))
                 continue
+            if durable is not None:
+                await durable(int(obj["metadata"].get("resourceVersion") or 0))
             yield _frame(api, req, verb, obj)
     finally:
         with contextlib.suppress(Exception):

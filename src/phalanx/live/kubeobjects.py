@@ -30,10 +30,9 @@ class SqliteObjects:
         self.path = path
         self._db = open_state_db(path, _TABLE)
         try:
-            # This connection's commits are not fsynced one by one (WAL with NORMAL: a crash of
-            # the process loses nothing; a power cut may lose the last writes, which
-            # kubectl users retry). The journal's own connection stays FULL.
-            self._db.execute("PRAGMA synchronous=NORMAL")
+            # FULL (open_state_db's): each commit is fsynced, since the API acknowledges a
+            # write only once it is committed. The API server commits many requests' writes
+            # in one transaction (phalanx.kube.groupcommit), so they share the fsync.
             self._db.execute(_META)
         except sqlite3.Error as exc:
             raise JournalError(f"cannot open the state database {path}: {exc}") from None

@@ -7,6 +7,7 @@ fast."""
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import socket
 from collections.abc import Callable, Iterator, Mapping
@@ -14,6 +15,7 @@ from pathlib import Path
 
 import uvicorn
 
+from phalanx.kube.groupcommit import GroupCommit
 from phalanx.kube.kubeconfig import read_tokens
 from phalanx.kube.server import KubeApp, User, create_app
 from phalanx.kube.store import ObjectStore
@@ -81,16 +83,24 @@ def _tcp_socket(host: str, port: int) -> socket.socket:
 class KubeServer:
     """The kube app's uvicorn server on its own TLS socket, run beside the controller's."""
 
-    def __init__(self, app: KubeApp, config: uvicorn.Config, sock: socket.socket) -> None:
+    def __init__(
+        self, app: KubeApp, config: uvicorn.Config, sock: socket.socket, commits: GroupCommit
+    ) -> None:
         self.app = app
         self.server = uvicorn.Server(config)
         self.sock = sock
         self.port: int = sock.getsockname()[1]
+        self.commits = commits
 
     async def run(self) -> None:
-        # uvicorn's serve() would take over the process's signal handlers from the main
-        # server's; this one stops when the controller tells it to (should_exit).
-        await self.server._serve(sockets=[self.sock])
+        committing = asyncio.create_task(self.commits.run())
+        try:
+            # uvicorn's serve() would take over the process's signal handlers from the main
+            # server's; this one stops when the controller tells it to (should_exit).
+            await self.server._serve(sockets=[self.sock])
+        finally:
+            self.commits.stop()
+            await committing
 
     def stop(self) -> None:
         self.server.should_exit = True
@@ -118,7 +128,13 @@ def kube_server(
             hosts.append(name)
     certs = ensure_certificates(state.root, hosts)
     store = ObjectStore(open_objects(db_url))
-    app = create_app(store, KubeTokens(tokens, state.root / "kube-tokens", admins), is_open=is_open)
+    commits = GroupCommit(store)
+    app = create_app(
+        store,
+        KubeTokens(tokens, state.root / "kube-tokens", admins),
+        is_open=is_open,
+        durable=commits.until,
+    )
     sock = _tcp_socket(host, port)
     config = uvicorn.Config(
         app,
@@ -130,6 +146,6 @@ def kube_server(
         ssl_certfile=str(certs.cert),
         ssl_keyfile=str(certs.key),
     )
-    server = KubeServer(app, config, sock)
+    server = KubeServer(app, config, sock, commits)
     (state.root / "kube.port").write_text(f"{server.port}\n")
     return server

@@ -1,20 +1,31 @@
 """The workload runner of a controller that serves the Kubernetes API: wired to the object
 store, the controller's decisions and the event loop; pods' output in ``kube-logs`` of the
-state directory. Beside it, the EndpointSlice controller (``EndpointsRunner``)."""
+state directory. Beside it, the EndpointSlice controller (``EndpointsRunner``). The
+autoscalers (HPA, InferenceService) tick with it, reading metrics from the service router
+and the agents (``phalanx.server.autoscalemetrics``)."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 
+from phalanx.domain.time import Duration
+from phalanx.kube.autoscalers import HPA_SYNC, Autoscalers
 from phalanx.kube.controllers import WorkloadRunner
 from phalanx.kube.endpointrunner import EndpointsRunner
+from phalanx.kube.inferenceservices import InferenceServices
 from phalanx.kube.store import ObjectStore
 from phalanx.live.controller import Controller
+from phalanx.server.autoscalemetrics import RouterMetrics
 from phalanx.server.statedir import StateDir
 from phalanx.workloads.podspec import LOCALHOST
 
 __all__ = ["Workloads"]
+
+log = logging.getLogger("phalanx.kube.workloads")
+# The router is polled every second: one INFO line per poll would drown the controller's log.
+logging.getLogger("httpx").setLevel(logging.WARNING)
 
 FLUSH_S = 0.02
 """Workloads' statuses and events are written this long after the drain that made them: the
@@ -26,7 +37,15 @@ TICK_S = 1.0
 class Workloads:
     """``start()`` on the running event loop, ``stop()`` when the controller stops."""
 
-    def __init__(self, store: ObjectStore, controller: Controller, state: StateDir, user: str):
+    def __init__(
+        self,
+        store: ObjectStore,
+        controller: Controller,
+        state: StateDir,
+        user: str,
+        *,
+        hpa_sync_ms: Duration = HPA_SYNC,
+    ):
         self.controller = controller
         registry = controller.fleet.registry
 
@@ -49,8 +68,16 @@ class Workloads:
             later=lambda fn: loop.call_later(FLUSH_S, fn),
             containers=controller.fleet.containers.get,
         )
+        self.metrics = RouterMetrics(controller.clock.now, state.root, cpu=self._cpu)
+        self.autoscalers = Autoscalers(store, self.metrics, hpa_sync=hpa_sync_ms)
+        self.autoscalers.hooks.append(InferenceServices(store, self.metrics).tick)
         self.endpoints = EndpointsRunner(store, loop.call_soon)
         self._task: asyncio.Task[None] | None = None
+
+    def _cpu(self, namespace: str, pod: str) -> int | None:
+        """A pod's CPU in millicores as its agent last reported it (HPA's resource metric)."""
+        view = self.runner.pod_container(namespace, pod)
+        return None if view is None else view.cpu_millicores
 
     def start(self) -> None:
         self.runner.start(self.controller.watch)
@@ -63,9 +90,15 @@ class Workloads:
         while True:
             await asyncio.sleep(TICK_S)
             self.runner.tick()
+            await self.metrics.refresh()
+            try:
+                self.autoscalers.tick(self.controller.clock.now())
+            except Exception:  # one bad object must not stop every autoscaler for good
+                log.exception("autoscalers")
 
     async def stop(self) -> None:
         if self._task is not None:
             self._task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._task
+        await self.metrics.close()

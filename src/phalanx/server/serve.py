@@ -55,6 +55,8 @@ class ControllerOptions:
     directory."""
     agent_tokens: dict[str, str] = field(default_factory=dict)
     """token -> node: agents on other hosts, each with its own node's credential."""
+    hpa_sync_ms: int = 15_000
+    """``--horizontal-pod-autoscaler-sync-period``."""
     kube_port: int | None = None
     """The Kubernetes API's TLS port (0: any free one, written to ``kube.port``); None: not
     served."""
@@ -176,7 +178,9 @@ async def serve(opts: ControllerOptions) -> None:
     if kube is not None:
         from phalanx.server.kubeworkloads import Workloads
 
-        workloads = Workloads(kube.app.store, controller, state, tokens[token])
+        workloads = Workloads(
+            kube.app.store, controller, state, tokens[token], hpa_sync_ms=opts.hpa_sync_ms
+        )
         workloads.start()
     try:
         await server.serve(sockets=sockets)

@@ -1,5 +1,5 @@
 """Our declarations of the custom kinds' schemas: Kubeflow's PyTorchJob, Volcano's Job and
-Queue, JobSet, and Kueue's queue kinds.
+Queue, JobSet, Kueue's queue kinds and KServe's InferenceService.
 
 Written here from those APIs' documented fields (names, types, enums, what is required), not
 copied from their CRDs: enough for server-side field validation to accept every field the
@@ -276,6 +276,55 @@ def _cohort(version: str) -> Schema:
     return kind(spec)
 
 
+def _inference_service() -> Schema:
+    # A component is a pod spec's fields inline plus KServe's ComponentExtensionSpec.
+    extension = {
+        "minReplicas": integer(minimum=0),
+        "maxReplicas": integer(minimum=0),
+        "scaleTarget": integer(),
+        "scaleMetric": string("cpu", "memory", "concurrency", "rps"),
+        "containerConcurrency": integer("int64", minimum=0),
+        "timeout": integer("int64"),
+        "canaryTrafficPercent": integer("int64"),
+        "labels": string_map(),
+        "annotations": string_map(),
+        "logger": free(),
+        "batcher": free(),
+        "deploymentStrategy": free(),
+        "autoScaling": free(),
+    }
+    pod = {
+        "containers": array(ref(_CORE + "Container")),
+        "initContainers": array(ref(_CORE + "Container")),
+        "volumes": array(ref(_CORE + "Volume")),
+        "nodeSelector": string_map(),
+        "tolerations": array(ref(_CORE + "Toleration")),
+        "affinity": ref(_CORE + "Affinity"),
+        "serviceAccountName": string(),
+        "priorityClassName": string(),
+        "schedulerName": string(),
+        "imagePullSecrets": array(ref(_CORE + "LocalObjectReference")),
+        "securityContext": ref(_CORE + "PodSecurityContext"),
+    }
+    model = {
+        "modelFormat": obj(("name",), name=string(), version=string()),
+        "runtime": string(),
+        "protocolVersion": string("v1", "v2", "grpc-v2"),
+        "storageUri": string(),
+        "name": string(),
+        "image": string(),
+        "command": strings(),
+        "args": strings(),
+        "env": array(ref(_CORE + "EnvVar")),
+        "ports": array(ref(_CORE + "ContainerPort")),
+        "resources": ref(_CORE + "ResourceRequirements"),
+    }
+    predictor = obj(model=obj(**model), **pod, **extension)
+    component = obj(**pod, **extension)
+    spec = obj(("predictor",), predictor=predictor, transformer=component, explainer=component)
+    return kind(spec)
+
+
 @functools.cache
 def schemas() -> dict[tuple[str, str, str], Schema]:
     """(group, version, kind) -> the kind's schema, for every custom kind served."""
@@ -286,6 +335,7 @@ def schemas() -> dict[tuple[str, str, str], Schema]:
         ("scheduling.volcano.sh", "v1beta1", "Queue"): _volcano_queue(),
         ("jobset.x-k8s.io", "v1alpha2", "JobSet"): _jobset(),
         (kueue, "v1alpha1", "Cohort"): _cohort("v1alpha1"),
+        ("serving.kserve.io", "v1beta1", "InferenceService"): _inference_service(),
     }
     for version in ("v1beta1", "v1beta2"):
         out[(kueue, version, "ResourceFlavor")] = _resource_flavor()
