@@ -52,6 +52,10 @@ COMMANDS: dict[str, _Entry] = {
         "phalanx.cli.simulate",
         "replay a trace (or a generated workload) under several policies and compare them",
     ),
+    "simulate-serving": _Entry(
+        "phalanx.cli.simulate_serving",
+        "serving (request-rate load, autoscaled replicas) next to training: three set-ups",
+    ),
     "advise": _Entry(
         "phalanx.cli.advise",
         "which scheduler for my workload: every set-up simulated over seeds and loads",

@@ -113,7 +113,7 @@ class Simulator:
             driver.deliver(Submit(tj.submit, tj.spec))
             count = len(tj.spec.array.task_ids) if tj.spec.array is not None else 1
             for _ in range(count):
-                self._register(job_id, tj)
+                self.register(job_id, tj)
                 job_id += 1
         if self.faults is not None and self.workload:
             horizon = max(tj.submit for tj in self.workload) + max(
@@ -134,6 +134,11 @@ class Simulator:
                 progress(executor.finished, total)
         if progress is not None:
             progress(executor.finished, total)
+        return self.record(time.perf_counter() - wall0)
+
+    def record(self, sim_wall_s: float) -> RunRecord:
+        """What the run produced so far, as a ``RunRecord`` (the records are shared)."""
+        executor = self.executor
         return RunRecord(
             policy=self.profile.name,
             total_gpus=self.cluster.total_gpus,
@@ -143,13 +148,15 @@ class Simulator:
             segments=executor.segments,
             idle_pending_timeline=executor.idle_pending,
             deadlocks=self.engine.deadlocks,
-            sim_wall_s=time.perf_counter() - wall0,
+            sim_wall_s=sim_wall_s,
             mfu=self.mfu,
             passes=self.engine.passes,
             queues=self.cluster.queues if self.cluster.queues.cluster_queues else None,
         )
 
-    def _register(self, job_id: int, tj: TraceJob) -> None:
+    def register(self, job_id: int, tj: TraceJob) -> None:
+        """Book job ``job_id`` (made from ``tj``) before the engine handles its submission:
+        its record, the work it needs, its checkpointing."""
         spec = tj.spec
         self.records[job_id] = JobRecord(
             job_id=job_id,
