@@ -53,8 +53,12 @@ def test_pod_and_job_rows() -> None:
     kind = kinds.by_resource("", "pods")
     assert kind is not None
     t = table(kind, [pod], NOW)
-    assert t["rows"][0]["cells"][:4] == ["p", "1/2", "CrashLoopBackOff", 3]
+    assert t["rows"][0]["cells"][:4] == ["p", "1/2", "CrashLoopBackOff", "3"]
     assert t["rows"][0]["cells"][6] == "node1"
+    # after a restart, how long ago the last one ended (kube-apiserver's "3 (2m ago)")
+    statuses = pod["status"]["containerStatuses"]
+    statuses[1]["lastState"] = {"terminated": {"finishedAt": "2027-01-15T07:58:00Z"}}
+    assert table(kind, [pod], 1_800_000_000.0)["rows"][0]["cells"][3] == "3 (2m ago)"
     job = {
         "metadata": {"name": "j"},
         "spec": {"completions": 4},

@@ -8,16 +8,17 @@ from __future__ import annotations
 import dataclasses
 
 from phalanx.config.queues import queues_from_yaml
-from phalanx.domain.cluster import Cluster
+from phalanx.domain.cluster import Cluster, PreemptMode
 from phalanx.domain.jobspec import JobSpec
 from phalanx.domain.queues import PRIORITY_CLASS_LABEL
 from phalanx.domain.state import JobState
-from phalanx.domain.time import HOUR, MINUTE
+from phalanx.domain.time import HOUR, MINUTE, SECOND
 from phalanx.engine.decisions import Preempted
 from phalanx.testing import EngineDriver, make_job, small_cluster
 
 KUEUE = "apiVersion: kueue.x-k8s.io/v1beta1\n"
 FLAVOR = KUEUE + "kind: ResourceFlavor\nmetadata: {name: default-flavor}\n"
+GRACE = 30 * SECOND
 
 
 def cpu_queue(name: str, nominal: int, *, cohort: str | None) -> str:
@@ -278,3 +279,56 @@ def test_reclaim_frees_a_node_the_gang_can_use_not_scattered_gpus() -> None:
     assert nodes[victims[0]] == nodes[victims[1]]
     assert d.state(a) is JobState.RUNNING
     assert running(d, b) == 2
+
+
+# -- what a reclaim frees stays with the reclaiming queue (issue 11) --------------------------
+
+
+def _reclaiming(nominals: tuple[int, int], borrower: list[int]) -> EngineDriver:
+    """4 nodes x 8 GPUs; ClusterQueues q0 and q1 of one cohort, both reclaiming ``Any``; q0's
+    jobs of ``borrower`` GPUs run (borrowing q1's idle quota); victims get 30 s of grace."""
+    cluster = with_queues(
+        small_cluster(nodes=4, gpus=8, preempt_mode=PreemptMode.REQUEUE, grace_time=GRACE),
+        FLAVOR,
+        *(
+            gpu_queue(f"q{i}", nominal, cohort="c", spec=preemption(reclaim="Any"))
+            for i, nominal in enumerate(nominals)
+        ),
+        local("q0", "q0"),
+        local("q1", "q1"),
+    )
+    d = EngineDriver(cluster, "phalanx")
+    for gpus in borrower:
+        d.submit(make_job(gpus=gpus, account="q0", time_limit=100 * HOUR))
+    d.settle()
+    return d
+
+
+def test_gpus_freed_for_a_reclaim_are_not_borrowed_back_by_the_lender() -> None:
+    """The property's counterexample: nominal quotas 24 and 8, q0 runs 1,1,1,1,4,4,8,8,4,4
+    GPUs (32); q1's five 1-GPU jobs preempt an 8- and a 4-GPU job of q0. After the grace,
+    q0's requeued 4-GPU job fits its nominal quota again, but its pending 4-GPU job (which
+    fitted it too at the pass's start, alone) would borrow what q1 reclaimed: q1's five run,
+    and that job waits."""
+    d = _reclaiming((24, 8), [1, 1, 1, 1, 4, 4, 8, 8, 4, 4])
+    [last] = [j for j in d.engine.jobs if d.state(j) is JobState.PENDING]
+    q1 = submit(d, make_job(gpus=1, account="q1", time_limit=100 * HOUR), 5)
+    assert len(preempted(d)) == 2
+    d.advance(d.now + GRACE)
+    d.settle()
+    assert running(d, q1) == 5
+    assert d.state(last) is JobState.PENDING
+    assert len(preempted(d)) == 2  # no second round
+
+
+def test_quota_other_victims_freed_admits_a_job_that_then_waits_for_them() -> None:
+    """Nominal quotas 20 and 12; q0 runs 26 GPUs, q1 asks for 11. Six start; four preempt a
+    1-GPU job each, the fourth's victim holds 4 GPUs, so the eleventh fits the quota that
+    victim frees beyond what the fourth needs (it is not refused as the first was, by
+    shape), and waits for it rather than preempting more: all eleven run after the grace."""
+    d = _reclaiming((20, 12), [1, 1, 1, 4, 4, 4, 4, 4, 1, 1, 1])
+    q1 = submit(d, make_job(gpus=1, account="q1", time_limit=100 * HOUR), 11)
+    assert running(d, q1) == 6
+    d.advance(d.now + GRACE)
+    d.settle()
+    assert running(d, q1) == 11

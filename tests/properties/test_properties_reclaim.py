@@ -17,7 +17,6 @@ from __future__ import annotations
 import dataclasses
 import itertools
 
-import pytest
 from hypothesis import HealthCheck, given, note, settings
 from hypothesis import strategies as st
 
@@ -70,13 +69,6 @@ def nominal_split(draw: st.DrawFn) -> list[int]:
     return [b - a for a, b in itertools.pairwise(bounds)]
 
 
-@pytest.mark.xfail(
-    reason="known bug (found by this property, about 1 run in 3): two jobs of a borrowing "
-    "queue that each fit its nominal quota alone at a pass's start both go ahead of another "
-    "queue's reclaim and take the GPUs freed for it (nominal [24, 8], q0 jobs "
-    "1,1,1,1,4,4,8,8,4,4, q1 demand 5 x 1 GPU, grace 30 s: q1's 5th job waits a pass more)",
-    strict=False,
-)
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     nominals=nominal_split(),

@@ -183,6 +183,30 @@ _LIVELOCK = (
 )
 
 
+# Found under kueue (issue 9): on 4 x 8 GPUs a 1-GPU-per-node job runs on nodes 0-2 and a
+# 3-GPU pair on 3 and 0; a high-QOS 8-GPU pair preempts the first, whose freed GPUs with those
+# already free make two whole nodes; in the same pass a normal 3-node job took 3 GPUs of each,
+# the pair preempted it, the requeued first job took them again, and so on. What a
+# preemption frees is now kept for the preemptor (nominations).
+_PREEMPTOR_ROOM = (
+    small_cluster(nodes=4, gpus=8, per_leaf=2, leaves_per_spine=2),
+    [
+        TraceJob(0, make_job(gpus=1, nodes=3, time_limit=111 * MINUTE, account="a"), 89 * MINUTE),
+        TraceJob(
+            17 * MINUTE, make_job(gpus=3, nodes=2, time_limit=74 * MINUTE, account="a"), 45 * MINUTE
+        ),
+        TraceJob(
+            18 * MINUTE,
+            make_job(gpus=8, nodes=2, qos="high", time_limit=197 * MINUTE, account="c"),
+            178 * MINUTE,
+        ),
+        TraceJob(
+            18 * MINUTE, make_job(gpus=3, nodes=3, time_limit=95 * MINUTE, account="b"), 95 * MINUTE
+        ),
+    ],
+)
+
+
 @pytest.mark.parametrize("profile", PROFILES)
 @settings(
     max_examples=40,
@@ -191,6 +215,7 @@ _LIVELOCK = (
     phases=[Phase.explicit, Phase.reuse, Phase.generate],  # a livelock is slow to shrink
 )
 @example(cluster=_LIVELOCK[0], jobs=_LIVELOCK[1])
+@example(cluster=_PREEMPTOR_ROOM[0], jobs=_PREEMPTOR_ROOM[1])
 @given(cluster=clusters(), jobs=workloads)
 def test_every_job_ends(profile: str, cluster: Cluster, jobs: list[TraceJob]) -> None:
     if profile == "k8s-default":

@@ -5,11 +5,16 @@ from __future__ import annotations
 import argparse
 import asyncio
 import logging
+import os
 import sys
 from collections.abc import Sequence
 
 from phalanx.agent.agent import Agent
 from phalanx.agent.machine import describe
+
+RESTART_BACKOFF_ENV = "PHALANX_RESTART_BACKOFF"
+"""The environment variable that sets ``--restart-backoff``'s default (``phalanx up`` passes
+its environment on to the agents it starts)."""
 
 
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
@@ -34,6 +39,15 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     emulate.add_argument("--cpus", type=_positive, metavar="N")
     emulate.add_argument("--memory", type=_positive, metavar="MB")
     parser.add_argument(
+        "--restart-backoff",
+        type=_seconds,
+        default=os.environ.get(RESTART_BACKOFF_ENV, "10"),
+        metavar="SECONDS",
+        help="first delay before a container that restarts in place (a pod's restartPolicy "
+        "Always) starts again; it doubles at each restart in a row, up to 300 s (default: "
+        f"${RESTART_BACKOFF_ENV}, else the kubelet's 10 s; tests shorten it)",
+    )
+    parser.add_argument(
         "--log-level", default="INFO", choices=["DEBUG", "INFO", "WARNING", "ERROR"]
     )
     args = parser.parse_args(argv)
@@ -48,6 +62,13 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     else:
         args.token = None
     return args
+
+
+def _seconds(text: str) -> float:
+    value = float(text)
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"{text} is not a positive number of seconds")
+    return value
 
 
 def _count(text: str) -> int:
@@ -84,6 +105,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         socket_path=args.socket,
         token=args.token,
         address=args.address,
+        backoff_s=args.restart_backoff,
     )
     return asyncio.run(agent.run())
 

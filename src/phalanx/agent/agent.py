@@ -15,6 +15,9 @@ The loop, as a recipe:
 5. On SIGTERM or SIGINT: stop the tasks (TERM, then KILL after 3 s), report, exit 0.
 6. Fenced (409, reason ``fenced``: a newer incarnation holds the node): kill the tasks at
    once, report nothing, exit 3 (``phalanx.protocol.agent`` has the protocol).
+7. Tend the containers (``phalanx.agent.tending``): restarts, probes, and every container's
+   status with each inventory and at once when one changes (a dead endpoint goes not-ready
+   without waiting for a heartbeat).
 """
 
 from __future__ import annotations
@@ -31,10 +34,12 @@ import httpx
 import pydantic
 
 from phalanx.agent.cgroup import Cgroups
+from phalanx.agent.containers import BACKOFF_INITIAL_S
 from phalanx.agent.failover import FailoverTransport
-from phalanx.agent.health import Fault, GpuProbe, run_program
+from phalanx.agent.health import Fault, watch_health
 from phalanx.agent.machine import Machine, health, host
 from phalanx.agent.tasks import TaskRunner
+from phalanx.agent.tending import ContainerTender
 from phalanx.protocol.agent import (
     AgentCommand,
     AgentCommands,
@@ -42,6 +47,7 @@ from phalanx.protocol.agent import (
     AgentHello,
     AgentReports,
     AgentWelcome,
+    ContainerReport,
     HealthConfig,
     Refusal,
     ReportsAck,
@@ -95,6 +101,7 @@ class Agent:
         address: str = "127.0.0.1",
         runner: TaskRunner | None = None,
         handle_signals: bool = True,
+        backoff_s: float | None = None,
     ) -> None:
         if (controller is None) == (socket_path is None):
             raise ValueError("give exactly one of controller (a URL) and socket_path")
@@ -104,7 +111,9 @@ class Agent:
         self._socket = socket_path
         self._token = token
         self._address = address
-        self._runner = runner if runner is not None else TaskRunner(Cgroups())
+        if runner is None:
+            runner = TaskRunner(Cgroups(), backoff_s=backoff_s or BACKOFF_INITIAL_S)
+        self._runner = runner
         self._handle_signals = handle_signals
         self._stopping = asyncio.Event()
         self._ended = asyncio.Event()
@@ -125,6 +134,7 @@ class Agent:
         """When the last call the controller answered was sent."""
         self._after = 0
         self._http: httpx.AsyncClient | None = None
+        self._tender = ContainerTender(self._runner, address)
 
     @property
     def controller_id(self) -> str:
@@ -172,6 +182,7 @@ class Agent:
                         status = 1
                 await self._shutdown(fenced=fenced)
         finally:
+            await self._tender.close()
             for sig in handled:
                 loop.remove_signal_handler(sig)
         return status
@@ -187,6 +198,8 @@ class Agent:
                 group.create_task(self._send_inventory())
                 group.create_task(self._check_health())
                 group.create_task(self._keep_lease())
+                group.create_task(self._tender.tend(self._collect))
+                group.create_task(self._tender.send(self._post_statuses))
         except* _Fenced:
             raise _Fenced() from None
         except* _Refused:
@@ -394,6 +407,7 @@ class Agent:
                     reports=sent,
                     inventory=True,
                     after=self._after,
+                    containers=self._tender.reports(),
                 ).model_dump(mode="json")
                 try:
                     resp = await self._http_client.post(path, json=body)
@@ -408,39 +422,28 @@ class Agent:
             # Anything else (unregistered, a controller restarting): the other loops
             # re-register; the next inventory follows that.
 
+    async def _post_statuses(self, containers: list[ContainerReport]) -> None:
+        body = AgentReports(
+            boot_id=self.boot_id, epoch=self._epoch, reports=[], containers=containers
+        ).model_dump(mode="json")
+        try:
+            resp = await self._http_client.post(
+                f"/v1/agents/{self.machine.name}/reports", json=body
+            )
+        except httpx.HTTPError as exc:
+            log.warning("container statuses were not sent: %s", exc)
+            return
+        if resp.status_code == 409 and _refusal(resp) == "fenced":
+            raise _Fenced()
+
     async def _check_health(self) -> None:
         """Probe the GPUs and run the health program, each at its interval, and report what
         they find (every time: the controller drains once per reason, and again after an
         administrator resumed a node still at fault)."""
         await self._health_known.wait()
-        probe: GpuProbe | None = None
-        if self._health.gpus:
-            fatal = frozenset(self._health.fatal_xids)
-            probe = await asyncio.to_thread(GpuProbe.open, self.machine.gpus, fatal)
-        next_probe = next_program = time.monotonic()
-        try:
-            while True:
-                config = self._health
-                now = time.monotonic()
-                faults: list[Fault] = []
-                if probe is not None and now >= next_probe:
-                    next_probe = now + config.gpu_interval_s
-                    faults += await asyncio.to_thread(probe.probe)
-                if config.program and config.interval_s > 0 and now >= next_program:
-                    next_program = now + config.interval_s
-                    found = await asyncio.to_thread(
-                        run_program, config.program, node=self.machine.name
-                    )
-                    faults += [found] if found is not None else []
-                for fault in faults:
-                    await self._report_fault(fault)
-                due = [next_probe] if probe is not None else []
-                if config.program and config.interval_s > 0:
-                    due.append(next_program)
-                await asyncio.sleep(max(0.05, min(due) - time.monotonic()) if due else 60.0)
-        finally:
-            if probe is not None:
-                probe.close()
+        await watch_health(
+            lambda: self._health, self.machine.gpus, self.machine.name, self._report_fault
+        )
 
     async def _keep_lease(self) -> None:
         """A node cut off from its controller stops its jobs before the controller gives

@@ -1,6 +1,7 @@
 """The node's own health checks: the administrator's program (Slurm's HealthCheckProgram) and
 NVML probes of the GPUs. Each check answers the faults it found; the agent reports them and
-the controller drains the node (``phalanx.live.agentdesk``).
+the controller drains the node (``phalanx.live.agentdesk``); ``watch_health`` runs them at
+their intervals for the agent.
 
 The GPU probes look for what takes a GPU out of useful service: Xid errors (an NVML event
 set, read without waiting), uncorrected ECC errors and retired pages waiting for a reset, a
@@ -12,14 +13,19 @@ support on a device is skipped.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import logging
 import os
 import shlex
 import subprocess
+import time
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from types import ModuleType
 from typing import Any
+
+from phalanx.protocol.agent import HealthConfig
 
 __all__ = ["GPU_PROBE_S", "PROGRAM_TIMEOUT_S", "Fault", "GpuProbe", "run_program"]
 
@@ -204,3 +210,41 @@ class GpuProbe:
         reasons = int(self._nvml.nvmlDeviceGetCurrentClocksThrottleReasons(handle))
         found = sorted({text for bit, text in _HW_SLOWDOWN.items() if reasons & bit})
         return ", ".join(found) if found else None
+
+
+async def watch_health(
+    config: Callable[[], HealthConfig],
+    gpus: int,
+    node: str,
+    report: Callable[[Fault], Awaitable[None]],
+) -> None:
+    """Forever: probe the GPUs and run the health program, each at its interval (as
+    ``config()`` says now), and ``report`` every fault found (every time: the controller
+    drains once per reason, and again after an administrator resumed a node still at fault)."""
+    first = config()
+    probe: GpuProbe | None = None
+    if first.gpus:
+        probe = await asyncio.to_thread(GpuProbe.open, gpus, frozenset(first.fatal_xids))
+    next_probe = next_program = time.monotonic()
+    try:
+        while True:
+            now_config = config()
+            now = time.monotonic()
+            faults: list[Fault] = []
+            if probe is not None and now >= next_probe:
+                next_probe = now + now_config.gpu_interval_s
+                faults += await asyncio.to_thread(probe.probe)
+            program = now_config.program
+            if program and now_config.interval_s > 0 and now >= next_program:
+                next_program = now + now_config.interval_s
+                found = await asyncio.to_thread(run_program, program, node=node)
+                faults += [found] if found is not None else []
+            for fault in faults:
+                await report(fault)
+            due = [next_probe] if probe is not None else []
+            if program and now_config.interval_s > 0:
+                due.append(next_program)
+            await asyncio.sleep(max(0.05, min(due) - time.monotonic()) if due else 60.0)
+    finally:
+        if probe is not None:
+            probe.close()

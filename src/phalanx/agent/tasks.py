@@ -10,6 +10,13 @@ included), which the end of the run reports.
 A run is *running* until all its tasks have ended, then *unacknowledged* until the
 controller confirms it recorded the end, then *finished* (remembered, boundedly, so a
 replayed launch is not started twice).
+
+A task that restarts in place or is probed (a pod's container: ``TaskSpec.restart``,
+``TaskSpec.probes``) is kept as a ``Container`` (``phalanx.agent.containers``): when its
+process ends and its policy says so, it waits out its back-off and is spawned again, the run
+still running; the run ends when it is signalled to stop (TERM, KILL, INT, HUP, QUIT) and its
+processes are gone. ``tick`` starts what is due again and sends the KILL that follows a
+probe's TERM.
 """
 
 from __future__ import annotations
@@ -22,12 +29,14 @@ import signal as signals
 import subprocess
 import time
 from collections import deque
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import IO
 
 from phalanx.agent.cgroup import Cgroups
-from phalanx.protocol.agent import AgentCommand, RunReport, TaskSpec, Usage
+from phalanx.agent.containers import BACKOFF_INITIAL_S, Backoff, Container
+from phalanx.protocol.agent import AgentCommand, ContainerReport, RunReport, TaskSpec, Usage
 
 __all__ = ["FINISHED_MEMORY", "RunKey", "TaskRunner"]
 
@@ -38,6 +47,11 @@ RunKey = tuple[int, int]
 
 FINISHED_MEMORY = 10_000
 """How many acknowledged runs are remembered to ignore a replayed launch."""
+
+_STOPPING = frozenset(
+    {signals.SIGTERM, signals.SIGKILL, signals.SIGINT, signals.SIGHUP, signals.SIGQUIT}
+)
+"""Signals from the controller that stop a run: its containers are not restarted after."""
 
 
 @dataclass
@@ -57,6 +71,18 @@ class _Run:
     system_s: float = 0.0
     max_rss_kb: int = 0
     """Of the tasks reaped so far: CPU seconds summed, the largest peak resident set."""
+    containers: dict[int, Container] = field(default_factory=dict)
+    """rank -> the task, where it restarts in place or is probed."""
+    ranks: dict[int, int] = field(default_factory=dict)
+    """pid -> rank, for the tasks not reaped yet."""
+    stopping: bool = False
+    """Signalled to stop: nothing restarts any more."""
+    cpus: int = 0
+    memory_mb: int = 0
+
+    def waiting(self) -> bool:
+        """A container waits out its back-off: the run goes on without a process."""
+        return any(c.restart_at is not None for c in self.containers.values())
 
     def count(self, usage: resource.struct_rusage) -> None:
         self.user_s += usage.ru_utime
@@ -82,8 +108,23 @@ class TaskRunner:
     It is the only place that waits for children.
     """
 
-    def __init__(self, cgroups: Cgroups | None = None) -> None:
+    def __init__(
+        self,
+        cgroups: Cgroups | None = None,
+        *,
+        backoff_s: float = BACKOFF_INITIAL_S,
+        monotonic: Callable[[], float] = time.monotonic,
+    ) -> None:
         self._cgroups = cgroups
+        self._backoff_s = backoff_s
+        """The first restart delay of a container (the kubelet's 10 s; tests shorten it)."""
+        self._monotonic = monotonic
+        self._tended: dict[RunKey, _Run] = {}
+        """The running runs that have containers: the only ones ``tick`` looks at."""
+        self._probes: dict[int, subprocess.Popen[bytes]] = {}
+        """pid -> exec probes' processes, until their status is taken (``probe_status``)."""
+        self._forgotten: set[int] = set()
+        """Exec probes given up on: dropped once reaped."""
         self._running: dict[RunKey, _Run] = {}
         self._by_pid: dict[int, _Run] = {}
         self._unacked: dict[RunKey, RunReport] = {}
@@ -113,7 +154,13 @@ class TaskRunner:
                     err = self._open(files, task.stderr, task.open_mode)
                 proc = self._spawn(task, out, err)
                 run.procs[proc.pid] = proc
+                run.ranks[proc.pid] = task.rank
                 self._by_pid[proc.pid] = run
+                if task.restart != "Never" or task.probes is not None:
+                    container = Container(task, Backoff(self._backoff_s))
+                    container.began(proc.pid, self._monotonic(), _now_ms())
+                    run.containers[task.rank] = container
+                    self._tended[key] = run
         except (OSError, ValueError) as exc:
             # ValueError: an argv or environment Popen refuses (a NUL byte); as much a
             # launch failure as a missing executable, and must not stop the agent.
@@ -123,6 +170,7 @@ class TaskRunner:
             # The children hold their own descriptors now.
             for f in files.values():
                 f.close()
+        run.cpus, run.memory_mb = cmd.cpus, cmd.memory_mb
         if run.procs and self._cgroups is not None and (cmd.cpus > 0 or cmd.memory_mb > 0):
             run.limited = self._cgroups.place(
                 cmd.job_id, cmd.run, run.procs, cpus=cmd.cpus, memory_mb=cmd.memory_mb
@@ -134,6 +182,8 @@ class TaskRunner:
         """Send ``sig`` to the process group of every task of the run still running."""
         found = self._running.get((job_id, run))
         if found is not None:
+            if sig in _STOPPING:
+                self._stop(found, sig)
             self._signal(found, sig)
 
     def kill(self, job_id: int, run: int) -> None:
@@ -141,6 +191,8 @@ class TaskRunner:
 
     def signal_all(self, sig: int) -> None:
         for run in list(self._running.values()):
+            if sig in _STOPPING:
+                self._stop(run, sig)
             self._signal(run, sig)
 
     def lose_all(self, reason: str) -> int:
@@ -148,8 +200,126 @@ class TaskRunner:
         runs = [run for run in self._running.values() if not run.lost]
         for run in runs:
             run.lost = reason
+            self._stop(run, signals.SIGKILL)
             self._signal(run, signals.SIGKILL)
         return len(runs)
+
+    def _stop(self, run: _Run, sig: int) -> None:
+        """No restart after this; a run whose containers only wait to restart ends now."""
+        run.stopping = True
+        for container in run.containers.values():
+            container.stop_waiting()
+        if not run.procs and not run.ended and run.key in self._running:
+            run.signal = max(run.signal, sig)
+            self._end(run)
+
+    # ------------------------------------------------------------------ containers
+    def tick(self) -> None:
+        """Start again the containers whose back-off is over; KILL those a probe killed
+        with TERM whose grace is over."""
+        now = self._monotonic()
+        for run in list(self._tended.values()):
+            for container in run.containers.values():
+                if container.restart_at is not None and container.restart_at <= now:
+                    self._respawn(run, container)
+                elif container.kill_at is not None and container.kill_at <= now:
+                    container.kill_at = None
+                    if container.pid is not None:
+                        with contextlib.suppress(ProcessLookupError):
+                            os.killpg(container.pid, signals.SIGKILL)
+
+    def kill_container(self, job_id: int, run: int, rank: int, why: str) -> None:
+        """A probe failed: TERM the container now, KILL after the pod's grace; it then
+        restarts by its policy."""
+        found = self._running.get((job_id, run))
+        container = None if found is None else found.containers.get(rank)
+        if container is None or container.pid is None or container.kill_at is not None:
+            return
+        grace = container.task.probes.grace_s if container.task.probes is not None else 30.0
+        container.killing(why, self._monotonic(), grace)
+        log.info("job %d run %d rank %d: %s", job_id, run, rank, why)
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(container.pid, signals.SIGTERM if grace > 0 else signals.SIGKILL)
+
+    def cgroup_of(self, job_id: int, run: int) -> Path | None:
+        """The cgroup the run's processes are in, None when they are in none of ours."""
+        found = self._running.get((job_id, run))
+        if found is None or not found.limited or self._cgroups is None:
+            return None
+        return self._cgroups.path(job_id, run)
+
+    def containers(self) -> list[tuple[RunKey, Container]]:
+        """Every container of the running runs."""
+        return [(key, c) for key, run in self._tended.items() for c in run.containers.values()]
+
+    def container_version(self) -> tuple[tuple[int, int, int, int], ...]:
+        """Differs whenever a container's report would, CPU usage aside (compare for
+        equality: a change is to be reported at once)."""
+        return tuple((*key, c.task.rank, c.version) for key, c in self.containers())
+
+    def container_reports(
+        self, cpu_seconds: Callable[[int, int, int], float | None]
+    ) -> list[ContainerReport]:
+        """What every container is doing; ``cpu_seconds(job_id, run, pid)`` reads the CPU
+        time of a process tree (None: not known) for the usage rates."""
+        now = self._monotonic()
+        out = []
+        for (job_id, run), container in self.containers():
+            if container.pid is not None:
+                container.sample_cpu(now, cpu_seconds(job_id, run, container.pid))
+            out.append(container.report(job_id, run))
+        return out
+
+    def spawn_probe(self, container: Container, argv: list[str]) -> subprocess.Popen[bytes]:
+        """An exec probe's process, in the container's environment; ``probe_status`` tells
+        its exit status once the reaper has collected it."""
+        task = container.task
+        probe = TaskSpec.model_construct(**{**task.model_dump(), "argv": argv})
+        proc = self._spawn(probe, subprocess.DEVNULL, subprocess.DEVNULL)  # type: ignore[arg-type]
+        self._probes[proc.pid] = proc
+        return proc
+
+    def probe_status(self, pid: int) -> int | None:
+        """The exit status of probe ``pid`` once reaped (then forgotten), else None."""
+        proc = self._probes.get(pid)
+        if proc is None or proc.returncode is None:
+            return None
+        del self._probes[pid]
+        return proc.returncode
+
+    def forget_probe(self, pid: int) -> None:
+        """A probe given up on (timed out, killed): its status is not wanted."""
+        proc = self._probes.get(pid)
+        if proc is not None and proc.returncode is not None:
+            del self._probes[pid]
+        elif proc is not None:
+            self._forgotten.add(pid)
+
+    def _respawn(self, run: _Run, container: Container) -> None:
+        task = container.task
+        files: dict[str, IO[bytes]] = {}
+        now = self._monotonic()
+        try:
+            out = self._open(files, task.stdout, "append")
+            err: IO[bytes] | int = subprocess.STDOUT
+            if task.stderr is not None:
+                err = self._open(files, task.stderr, "append")
+            proc = self._spawn(task, out, err)
+        except (OSError, ValueError) as exc:
+            log.warning("job %d run %d rank %d: restart failed: %s", *run.key, task.rank, exc)
+            container.ended(128, 0, now, _now_ms(), stopping=run.stopping)
+            return
+        finally:
+            for f in files.values():
+                f.close()
+        run.procs[proc.pid] = proc
+        run.ranks[proc.pid] = task.rank
+        self._by_pid[proc.pid] = run
+        container.began(proc.pid, now, _now_ms())
+        if run.limited and self._cgroups is not None:
+            self._cgroups.place(
+                run.key[0], run.key[1], [proc.pid], cpus=run.cpus, memory_mb=run.memory_mb
+            )
 
     # ------------------------------------------------------------------ reaping
     def reap(self) -> list[RunReport]:
@@ -163,17 +333,31 @@ class TaskRunner:
                 break
             run = self._by_pid.pop(pid, None)
             if run is None:
-                continue  # not a task of ours (or one already given up on)
+                probe = self._probes.get(pid)
+                if probe is not None:  # an exec probe's
+                    probe.returncode = os.waitstatus_to_exitcode(status)
+                    if pid in self._forgotten:
+                        self._forgotten.discard(pid)
+                        del self._probes[pid]
+                continue  # else not a task of ours (or one already given up on)
             code = os.waitstatus_to_exitcode(status)
             proc = run.procs.pop(pid)
             run.count(usage)
             # Popen must not wait for it later (that would be a second reaping).
             proc.returncode = code
-            if code < 0:
-                run.signal = max(run.signal, -code)
-            else:
-                run.exit_code = max(run.exit_code, code)
-            if not run.procs and not run.ended:
+            container = run.containers.get(run.ranks.pop(pid, -1))
+            exit_code, sig = (0, -code) if code < 0 else (code, 0)
+            if container is not None and container.ended(
+                exit_code,
+                sig,
+                self._monotonic(),
+                _now_ms(),
+                stopping=run.stopping or bool(run.lost) or run.ended,
+            ):
+                continue  # it restarts in place after its back-off: the run goes on
+            run.signal = max(run.signal, sig)
+            run.exit_code = max(run.exit_code, exit_code)
+            if not run.procs and not run.ended and not run.waiting():
                 self._end(run)
         fresh, self._fresh = self._fresh, []
         return fresh
@@ -254,6 +438,7 @@ class TaskRunner:
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(pid, signals.SIGKILL)
         del self._running[run.key]
+        self._tended.pop(run.key, None)
         report = RunReport(
             job_id=run.key[0], run=run.key[1], state="failed", reason=reason, at=_now_ms()
         )
@@ -262,6 +447,7 @@ class TaskRunner:
     def _end(self, run: _Run) -> None:
         run.ended = True
         del self._running[run.key]
+        self._tended.pop(run.key, None)
         if run.limited and self._cgroups is not None:
             self._cgroups.remove(*run.key)
         self._finish(

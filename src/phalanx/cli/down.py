@@ -1,5 +1,6 @@
-"""``phalanx down``: stop what ``phalanx up --detach`` started: every agent of the state
-directory (however many ``phalanx up`` runs started them), then the controller."""
+"""``phalanx down``: stop what ``phalanx up --detach`` started: the service router, every
+agent of the state directory (however many ``phalanx up`` runs started them), then the
+controller."""
 
 from __future__ import annotations
 
@@ -43,13 +44,16 @@ def run(args: argparse.Namespace) -> int:
     state = StateDir((args.state_dir or default_state_dir()).expanduser())
     agents = sorted(p for pids in state.live_agents().values() for p in pids)
     controller = [p for p in read_pids(state.pid) if alive(p)]
-    if not agents and not controller:
+    router = [p for p in read_pids(state.root / "router.pid") if alive(p)]
+    if not agents and not controller and not router:
         print(f"phalanx down: nothing runs from {state.root}", file=sys.stderr)
         return 0
+    stop_pids(router)
     stop_pids(agents)
     stop_pids(controller)
     with contextlib.suppress(OSError):
-        for path in [state.agents_pid, state.pid, *state.agents_dir.glob("*.pid")]:
+        router_files = [state.root / "router.pid", state.root / "router.port"]
+        for path in [state.agents_pid, state.pid, *router_files, *state.agents_dir.glob("*.pid")]:
             with contextlib.suppress(FileNotFoundError):
                 path.unlink()
     print(f"Phalanx stopped ({len(agents)} agent(s) and the controller).")

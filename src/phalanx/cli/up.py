@@ -210,6 +210,7 @@ def run(args: argparse.Namespace) -> int:
         )
     procs = [controller]
     kept: list[int] = []
+    kept_router: list[int] = []
     try:
         role = _wait_ready(state.root, controller, log)
         live = state.live_agents()
@@ -254,6 +255,9 @@ def run(args: argparse.Namespace) -> int:
             state.agent_pid(name).write_text(f"{agent.pid}\n")
         with contextlib.suppress(FileNotFoundError):
             state.agents_pid.unlink()  # the per-node files say it all now
+        router = _start_router(state, env, args.detach, kept_router)
+        if router is not None:
+            procs.append(router)
     except BaseException:
         _stop(procs[::-1])
         raise
@@ -265,6 +269,8 @@ def run(args: argparse.Namespace) -> int:
     )
     if kept:
         print(f"  kept    {len(kept)} agent(s) still running from before (pid {_pids(kept)})")
+    if kept_router:
+        print(f"  kept    the service router still running (pid {_pids(kept_router)})")
     if peers:
         print(f"  role    {role}; peers {', '.join(peers)}")
     print(f"  state   {state.root}")
@@ -276,6 +282,12 @@ def run(args: argparse.Namespace) -> int:
             f"  kube    https://{args.host}:{kube_port.read_text().strip()}"
             f" (phalanx kubeconfig > ~/.kube/config)"
         )
+    router_port = state.root / "router.port"
+    if router_port.exists():
+        print(
+            f"  router  Services on their cluster IPs; metrics"
+            f" http://127.0.0.1:{router_port.read_text().strip()}/services"
+        )
     print(f"  logs    {state.logs}")
     print("  try     phalanx submit -- hostname; phalanx jobs; phalanx nodes")
     if args.detach:
@@ -283,7 +295,44 @@ def run(args: argparse.Namespace) -> int:
         return 0
     print("  stop    Ctrl-C")
     sys.stdout.flush()
-    return _foreground(procs, kept)
+    return _foreground(procs, kept + kept_router)
+
+
+ROUTER_WAIT_S = 10.0
+
+
+def _start_router(
+    state: StateDir, env: dict[str, str], detach: bool, kept: list[int]
+) -> subprocess.Popen[bytes] | None:
+    """The service router (``phalanx.router``) beside a controller that serves the
+    Kubernetes API; one that still runs for this state directory is kept (it follows the
+    controller to its new port). Waits briefly for it to list the API and listen."""
+    from phalanx.server.statedir import alive, read_pids
+
+    if not (state.root / "kube.port").exists():
+        return None
+    running = [p for p in read_pids(state.root / "router.pid") if alive(p)]
+    if running:
+        kept.extend(running)
+        return None
+    with contextlib.suppress(FileNotFoundError):
+        (state.root / "router.port").unlink()
+    with open(state.logs / "router.log", "ab") as out:
+        router = subprocess.Popen(
+            [sys.executable, "-m", "phalanx.router", "--state-dir", str(state.root)],
+            stdin=subprocess.DEVNULL,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            env=env,
+            start_new_session=detach,
+        )
+    (state.root / "router.pid").write_text(f"{router.pid}\n")
+    deadline = time.monotonic() + ROUTER_WAIT_S
+    while not (state.root / "router.port").exists() and time.monotonic() < deadline:
+        if router.poll() is not None:
+            break  # its log says why; the cluster runs without it
+        time.sleep(0.05)
+    return router
 
 
 def _pids(pids: list[int]) -> str:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass, field
 
+from phalanx.domain.probes import RESTART_POLICIES, Probes
 from phalanx.domain.time import Duration, Instant
 from phalanx.errors import SpecError
 
@@ -53,6 +54,19 @@ class TaskLaunch:
     """None: the job's ``workdir``."""
     output: str | None = None
     """None: the job's ``output`` pattern."""
+    restart: str = "Never"
+    """A pod's ``restartPolicy``: ``Always`` (or ``OnFailure`` after a non-zero exit) has the
+    node's agent restart the process in place, with the kubelet's back-off, and the run goes
+    on until it is killed; ``Never``: the task's exit is its end (Slurm's tasks)."""
+    probes: Probes | None = None
+    """Startup, liveness and readiness probes the agent runs against the process."""
+
+    def __post_init__(self) -> None:
+        if self.restart not in RESTART_POLICIES:
+            raise SpecError(
+                f"unsupported value {self.restart!r}: one of {', '.join(RESTART_POLICIES)}",
+                field="restartPolicy",
+            )
 
 
 @dataclass(frozen=True, slots=True)

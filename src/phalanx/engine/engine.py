@@ -343,7 +343,7 @@ class Engine:
                 self.statuses.nonwhole -= 1
             if self.preemption.could_preempt(job):
                 self.preemption.preemptors -= 1
-            self.preemption.claims.pop(job.id, None)
+            self.preemption.forget(job.id)
             self.state.bounds.pop(job.id, None)
 
     def _recalc(self) -> None:

@@ -14,6 +14,12 @@ change without a decision, and at those that asked to be woken.
 A JobSet's and a Deployment's plans act on their children (Jobs, ReplicaSets), which are
 reconciled in turn; a child's change marks its parent.
 
+A pod no controller owns (a bare pod) is a workload of its own (``phalanx.workloads.barepod``):
+one engine job whose node's agent restarts it in place and probes it. The agents' container
+reports (``containers``: ``phalanx.live.containers``) go into every running pod's status;
+``pod_container(namespace, name)`` answers a pod's latest one (ready, restarts, state, CPU
+millicores) for other controllers (autoscaling, the router).
+
 Kubernetes workloads are ordinary engine jobs (account = namespace), so ``squeue``/``sacct``
 show them. The requesting user is the workload's ``phalanx.io/user`` annotation, which the
 API server sets from the bearer token on create and keeps on updates (clients can neither
@@ -33,6 +39,7 @@ from phalanx.domain.caller import Caller
 from phalanx.domain.jobspec import JobSpec
 from phalanx.domain.time import Instant
 from phalanx.errors import PhalanxError, SpecError
+from phalanx.kube.containerstatus import container_view
 from phalanx.kube.errors import KubeError
 from phalanx.kube.resources import ANNOTATION_USER
 from phalanx.kube.workload_ports import (
@@ -44,6 +51,7 @@ from phalanx.kube.workload_ports import (
     PYTORCHJOBS,
     REPLICASETS,
     VCJOBS,
+    Containers,
     Engine,
     Key,
     Obj,
@@ -56,7 +64,7 @@ from phalanx.kube.workload_ports import (
     owner_of,
     random_name,
 )
-from phalanx.workloads import deployment, jobset, pytorchjob, replicaset, vcjob, volcano
+from phalanx.workloads import barepod, deployment, jobset, pytorchjob, replicaset, vcjob, volcano
 from phalanx.workloads import job as batch_job
 from phalanx.workloads import training as pytorch_labels
 from phalanx.workloads.events import event
@@ -64,6 +72,7 @@ from phalanx.workloads.plan import (
     ANNOTATION_JOB_ID,
     ANNOTATION_KEY,
     ANNOTATION_RANK,
+    ContainerView,
     Context,
     Plan,
 )
@@ -110,6 +119,7 @@ class WorkloadRunner:
         names: Callable[[], str] = random_name,
         later: Callable[[Callable[[], None]], Any] | None = None,
         known_user: Callable[[str], bool] = known_user,
+        containers: Containers | None = None,
     ) -> None:
         self.store = store
         self.engine = engine
@@ -121,6 +131,7 @@ class WorkloadRunner:
         self.address = address
         self.names = names
         self.known_user = known_user
+        self.containers = containers
         self.dirty: set[Key] = set()
         self.assigned: dict[tuple[str, str], tuple[str, int, int]] = {}
         """(namespace, pod) -> (submission key, engine job id, rank), kept here rather than
@@ -155,6 +166,22 @@ class WorkloadRunner:
                 key = key_of(obj)
                 if key is not None:
                     self._mark(key)
+        for pod in self.store.list(PODS):
+            if barepod.is_bare(pod):
+                self._mark(_pod_key(pod))
+
+    def pod_container(self, namespace: str, name: str) -> ContainerView | None:
+        """The latest container status of pod ``namespace/name`` as its node's agent reported
+        it (``ready``, ``restart_count``, ``state``, ``cpu_millicores``); None for a pod not
+        running, or whose container neither restarts in place nor is probed."""
+        pod = self.store.get(PODS, namespace, name)
+        if pod is None or self.containers is None:
+            return None
+        pod = self._with_job(namespace, pod)
+        job_id = engine_id(pod)
+        rank = int(((pod.get("metadata") or {}).get("annotations") or {}).get(ANNOTATION_RANK, 0))
+        report = None if job_id is None else self.containers(job_id, rank)
+        return None if report is None else container_view(report)
 
     def on_object(self, kind: str, obj: Obj) -> None:
         key = key_of(obj)
@@ -170,14 +197,20 @@ class WorkloadRunner:
         if obj.get("kind") != "Pod":
             return
         owner = owner_of(obj)
+        bare = barepod.is_bare(obj)
         if kind == "DELETED":
             meta = obj.get("metadata") or {}
             found = self.assigned.pop((str(meta.get("namespace")), str(meta.get("name"))), None)
             job_id = engine_id(obj) if found is None else found[1]
-            if job_id is not None and owner is not None:
+            if job_id is not None and (owner is not None or bare):
                 self._cancel(job_id)
+            if bare:
+                self._forget(_pod_key(obj), obj)
+                return
         if owner is not None:
             self._mark(owner)
+        elif bare:
+            self._mark(_pod_key(obj))
 
     def on_jobs(self, job_ids: set[int]) -> None:
         for job_id in job_ids:
@@ -255,6 +288,8 @@ class WorkloadRunner:
             return self._reconcile_jobset(key, obj, str(uid))
         if resource == DEPLOYMENTS:
             return self._reconcile_deployment(key, obj, str(uid))
+        if resource == PODS:
+            return self._reconcile_pod(key, obj)
         # the controllers' own labels narrow the list (only what matches is copied)
         labels: dict[str, str]
         if resource == REPLICASETS:
@@ -282,7 +317,7 @@ class WorkloadRunner:
             self.owners[job_id] = key
         cluster = self.engine.cluster
         jobs = {
-            j.id: engine_job(j, cluster, self.address)
+            j.id: engine_job(j, cluster, self.address, self.containers)
             for j in (self.engine.jobs(finished=True, ids=sorted(ids)) if ids else ())
         }
         now = self.clock()
@@ -297,6 +332,21 @@ class WorkloadRunner:
             plan = pytorchjob.reconcile(obj, pods, jobs, now, ctx)
         self.reconciles += 1
         self._carry_out(key, stored, plan)
+        return plan
+
+    def _reconcile_pod(self, key: Key, stored: Obj) -> Plan:
+        """A bare pod's pass (``phalanx.workloads.barepod``)."""
+        pod = self._with_job(key[1], stored)
+        job_id = engine_id(pod)
+        job = None
+        if job_id is not None:
+            self.owners[job_id] = key
+            found = self.engine.jobs(finished=True, ids=[job_id])
+            if found:
+                job = engine_job(found[0], self.engine.cluster, self.address, self.containers)
+        plan = barepod.reconcile(pod, job, self.clock(), self._context(pod))
+        self.reconciles += 1
+        self._carry_out(key, [stored], plan)
         return plan
 
     def _reconcile_jobset(self, key: Key, obj: Obj, uid: str) -> Plan:
@@ -501,3 +551,8 @@ class WorkloadRunner:
         except KubeError as e:
             log.debug("%s: %s", getattr(call, "__name__", call), e)
             return None
+
+
+def _pod_key(pod: Mapping[str, Any]) -> Key:
+    meta = pod.get("metadata") or {}
+    return PODS, str(meta.get("namespace", "default")), str(meta.get("name"))

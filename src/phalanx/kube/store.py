@@ -39,6 +39,7 @@ from phalanx.kube.errors import (
 from phalanx.kube.names import check_name
 from phalanx.kube.persist import MemoryObjects, ObjectTable, Write
 from phalanx.kube.selectors import Predicate, match_labels
+from phalanx.kube.services import ServiceAllocator
 
 __all__ = ["SYSTEM_NAMESPACES", "Event", "ObjectStore", "copy_json", "copy_obj", "timestamp"]
 
@@ -54,6 +55,7 @@ Objects = list[dict[str, Any]]
 
 SYSTEM_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
 NAMESPACES: Resource = ("", "namespaces")
+SERVICES: Resource = ("", "services")
 _GENERATE_CHARS = "bcdfghjklmnpqrstvwxz2456789"
 """What kube-apiserver appends to a generateName (k8s.io/apimachinery util/rand)."""
 _GENERATE_TRIES = 8
@@ -96,7 +98,10 @@ class ObjectStore:
         *,
         clock: Callable[[], float] = time.time,
         window: int = 100_000,
+        services: ServiceAllocator | None = None,
     ) -> None:
+        self.services = services if services is not None else ServiceAllocator()
+        """Cluster IPs and node ports of Services (``phalanx.kube.services``)."""
         self._table = table if table is not None else MemoryObjects()
         self._clock = clock
         self._objects: dict[Resource, dict[str, dict[str, dict[str, Any]]]] = {}
@@ -276,6 +281,8 @@ class ObjectStore:
             new["status"] = {"phase": "Active"}
         defaults.before_create(kind, new)
         defaults.after_create(kind, new)
+        if kind.resource == SERVICES:
+            self.services.create(new, self.list(SERVICES, copy=False))
         if dry_run:
             return new
         self._commit([("ADDED", kind.resource, new)])
@@ -297,6 +304,8 @@ class ObjectStore:
                 new.pop("status", None)
         if old.get("metadata", {}).get("deletionTimestamp") is not None:
             meta["deletionTimestamp"] = old["metadata"]["deletionTimestamp"]
+        if kind.resource == SERVICES:
+            self.services.update(new, old, self.list(SERVICES, copy=False))
         return self._replace(kind, old, new, dry_run=dry_run)
 
     def update_status(self, obj: dict[str, Any], *, dry_run: bool = False) -> dict[str, Any]:

@@ -117,8 +117,16 @@ def _pod_status(o: dict[str, Any], now: float) -> str:
     return str(_get(o, "status.phase", "Pending"))
 
 
-def _restarts(o: dict[str, Any], now: float) -> int:
-    return sum(int(s.get("restartCount", 0)) for s in _get(o, "status.containerStatuses", []))
+def _restarts(o: dict[str, Any], now: float) -> str:
+    """``3 (5s ago)``: the restarts and, after one, how long since the last ended (the
+    latest ``lastState.terminated.finishedAt``), as kube-apiserver prints them."""
+    statuses = _get(o, "status.containerStatuses", [])
+    count = sum(int(s.get("restartCount", 0)) for s in statuses)
+    ends = [_ts(_get(s, "lastState.terminated.finishedAt")) for s in statuses]
+    last = max((at for at in ends if at is not None), default=None)
+    if count and last is not None:
+        return f"{count} ({human_duration(now - last)} ago)"
+    return str(count)
 
 
 def _conditions_true(o: dict[str, Any]) -> list[str]:
@@ -172,13 +180,44 @@ def _selector(path: str) -> Cell:
 
 
 def _ports(o: dict[str, Any], now: float) -> str:
-    ports = _get(o, "spec.ports", [])
-    return (
-        ",".join(
-            f"{p.get('port')}/{p.get('protocol', 'TCP')}" for p in ports if isinstance(p, dict)
-        )
-        or "<none>"
-    )
+    """A Service's ports as kubectl's makePortString: ``80/TCP``, ``80:30080/TCP``."""
+    pieces = []
+    for p in _get(o, "spec.ports", []):
+        if isinstance(p, dict):
+            node = f":{p['nodePort']}" if p.get("nodePort") else ""
+            pieces.append(f"{p.get('port')}{node}/{p.get('protocol', 'TCP')}")
+    return ",".join(pieces) or "<none>"
+
+
+def _more(items: list[str], count: int, empty: str) -> str:
+    """The first three of ``count`` items, then `` + N more...`` (kubectl's formatMoreList)."""
+    if not items:
+        return empty
+    listed = ",".join(items[:3])
+    return f"{listed} + {count - 3} more..." if count > 3 else listed
+
+
+def _endpoints(o: dict[str, Any], now: float) -> str:
+    """A v1 Endpoints' ``IP:PORT`` pairs (kubectl's formatEndpoints)."""
+    pairs: list[str] = []
+    for subset in o.get("subsets") or []:
+        ips = [str(a.get("ip")) for a in subset.get("addresses") or []]
+        ports = subset.get("ports") or []
+        if not ports:
+            pairs.extend(ips)
+        for port in ports:
+            pairs.extend(f"{ip}:{port.get('port')}" for ip in ips)
+    return _more(pairs, len(pairs), "<none>")
+
+
+def _slice_ports(o: dict[str, Any], now: float) -> str:
+    ports = [str(p.get("port", "<unset>")) for p in o.get("ports") or []]
+    return ",".join(ports) or "<unset>"
+
+
+def _slice_endpoints(o: dict[str, Any], now: float) -> str:
+    addresses = [str(a) for e in o.get("endpoints") or [] for a in e.get("addresses") or []]
+    return _more(addresses, len(addresses), "<unset>")
 
 
 def _last_condition(o: dict[str, Any], now: float) -> str:
@@ -245,6 +284,14 @@ _COLUMNS: dict[tuple[str, str], Sequence[Column]] = {
         ("Port(s)", "string", 0, _ports),
         AGE,
         ("Selector", "string", 1, _selector("spec.selector")),
+    ),
+    ("", "Endpoints"): (NAME, ("Endpoints", "string", 0, _endpoints), AGE),
+    ("discovery.k8s.io", "EndpointSlice"): (
+        NAME,
+        ("AddressType", "string", 0, _f("addressType", "")),
+        ("Ports", "string", 0, _slice_ports),
+        ("Endpoints", "string", 0, _slice_endpoints),
+        AGE,
     ),
     ("", "ConfigMap"): (
         NAME,

@@ -13,8 +13,10 @@ from typing import Any, Protocol
 from phalanx.domain.caller import Caller
 from phalanx.domain.cluster import Cluster
 from phalanx.domain.jobspec import JobSpec
+from phalanx.kube.containerstatus import container_view
+from phalanx.protocol.agent import ContainerReport
 from phalanx.sched.job import Job
-from phalanx.workloads.plan import ANNOTATION_LOG, EngineJob
+from phalanx.workloads.plan import ANNOTATION_LOG, ContainerView, EngineJob
 
 __all__ = [
     "DEPLOYMENTS",
@@ -27,6 +29,7 @@ __all__ = [
     "PYTORCHJOBS",
     "REPLICASETS",
     "VCJOBS",
+    "Containers",
     "Engine",
     "Key",
     "Obj",
@@ -110,8 +113,17 @@ def log_path(pod: Mapping[str, Any]) -> Path | None:
     return Path(value) if isinstance(value, str) and value else None
 
 
-def engine_job(job: Job, cluster: Cluster, address: Callable[[str], str]) -> EngineJob:
-    """What the reconcilers see of the engine's ``job``."""
+Containers = Callable[[int, int], ContainerReport | None]
+"""(job_id, rank) -> the latest report of that task's container from its node's agent."""
+
+
+def engine_job(
+    job: Job,
+    cluster: Cluster,
+    address: Callable[[str], str],
+    containers: Containers | None = None,
+) -> EngineJob:
+    """What the reconcilers see of the engine's ``job`` (with its containers' reports)."""
     nodes: tuple[str, ...] = ()
     if job.alloc is not None and job.start is not None:
         names = [cluster.nodes[i].name for i in job.alloc.nodes]
@@ -132,7 +144,17 @@ def engine_job(job: Job, cluster: Cluster, address: Callable[[str], str]) -> Eng
         nodes=nodes,
         addresses=tuple(address(n) for n in nodes),
         restarts=job.restarts,
+        containers=_views(job.id, len(nodes), containers),
     )
+
+
+def _views(
+    job_id: int, tasks: int, containers: Containers | None
+) -> tuple[ContainerView | None, ...]:
+    if containers is None:
+        return ()
+    reports = [containers(job_id, rank) for rank in range(tasks)]
+    return tuple(None if r is None else container_view(r) for r in reports)
 
 
 def known_user(name: str) -> bool:

@@ -117,7 +117,8 @@ class AgentDesk:
 
     def reports(self, node: str, body: AgentReports) -> list[RunKey]:
         """Ends of runs from the node's holder; with an inventory, the runs it should have
-        and has not are lost (they end as on a node failure)."""
+        and has not are lost (they end as on a node failure); with containers, their latest
+        statuses (``Fleet.containers``)."""
         agent = self._agent(node)
         check(agent, body.boot_id, body.epoch)
         now = self.clock.now()
@@ -125,6 +126,8 @@ class AgentDesk:
         if body.inventory:
             has = [(r.job_id, r.run) for r in body.reports]
             self.fleet.inventory(node, has, body.after, now)
+        if body.containers is not None:
+            self.fleet.container_reports(node, body.containers)
         self._accepted()
         return acked
 

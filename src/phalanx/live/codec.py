@@ -28,6 +28,7 @@ from phalanx.engine import (
     TasksExited,
     Update,
 )
+from phalanx.live.probecodec import probes_from_dict, probes_to_dict
 
 __all__ = ["decode", "encode", "spec_from_dict", "spec_to_dict"]
 
@@ -85,6 +86,10 @@ def _task_to_dict(task: TaskLaunch) -> dict[str, Any]:
         out["workdir"] = task.workdir
     if task.output is not None:
         out["output"] = task.output
+    if task.restart != "Never":
+        out["restart"] = task.restart
+    if task.probes is not None:
+        out["probes"] = probes_to_dict(task.probes)
     return out
 
 
@@ -94,6 +99,8 @@ def _task_from_dict(data: dict[str, Any]) -> TaskLaunch:
         environment=tuple((str(k), str(v)) for k, v in data.get("environment", ())),
         workdir=data.get("workdir"),
         output=data.get("output"),
+        restart=str(data.get("restart", "Never")),
+        probes=probes_from_dict(data["probes"]) if data.get("probes") is not None else None,
     )
 
 

@@ -38,9 +38,10 @@ from phalanx.engine import (
     TasksExited,
 )
 from phalanx.live.agents import Agent, AgentRegistry, RunKey, kill_command, signal_command
+from phalanx.live.containers import ContainerStatuses
 from phalanx.live.launches import DEFAULT_PATH, launch_commands, master_port
 from phalanx.live.steps import STEP_RUNS, Step, StepError, Steps, report_usage, step_run
-from phalanx.protocol.agent import AgentCommand, RunReport
+from phalanx.protocol.agent import AgentCommand, ContainerReport, RunReport
 
 __all__ = [
     "DEAD_AFTER",
@@ -97,6 +98,8 @@ class Fleet:
         self.steps = Steps(cluster, self.registry, self._launch_of, self._commands)
         self.replaying = False
         self.launches = 0
+        self.containers = ContainerStatuses()
+        """The latest status of the containers of running runs, as the agents report it."""
 
     # ------------------------------------------------------------------ executor port
     def launch(self, cmd: Launch, at: Instant) -> None:
@@ -231,6 +234,15 @@ class Fleet:
                 acked.extend(self._ended(node, key, report, now))
         return acked
 
+    def container_reports(self, node: str, reports: Iterable[ContainerReport]) -> None:
+        """Every container ``node``'s agent has, as of now (soft state, not journaled)."""
+
+        def current(job_id: int, run_no: int) -> bool:
+            run = self.runs.get((job_id, run_no))
+            return run is not None and node in run.waiting
+
+        self.containers.update(node, reports, current)
+
     def inventory(self, node: str, has: Iterable[RunKey], after: int, now: Instant) -> None:
         """The node's agent has exactly ``has`` (running or ended unacknowledged) once it
         carried out every command up to seq ``after``: a run whose launch it took by then
@@ -247,6 +259,7 @@ class Fleet:
     def node_lost(self, node: str, now: Instant) -> None:
         """The node's agent is gone: its part of every run has ended (killed)."""
         self.registry.lose(node)
+        self.containers.drop_node(node)
         for key, run in list(self.runs.items()):
             if node in run.waiting:
                 self._ended(node, key, _KILLED, now)
@@ -335,6 +348,7 @@ class Fleet:
             raise
         del self.runs[key]
         self.steps.job_ended(job_id)
+        self.containers.drop(job_id)
         return [key]
 
     # ------------------------------------------------------------------ steps

@@ -9,6 +9,7 @@ import pwd
 
 from phalanx.domain.cluster import Cluster
 from phalanx.engine import Launch
+from phalanx.live.probecodec import probes_wire
 from phalanx.live.taskenv import expand_pattern, task_environment, task_places
 from phalanx.protocol.agent import AgentCommand, TaskSpec
 
@@ -92,6 +93,7 @@ def launch_commands(
 
         own = spec.tasks[place.global_rank] if spec.tasks else None
         argv, cwd, output = list(spec.command), workdir, spec.output or default_out
+        restart, probes = "Never", None
         if own is not None:
             # a gang whose tasks differ (a PyTorchJob's pods): the task's own variables win
             # over the ones set here, as a container's env wins over injected ones
@@ -99,6 +101,8 @@ def launch_commands(
             env.update(own.environment)
             cwd = os.path.abspath(own.workdir) if own.workdir is not None else workdir
             output = own.output or output
+            restart = own.restart
+            probes = probes_wire(own.probes) if own.probes is not None else None
         command = per_node.get(node)
         if command is None:
             command = per_node[node] = AgentCommand(
@@ -119,6 +123,8 @@ def launch_commands(
                 uid=uid,
                 gid=gid,
                 rank=place.global_rank,
+                restart=restart,
+                probes=probes,
             )
         )
     return per_node

@@ -61,7 +61,7 @@ __all__ = [
 
 log = logging.getLogger("phalanx.controller")
 
-FORMAT = 2
+FORMAT = 3
 """Bumped whenever what a snapshot holds changes shape."""
 
 SNAPSHOT_EVERY = 5_000

@@ -30,8 +30,12 @@ __all__ = [
     "AgentHello",
     "AgentReports",
     "AgentWelcome",
+    "ContainerReport",
+    "ContainerState",
     "HealthConfig",
     "NodeFacts",
+    "ProbeSpec",
+    "ProbesSpec",
     "Refusal",
     "RefusalReason",
     "ReportsAck",
@@ -156,6 +160,30 @@ class ReportsAck(_Wire):
     )
 
 
+class ProbeSpec(_Wire):
+    """One probe as the agent runs it (``phalanx.domain.probes.Probe``; the host filled in)."""
+
+    kind: Literal["httpGet", "tcpSocket", "exec"]
+    port: int = Field(default=0, ge=0, le=65535)
+    host: str = Field(default="", description="empty: the agent's own address (the pod's)")
+    path: str = "/"
+    scheme: Literal["HTTP", "HTTPS"] = "HTTP"
+    headers: list[list[str]] = Field(default_factory=list, description="[name, value] pairs")
+    command: list[str] = Field(default_factory=list, description="exec: argv")
+    initial_delay_s: float = Field(default=0.0, ge=0)
+    period_s: float = Field(default=10.0, gt=0)
+    timeout_s: float = Field(default=1.0, gt=0)
+    success_threshold: int = Field(default=1, ge=1)
+    failure_threshold: int = Field(default=3, ge=1)
+
+
+class ProbesSpec(_Wire):
+    startup: ProbeSpec | None = None
+    liveness: ProbeSpec | None = None
+    readiness: ProbeSpec | None = None
+    grace_s: float = Field(default=30.0, ge=0, description="SIGTERM to SIGKILL when a probe kills")
+
+
 class TaskSpec(_Wire):
     argv: list[str]
     cwd: str
@@ -166,6 +194,13 @@ class TaskSpec(_Wire):
     uid: int | None = None
     gid: int | None = None
     rank: int
+    restart: Literal["Always", "OnFailure", "Never"] = Field(
+        default="Never",
+        description="a pod's restartPolicy: the agent restarts the process in place (Always; "
+        "OnFailure after a non-zero exit) with the kubelet's back-off; the run then ends only "
+        "when killed",
+    )
+    probes: ProbesSpec | None = None
 
 
 class AgentCommand(_Wire):
@@ -188,6 +223,39 @@ class AgentCommands(_Wire):
     commands: list[AgentCommand]
 
 
+class ContainerState(_Wire):
+    """Kubernetes' ``ContainerState``: exactly one of running, waiting, terminated is set
+    (times in ms since the epoch)."""
+
+    kind: Literal["running", "waiting", "terminated"]
+    started_at: int = 0
+    finished_at: int = 0
+    exit_code: int = 0
+    signal: int = 0
+    reason: str = ""
+    message: str = ""
+
+
+class ContainerReport(_Wire):
+    """How one task that restarts in place or is probed (a pod's container) is doing, as the
+    kubelet reports it in ``containerStatuses``; soft state, never journaled."""
+
+    job_id: int = Field(ge=0)
+    run: int = Field(ge=0)
+    rank: int = Field(ge=0)
+    ready: bool
+    started: bool
+    restart_count: int = Field(ge=0)
+    state: ContainerState
+    last_state: ContainerState | None = None
+    cpu_millicores: int | None = Field(
+        default=None, ge=0, description="CPU use over the last interval (None: not measured yet)"
+    )
+    probe_message: str = Field(
+        default="", description="the last probe failure, as the kubelet words it (an event)"
+    )
+
+
 class AgentReports(_Wire):
     """Ended runs; with ``inventory``, also every run the agent still has (``running``), as
     of the command ``after`` (the last it carried out): the controller ends the runs it
@@ -198,6 +266,10 @@ class AgentReports(_Wire):
     reports: list[RunReport]
     inventory: bool = False
     after: int = Field(default=0, ge=0)
+    containers: list[ContainerReport] | None = Field(
+        default=None,
+        description="every container of the node's runs, as of now (None: not told this time)",
+    )
 
 
 class AgentFault(_Wire):

@@ -47,7 +47,8 @@ class PassContext(Protocol):
         """Jobs holding resources and running, in no particular order."""
 
     def place(self, job: Job, cap: Capacity | None = None) -> Allocation | None:
-        """Filter, then score: where the whole gang fits in ``cap`` (default: free now).
+        """Filter, then score: where the whole gang fits in ``cap`` (default: free now),
+        less what is kept for other jobs nominated after a preemption (``nominated``).
 
         Honours ``--switches=N@wait`` (relaxed once the job has waited long enough, with a
         wake-up asked for that moment). Changes nothing: the caller starts, reserves or drops
@@ -66,13 +67,20 @@ class PassContext(Protocol):
     def place_shape(
         self, shape: Shape, nodes: int, cap: Capacity | None = None
     ) -> Allocation | None:
-        """Like ``place`` for a bare shape (one pod of a job, say), with no switch limit."""
+        """Like ``place`` for a bare shape (one pod of a job, say), with no switch limit,
+        in ``cap`` as given (the caller leaves out what is kept for nominated jobs)."""
 
     def is_preempting(self, job: Job) -> bool:
         """Whether ``job`` was already signalled for preemption and is on its way out."""
 
     def victims_leaving(self, job: Job) -> bool:
         """Whether running jobs ``job`` preempted in an earlier pass are still ending."""
+
+    def nominated(self) -> Sequence[Job]:
+        """Pending jobs for which resources freed by preemption are kept (kube-scheduler's
+        nominated pods): they preempted, or wait for jobs already leaving, and have not
+        started yet. ``place`` already keeps their placements from other jobs; a quota plugin
+        counts their quota as held, for them alone. In the order they were nominated."""
 
     def expect(self, job: Job, start: Instant | None) -> None:
         """Record a blocked job's expected start (its reason stays)."""

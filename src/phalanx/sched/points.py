@@ -162,8 +162,10 @@ class PostFilterPlugin(Protocol):
 
     Called only for blocked jobs, at most once each per pass. Returns whole gangs whose freed
     resources form a placement the job can use (checked with ``ctx.place`` on a copy of the
-    free capacity), or None. Must not change anything: the engine signals the victims and
-    the job waits for them.
+    free capacity); ``[]`` when jobs already on their way out (``ctx.is_preempting``) will
+    free one, so the job waits for them rather than preempting more; or None. Must not
+    change anything: the engine signals the victims, and the job waits for them, nominated
+    for what they free (``ctx.nominated``: kept from other jobs until it starts).
     """
 
     def victims(self, job: Job, ctx: PassContext) -> list[Job] | None: ...

@@ -1,6 +1,6 @@
 """The workload runner of a controller that serves the Kubernetes API: wired to the object
 store, the controller's decisions and the event loop; pods' output in ``kube-logs`` of the
-state directory."""
+state directory. Beside it, the EndpointSlice controller (``EndpointsRunner``)."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ import asyncio
 import contextlib
 
 from phalanx.kube.controllers import WorkloadRunner
+from phalanx.kube.endpointrunner import EndpointsRunner
 from phalanx.kube.store import ObjectStore
 from phalanx.live.controller import Controller
 from phalanx.server.statedir import StateDir
@@ -46,11 +47,16 @@ class Workloads:
             default_user=user,
             address=address,
             later=lambda fn: loop.call_later(FLUSH_S, fn),
+            containers=controller.fleet.containers.get,
         )
+        self.endpoints = EndpointsRunner(store, loop.call_soon)
         self._task: asyncio.Task[None] | None = None
 
     def start(self) -> None:
         self.runner.start(self.controller.watch)
+        self.endpoints.start()
+        # a container's report changed (ready, restarts, state): its pod's status follows
+        self.controller.fleet.containers.subscribe(self.runner.on_jobs)
         self._task = asyncio.create_task(self._ticks())
 
     async def _ticks(self) -> None:

@@ -12,13 +12,15 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from phalanx.agent.containers import BACKOFF_INITIAL_S
+from phalanx.agent.cpuusage import CpuMeter
 from phalanx.agent.tasks import RunKey, TaskRunner
 from phalanx.config.clusterspec import regular_cluster
 from phalanx.domain.jobspec import JobSpec
 from phalanx.engine import Engine
 from phalanx.live.controller import Controller
 from phalanx.policies.catalog import POLICIES
-from phalanx.protocol.agent import AgentCommand, AgentHello, AgentReports
+from phalanx.protocol.agent import AgentCommand, AgentHello, AgentReports, ContainerReport
 from phalanx.runtime import MemoryJournal
 
 __all__ = ["LiveStack", "LocalAgents", "live_stack"]
@@ -32,9 +34,10 @@ class LocalAgents:
 
     BOOT_ID = "local"
 
-    def __init__(self, controller: Controller) -> None:
+    def __init__(self, controller: Controller, *, backoff_s: float = BACKOFF_INITIAL_S) -> None:
         self._controller = controller
-        self.runner = TaskRunner()
+        self.runner = TaskRunner(backoff_s=backoff_s)
+        self._cpu = CpuMeter(self.runner.cgroup_of)
         self._after = {node.name: 0 for node in controller.cluster.nodes}
         self._epoch: dict[str, int] = {}
         self._nodes: dict[RunKey, list[str]] = {}
@@ -78,7 +81,9 @@ class LocalAgents:
                 self.runner.signal(cmd.job_id, cmd.run, cmd.signal)
             else:
                 self.runner.kill(cmd.job_id, cmd.run)
+        self.runner.tick()  # containers due to restart, KILLs after a probe's grace
         self.runner.reap()
+        self._report_containers()
         for report in self.runner.unacked():
             key = (report.job_id, report.run)
             acked: set[RunKey] = set()
@@ -88,6 +93,19 @@ class LocalAgents:
             if key in acked:
                 self.runner.acknowledge([report])
                 self._nodes.pop(key, None)
+
+
+    def _report_containers(self) -> None:
+        """Each node's containers, as its agent reports them (probes are not run here)."""
+        per_node: dict[str, list[ContainerReport]] = {node: [] for node in self._after}
+        for report in self.runner.container_reports(self._cpu.seconds):
+            for node in self._nodes.get((report.job_id, report.run), []):
+                per_node[node].append(report)
+        for node, reports in per_node.items():
+            body = AgentReports(
+                boot_id=self.BOOT_ID, epoch=self._epoch[node], reports=[], containers=reports
+            )
+            self._controller.reports(node, body)
 
 
 @dataclass
@@ -124,11 +142,14 @@ class LiveStack:
             time.sleep(poll)
 
 
-def live_stack(nodes: int = 2, gpus: int = 8, policy: str = "phalanx") -> LiveStack:
-    """Emulated nodes that are all this machine; tasks run as this user."""
+def live_stack(
+    nodes: int = 2, gpus: int = 8, policy: str = "phalanx", *, backoff_s: float = BACKOFF_INITIAL_S
+) -> LiveStack:
+    """Emulated nodes that are all this machine; tasks run as this user. ``backoff_s``: the
+    first delay before a container that restarts in place starts again."""
     journal = MemoryJournal()
     controller = Controller(
         regular_cluster(nodes, gpus, 2), POLICIES[policy], journal, run_as_submitter=False
     )
     controller.recover()
-    return LiveStack(controller, LocalAgents(controller), journal)
+    return LiveStack(controller, LocalAgents(controller, backoff_s=backoff_s), journal)

@@ -25,6 +25,7 @@ __all__ = [
     "ANNOTATION_LOG",
     "ANNOTATION_RANK",
     "ANNOTATION_RESTARTS",
+    "ContainerView",
     "Context",
     "EngineJob",
     "NameSource",
@@ -52,6 +53,22 @@ alphabet): the runner injects randomness, tests inject a sequence."""
 
 
 @dataclass(frozen=True, slots=True)
+class ContainerView:
+    """What the node's agent last reported of a task that restarts in place or is probed,
+    in Kubernetes' terms (``ContainerStatus``): soft state, not the engine's."""
+
+    ready: bool
+    started: bool
+    restart_count: int
+    state: Mapping[str, Any]
+    """``{"running": {...}}``, ``{"waiting": {...}}`` or ``{"terminated": {...}}``."""
+    last_state: Mapping[str, Any] = field(default_factory=dict)
+    cpu_millicores: int | None = None
+    probe_message: str = ""
+    """The last probe failure (``Liveness probe failed: ...``), for the pod's events."""
+
+
+@dataclass(frozen=True, slots=True)
 class EngineJob:
     """What a reconciler sees of one engine job (the runner makes it from the engine's)."""
 
@@ -69,6 +86,8 @@ class EngineJob:
     addresses: tuple[str, ...] = ()
     """The address of each task's node, by rank (127.0.0.1 for this machine's)."""
     restarts: int = 0
+    containers: tuple[ContainerView | None, ...] = ()
+    """By rank: what the agents report of its running tasks (None, or missing: nothing)."""
 
 
 @dataclass(frozen=True)

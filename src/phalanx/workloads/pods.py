@@ -2,7 +2,11 @@
 
 Engine state -> pod phase: PENDING (and REQUEUED, PREEMPTED, SUSPENDED: waiting to run again)
 -> Pending, with ``PodScheduled`` False saying the engine's reason and expected start;
-RUNNING and COMPLETING -> Running (``nodeName``, ``startTime``, the container running);
+RUNNING and COMPLETING -> Running (``nodeName``, ``startTime``, the container running; where
+the node's agent reports the container, ``EngineJob.containers``, its state, ``ready``,
+``started``, ``restartCount`` and ``lastState`` as reported, and the ``Ready`` and
+``ContainersReady`` conditions follow ``ready``; a container without a report is ready, as a
+pod without a readiness probe is);
 COMPLETED -> Succeeded (exit 0); FAILED, TIMEOUT, NODE_FAIL, OUT_OF_MEMORY, CANCELLED -> Failed
 (``terminated.exitCode``; reason OOMKilled, DeadlineExceeded or Error). A gang's pods share
 their engine job's outcome: its exit code is the one the engine keeps (the worst task's).
@@ -24,6 +28,7 @@ from phalanx.workloads.plan import (
     ANNOTATION_RESTARTS,
     EngineJob,
 )
+from phalanx.workloads.podevents import container_events
 from phalanx.workloads.podspec import LOCALHOST
 from phalanx.workloads.timestamps import rfc3339
 
@@ -173,11 +178,37 @@ def pod_status(pod: Mapping[str, Any], job: EngineJob | None, now: Instant) -> d
     set_condition(conditions, "PodScheduled", True, "", "", now)
     if job.state in _RUNNING:
         status["phase"] = "Running"
-        for kind in ("PodReadyToStartContainers", "Initialized", "ContainersReady", "Ready"):
+        view = job.containers[rank] if rank < len(job.containers) else None
+        # Not reported yet: ready unless a probe has to say so first (Kubernetes' rule for
+        # a pod without a readiness probe is: ready while it runs).
+        gated = any(container.get(k) for k in ("readinessProbe", "startupProbe"))
+        ready = view.ready if view is not None else not gated
+        for kind in ("PodReadyToStartContainers", "Initialized"):
             set_condition(conditions, kind, True, "", "", now)
-        status["containerStatuses"] = [
-            {**base, "ready": True, "started": True, "state": {"running": {"startedAt": started}}}
-        ]
+        unready = f"containers with unready status: [{base['name']}]"
+        for kind in ("ContainersReady", "Ready"):
+            if ready:
+                set_condition(conditions, kind, True, "", "", now)
+            else:
+                set_condition(conditions, kind, False, "ContainersNotReady", unready, now)
+        if view is None:
+            running: dict[str, Any] = {
+                **base,
+                "ready": ready,
+                "started": not container.get("startupProbe"),
+                "state": {"running": {"startedAt": started}},
+            }
+        else:
+            running = {
+                **base,
+                "restartCount": base["restartCount"] + view.restart_count,
+                "ready": view.ready,
+                "started": view.started,
+                "state": copy.deepcopy(dict(view.state)),
+            }
+            if view.last_state:
+                running["lastState"] = copy.deepcopy(dict(view.last_state))
+        status["containerStatuses"] = [running]
         return status
     ok = job.state is JobState.COMPLETED
     code, reason = _exit(job)
@@ -219,7 +250,12 @@ def refresh(
     new["status"] = status
     if node is not None:
         new.setdefault("spec", {})["nodeName"] = node
-    return new, pod_events(pod, new, now, seq)
+    events = pod_events(pod, new, now, seq)
+    rank = int(((pod.get("metadata") or {}).get("annotations") or {}).get(ANNOTATION_RANK, 0))
+    view = job.containers[rank] if job is not None and rank < len(job.containers) else None
+    if view is not None:
+        events += container_events(pod, new, view.probe_message, now, seq + len(events))
+    return new, events
 
 
 def pod_events(

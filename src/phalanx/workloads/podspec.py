@@ -18,8 +18,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from phalanx.domain.probes import Probes
 from phalanx.domain.quantity import GPU, MILLI_UNITS, parse_quantity
 from phalanx.errors import InputError
+from phalanx.workloads.probespec import pod_probes, restart_policy
 
 __all__ = ["PodTask", "expand", "pod_task"]
 
@@ -44,6 +46,9 @@ class PodTask:
     """MiB, rounded up; 0 when none is asked (no limit)."""
     ports: tuple[tuple[str, int], ...] = ()
     """Container ports by name."""
+    restart: str = "Always"
+    """The pod's ``restartPolicy``."""
+    probes: Probes | None = None
 
 
 def expand(text: str, variables: Mapping[str, str]) -> str:
@@ -125,6 +130,8 @@ def pod_task(
         cpus=max(1, -(-(cpu or 0) // MILLI_UNITS)),
         mem_mb=-(-(memory or 0) // (MILLI_UNITS * _MB)),
         ports=tuple(ports),
+        restart=restart_policy(spec, f"{where}.spec"),
+        probes=pod_probes(spec, container, ports, path),
     )
 
 

@@ -63,8 +63,29 @@ def pod_spec(
     owner_labels: Mapping[str, str],
     template: Mapping[str, Any],
     value: int,
+    in_place: bool = False,
 ) -> JobSpec:
-    """A job of one task running ``task`` as pod ``pod`` (job name ``name``)."""
+    """A job of one task running ``task`` as pod ``pod`` (job name ``name``). ``in_place``:
+    the node's agent carries out the pod's ``restartPolicy`` and probes, as a kubelet does
+    (bare pods, a ReplicaSet's); without, the task's exit ends the job, whose controller
+    decides what follows (a Job's backoff, a ReplicaSet's replacement); its probes still run
+    on its node."""
+    output = log_file(ctx, namespace, pod)
+    workdir = task.workdir or ctx.workdir
+    own: tuple[TaskLaunch, ...] = ()
+    if in_place or task.probes is not None:
+        # A probed pod's probes run on its node either way (readiness is the agent's to
+        # tell); only an in-place pod restarts there.
+        own = (
+            TaskLaunch(
+                command=task.argv,
+                environment=task.environment,
+                workdir=workdir,
+                output=output,
+                restart=task.restart if in_place else "Never",
+                probes=task.probes,
+            ),
+        )
     return JobSpec(
         name=name,
         user=ctx.user,
@@ -76,11 +97,12 @@ def pod_spec(
         mem_per_node_mb=task.mem_mb,
         time_limit=_time_limit(template),
         command=task.argv,
-        workdir=task.workdir or ctx.workdir,
-        output=log_file(ctx, namespace, pod),
+        workdir=workdir,
+        output=output,
         environment=task.environment,
         nice=-value,
         extra=_extra(owner_labels, task.image, value),
+        tasks=own,
     )
 
 

@@ -99,10 +99,18 @@ class PassView:
         return self._leaf_limit(job)[0]
 
     def place(self, job: Job, cap: Capacity | None = None) -> Allocation | None:
+        state = self.state
+        cap = state.cap if cap is None else cap
+        nominations = self._preemption.nominations
+        if nominations:
+            cap = nominations.without(cap, job.id)  # what is kept for others is not free
+        return self.place_in(job, cap)
+
+    def place_in(self, job: Job, cap: Capacity) -> Allocation | None:
+        """``place`` in ``cap`` as it is, holds of nominees left in (``nominations``)."""
         shape = job.shape
         max_leaves, switches_wait = self._leaf_limit(job)
         state = self.state
-        cap = state.cap if cap is None else cap
         nodes = shape.nodes_max
         narrowed = self._narrowed.get(job.id) if self._narrowed else None
         while nodes >= shape.nodes_min:
@@ -141,6 +149,9 @@ class PassView:
 
     def victims_leaving(self, job: Job) -> bool:
         return self._preemption.victims_leaving(job)
+
+    def nominated(self) -> Sequence[Job]:
+        return self._preemption.nominations.jobs()
 
     def expect(self, job: Job, start: Instant | None) -> None:
         self._statuses.expect(job, start)

@@ -3,8 +3,8 @@
 Whether a job may preempt at all follows Slurm's PreemptType: its QOS lists others to preempt,
 or some partition of a lower priority tier allows preemption. Victims get their grace signal
 (SIGTERM, SIGKILL after the grace time) and are requeued or cancelled as their QOS or partition
-says; the job that preempted them is looked at first in later passes, so what they give back
-goes to it.
+says; the job that preempted them is looked at first in later passes, and is nominated for
+what they give back (``nominations``), so that it goes to it.
 """
 
 from __future__ import annotations
@@ -17,7 +17,9 @@ from phalanx.domain.time import Duration, Instant
 from phalanx.engine.commands import Command, Kill, Signal, WakeAt
 from phalanx.engine.decisions import DecisionLog, Preempted
 from phalanx.engine.endings import Endings, preempt_mode
+from phalanx.engine.scheduling.nominations import Nominations
 from phalanx.engine.timers import KillTimer
+from phalanx.sched.capacity import Allocation
 from phalanx.sched.context import PassContext
 from phalanx.sched.job import Job
 from phalanx.sched.occupancy import Occupancy
@@ -47,8 +49,10 @@ class Preemption:
         self._suspend_grace = suspend_grace
         """With a grace, victims are asked to checkpoint at the signal (suspension)."""
         self.claims: dict[int, set[int]] = {}
-        """Jobs that preempted others, with their victims: a pass looks at them first
-        (``PendingQueue.with_first``)."""
+        """Jobs that preempted others, with their victims (or that wait for jobs already
+        leaving, with those): a pass looks at them first (``PendingQueue.with_first``)."""
+        self.nominations = Nominations(state)
+        """What those jobs will take once their victims are gone, kept for them."""
         self._can: dict[tuple[str, int], bool] = {}
         self.preemptors = 0
         self._queue_can: Callable[[Job, Cluster], bool] | None = getattr(
@@ -89,6 +93,21 @@ class Preemption:
         """Whether victims ``job`` preempted earlier are still on their way out."""
         claimed = self.claims.get(job.id)
         return bool(claimed) and any(v in self._endings.preempting for v in claimed or ())
+
+    def leaving(self) -> list[Allocation]:
+        """The allocations of the running jobs signalled for preemption, in id order."""
+        running = self._state.running
+        return [running[v].alloc for v in sorted(self._endings.preempting) if v in running]
+
+    def wait_for_leaving(self, job: Job) -> None:
+        """``job`` waits for the jobs now leaving rather than preempting more (a
+        post-filter's ``[]``): they count as its victims."""
+        self.claims.setdefault(job.id, set()).update(self._endings.preempting)
+
+    def forget(self, job_id: int) -> None:
+        """``job_id`` left the queue: it claims nothing and is nominated for nothing."""
+        self.claims.pop(job_id, None)
+        self.nominations.drop(job_id)
 
     def preempt(self, victims: Sequence[Job], for_job: Job, now: Instant) -> None:
         """Signal, then requeue or cancel, each victim as its QOS or partition says."""

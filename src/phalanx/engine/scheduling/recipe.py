@@ -1,14 +1,16 @@
 """The scheduling pass as one numbered recipe (ARCHITECTURE.md, "Scheduling pass").
 
-1. Snapshot: the occupancy as it is now; the reservation step's timeline over it.
-2. Queue sort: the queue plugin's order of the eligible pending jobs.
+1. Snapshot: the occupancy as it is now; the reservation step's timeline over it; the holds
+   of the jobs nominated after a preemption (``nominations``).
+2. Queue sort: the queue plugin's order of the eligible pending jobs, nominated jobs first.
 3. For each job: pre-filter (cluster limits, ``admit/*``) -> filter and score (``place``) ->
    reserve -> permit -> start. A gang is placed whole; with ``members="pods"`` pod by pod,
    each pod reserved while the permit plugin keeps the gang waiting for the rest.
 4. A job that cannot start: the reservation step (``sched/*``) reserves for it on the timeline
    if it is among those that get one; later jobs start only where they delay no reservation.
 5. Post-filter: preemption, for blocked jobs the reservation step lets search, and for jobs
-   whose pre-filter refusal is ``resolvable`` (quota that reclaim may give back).
+   whose pre-filter refusal is ``resolvable`` (quota that reclaim may give back). A job that
+   preempted, or waits for jobs already leaving, is nominated for what they free.
 6. Every job that did not start carries a ``Status`` and, where known, its expected start.
 
 Plugin lists are resolved once (``Points``); a point with no plugin costs no call.
@@ -97,6 +99,8 @@ class Recipe:
         view.begin()
         state = view.state
         preemption = self.preemption
+        nominations = preemption.nominations
+        nominations.begin()
         could = preemption.could_preempt if preemption.preemptors > 0 else None
         step = points.reservation.begin(view, could_preempt=could)
         reserve, permit, post_filter = points.reserve, points.permit, points.post_filter
@@ -105,6 +109,8 @@ class Recipe:
         # 2. Queue sort.
         pending = self._pending()
         order = points.queue_sort.order(pending, view)
+        if nominations:
+            order = nominations.first(pending, order, self._settle)
         # 3-5. Each job in order.
         wait, start = statuses.wait, self._start
         checks = bool(points.pre_filter) or self.limits.any_rules
@@ -148,9 +154,10 @@ class Recipe:
                     # its nominal quota reclaiming what others borrowed): victims now.
                     if status.resolvable and post_filter is not None:
                         victims = preemption.victims(job, view)
-                        if victims:
-                            preemption.preempt(victims, job, view.now)
-                            step.preempting(job)
+                        if victims is not None:
+                            self._nominate(job, victims)
+                            if victims:
+                                step.preempting(job)
                     wait(job, status)
                     continue
             if pods:
@@ -175,8 +182,9 @@ class Recipe:
             blocked = step.blocked(job)
             if post_filter is not None and step.search(job):
                 victims = preemption.victims(job, view)
+                if victims is not None:
+                    self._nominate(job, victims)
                 if victims:
-                    preemption.preempt(victims, job, view.now)
                     wait(job, Status.wait(Reason.RESOURCES, points.post_filter_id))
                     step.preempting(job)
                     if step.stop_at_blocked:
@@ -192,9 +200,30 @@ class Recipe:
             if settled is not None:
                 wait(job, settled)
         # 6. Statuses and expected starts of the blocked jobs the step reserved for.
+        nominations.finish()
         step.finish()
         if permit is not None:
             permit.end(view)
+        nominations.end()
+
+    def _nominate(self, job: Job, victims: list[Job]) -> None:
+        """Step 5's answer carried out: ``victims`` preempted for ``job`` (none: it waits for
+        those already leaving), and ``job`` nominated for the placement it has once every
+        job leaving is gone, beside the other nominations."""
+        preemption, view = self.preemption, self.view
+        if victims:
+            preemption.preempt(victims, job, view.now)
+        else:
+            preemption.wait_for_leaving(job)
+        nominations = preemption.nominations
+        future = nominations.future(job.id, preemption.leaving())
+        nominations.nominate(job, view.place_in(job, future))
+
+    def _settle(self, job: Job) -> None:
+        """A pass is done with nominated ``job``: if it did not start and nothing it waits
+        for is still leaving, what was kept for it goes back to every job."""
+        if job.id in self.preemption.nominations and not self.preemption.victims_leaving(job):
+            self.preemption.nominations.drop(job.id)
 
     def _rest(self, step: ReservationStep, jobs: Iterator[Job], bound: int) -> None:
         """The jobs a pass ended before (at most ``bound`` if it is not negative) get the
@@ -227,7 +256,11 @@ class Recipe:
         while len(job.holds) < total:
             if shape in full or (shape.gpus and shape.gpus > state.free_gpus):
                 break
-            alloc = view.place(job, None) if total == 1 else view.place_shape(shape, 1)
+            if total == 1:
+                alloc = view.place(job, None)
+            else:
+                free = self.preemption.nominations.without(state.cap, job.id)
+                alloc = view.place_shape(shape, 1, free)
             if alloc is None:
                 full.add(shape)
                 break

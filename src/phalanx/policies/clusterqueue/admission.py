@@ -1,7 +1,8 @@
 """``admit/clusterqueue`` (pre-filter and reserve): admission against Kueue's ClusterQueues,
 with borrowing and lending in cohort trees, that knows placement.
 
-Each pass starts from the quota the running jobs hold: a job's ClusterQueue is the one its
+Each pass starts from the quota the running jobs hold (not those signalled for preemption,
+whose quota goes to the jobs nominated for what they free): a job's ClusterQueue is the one its
 namespace's LocalQueue feeds (``Queues.cluster_queue_of``), its flavor per resource group the
 first of the group whose nodes hold its whole allocation (Kueue records the assignment in
 the Workload; here it is read back from where the job runs). Then, for each job the pass
@@ -18,6 +19,9 @@ looks at, in the pass's order:
   pass. An admitted job that then finds no placement has its quota held for the rest of the
   pass (Kueue's admitted workload whose pods wait), so nothing later takes what it needs;
   next pass it is admitted afresh.
+- a job nominated after a preemption (``PassContext.nominated``) has its quota counted from
+  the pass's start (where it fits), so that no job before it takes what its victims freed;
+  it is admitted against it when its turn comes.
 
 A job is admitted for its largest shape (``--nodes=min-max`` counts ``max`` nodes: Kueue
 admits a workload's full count), so any placement the pass then finds fits the quota.
@@ -153,6 +157,9 @@ class Pass:
         self.refused: dict[tuple[object, int], Status] = {}
         """(shape key, tasks per node) -> why such a job was refused: usage only grows
         within a pass, so a job asking as much of the same LocalQueue is refused alike."""
+        self.held: dict[int, dict[FlavorResource, int]] = {}
+        """Nominated job (``PassContext.nominated``) -> the quota counted for it from the
+        pass's start until it is looked at."""
 
 
 class ClusterQueueAdmission:
@@ -202,8 +209,12 @@ class ClusterQueueAdmission:
         totals: dict[str, dict[FlavorResource, int]] = {}
         for job in ctx.running():
             alloc = job.alloc
+            if alloc is None or ctx.is_preempting(job):
+                # On its way out: what it holds is counted for the job nominated for it
+                # (``_hold_nominated``), as the pass that preempted it counted it.
+                continue
             cq, _ = static.target(queues, job)
-            if cq is None or alloc is None:
+            if cq is None:
                 continue
             run = (job.id, job.run)
             cached = known.get(run)
@@ -220,7 +231,36 @@ class ClusterQueueAdmission:
             node = static.tree.queues[name]
             for fr, amount in sorted(totals[name].items()):
                 node.add(fr, amount)
+        self._hold_nominated(static, current, ctx)
         return static, current
+
+    @staticmethod
+    def _hold_nominated(static: Static, current: Pass, ctx: PassContext) -> None:
+        """Quota freed by preemption is kept for the jobs that preempted (Kueue counts a
+        workload pending preemption in its cycle's usage, and skips those that would need
+        its quota): each nominated job's quota, where it fits now (its victims gone), is
+        counted from the pass's start until the job itself is looked at."""
+        queues = ctx.cluster.queues
+        for job in ctx.nominated():
+            cq, _ = static.target(queues, job)
+            if cq is None:
+                continue
+            node = static.tree.queues[cq.name]
+            result = assign(
+                cq,
+                node,
+                static.request(job),
+                queues.flavors,
+                static.masks,
+                ctx.state.static_mask(job.shape),
+                lambda mask: True,
+                static.within,
+            )
+            if isinstance(result, Assignment):
+                charge = dict(result.charge)
+                for fr, amount in charge.items():
+                    node.add(fr, amount)
+                current.held[job.id] = charge
 
     @staticmethod
     def _held_charge(
@@ -346,6 +386,11 @@ class ClusterQueueAdmission:
             return self._quota(ctx).pre_filter(job, ctx)
         static, current = self._setup(ctx)
         cq, problem = static.target(queues, job)
+        held = current.held.pop(job.id, None)
+        if held is not None and cq is not None:
+            node = static.tree.queues[cq.name]
+            for fr, amount in held.items():
+                node.remove(fr, amount)  # the job's own: it is admitted against it now
         if cq is None:
             return Status.wait_because(Reason.INVALID_ACCOUNT, PLUGIN, problem)
         stopped = _stopped(queues, cq, job)

@@ -97,10 +97,11 @@ class ClusterQueuePreempt(CheckpointPreempt):
             return None
         if admitted and self.placed:
             # Quota admits it and what earlier preemptions free will hold it: it waits for
-            # those victims' kill rather than preempting more for a placement already coming.
+            # those victims' kill rather than preempting more for a placement already coming
+            # (and is nominated for it: ``[]``).
             leaving = with_leaving(ctx, ctx.state.cap)
             if leaving is not ctx.state.cap and ctx.place(job, leaving) is not None:
-                return None
+                return []
         memo = ctx.state.memo()
         key = (PLUGIN, ctx.now, cq.name, job.key, job.spec.tasks_per_node, admitted)
         found: list[Job] | None = None
@@ -294,6 +295,9 @@ class _QuotaBudget:
         jobs of the pass neither take it nor preempt again for it."""
         for v in victims:
             self.take(v)
+        # Usage shrank: the pass's refusals by shape no longer hold (a job asking as much
+        # may fit the quota the victims gave back beyond what this job needs).
+        current.refused.clear()
         if self.admitted or not self.enough() or self.assignment is None:
             return
         charge = dict(self.assignment.charge)
