@@ -26,19 +26,21 @@ def spec(**kw: object) -> ProbeSpec:
     return ProbeSpec(kind="tcpSocket", port=1, **kw)  # type: ignore[arg-type]
 
 
-def test_backoff_doubles_from_ten_seconds_to_five_minutes() -> None:
+def test_backoff_restarts_once_at_once_then_doubles_from_ten_seconds_to_five_minutes() -> None:
     backoff = Backoff()
-    delays = [backoff.next_delay(ran_s=1.0) for _ in range(8)]
-    assert delays == [10, 20, 40, 80, 160, 300, 300, 300]
+    delays = [backoff.next_delay(ran_s=1.0) for _ in range(9)]
+    assert delays == [0, 10, 20, 40, 80, 160, 300, 300, 300]
 
 
 def test_backoff_starts_again_after_ten_minutes_of_running() -> None:
     backoff = Backoff(initial_s=0.5)
-    assert [backoff.next_delay(1.0) for _ in range(3)] == [0.5, 1.0, 2.0]
+    assert [backoff.next_delay(1.0) for _ in range(4)] == [0, 0.5, 1.0, 2.0]
     assert backoff.next_delay(BACKOFF_RESET_S - 1) == 4.0
-    assert backoff.next_delay(BACKOFF_RESET_S) == 0.5
-    assert Backoff(initial_s=200).next_delay(0) == 200
-    assert Backoff(initial_s=200, streak=1).next_delay(0) == BACKOFF_CAP_S
+    assert backoff.next_delay(BACKOFF_RESET_S) == 0
+    assert backoff.next_delay(1.0) == 0.5
+    assert Backoff(initial_s=200).next_delay(0) == 0
+    assert Backoff(initial_s=200, streak=1).next_delay(0) == 200
+    assert Backoff(initial_s=200, streak=2).next_delay(0) == BACKOFF_CAP_S
 
 
 @pytest.mark.parametrize(
@@ -128,11 +130,16 @@ def test_a_container_without_readiness_probe_is_ready_once_started() -> None:
 
 def test_a_crashing_container_waits_in_crash_loop_back_off() -> None:
     c = Container(task("Always"), Backoff(initial_s=10))
+    c.began(pid=9, now=-2.0, wall_ms=-1_000)
+    assert c.ended(1, 0, now=-1.0, wall_ms=0, stopping=False)
+    # The first restart is at once (the kubelet has no back-off entry for it yet).
+    assert c.restart_count == 1 and c.restart_at == -1.0
+    assert c.state.kind == "waiting" and c.state.reason == "ContainerCreating"
     c.began(pid=10, now=0.0, wall_ms=1_000)
     v = c.version
     assert c.ended(1, 0, now=2.0, wall_ms=3_000, stopping=False)
     assert c.version > v
-    assert c.restart_count == 1 and c.restart_at == 12.0
+    assert c.restart_count == 2 and c.restart_at == 12.0
     assert c.state.kind == "waiting" and c.state.reason == "CrashLoopBackOff"
     assert c.state.message == "back-off 10s restarting failed container"
     assert c.last_state is not None
@@ -144,10 +151,10 @@ def test_a_crashing_container_waits_in_crash_loop_back_off() -> None:
     assert (c.last_state.started_at, c.last_state.finished_at) == (1_000, 3_000)
     c.began(pid=11, now=12.0, wall_ms=13_000)
     assert c.ended(0, 9, now=13.0, wall_ms=14_000, stopping=False)
-    assert c.restart_at == 33.0 and c.restart_count == 2
+    assert c.restart_at == 33.0 and c.restart_count == 3
     assert c.last_state is not None and c.last_state.exit_code == 137
     report = c.report(7, 1)
-    assert (report.job_id, report.run, report.restart_count, report.ready) == (7, 1, 2, False)
+    assert (report.job_id, report.run, report.restart_count, report.ready) == (7, 1, 3, False)
 
 
 def test_a_stopped_container_does_not_restart() -> None:

@@ -64,8 +64,11 @@ def world(tmp_path: Path) -> Iterator[World]:
         workdir=str(tmp_path),
         default_user="tester",
         known_user=lambda _user: True,
+        containers=stack.controller.fleet.containers.get,
     )
     runner.start(stack.controller.watch)
+    # as the server wires it: a container's report (restarts, readiness) updates its pod
+    stack.controller.fleet.containers.subscribe(runner.on_jobs)
     yield store, runner, loop, stack, tmp_path
     for resource in (DEPLOYMENTS, REPLICASETS):  # else they replace the pods cancelled below
         for obj in store.list(resource):
@@ -205,10 +208,13 @@ def test_a_command_that_cannot_run_backs_off_instead_of_looping(world: World) ->
     broken["spec"]["template"]["spec"]["containers"][0]["command"] = ["false"]
     store.create(broken)
     loop.run(lambda: False, 6)
-    # one engine job, Failed and held in back-off: not a stream of them
+    # one engine job whose container the agent restarts in place (at once the first time,
+    # then after the back-off: CrashLoopBackOff), as the kubelet: not a stream of jobs
     assert len(stack.controller.jobs(finished=True)) == 1
     (pod,) = store.list(PODS, "default")
-    assert pod["status"]["phase"] == "Failed"
+    (container,) = pod["status"]["containerStatuses"]
+    assert container["restartCount"] >= 2
+    assert container["state"]["waiting"]["reason"] == "CrashLoopBackOff"
     reasons = {e["reason"] for e in store.list(("", "events"), "default")}
     assert "BackOff" in reasons
 

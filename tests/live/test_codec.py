@@ -46,6 +46,7 @@ FULL = JobSpec(
     switches=1,
     switches_wait=5 * MINUTE,
     exclusive=True,
+    elastic=True,
     requeue=False,
     checkpoint_interval=10 * MINUTE,
     checkpoint_on_signal=True,

@@ -9,7 +9,7 @@ import pytest
 
 from phalanx.config.clusterspec import regular_cluster
 from phalanx.domain.jobspec import JobSpec
-from phalanx.engine import Event, Kill, Launch, LaunchFailed, Requeue, TasksExited
+from phalanx.engine import Event, Kill, Launch, LaunchFailed, Requeue, Resize, TasksExited
 from phalanx.live.fleet import Fleet, master_port
 from phalanx.live.journal import JournalError
 from phalanx.protocol.agent import RunReport
@@ -268,3 +268,45 @@ def test_a_launch_resent_after_a_reregistration_counts_by_its_new_seq() -> None:
     # Carried out up to before the resent launch: job 1 is not missing yet.
     fleet.inventory("n001", [], lost_in_flight.seq, 5)
     assert reports.events == []
+
+
+def test_an_elastic_run_grows_and_shrinks_node_by_node_and_goes_on() -> None:
+    fleet, reports = _fleet()
+    launch = _launch(nodes=(0,))
+    launch = dataclasses.replace(
+        launch, spec=dataclasses.replace(launch.spec, nodes_max=3, elastic=True)
+    )
+    fleet.launch(launch, 0)
+    fleet.registry.take("n001", 0, 1)
+    grown = Allocation((0, 2), ((0, 1, 2, 3), (0, 1, 2, 3)), 0, 2, 0)
+    fleet.resize(Resize(7, 1, grown, (2,), (), launch.spec, 60_000), 2)
+    assert fleet.registry.take("n002", 0, 3) == []
+    [new] = fleet.registry.take("n003", 0, 3)
+    assert new.kind == "launch" and [t.rank for t in new.tasks] == [2, 3]
+    assert new.tasks[0].env["SLURM_NNODES"] == "2" and new.tasks[0].env["SLURM_NODEID"] == "1"
+    # Shrunk off n003: SIGTERM there, and its end neither ends the run nor counts.
+    shrunk = dataclasses.replace(grown, nodes=(0,), devices=((0, 1, 2, 3),))
+    fleet.resize(Resize(7, 1, shrunk, (), (2,), launch.spec, 60_000), 4)
+    [term] = fleet.registry.take("n003", new.seq, 5)
+    assert (term.kind, term.signal) == ("signal", 15)
+    assert fleet.reports("n003", [_ended(7, 1, exit_code=1, signal=9)], 6) == [(7, 1)]
+    assert reports.events == []
+    fleet.resize(Resize(7, 1, shrunk, (), (2,), launch.spec, 60_000, kill=True), 7)
+    assert fleet.registry.take("n003", term.seq, 8) == []  # its end is in: nothing to kill
+    assert fleet.reports("n001", [_ended(7, 1)], 9) == [(7, 1)]
+    [end] = reports.events
+    assert isinstance(end, TasksExited) and (end.exit_code, end.signal) == (0, 0)
+
+
+def test_the_removed_node_of_an_elastic_run_is_killed_after_its_grace() -> None:
+    fleet, _ = _fleet()
+    launch = _launch(nodes=(0, 1))
+    spec = dataclasses.replace(launch.spec, nodes_min=1, elastic=True)
+    fleet.launch(dataclasses.replace(launch, spec=spec), 0)
+    [started] = fleet.registry.take("n002", 0, 1)
+    alloc = dataclasses.replace(launch.alloc, nodes=(0,), devices=((0, 1, 2, 3),))
+    fleet.resize(Resize(7, 1, alloc, (), (1,), spec, 60_000), 2)
+    fleet.resize(Resize(7, 1, alloc, (), (1,), spec, 60_000, kill=True), 3)
+    kinds = [c.kind for c in fleet.registry.take("n002", started.seq, 4)]
+    assert kinds == ["signal", "kill"]
+    assert [c.kind for c in fleet.registry.take("n001", 0, 4)] == ["launch"]

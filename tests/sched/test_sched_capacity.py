@@ -63,3 +63,28 @@ def test_copy_is_independent_and_minimum_is_elementwise() -> None:
     assert a.gpus.tolist() == [4, 4] and b.gpus.tolist() == [4, 0]
     m = a.minimum(b)
     assert m.gpus.tolist() == [4, 0] and m.dev[1].tolist() == [0, 0, 0, 0]
+
+
+def test_whole_gpu_count_follows_the_devices_through_takes_and_gives() -> None:
+    # Whole GPUs, shares, CPU-only: after every step the count of whole free GPUs per node
+    # is the number of devices with all MILLI free, and giving everything back restores all.
+    cap, before = fresh(), fresh()
+    allocs = [
+        Allocation((0, 1), ((0, 3), (1,)), 0, 2, 10),
+        Allocation((1,), ((0,),), 300, 1, 0),
+        Allocation((0,), ((),), 0, 4, 50),  # CPU-only: no device changes
+        Allocation((1,), ((0,),), 700, 0, 0),  # fills device 0 of node 1 with the 300
+        Allocation((0,), ((1, 2),), 0, 0, 0),
+    ]
+    for alloc in allocs:
+        cap.take(alloc)
+        assert cap.gpus.tolist() == (cap.dev == MILLI).sum(axis=1).tolist()
+    assert cap.gpus.tolist() == [0, 2]
+    assert cap.dev[1, 0] == 0
+    assert cap.cpus[0] == before.cpus[0] - 6
+    for alloc in reversed(allocs[:3]):
+        cap.give(alloc)
+        assert cap.gpus.tolist() == (cap.dev == MILLI).sum(axis=1).tolist()
+    for alloc in allocs[3:]:
+        cap.give(alloc)
+    assert same(cap, before)

@@ -187,6 +187,7 @@ BASE = {"ntasks_per_node": 1, "cpus_per_task": 1, "open_mode": "truncate", "work
                 "constraint": ["a", "b"],
             },
         ),
+        (["-N", "2-4", "--elastic"], {"nodes": "2-4", "elastic": True}),
         (
             ["--switches=2@1:00", "--nice=5", "-D", "sub"],
             {"switches": 2, "switches_wait": "1:00", "nice": 5, "workdir": "/submit/sub"},

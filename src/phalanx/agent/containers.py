@@ -7,9 +7,11 @@ since the epoch, only for what is reported), so that tests drive it with a fake 
 task runner (``phalanx.agent.tasks``) spawns, signals and reaps, and the agent
 (``phalanx.agent.agent``) runs the probes (``phalanx.agent.probing``).
 
-Back-off (kubelet's): the n-th restart in a row waits ``initial * 2**(n-1)`` seconds, at most
-``BACKOFF_CAP_S``; a container that ran ``BACKOFF_RESET_S`` before it ended starts the series
-again. While it waits, its state is ``waiting: CrashLoopBackOff``.
+Back-off (kubelet's): the first restart in a row is at once (the kubelet keeps no back-off
+entry for a container until it has restarted it once), the n-th after that waits
+``initial * 2**(n-2)`` seconds (10 s, 20 s, 40 s, ...), at most ``BACKOFF_CAP_S``; a container
+that ran ``BACKOFF_RESET_S`` before it ended starts the series again. While it waits, its state
+is ``waiting: CrashLoopBackOff``.
 
 Probes (kubelet's): the first one ``initialDelaySeconds`` after the container started, then
 every ``periodSeconds``; a probe flips to passing after ``successThreshold`` successes in a
@@ -67,7 +69,9 @@ class Backoff:
         if ran_s >= BACKOFF_RESET_S:
             self.streak = 0
         self.streak += 1
-        return float(min(self.initial_s * 2 ** (self.streak - 1), self.cap_s))
+        if self.streak == 1:
+            return 0.0
+        return float(min(self.initial_s * 2 ** (self.streak - 2), self.cap_s))
 
 
 @dataclass
@@ -198,11 +202,14 @@ class Container:
         delay = self.backoff.next_delay(now - self.started_mono)
         self.restart_at = now + delay
         self.restart_count += 1
-        self.state = ContainerState(
-            kind="waiting",
-            reason="CrashLoopBackOff",
-            message=f"back-off {_seconds(delay)} restarting failed container",
-        )
+        if delay > 0:
+            self.state = ContainerState(
+                kind="waiting",
+                reason="CrashLoopBackOff",
+                message=f"back-off {_seconds(delay)} restarting failed container",
+            )
+        else:  # restarted at once: waiting only until the task runner spawns it again
+            self.state = ContainerState(kind="waiting", reason="ContainerCreating")
         return True
 
     def stop_waiting(self) -> None:

@@ -76,6 +76,7 @@ def to_spec(req: JobRequest, caller: Caller, home: str | None = None) -> JobSpec
         if req.switches_wait
         else 0,
         exclusive=req.exclusive,
+        elastic=req.elastic,
         requeue=req.requeue,
         checkpoint_interval=parse_duration(req.checkpoint_interval, field="checkpoint_interval")
         if req.checkpoint_interval
@@ -153,6 +154,7 @@ def job_info(job: Job, cluster: Cluster) -> dict[str, Any]:
         "unlimited": spec.time_limit is None and job.time_limit >= DEFAULT_TIME_LIMIT,
         "features": sorted(spec.features),
         "exclusive": spec.exclusive,
+        "elastic": spec.elastic,
         "requeue": spec.requeue,
         "output": spec.output,
         "error": spec.error,
@@ -289,6 +291,7 @@ _FIELDS: dict[str, str | _Getter | None] = {
     "unlimited": lambda j: j.spec.time_limit is None and j.time_limit >= DEFAULT_TIME_LIMIT,
     "features": lambda j: sorted(j.spec.features),
     "exclusive": "spec.exclusive",
+    "elastic": "spec.elastic",
     "requeue": "spec.requeue",
     "output": "spec.output",
     "error": "spec.error",

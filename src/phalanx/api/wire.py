@@ -93,6 +93,11 @@ class JobRequest(_Wire):
     hold: bool = False
     batch: bool = Field(False, description="a batch script: run once, on the first node")
     exclusive: bool = False
+    elastic: bool = Field(
+        False,
+        description="Phalanx's own: the job may be grown up to its maximum node count and "
+        "shrunk to its minimum while it runs (sbatch --elastic)",
+    )
     constraint: list[str] = Field(default_factory=list)
     switches: int | None = Field(None, ge=1)
     switches_wait: str | None = None
@@ -210,6 +215,7 @@ class JobInfo(_Wire):
     unlimited: bool = Field(False, description="no time limit was asked for or set")
     features: list[str] = Field(default_factory=list)
     exclusive: bool = False
+    elastic: bool = False
     requeue: bool = True
     output: str | None = None
     error: str | None = None

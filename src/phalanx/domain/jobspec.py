@@ -127,6 +127,11 @@ class JobSpec:
     tasks: tuple[TaskLaunch, ...] = ()
     """Per rank, where tasks differ: rank r runs ``tasks[r]`` instead of ``command``. Empty:
     every task runs ``command`` with ``environment`` (Slurm's jobs are all like that)."""
+    elastic: bool = False
+    """Phalanx's own (Slurm has no such option; ``sbatch --elastic``): while it runs, the
+    job may be grown onto free nodes up to ``nodes_max`` and shrunk back down to ``nodes_min``
+    instead of being preempted whole. Nodes come and go at the end of its allocation (its
+    highest ranks); per-rank ``tasks`` then name every rank up to ``nodes_max``."""
 
     def __post_init__(self) -> None:
         if self.nodes_min < 1 or self.nodes_max < self.nodes_min:
@@ -147,14 +152,16 @@ class JobSpec:
         if self.switches is not None and self.switches < 1:
             raise SpecError("switch count must be at least 1", field="switches")
         if self.tasks:
-            if self.nodes_min != self.nodes_max or self.batch:
+            if (self.nodes_min != self.nodes_max and not self.elastic) or self.batch:
                 raise SpecError("tasks of their own need a fixed node count", field="tasks")
-            if len(self.tasks) != self.nodes_min * self.tasks_per_node:
+            if len(self.tasks) != self.nodes_max * self.tasks_per_node:
                 raise SpecError(
                     f"{len(self.tasks)} task launches for "
-                    f"{self.nodes_min * self.tasks_per_node} tasks",
+                    f"{self.nodes_max * self.tasks_per_node} tasks",
                     field="tasks",
                 )
+        if self.elastic and self.gpu_milli:
+            raise SpecError("a GPU fraction cannot be elastic", field="elastic")
 
     @property
     def gpus_per_node(self) -> int:

@@ -1,6 +1,6 @@
 """The sans-IO scheduling engine: ``handle(event) -> list[Command]``, no clock, no I/O."""
 
-from phalanx.engine.commands import Cleanup, Command, Kill, Launch, Signal, WakeAt
+from phalanx.engine.commands import Cleanup, Command, Kill, Launch, Resize, Signal, WakeAt
 from phalanx.engine.engine import Engine
 from phalanx.engine.events import (
     AccountingChange,
@@ -35,6 +35,7 @@ __all__ = [
     "NodeUp",
     "NodeUpdate",
     "Requeue",
+    "Resize",
     "Signal",
     "Submit",
     "TasksExited",

@@ -17,6 +17,7 @@ __all__ = [
     "Command",
     "Kill",
     "Launch",
+    "Resize",
     "Signal",
     "WakeAt",
 ]
@@ -34,6 +35,39 @@ class Launch:
     time_limit: int
     array_job_id: int | None = None
     array_task_id: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Resize:
+    """Run ``run`` of an elastic job now holds ``alloc`` (its nodes in rank order): start
+    its tasks on the ``added`` nodes (ranks from the launch's rules over ``alloc``) and end
+    those on the ``removed`` ones: SIGTERM (they may save and leave), then, ``kill``, SIGKILL
+    to those still there once the grace is over. The run goes on, and ends when the tasks of
+    the nodes it holds have ended; the end of a removed node's tasks counts for nothing.
+    The engine already changed the allocation (the removed nodes are free at once)."""
+
+    job_id: int
+    run: int
+    alloc: Allocation
+    added: tuple[int, ...]
+    removed: tuple[int, ...]
+    spec: JobSpec
+    time_limit: int
+    array_job_id: int | None = None
+    array_task_id: int | None = None
+    kill: bool = False
+
+    def launch(self) -> Launch:
+        """The run's launch as if it had started on ``alloc`` (what the new ranks see)."""
+        return Launch(
+            self.job_id,
+            self.run,
+            self.alloc,
+            self.spec,
+            self.time_limit,
+            self.array_job_id,
+            self.array_task_id,
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,4 +99,4 @@ class WakeAt:
     key: TimerKey
 
 
-Command = Launch | Signal | Kill | Cleanup | WakeAt
+Command = Launch | Resize | Signal | Kill | Cleanup | WakeAt

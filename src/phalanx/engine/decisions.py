@@ -30,6 +30,7 @@ __all__ = [
     "Rejected",
     "RequeueAsked",
     "Requeued",
+    "Resized",
     "Started",
     "Submitted",
     "TimedOut",
@@ -96,6 +97,21 @@ class Preempted:
     suspend: bool = False
     """The victim is asked to checkpoint at the signal and requeued with that work (a
     suspension: the profile's ``suspend_grace``, Tiresias)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Resized:
+    """Run ``run`` of an elastic job now holds ``nodes``: grown onto ``added`` (free nodes no
+    waiting job could use), or shrunk off ``removed`` for job ``for_job`` (instead of being
+    preempted whole)."""
+
+    at: Instant
+    job_id: int
+    run: int
+    nodes: tuple[int, ...]
+    added: tuple[int, ...] = ()
+    removed: tuple[int, ...] = ()
+    for_job: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -212,6 +228,7 @@ Decision = (
     | Held
     | Unheld
     | Preempted
+    | Resized
     | Deadlocked
     | TimedOut
     | Exited

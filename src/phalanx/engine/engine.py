@@ -65,6 +65,7 @@ from phalanx.engine.nodes import Nodes
 from phalanx.engine.queue import PendingQueue
 from phalanx.engine.scheduling import Recipe
 from phalanx.engine.scheduling.context import PassView
+from phalanx.engine.scheduling.elastic import Elastic
 from phalanx.engine.scheduling.limits import ClusterLimits
 from phalanx.engine.scheduling.members import Holds
 from phalanx.engine.scheduling.points import Points
@@ -79,6 +80,7 @@ from phalanx.engine.timers import (
     LimitTimer,
     PassTimer,
     RecalcTimer,
+    ReleaseTimer,
     TimerKey,
     WakeTimer,
 )
@@ -136,7 +138,10 @@ class Engine:
             self.statuses, self.holds, self.preemption,
         )  # fmt: skip
         limits = ClusterLimits(cluster, self.state, self._array_running)
-        self.recipe = Recipe(self.points, self.view, self.statuses, self.holds, self.preemption)
+        self.elastic = Elastic(cluster, self.state, self.decisions, self.emit, self.preemption)
+        self.recipe = Recipe(
+            self.points, self.view, self.statuses, self.holds, self.preemption, self.elastic
+        )
         self.recipe.connect(limits, self.pending, self.start)
 
     @property
@@ -176,17 +181,9 @@ class Engine:
         if job.array_job_id is not None:
             self._array_running[job.array_job_id] = self._array_running.get(job.array_job_id, 0) + 1
         self.decisions.add(Started(now, job.id, job.run, alloc.nodes))
-        self._out.append(
-            Launch(
-                job.id,
-                job.run,
-                alloc,
-                job.spec,
-                job.time_limit,
-                job.array_job_id,
-                job.array_task_id,
-            )
-        )
+        self._out.append(Launch(
+            job.id, job.run, alloc, job.spec, job.time_limit, job.array_job_id, job.array_task_id
+        ))  # fmt: skip
         lead = min(job.spec.signal_lead, job.time_limit)
         self._out.append(WakeAt(now + job.time_limit - lead, LimitTimer(job.id, job.run)))
 
@@ -384,6 +381,8 @@ class Engine:
                     self._out.append(Kill(job.id, job.run))
             case BeginTimer():
                 self._recheck_waiting()
+            case ReleaseTimer():
+                self.elastic.release(key)
 
     def _live_run(self, job_id: int, run: int) -> Job | None:
         job = self.jobs.get(job_id)

@@ -25,6 +25,7 @@ __all__ = [
     "LimitTimer",
     "PassTimer",
     "RecalcTimer",
+    "ReleaseTimer",
     "TimerKey",
     "WakeTimer",
     "is_stale",
@@ -68,13 +69,25 @@ class KillTimer:
 
 
 @dataclass(frozen=True, slots=True)
+class ReleaseTimer:
+    """The grace after a SIGTERM to the tasks an elastic run gave up on ``nodes`` is over:
+    SIGKILL those still there."""
+
+    job_id: int
+    run: int
+    nodes: tuple[int, ...]
+
+
+@dataclass(frozen=True, slots=True)
 class BeginTimer:
     """The job's ``--begin`` time has come: look at the jobs waiting again."""
 
     job_id: int
 
 
-TimerKey = PassTimer | WakeTimer | RecalcTimer | LimitTimer | KillTimer | BeginTimer
+TimerKey = (
+    PassTimer | WakeTimer | RecalcTimer | LimitTimer | KillTimer | ReleaseTimer | BeginTimer
+)
 
 PASS = PassTimer()
 WAKE = WakeTimer()
@@ -88,7 +101,7 @@ def is_stale(key: TimerKey, jobs: Mapping[int, Job]) -> bool:
     """Whether the timer, whenever it fires, can change nothing: a limit or kill timer of a
     run that is over. A run never comes back: a job becomes RUNNING only by a new start,
     which takes the next run number (SUSPENDED resumes the same run, so it is not over)."""
-    if type(key) is LimitTimer or type(key) is KillTimer:
+    if type(key) is LimitTimer or type(key) is KillTimer or type(key) is ReleaseTimer:
         job = jobs.get(key.job_id)
         return job is None or job.run != key.run or job.state not in _ALIVE
     return False

@@ -20,8 +20,9 @@ from __future__ import annotations
 
 import logging
 import os
+import signal as signals
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from phalanx.domain.cluster import Cluster
 from phalanx.domain.rusage import RunUsage, combined
@@ -34,6 +35,7 @@ from phalanx.engine import (
     Launch,
     LaunchFailed,
     Requeue,
+    Resize,
     Signal,
     TasksExited,
 )
@@ -68,6 +70,9 @@ class _Run:
     nodes: dict[str, AgentCommand]
     """node name -> its launch command (without seq and epoch)."""
     waiting: set[str]
+    released: set[str] = field(default_factory=set)
+    """Nodes an elastic run gave up (``Resize``): their tasks were killed; their end is
+    acknowledged and counts for nothing."""
     exit_code: int = 0
     signal: int = 0
     failure: str = ""
@@ -121,6 +126,51 @@ class Fleet:
         self.launches += 1
         for node, command in per_node.items():
             self.registry.send(node, command)
+
+    def resize(self, cmd: Resize, at: Instant) -> None:
+        """An elastic run grew or shrank: its tasks start on the added nodes, with the
+        variables of the new size (``SLURM_NNODES``...); those on the removed nodes get
+        SIGTERM (``kill``: SIGKILL), and their end does not end the run."""
+        key = (cmd.job_id, cmd.run)
+        run = self.runs.get(key)
+        if run is None or run.killed:
+            return
+        names = self.cluster.nodes
+        removed = {names[i].name for i in cmd.removed}
+        if cmd.kill:
+            if not self.replaying:
+                for node in sorted(removed & run.released):
+                    self.registry.send(node, kill_command(key))
+            return
+        run.launch = cmd.launch()
+        added = {names[i].name for i in cmd.added}
+        if self.replaying:
+            # As a replayed launch: the commands are made when the replay is over, from
+            # the allocation the run holds then.
+            run.waiting = (run.waiting - removed) | added
+            run.released |= removed
+            return
+        for node in sorted(removed & run.waiting):
+            run.waiting.discard(node)
+            run.released.add(node)
+            run.nodes.pop(node, None)
+            self.registry.send(node, signal_command(key, signals.SIGTERM))
+        for step in self.steps.running([cmd.job_id]):
+            if removed & step.waiting:
+                self.steps.kill(step.job_id, step.step)  # a step cannot go on without a node
+        if not added:
+            return
+        try:
+            per_node = self._commands(run.launch)
+        except (KeyError, ValueError) as exc:  # it launched as this user: cannot happen
+            log.warning("cannot grow run %d.%d: %s", cmd.job_id, cmd.run, exc)
+            return
+        for node in sorted(added):
+            command = per_node.get(node)
+            if command is not None:  # a batch job's added nodes run nothing until a step
+                run.nodes[node] = command
+                run.waiting.add(node)
+                self.registry.send(node, command)
 
     def signal(self, cmd: Signal, at: Instant) -> None:
         run = self.runs.get((cmd.job_id, cmd.run))
@@ -311,6 +361,9 @@ class Fleet:
         run = self.runs.get(key)
         if run is None:
             return [key]  # already ended and journaled
+        if node in run.released:
+            run.released.discard(node)
+            return [key]  # a node an elastic run gave up: its tasks were killed on purpose
         if node not in run.waiting:
             return []
         run.waiting.discard(node)

@@ -23,6 +23,7 @@ from phalanx.engine.decisions import (
     LaunchLost,
     Preempted,
     Requeued,
+    Resized,
     Started,
     Unheld,
 )
@@ -80,6 +81,14 @@ class Ledger:
                     self._start[job_id] = (at, gpus)
                     for since, held in self._holds.pop(job_id, []):
                         self._book(at, "gang_wait", held * (at - since))
+                case Resized(at=at, job_id=job_id, nodes=nodes):
+                    # An elastic run changed size: its time so far at the old size is
+                    # compute (shrinking loses no work); the run goes on at the new size.
+                    begun = self._start.get(job_id)
+                    if begun is not None:
+                        self._book(at, "compute", begun[1] * (at - begun[0]))
+                        per_node = jobs[job_id].spec.gpus_per_node
+                        self._start[job_id] = (at, float(len(nodes) * per_node))
                 case Held(at=at, job_id=job_id, gpus=gpus):
                     self._holds.setdefault(job_id, []).append((at, gpus))
                 case Unheld(at=at, job_id=job_id):

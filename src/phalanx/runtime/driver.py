@@ -34,6 +34,7 @@ from phalanx.engine import (
     Event,
     Kill,
     Launch,
+    Resize,
     Signal,
     Submit,
     TimerFired,
@@ -97,6 +98,7 @@ class Driver:
         """Job ids that queued, not yet handled, submissions will take."""
         self._carry: dict[type, Callable[[Any, Instant], None]] = {
             Launch: _unattached,
+            Resize: _unattached,
             Signal: _unattached,
             Kill: _unattached,
             Cleanup: _unattached,
@@ -109,6 +111,7 @@ class Driver:
         self._carry.update(
             {
                 Launch: executor.launch,
+                Resize: executor.resize,
                 Signal: executor.signal,
                 Kill: executor.kill,
                 Cleanup: executor.cleanup,

@@ -5,7 +5,16 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 
 from phalanx.domain.time import Duration, Instant
-from phalanx.engine import Cleanup, CleanupDone, Event, Kill, Launch, Signal, TasksExited
+from phalanx.engine import (
+    Cleanup,
+    CleanupDone,
+    Event,
+    Kill,
+    Launch,
+    Resize,
+    Signal,
+    TasksExited,
+)
 
 __all__ = ["FakeExecutor"]
 
@@ -32,6 +41,7 @@ class FakeExecutor:
         self._default = default_runtime
         self.launched: list[tuple[Instant, int, int]] = []
         self.signals: list[tuple[Instant, int, int]] = []
+        self.resized: list[tuple[Instant, int, tuple[int, ...]]] = []
 
     def launch(self, cmd: Launch, at: Instant) -> None:
         self.launched.append((at, cmd.job_id, cmd.run))
@@ -39,6 +49,9 @@ class FakeExecutor:
         if runtime is not None:
             end = at + self._latency + runtime
             self._report(TasksExited(end, cmd.job_id, cmd.run, 0, 0))
+
+    def resize(self, cmd: Resize, at: Instant) -> None:
+        self.resized.append((at, cmd.job_id, cmd.alloc.nodes))
 
     def signal(self, cmd: Signal, at: Instant) -> None:
         self.signals.append((at, cmd.job_id, cmd.signal))

@@ -13,7 +13,7 @@ from collections.abc import Iterator, Sequence
 from typing import Protocol
 
 from phalanx.domain.time import Instant
-from phalanx.engine import Cleanup, Command, Event, Kill, Launch, Signal
+from phalanx.engine import Cleanup, Command, Event, Kill, Launch, Resize, Signal
 from phalanx.engine.decisions import Decision
 from phalanx.errors import StateStoreError
 
@@ -28,6 +28,10 @@ class Executor(Protocol):
     def launch(self, cmd: Launch, at: Instant) -> None:
         """Start the run's tasks; report ``TasksExited`` once all have ended, or
         ``LaunchFailed`` if they could not start."""
+
+    def resize(self, cmd: Resize, at: Instant) -> None:
+        """An elastic run changed size: start its tasks on ``cmd.added``, end those on
+        ``cmd.removed`` (nothing is reported for them); the run goes on."""
 
     def signal(self, cmd: Signal, at: Instant) -> None:
         """Send ``cmd.signal`` to every task of the run (nothing is reported)."""

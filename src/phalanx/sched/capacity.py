@@ -99,17 +99,29 @@ class Capacity:
         self._apply(alloc, +1)
 
     def _apply(self, alloc: Allocation, sign: int) -> None:
-        amount = alloc.milli or MILLI
-        dev, gpus = self.dev, self.gpus
+        # A node's row is read and written back once, as a Python list: each numpy scalar
+        # read or write costs about as much as a whole row's (a node has a handful of
+        # devices), and this runs for every start and end, and every what-if.
+        amount = sign * (alloc.milli or MILLI)
+        dev, gpus, cpus, mem = self.dev, self.gpus, self.cpus, self.mem
+        d_cpus, d_mem = sign * alloc.cpus, sign * alloc.mem_mb
         for node, devices in zip(alloc.nodes, alloc.devices, strict=True):
-            for d in devices:
-                before = int(dev[node, d])
-                after = before + sign * amount
-                dev[node, d] = after
-                # A device counts as a whole free GPU only while nothing at all is taken from it.
-                gpus[node] += (after == MILLI) - (before == MILLI)
-            self.cpus[node] += sign * alloc.cpus
-            self.mem[node] += sign * alloc.mem_mb
+            if devices:
+                row = dev[node].tolist()
+                whole = 0
+                for d in devices:
+                    before = row[d]
+                    after = row[d] = before + amount
+                    # A device counts as a whole free GPU only while nothing at all is taken
+                    # from it.
+                    whole += (after == MILLI) - (before == MILLI)
+                dev[node] = row
+                if whole:
+                    gpus[node] += whole
+            if d_cpus:
+                cpus[node] += d_cpus
+            if d_mem:
+                mem[node] += d_mem
 
     def take_devices(self, node: int, count: int, milli: int) -> tuple[int, ...]:
         """Choose device ids on ``node``: the lowest whole free ones, or the best-fitting share."""

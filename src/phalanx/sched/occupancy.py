@@ -213,6 +213,20 @@ class Occupancy:
         self.version += 1
         return run.alloc
 
+    def resize(self, job_id: int, account: str, alloc: Allocation) -> Allocation:
+        """A running job now holds ``alloc`` instead (an elastic job grown or shrunk): the
+        old allocation is given back and the new one taken, its end kept. Return the old."""
+        run = self.running[job_id]
+        old = run.alloc
+        self._runs(job_id, old, run.end, add=False)
+        self.give(old)
+        self.take(alloc)
+        run.alloc = alloc
+        self._runs(job_id, alloc, run.end, add=True)
+        self.account_gpus[account] = self.account_gpus.get(account, 0.0) - old.gpus + alloc.gpus
+        self.version += 1
+        return old
+
     def expect_end(self, job_id: int, end: Instant) -> None:
         """A running job will end by ``end`` (a preemption's kill), sooner than its limit."""
         run = self.running[job_id]

@@ -48,7 +48,7 @@ class ReadyIndex:
             ready = self._nodes(shape, resolution)
             fit_now = ready.count(_NOW)
             if fit_now < k:
-                later = sorted(r for r in ready if r != _NOW and r != _NEVER)
+                later = sorted([r for r in ready if r != _NOW and r != _NEVER])
                 need = k - fit_now
                 if len(later) < need:
                     return None
@@ -75,13 +75,13 @@ class ReadyIndex:
         versions = state.node_version
         if seen == versions:
             return ready
-        ok: list[bool] | None = None
-        for node in range(n):
-            if seen[node] != versions[node]:
-                if ok is None:
-                    ok = state.base_mask(shape).tolist()
-                ready[node] = self._node(node, shape, resolution) if ok[node] else _NEVER
-                seen[node] = versions[node]
+        # The nodes that moved, found in one comprehension (a Python loop over every node
+        # with two index reads each cost more than the few nodes it finds).
+        moved = [node for node, (s, v) in enumerate(zip(seen, versions, strict=True)) if s != v]
+        ok = state.base_mask(shape).tolist()
+        for node in moved:
+            ready[node] = self._node(node, shape, resolution) if ok[node] else _NEVER
+            seen[node] = versions[node]
         return ready
 
     def _node(self, node: int, shape: Shape, resolution: Duration) -> int:

@@ -211,6 +211,23 @@ class SimulatedExecutor:
         self._alloc(at, gpus)
         return TasksExited(state.running_from + self.remaining[job_id], job_id, run, 0, 0)
 
+    def resize(
+        self, at: Instant, job_id: int, run: int, gpus: float, nodes: tuple[int, ...]
+    ) -> None:
+        """An elastic run now holds ``gpus`` on ``nodes``. Its end is not moved (the work a
+        job has left is modelled in time, not per GPU). What it held so far is booked: the
+        end books the run at its last size, so the difference up to now is owed."""
+        state = self.runs.get(job_id)
+        if state is None or state.run != run or state.stopped:
+            return
+        rec = self.records[job_id]
+        delta = state.gpus - gpus
+        rec.launch_gpu_ms += int(delta * (min(at, state.running_from) - state.launched))
+        rec.compute_gpu_ms += int(delta * max(0, at - state.running_from))
+        state.gpus = gpus
+        state.alloc_nodes = nodes
+        self._alloc(at, -delta)
+
     def exited(self, at: Instant, job_id: int, run: int) -> bool:
         """A natural exit: True if it is still current (the run was not killed before)."""
         state = self.runs.get(job_id)

@@ -23,6 +23,7 @@ from phalanx.engine import (
     Event,
     Kill,
     Launch,
+    Resize,
     Signal,
     Submit,
     TasksExited,
@@ -189,6 +190,9 @@ class SimulatedRuns:
     def launch(self, cmd: Launch, at: Instant) -> None:
         alloc = cmd.alloc
         self.deliver(self.executor.launch(at, cmd.job_id, cmd.run, alloc.gpus, alloc.nodes))
+
+    def resize(self, cmd: Resize, at: Instant) -> None:
+        self.executor.resize(at, cmd.job_id, cmd.run, cmd.alloc.gpus, cmd.alloc.nodes)
 
     def signal(self, cmd: Signal, at: Instant) -> None:
         # A job that checkpoints on SIGTERM (or is asked to) exits once saved; others ignore it.

@@ -18,7 +18,7 @@ from phalanx.slurm.commandline import (
     OptionTable,
 )
 
-__all__ = ["EXIT_USAGE", "SALLOC", "SBATCH", "SRUN"]
+__all__ = ["EXIT_USAGE", "PHALANX_OWN", "SALLOC", "SBATCH", "SRUN"]
 
 EXIT_USAGE = 255
 """Slurm's status for a job command line it cannot read (it calls ``exit(-1)``)."""
@@ -83,6 +83,17 @@ _ROWS: tuple[tuple[str, str, str, str, str, str, tuple[str, ...]], ...] = (
     ("error", "e", _V, "bs", _I, "", ()),
     ("exact", "", _N, "s", _G, "a step gets the tasks it asks for within the allocation", ()),
     ("exclude", "x", _V, "bsa", _G, _PLACE + ": node lists are not constraints", ()),
+    (
+        "elastic",
+        "",
+        _N,
+        "b",
+        _I,
+        "Phalanx's own, not Slurm's: with --nodes=MIN-MAX the running job may be grown up to "
+        "MAX nodes (onto nodes no waiting job could use) and shrunk down to MIN (for a job "
+        "that may preempt it) instead of being preempted whole",
+        (),
+    ),
     ("exclusive", "", _O, "bsa", _I, "", ()),
     ("export", "", _V, "bs", _I, "", ()),
     ("export-file", "", _V, "b", _G, "the job gets the submitting environment (--export)", ()),
@@ -270,6 +281,9 @@ def _table(prog: str, letter: str) -> OptionTable:
         permute=False,
     )
 
+
+PHALANX_OWN = frozenset({"elastic"})
+"""Options of Phalanx's own, which Slurm does not have."""
 
 SBATCH = _table("sbatch", "b")
 SRUN = _table("srun", "s")

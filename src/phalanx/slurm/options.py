@@ -17,6 +17,9 @@ option:
     --gpus-per-task=G       gpus_per_task = G
     -G/--gpus=[m:]G         G per job: ceil(ceil(G / nodes) / tasks per node) per task
     --mem / --mem-per-cpu / --mem-per-gpu      mem (per node, in MB)
+    --elastic               Phalanx's own (``PHALANX_OWN``): with --nodes=MIN-MAX, the job
+                            starts with what fits, as Slurm's, and may then be grown up to
+                            MAX nodes and shrunk down to MIN while it runs
 
 GPUs per node that do not divide among the node's tasks are rounded up per task (Phalanx
 gives GPUs to tasks, not to nodes): ``--gres=gpu:1 --ntasks-per-node=2`` holds 2 GPUs.
@@ -196,6 +199,8 @@ def to_request(
         body["requeue"] = False
     if "exclusive" in options:
         body["exclusive"] = True
+    if "elastic" in options:
+        body["elastic"] = True
     if "hold" in options:
         body["hold"] = True
     constraint = options.get("constraint")

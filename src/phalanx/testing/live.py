@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from phalanx.agent.containers import BACKOFF_INITIAL_S
 from phalanx.agent.cpuusage import CpuMeter
-from phalanx.agent.tasks import RunKey, TaskRunner
+from phalanx.agent.tasks import TaskRunner
 from phalanx.config.clusterspec import regular_cluster
 from phalanx.domain.jobspec import JobSpec
 from phalanx.engine import Engine
@@ -28,9 +28,11 @@ __all__ = ["LiveStack", "LocalAgents", "live_stack"]
 
 class LocalAgents:
     """Every node's agent, played in this process by one ``TaskRunner`` (emulated nodes are
-    all this machine, and a runner reaps every child of the process): what the fleet sends
-    to the nodes of one run is started as one run, and its end is reported for each node.
-    Each node's agent registers once, as a new incarnation, and keeps its epoch."""
+    all this machine, and a runner reaps every child of the process): each node's part of a
+    run is a run of its own in the runner (under a job id of the harness's), so a kill sent to
+    one node (an elastic job shrunk) ends that node's tasks only, and each part's end is
+    reported for its node. Each node's agent registers once, as a new incarnation, and keeps
+    its epoch."""
 
     BOOT_ID = "local"
 
@@ -40,8 +42,11 @@ class LocalAgents:
         self._cpu = CpuMeter(self.runner.cgroup_of)
         self._after = {node.name: 0 for node in controller.cluster.nodes}
         self._epoch: dict[str, int] = {}
-        self._nodes: dict[RunKey, list[str]] = {}
-        """The nodes each run was launched on, until its end is acknowledged."""
+        self._parts: dict[tuple[str, int, int], int] = {}
+        """(node, job, run) -> the runner's job id for that node's part of the run."""
+        self._whose: dict[int, tuple[str, int, int]] = {}
+        self._opened: set[str] = set()
+        """Output files truncated already: every part appends (one file, many writers)."""
         for node in controller.cluster.nodes:
             hello = AgentHello(
                 node=node.name,
@@ -53,54 +58,59 @@ class LocalAgents:
             )
             self._epoch[node.name], _ = controller.register(hello)
 
+    def _part(self, node: str, job_id: int, run: int) -> int:
+        key = (node, job_id, run)
+        part = self._parts.get(key)
+        if part is None:
+            part = self._parts[key] = len(self._parts) + 1
+            self._whose[part] = key
+        return part
+
+    def _appending(self, cmd: AgentCommand, part: int) -> AgentCommand:
+        """The launch as a part of its own, every output file opened to append (truncated
+        here first where the launch says so): separate writers of one file must all append,
+        or one overwrites the lines of another."""
+        tasks = []
+        for task in cmd.tasks:
+            for path in (task.stdout, task.stderr):
+                if path is not None and task.open_mode == "truncate" and path not in self._opened:
+                    self._opened.add(path)
+                    with open(path, "wb"):
+                        pass
+            tasks.append(task.model_copy(update={"open_mode": "append"}))
+        return cmd.model_copy(update={"job_id": part, "tasks": tasks})
+
     def step(self) -> None:
         """Take every node's commands and carry them out, then report what ended."""
         controller = self._controller
         now = controller.clock.now()
-        launches: dict[RunKey, AgentCommand] = {}
-        others: dict[tuple[str, RunKey, int], AgentCommand] = {}
         for node, after in self._after.items():
             for cmd in controller.fleet.registry.take(node, after, now):
                 self._after[node] = max(self._after[node], cmd.seq)
-                key = (cmd.job_id, cmd.run)
+                part = self._part(node, cmd.job_id, cmd.run)
                 if cmd.kind == "launch":
-                    self._nodes.setdefault(key, []).append(node)
-                    if key in launches:
-                        # A copy: the fleet keeps its own until the node acknowledges it.
-                        tasks = launches[key].tasks + cmd.tasks
-                        launches[key] = launches[key].model_copy(update={"tasks": tasks})
-                    else:
-                        launches[key] = cmd
+                    self.runner.launch(self._appending(cmd, part))
+                elif cmd.kind == "signal":
+                    self.runner.signal(part, cmd.run, cmd.signal)
                 else:
-                    # Sent to every node of the run: carried out once, for all.
-                    others.setdefault((cmd.kind, key, cmd.signal), cmd)
-        for cmd in launches.values():
-            self.runner.launch(cmd)
-        for cmd in others.values():
-            if cmd.kind == "signal":
-                self.runner.signal(cmd.job_id, cmd.run, cmd.signal)
-            else:
-                self.runner.kill(cmd.job_id, cmd.run)
+                    self.runner.kill(part, cmd.run)
         self.runner.tick()  # containers due to restart, KILLs after a probe's grace
         self.runner.reap()
         self._report_containers()
         for report in self.runner.unacked():
-            key = (report.job_id, report.run)
-            acked: set[RunKey] = set()
-            for node in self._nodes.get(key, []):
-                body = AgentReports(boot_id=self.BOOT_ID, epoch=self._epoch[node], reports=[report])
-                acked.update(controller.reports(node, body))
-            if key in acked:
+            node, job_id, run = self._whose[report.job_id]
+            real = report.model_copy(update={"job_id": job_id})
+            body = AgentReports(boot_id=self.BOOT_ID, epoch=self._epoch[node], reports=[real])
+            if (job_id, run) in controller.reports(node, body):
                 self.runner.acknowledge([report])
-                self._nodes.pop(key, None)
-
 
     def _report_containers(self) -> None:
         """Each node's containers, as its agent reports them (probes are not run here)."""
         per_node: dict[str, list[ContainerReport]] = {node: [] for node in self._after}
         for report in self.runner.container_reports(self._cpu.seconds):
-            for node in self._nodes.get((report.job_id, report.run), []):
-                per_node[node].append(report)
+            found = self._whose.get(report.job_id)  # a node's part of a run (``_part``)
+            if found is not None:
+                per_node[found[0]].append(report.model_copy(update={"job_id": found[1]}))
         for node, reports in per_node.items():
             body = AgentReports(
                 boot_id=self.BOOT_ID, epoch=self._epoch[node], reports=[], containers=reports

@@ -161,6 +161,17 @@ def pod_status(pod: Mapping[str, Any], job: EngineJob | None, now: Instant) -> d
         return status
     meta = pod.get("metadata") or {}
     rank = int((meta.get("annotations") or {}).get(ANNOTATION_RANK, 0))
+    if job.state is JobState.RUNNING and job.nodes and rank >= len(job.nodes):
+        # A rank an elastic job does not run now (not grown to it yet, or shrunk off it):
+        # the pod waits for the job to grow, as an unschedulable pod waits for room.
+        status["phase"] = "Pending"
+        status.pop("containerStatuses", None)
+        for kind in ("ContainersReady", "Ready"):
+            if condition(conditions, kind) is not None:
+                set_condition(conditions, kind, False, "ContainersNotReady", "", now)
+        message = f"the elastic job runs {len(job.nodes)} ranks: this one waits for it to grow"
+        set_condition(conditions, "PodScheduled", False, "Unschedulable", message, now)
+        return status
     address = job.addresses[rank] if rank < len(job.addresses) else LOCALHOST
     started = rfc3339(job.start if job.start is not None else now)
     status.update(hostIP=address, podIP=address, startTime=status.get("startTime", started))

@@ -12,6 +12,14 @@ activeDeadlineSeconds, cleanPodPolicy, ttlSecondsAfterFinished, suspend). What d
 - MASTER_ADDR is not a Service name (there is no DNS): the launch sets it to the address of
   the node rank 0 was placed on, so it is not in the pod's env. An elastic job's
   PET_RDZV_ENDPOINT uses ``rdzvHost`` if given, else 127.0.0.1 (one machine).
+- An ``elasticPolicy`` makes the gang an elastic engine job of one pod per node, between
+  ``minReplicas`` and ``maxReplicas`` workers (``phalanx.engine.scheduling.elastic``): it
+  starts with what fits, grows onto free nodes and shrinks for jobs that may preempt it; a
+  pod for every rank up to ``maxReplicas`` exists, those the job does not run now Pending
+  (not deleted: deleting a pod cancels its engine job). The survivors re-rendezvous as
+  torchrun does (a lost peer restarts the worker group, within ``maxRestarts``). The pods
+  also get TORCH_DISABLE_SHARE_RDZV_TCP_STORE=1, without which torch's agents that join a
+  running job wait forever (``training.environment``).
 - A failed run ends all its pods (the engine ends a gang's run as one); a restart
   (restartPolicy OnFailure or Always; ExitCode for an exit code of 128 and up) starts the
   whole gang again as a new engine job, the pods kept with their restartCount raised.
@@ -53,6 +61,7 @@ from phalanx.workloads.training import (
     REPLICA_TYPE,
     Member,
     TrainingShape,
+    elastic_nodes,
     environment,
     members,
     training_shape,
@@ -125,6 +134,7 @@ def _submission(
         namespace=str(meta.get("namespace", "default")),
         owner_labels=meta.get("labels") or {},
         value=value,
+        elastic_min=None if (nodes := elastic_nodes(shape)) is None else nodes[0],
     )
     key = str(((pods[0].get("metadata") or {}).get("annotations") or {}).get(ANNOTATION_KEY))
     return Submission(key=key, spec=spec, pods=tuple(name for name, _ in tasks))

@@ -146,6 +146,7 @@ def submission(obj: Mapping[str, Any], pod: Mapping[str, Any], ctx: Context) -> 
         owner_labels=meta.get("labels") or {},
         template=pod,
         value=priority((obj.get("spec") or {}).get("template") or {}, ctx, "spec.template"),
+        in_place=True,  # the node's agent restarts its container, as the kubelet does
     )
     # A PriorityClass named like a QOS of the cluster: the pod runs under that QOS, so the
     # engine's preemption (by QOS, Slurm's PreemptType=preempt/qos) lets it take GPUs from

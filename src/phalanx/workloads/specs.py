@@ -115,14 +115,18 @@ def gang_spec(
     owner_labels: Mapping[str, str],
     value: int,
     time_limit: int | None = None,
+    elastic_min: int | None = None,
 ) -> JobSpec:
     """One job whose task r runs ``tasks[r]`` (pod name, task), all started together. Every
     task gets the most any pod asks for (a job's tasks are alike); the pods spread one per
-    node where ``ctx.max_nodes`` allows, else pack evenly on the fewest nodes."""
+    node where ``ctx.max_nodes`` allows, else pack evenly on the fewest nodes. With
+    ``elastic_min``, an elastic job of one pod per node, on ``elastic_min`` to all of them."""
     count = len(tasks)
     per_node = next(
         d for d in range(1, count + 1) if count % d == 0 and count // d <= max(1, ctx.max_nodes)
     )
+    if elastic_min is not None:
+        per_node = 1
     nodes = count // per_node
     mem = max(t.mem_mb for _, t in tasks)
     first = tasks[0][1]
@@ -132,8 +136,9 @@ def gang_spec(
         account=namespace,
         partition=ctx.partition,
         qos=ctx.qos,
-        nodes_min=nodes,
+        nodes_min=nodes if elastic_min is None else min(elastic_min, nodes),
         nodes_max=nodes,
+        elastic=elastic_min is not None,
         tasks_per_node=per_node,
         gpus_per_task=max(t.gpus for _, t in tasks),
         cpus_per_task=max(t.cpus for _, t in tasks),

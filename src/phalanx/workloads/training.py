@@ -23,6 +23,7 @@ __all__ = [
     "Member",
     "Replica",
     "TrainingShape",
+    "elastic_nodes",
     "environment",
     "members",
     "training_shape",
@@ -156,11 +157,41 @@ class Member:
     rank: int
 
 
+def _bounds(shape: TrainingShape) -> tuple[int, int] | None:
+    """An ``elasticPolicy``'s (minReplicas, maxReplicas) of workers, each defaulting to the
+    other and then to the Worker replica count (the training operator's defaults)."""
+    elastic = shape.elastic
+    if elastic is None:
+        return None
+    workers = next((r.replicas for r in shape.replicas if r.kind == "Worker"), 0)
+    low, high = elastic.get("minReplicas"), elastic.get("maxReplicas")
+    low = low if isinstance(low, int) else (high if isinstance(high, int) else workers)
+    high = high if isinstance(high, int) else max(low, workers)
+    return low, max(low, high)
+
+
+def elastic_nodes(shape: TrainingShape) -> tuple[int, int] | None:
+    """The node range of an elastic PyTorchJob's gang (one pod per node), None if it is not
+    elastic: Phalanx sizes it between ``minReplicas`` and ``maxReplicas`` workers itself,
+    growing it onto free nodes and shrinking it for jobs that may preempt it (no HPA)."""
+    bounds = _bounds(shape)
+    if bounds is None:
+        return None
+    master = 1 if shape.has_master else 0
+    return bounds[0] + master, bounds[1] + master
+
+
 def members(obj: Mapping[str, Any], shape: TrainingShape) -> list[Member]:
+    """The pods, by rank. An elastic job has a Worker pod for each of ``maxReplicas`` (or
+    ``replicas`` if more): those beyond the ranks it runs now wait, Pending, for it to grow."""
     name = str((obj.get("metadata") or {}).get("name", ""))
+    bounds = _bounds(shape)
     out: list[Member] = []
     for replica in shape.replicas:
-        for index in range(replica.replicas):
+        count = replica.replicas
+        if bounds is not None and replica.kind == "Worker":
+            count = max(count, bounds[1])
+        for index in range(count):
             pod = f"{name}-{replica.kind.lower()}-{index}".replace("/", "-")
             out.append(Member(pod, replica, index, len(out)))
     return out
@@ -218,4 +249,8 @@ def environment(shape: TrainingShape, member: Member) -> list[tuple[str, str]]:
         env.append(("PET_RDZV_CONF", ",".join(f"{c.get('key')}={c.get('value')}" for c in conf)))
     if elastic.get("standalone"):
         env.append(("PET_STANDALONE", ""))
+    # Phalanx's own: torch's agents otherwise share the rendezvous store with their workers
+    # and a node that joins a running job (a grown job) waits forever for the bootstrap
+    # address, which the first round's rank 0 published under that round's key only.
+    env.append(("TORCH_DISABLE_SHARE_RDZV_TCP_STORE", "1"))
     return env

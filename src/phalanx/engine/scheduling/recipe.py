@@ -8,10 +8,12 @@
    each pod reserved while the permit plugin keeps the gang waiting for the rest.
 4. A job that cannot start: the reservation step (``sched/*``) reserves for it on the timeline
    if it is among those that get one; later jobs start only where they delay no reservation.
-5. Post-filter: preemption, for blocked jobs the reservation step lets search, and for jobs
-   whose pre-filter refusal is ``resolvable`` (quota that reclaim may give back). A job that
-   preempted, or waits for jobs already leaving, is nominated for what they free.
-6. Every job that did not start carries a ``Status`` and, where known, its expected start.
+5. Post-filter: elastic jobs shrunk first (``elastic``), then preemption, for blocked jobs the
+   reservation step lets search, and for jobs whose pre-filter refusal is ``resolvable``
+   (quota that reclaim may give back). A job that preempted, or waits for jobs already
+   leaving, is nominated for what they free.
+6. Every job that did not start carries a ``Status`` and, where known, its expected start;
+   then elastic jobs grow onto nodes that no waiting job could use.
 
 Plugin lists are resolved once (``Points``); a point with no plugin costs no call.
 """
@@ -23,12 +25,13 @@ from collections.abc import Callable, Iterator
 
 from phalanx.domain.state import Reason
 from phalanx.engine.scheduling.context import PassView
+from phalanx.engine.scheduling.elastic import Elastic
 from phalanx.engine.scheduling.limits import ClusterLimits
 from phalanx.engine.scheduling.members import Holds
 from phalanx.engine.scheduling.points import Points
 from phalanx.engine.scheduling.preemption import Preemption
 from phalanx.engine.scheduling.statuses import Statuses
-from phalanx.sched.capacity import Allocation
+from phalanx.sched.capacity import Allocation, Capacity
 from phalanx.sched.job import Job
 from phalanx.sched.members import member_count, merge, pod_shape
 from phalanx.sched.points import ReservationStep
@@ -49,8 +52,10 @@ class Recipe:
         statuses: Statuses,
         holds: Holds,
         preemption: Preemption,
+        elastic: Elastic | None = None,
     ) -> None:
         self.points = points
+        self.elastic = elastic
         self.view = view
         self.statuses = statuses
         self.holds = holds
@@ -66,7 +71,13 @@ class Recipe:
         """The engine's side: its limits, its eligible queue and how it starts a job."""
         self.limits = limits
         self._pending = pending
-        self._start = start
+        self._engine_start = start
+
+    # A bound method, not a closure: the engine is pickled (snapshots) with its recipe.
+    def _start(self, job: Job, alloc: Allocation) -> None:
+        self._engine_start(job, alloc)
+        if self.elastic is not None:
+            self.elastic.track(job)
 
     def pre_filter(self, job: Job) -> Status:
         """Step 3a: the cluster's limits, then the profile's pre-filter plugins."""
@@ -177,6 +188,16 @@ class Recipe:
                     else:
                         wait(job, status)
                     continue
+            # 5, first resort: elastic jobs give nodes back (they go on running).
+            elastic = self.elastic
+            if (
+                post_filter is not None
+                and elastic is not None
+                and elastic.jobs
+                and self._shrink(job, step)
+            ):
+                most_free = int(state.cap.gpus.max()) if state.n else 0
+                continue
             # 4-5. Blocked: the reservation step names the status; the post-filter looks for
             # victims first (preemption), else the step reserves or remembers the failure.
             blocked = step.blocked(job)
@@ -205,6 +226,28 @@ class Recipe:
         if permit is not None:
             permit.end(view)
         nominations.end()
+        if self.elastic is not None and self.elastic.jobs:
+            self.elastic.grow(view, self._pending(), self._place_nodes)
+
+    def _place_nodes(self, job: Job, nodes: int, cap: Capacity) -> Allocation | None:
+        return self.view.place_shape(job.shape, nodes, cap)
+
+    def _shrink(self, job: Job, step: ReservationStep) -> bool:
+        """Shrink elastic jobs for a blocked ``job`` and start it; True if they were."""
+        assert self.elastic is not None
+        view = self.view
+        if not self.elastic.shrink_for(job, view, step.view(job), view.place):
+            return False
+        alloc = view.place(job, step.view(job))
+        if alloc is None:
+            return False  # cannot happen: shrinking checked the placement
+        status = self.reserve(job, alloc) if self.points.reserve else OK
+        if not status.ok:
+            self.statuses.wait(job, status)
+            return True
+        self._start(job, alloc)
+        step.started(job, alloc)
+        return True
 
     def _nominate(self, job: Job, victims: list[Job]) -> None:
         """Step 5's answer carried out: ``victims`` preempted for ``job`` (none: it waits for
