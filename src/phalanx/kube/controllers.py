@@ -41,6 +41,7 @@ from phalanx.domain.time import Instant
 from phalanx.errors import PhalanxError, SpecError
 from phalanx.kube.containerstatus import container_view
 from phalanx.kube.errors import KubeError
+from phalanx.kube.kueue_workloads import KueueWorkloads
 from phalanx.kube.resources import ANNOTATION_USER
 from phalanx.kube.workload_ports import (
     DEPLOYMENTS,
@@ -152,6 +153,8 @@ class WorkloadRunner:
         self._flushing = False
         self.reconciles = 0
         self.caller = Caller(0, "root", admin=True)
+        self.kueue = KueueWorkloads(store, engine, clock)
+        """A queued Job's Workload and ``suspend``, after each of its passes."""
 
     # -- cues ----------------------------------------------------------------------------
 
@@ -323,7 +326,8 @@ class WorkloadRunner:
         now = self.clock()
         ctx = self._context(obj)
         if resource == JOBS:
-            plan = batch_job.reconcile(obj, pods, jobs, now, ctx, self.names)
+            shown = self.kueue.view(key, obj)
+            plan = batch_job.reconcile(shown, pods, jobs, now, ctx, self.names)
         elif resource == VCJOBS:
             plan = vcjob.reconcile(obj, pods, jobs, now, ctx, self.names)
         elif resource == REPLICASETS:
@@ -332,6 +336,8 @@ class WorkloadRunner:
             plan = pytorchjob.reconcile(obj, pods, jobs, now, ctx)
         self.reconciles += 1
         self._carry_out(key, stored, plan)
+        if resource == JOBS:
+            self.kueue.sync(key, obj, plan.status or obj.get("status"), jobs)
         return plan
 
     def _reconcile_pod(self, key: Key, stored: Obj) -> Plan:

@@ -1,7 +1,11 @@
 """Objects read or written through a version other than the stored one.
 
-Most kinds served in several versions have the same fields in each (Kueue's): only
-``apiVersion`` changes. A HorizontalPodAutoscaler is kept as ``autoscaling/v2`` and converted
+Most kinds served in several versions have the same fields in each: only ``apiVersion``
+changes. Kueue's renames between ``v1beta1`` (and Cohort's ``v1alpha1``) and ``v1beta2``, the
+ones its schemas here declare (``phalanx.kube.openapi.custom``), are converted both ways:
+ClusterQueue ``spec.cohort`` is ``spec.cohortName``, Cohort ``spec.parent`` is
+``spec.parentName`` (a ClusterQueue written as ``v1beta1`` reads with ``cohortName`` as
+``v1beta2``, and back). A HorizontalPodAutoscaler is kept as ``autoscaling/v2`` and converted
 field by field to and from ``autoscaling/v1`` as kube-apiserver converts it
 (``pkg/apis/autoscaling/v1/conversion.go``): v1's ``targetCPUUtilizationPercentage`` is the v2
 cpu ``Utilization`` metric; what v1 cannot say (other metrics, ``behavior``, conditions,
@@ -23,6 +27,13 @@ _CONDITIONS = "autoscaling.alpha.kubernetes.io/conditions"
 _CURRENT = "autoscaling.alpha.kubernetes.io/current-metrics"
 _HPA_V1 = "autoscaling/v1"
 _HPA_V2 = "autoscaling/v2"
+_KUEUE = "kueue.x-k8s.io"
+_KUEUE_NEW = "v1beta2"
+_KUEUE_RENAMES: dict[str, tuple[str, str]] = {
+    # kind: (field in v1beta1/v1alpha1, field in v1beta2), under ``spec``
+    "ClusterQueue": ("cohort", "cohortName"),
+    "Cohort": ("parent", "parentName"),
+}
 
 
 def convert(obj: dict[str, Any], api_version: str) -> dict[str, Any]:
@@ -34,7 +45,24 @@ def convert(obj: dict[str, Any], api_version: str) -> dict[str, Any]:
             return _hpa_to_v1(obj)
         if api_version == _HPA_V2:
             return _hpa_to_v2(obj)
-    return {**obj, "apiVersion": api_version}
+    return _kueue({**obj, "apiVersion": api_version})
+
+
+def _kueue(shown: dict[str, Any]) -> dict[str, Any]:
+    """``shown`` (a shallow copy, already at its new ``apiVersion``) with Kueue's renamed
+    fields under the new version's names (``spec`` copied where one moves)."""
+    group, _, version = str(shown.get("apiVersion")).rpartition("/")
+    rename = _KUEUE_RENAMES.get(str(shown.get("kind"))) if group == _KUEUE else None
+    spec = shown.get("spec")
+    if rename is None or not isinstance(spec, dict):
+        return shown
+    old, new = rename
+    before, after = (old, new) if version == _KUEUE_NEW else (new, old)
+    if before in spec:
+        moved = {k: v for k, v in spec.items() if k != before}
+        moved[after] = spec[before]
+        shown["spec"] = moved
+    return shown
 
 
 def _cpu_utilization(metric: Any) -> int | None:

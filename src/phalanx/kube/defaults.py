@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from phalanx.kube.kinds import Kind
+from phalanx.workloads.kueue_workload import suspend_on_create
 
 __all__ = ["after_create", "before_create"]
 
@@ -100,6 +101,7 @@ def before_create(kind: Kind, obj: dict[str, Any]) -> None:
         spec.setdefault("backoffLimit", 6)
         spec.setdefault("completionMode", "NonIndexed")
         spec.setdefault("suspend", False)
+        suspend_on_create(obj)  # Kueue's webhook, for a Job with a queue name
         spec.setdefault("podReplacementPolicy", "TerminatingOrFailed")
         template = spec.get("template")
         if isinstance(template, dict) and isinstance(template.get("spec"), dict):

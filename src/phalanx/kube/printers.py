@@ -418,7 +418,13 @@ _COLUMNS: dict[tuple[str, str], Sequence[Column]] = {
     ),
     ("kueue.x-k8s.io", "ClusterQueue"): (
         NAME,
-        ("Cohort", "string", 0, _f("spec.cohort", "")),
+        (
+            "Cohort",
+            "string",
+            0,
+            # v1beta2's name, v1beta1's for an object read through that version
+            lambda o, now: _get(o, "spec.cohortName", _get(o, "spec.cohort", "")),
+        ),
         ("Strategy", "string", 1, _f("spec.queueingStrategy", "BestEffortFIFO")),
         ("Pending Workloads", "integer", 0, _f("status.pendingWorkloads", "")),
         ("Admitted Workloads", "integer", 1, _f("status.admittedWorkloads", "")),

@@ -1,0 +1,213 @@
+"""Kueue's objects kept in step with the engine's admission, for the workload runner
+(``phalanx.kube.controllers``): the ``Workload`` of each queued Job, the Job's
+``spec.suspend``, and the ``pendingWorkloads``/``admittedWorkloads`` counts in the status of
+the LocalQueue and ClusterQueue objects stored under those names.
+
+The decisions are the engine's (``admit/clusterqueue`` over the cluster's queues); what a
+Workload says is built by ``phalanx.workloads.kueue_workload`` from the engine jobs of the
+Job's pods, read here with the queue set-up (which ClusterQueue, which flavors)."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from typing import Any
+
+from phalanx.kube.errors import KubeError
+from phalanx.kube.workload_ports import JOBS, Engine, Key, Obj, Resource, Store
+from phalanx.workloads import kueue_workload as kw
+from phalanx.workloads.conditions import condition, is_true
+from phalanx.workloads.plan import EngineJob
+
+__all__ = ["CLUSTER_QUEUES", "LOCAL_QUEUES", "WORKLOADS", "KueueWorkloads"]
+
+WORKLOADS: Resource = ("kueue.x-k8s.io", "workloads")
+LOCAL_QUEUES: Resource = ("kueue.x-k8s.io", "localqueues")
+CLUSTER_QUEUES: Resource = ("kueue.x-k8s.io", "clusterqueues")
+
+log = logging.getLogger("phalanx.kube.kueue")
+
+# The pending message's forecast ("; expected start in 0:40:00, when job 812 ends") changes
+# every second; Kueue's message has none, and leaving it out spares a write a tick.
+_FORECASTS = ("; expected start in ", "; no running job's end")
+
+
+class KueueWorkloads:
+    """The runner's hook (module docstring): ``view`` before a Job's reconcile, ``sync``
+    after it."""
+
+    def __init__(self, store: Store, engine: Engine, clock: Any) -> None:
+        self.store = store
+        self.engine = engine
+        self.clock = clock
+
+    def view(self, key: Key, obj: Obj) -> Obj:
+        """The Job its reconciler should see (``kueue_workload.as_reconciled``); others as
+        they are."""
+        if key[0] != JOBS or kw.queue_of(obj) is None:
+            return obj
+        stored = self._stored(obj)
+        active = stored is None or (stored.get("spec") or {}).get("active", True) is not False
+        return kw.as_reconciled(obj, active)
+
+    def sync(
+        self, key: Key, obj: Obj, status: Mapping[str, Any] | None, jobs: Mapping[int, EngineJob]
+    ) -> None:
+        """Write the Workload of the queued Job ``obj`` (status: the Job's newest), its
+        ``spec.suspend`` and its queues' counts, where they changed."""
+        queue = kw.queue_of(obj)
+        if key[0] != JOBS or queue is None:
+            return
+        namespace = key[1]
+        stored = self._stored(obj)
+        placement, problem = self._placement(namespace, queue, jobs.values())
+        verdict = kw.judge(list(jobs.values()), problem)
+        # the queue set-up's problem, in Kueue's words, over the engine's longer message
+        message = problem if placement is None else _plain(verdict.message)
+        verdict = kw.Verdict(verdict.admitted, message, verdict.evicted)
+        spec = obj.get("spec") or {}
+        pod_sets = [
+            {
+                "name": "main",
+                "count": int(spec.get("parallelism", 1) or 0),
+                "template": spec.get("template") or {},
+            }
+        ]
+        conditions = (status or {}).get("conditions") or ()
+        finished: tuple[bool, str] | None = None
+        if is_true(conditions, "Complete"):
+            finished = (True, "Job finished successfully")
+        elif is_true(conditions, "Failed"):
+            failed = condition(conditions, "Failed") or {}
+            finished = (False, str(failed.get("message") or "Job failed"))
+        made = kw.workload(obj, pod_sets, verdict, placement, finished, stored, self.clock())
+        wanted = made.pop("status", None)
+        made["metadata"].pop("resourceVersion", None)
+        if stored is None:
+            written = self._quietly(self.store.create, made)
+        elif made.get("spec") != stored.get("spec"):
+            written = self._quietly(self.store.update, made)
+        else:
+            written = stored
+        if written is not None and wanted and written.get("status") != wanted:
+            written = {**written, "status": wanted}
+            written["metadata"] = {
+                k: v for k, v in written["metadata"].items() if k != "resourceVersion"
+            }
+            self._quietly(self.store.update_status, written)
+        active = (made.get("spec") or {}).get("active", True) is not False
+        suspend = not active or (finished is None and not verdict.admitted)
+        if finished is None and bool(spec.get("suspend")) != suspend:
+            current = self.store.get(JOBS, namespace, key[2])
+            if current is not None:
+                current["spec"] = {**(current.get("spec") or {}), "suspend": suspend}
+                current["metadata"].pop("resourceVersion", None)
+                self._quietly(self.store.update, current)
+        self._count(namespace, queue)
+
+    # -- reading -------------------------------------------------------------------------
+
+    def _stored(self, obj: Obj) -> Obj | None:
+        meta = obj.get("metadata") or {}
+        found = self.store.list(
+            WORKLOADS,
+            str(meta.get("namespace", "default")),
+            {kw.JOB_UID_LABEL: str(meta.get("uid"))},
+        )
+        return found[0] if found else None
+
+    def _placement(self, namespace: str, queue: str, jobs: Any) -> tuple[kw.Placement | None, str]:
+        """The ClusterQueue and flavors of the Job's admission, or None and why not."""
+        queues = self.engine.cluster.queues
+        local = queues.local_queues.get((namespace, queue))
+        if local is None:
+            if not queues.cluster_queues:
+                # no ClusterQueues configured: the engine admits every job; no queue to name
+                return kw.Placement(""), f"LocalQueue {queue} doesn't exist"
+            stored = self.store.get(LOCAL_QUEUES, namespace, queue)
+            target = str(((stored or {}).get("spec") or {}).get("clusterQueue") or "")
+            if target and target not in queues.cluster_queues:
+                return None, f"ClusterQueue {target} doesn't exist"
+            return None, f"LocalQueue {queue} doesn't exist"
+        cq, problem = queues.cluster_queue_named(local.cluster_queue, namespace)
+        if cq is None:
+            return None, problem
+        names = {n.name: n.index for n in self.engine.cluster.nodes}
+        used = {names[n] for j in jobs if not j.state.is_final for n in j.nodes if n in names}
+        flavors: dict[str, str] = {}
+        for group in cq.resource_groups:
+            for fq in group.flavors:
+                if fq.name in queues.flavors and used <= set(
+                    queues.flavor_nodes(self.engine.cluster, fq.name)
+                ):
+                    flavors.update({r: fq.name for r in group.covered_resources})
+                    break
+        return kw.Placement(cq.name, flavors), ""
+
+    # -- the queues' counts --------------------------------------------------------------
+
+    def _count(self, namespace: str, queue: str) -> None:
+        """``pendingWorkloads``/``admittedWorkloads`` of the LocalQueue, and those plus
+        ``reservingWorkloads`` of its ClusterQueue, from the stored Workloads."""
+        local = self.store.get(LOCAL_QUEUES, namespace, queue)
+        if local is None:
+            return
+        cq_name = str((local.get("spec") or {}).get("clusterQueue") or "")
+        mine = [w for w in self.store.list(WORKLOADS, namespace) if _queue(w) == queue]
+        self._write_counts(local, mine, reserving=False)
+        cq = self.store.get(CLUSTER_QUEUES, None, cq_name) if cq_name else None
+        if cq is None:
+            return
+        feeding = {
+            ((lq.get("metadata") or {}).get("namespace"), (lq.get("metadata") or {}).get("name"))
+            for lq in self.store.list(LOCAL_QUEUES)
+            if (lq.get("spec") or {}).get("clusterQueue") == cq_name
+        }
+        theirs = [
+            w
+            for w in self.store.list(WORKLOADS)
+            if ((w.get("metadata") or {}).get("namespace"), _queue(w)) in feeding
+        ]
+        self._write_counts(cq, theirs, reserving=True)
+
+    def _write_counts(self, obj: Obj, workloads: list[Obj], *, reserving: bool) -> None:
+        live = [w for w in workloads if not _is(w, "Finished")]
+        admitted = sum(1 for w in live if _is(w, "Admitted"))
+        counts: dict[str, int] = {
+            "pendingWorkloads": sum(1 for w in live if not _is(w, "QuotaReserved")),
+            "admittedWorkloads": admitted,
+        }
+        if reserving:
+            counts["reservingWorkloads"] = sum(1 for w in live if _is(w, "QuotaReserved"))
+        status = obj.get("status") or {}
+        if all(status.get(k) == v for k, v in counts.items()):
+            return
+        obj["status"] = {**status, **counts}
+        obj["metadata"].pop("resourceVersion", None)
+        self._quietly(self.store.update_status, obj)
+
+    @staticmethod
+    def _quietly(call: Any, *args: Any) -> Any:
+        try:
+            return call(*args)
+        except KubeError as e:
+            log.debug("%s: %s", getattr(call, "__name__", call), e)
+            return None
+
+
+def _queue(workload: Obj) -> str:
+    return str((workload.get("spec") or {}).get("queueName") or "")
+
+
+def _is(workload: Obj, kind: str) -> bool:
+    return is_true((workload.get("status") or {}).get("conditions") or (), kind)
+
+
+def _plain(message: str) -> str:
+    """The engine's pending message in Kueue's words: the forecast left out, the pod set
+    named as Kueue names a Job's (``main``)."""
+    for mark in _FORECASTS:
+        message = message.split(mark, 1)[0]
+    if message.startswith("couldn't assign flavors to ClusterQueue "):
+        message = "couldn't assign flavors to pod set main:" + message.split(":", 1)[1]
+    return message
