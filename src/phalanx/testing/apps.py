@@ -51,6 +51,8 @@ class AppsBench:
         self.benches: dict[str, Bench] = {}
         self.events: list[Obj] = []
         self.plans: list[Plan] = []
+        self.wake_at: Instant | None = None
+        """The earliest wake the last step's plans asked for (a pod held in back-off)."""
         self._uids = itertools.count(1)
         self._names = itertools.count()
         self.names: Callable[[], str] = lambda: f"p{next(self._names):04d}"
@@ -110,8 +112,11 @@ class AppsBench:
         if plan.annotate:
             self.obj["metadata"].setdefault("annotations", {}).update(plan.annotate)
         self.events.extend(plan.events)
+        self.wake_at = plan.wake_at
         for bench in self.benches.values():
-            self.step_replicaset(bench, now)
+            woke = self.step_replicaset(bench, now).wake_at
+            if woke is not None:
+                self.wake_at = woke if self.wake_at is None else min(self.wake_at, woke)
         return plan
 
     def step_replicaset(self, bench: Bench, now: Instant) -> Plan:
@@ -133,7 +138,9 @@ class AppsBench:
             plan = self.step(now)
             now += SECOND
             quiet = not (plan.create or plan.update or plan.delete) and plan.status is None
-            calm = calm + 1 if quiet and not started else 0
+            # a pod held in back-off (a wake asked for) is not calm: it is replaced later
+            waiting = self.wake_at is not None and self.wake_at >= now
+            calm = calm + 1 if quiet and not started and not waiting else 0
             if calm >= 2:
                 break
         return now
