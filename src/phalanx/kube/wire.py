@@ -4,6 +4,7 @@ JSON responses (``Status`` for errors)."""
 
 from __future__ import annotations
 
+import datetime
 import importlib
 import json
 from typing import Any
@@ -72,10 +73,41 @@ def decode_body(content_type: str | None, body: bytes) -> Any:
         import yaml
 
         try:
-            return yaml.safe_load(body)
+            return _jsonable(yaml.safe_load(body))
         except yaml.YAMLError as exc:
             raise BadRequest(f"yaml parse error: {exc}".replace("\n", " ")) from None
     raise UnsupportedMediaType(kind, ACCEPTED)
+
+
+def _jsonable(value: Any) -> Any:
+    """YAML's values as JSON's, as kube-apiserver's YAML decoder (sigs.k8s.io/yaml) turns
+    them: a key that is not a string is written as one (``1`` -> "1", ``null`` -> "null",
+    ``true`` -> "true"); a timestamp or a date is its text (RFC 3339)."""
+    if isinstance(value, dict):
+        return {_key(k): _jsonable(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_jsonable(v) for v in value]
+    if isinstance(value, datetime.datetime):
+        if value.tzinfo is None:  # YAML's timestamps without a zone are UTC
+            value = value.replace(tzinfo=datetime.UTC)
+        return value.isoformat().replace("+00:00", "Z")
+    if isinstance(value, datetime.date):
+        return value.isoformat()
+    if isinstance(value, bytes):  # !!binary
+        import base64
+
+        return base64.b64encode(value).decode()
+    return value
+
+
+def _key(key: Any) -> str:
+    if isinstance(key, str):
+        return key
+    if key is None:
+        return "null"
+    if isinstance(key, bool):
+        return "true" if key else "false"
+    return str(_jsonable(key))
 
 
 def wants_table(accept: str | None) -> bool:
