@@ -195,6 +195,7 @@ class LocalCluster:
             with contextlib.suppress(ProcessLookupError):
                 os.kill(self.detached, signal.SIGTERM)
             _wait_gone(self.detached, 15)
+        self._stop_routers()
         for proc in [*self.agents.values(), self.controller]:
             if proc is not None and proc.poll() is None:
                 proc.terminate()
@@ -206,6 +207,17 @@ class LocalCluster:
             except subprocess.TimeoutExpired:
                 proc.kill()
                 proc.wait()
+
+    def _stop_routers(self) -> None:
+        """The service router a ``phalanx up --detach`` (``up()``) started runs in a session
+        of its own, as ``phalanx down`` finds it: stop it the same way (its pid file)."""
+        from phalanx.server.statedir import alive, read_pids
+
+        for pid in read_pids(self.state_dir / "router.pid"):
+            if alive(pid):
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGTERM)
+                _wait_gone(pid, 15)
 
     def __enter__(self) -> LocalCluster:
         return self.start()
