@@ -71,7 +71,9 @@ test: $(STAMP)
 	$(BIN)/ruff check src tests bench
 	$(BIN)/mypy
 	$(BIN)/lint-imports
-	$(BIN)/python -m pytest -q -p no:cacheprovider
+	# CI=true: hypothesis replays examples derived from each test (tests/conftest.py), so a
+	# run is repeatable; exploring new examples is for local runs (plain pytest).
+	CI=true $(BIN)/python -m pytest -q -p no:cacheprovider
 
 bench: $(STAMP)
 	$(BIN)/python bench/sim_speed.py
