@@ -174,6 +174,15 @@ def test_a_victim_much_bigger_than_the_newcomer_is_not_displaced() -> None:
     assert [e.job_id for e in d.decisions(Preempted)] == [long]
 
 
+def test_a_victim_over_max_victim_gpus_is_not_displaced() -> None:
+    # A whole-node victim would wait again for a whole node; a bound of 4 GPUs spares it.
+    d, long, new = _displace(_phalanx_with(max_victim_gpus=4), 8)
+    assert not d.decisions(Preempted)
+    assert d.state(long) is JobState.RUNNING and d.state(new) is JobState.PENDING
+    d, long, new = _displace(_phalanx_with(max_victim_gpus=8), 8)
+    assert [e.job_id for e in d.decisions(Preempted)] == [long]
+
+
 def test_only_a_short_job_displaces_a_run_with_job_max_limit() -> None:
     # The newcomers ask for an hour; a bound of 30 minutes stops them, one of 2 hours does not.
     d, long, new = _displace(_phalanx_with(job_max_limit_ms=30 * MINUTE), 8)

@@ -118,6 +118,13 @@ class CheckpointPreempt:
         (None: no bound). What a victim frees beyond what the job uses stands idle while the
         victim, requeued, waits for room of its own shape: a 1-GPU job that displaces an 8-GPU
         run leaves 7 GPUs idle and a whole-node job pending."""
+        most = params.get("max_victim_gpus")
+        self.max_victim_gpus = float(most) if isinstance(most, int | float) else None
+        """Cheap victims may hold at most this many GPUs (None: no bound). A requeued victim
+        waits again for room of its own shape; one GPU is found on any node as soon as any job
+        ends, while a whole node (or several GPUs on one) is what the small jobs that fill
+        every gap keep taking, so a multi-GPU victim's second wait can outlast the time its
+        preemptor saved."""
 
     def _cheap_candidates(self, job: Job, ctx: PassContext) -> list[Job]:
         """Cheap victims for jobs of this QOS and tier; the same for every such job until the
@@ -208,6 +215,9 @@ class CheckpointPreempt:
         if not interval or not victim.spec.requeue or victim.tier > job.tier:
             return False
         if victim.restarts >= self.max_restarts:
+            return False
+        most = self.max_victim_gpus
+        if most is not None and (victim.alloc is None or victim.alloc.gpus > most):
             return False
         if victim.start is None or now - victim.start < self.lease:
             return False
