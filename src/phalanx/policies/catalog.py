@@ -235,6 +235,22 @@ POLICIES: dict[str, Profile] = {
             # (11.4 s -> 3.5 s, mean JCT 13,145.0 s), at the cost of the 2-4 and 5-8 GPU jobs
             # (30 s and 66 s against slurm's 0.1 s and 3.5 s). Not measured on its own on 512
             # GPUs in time, so not the default yet.
+            # These preemptions, mostly between jobs of one size (on 512 GPUs: 8 by 8 GPUs
+            # 823 times, 1 by 1 665, 4 by 4 381), are what the mean JCT is made of: sparing
+            # every victim of more than one GPU (max_victim_gpus 1) on the first 30,000 jobs
+            # on 512 GPUs raised the mean JCT from 27,820 s to 34,215 s and the mean wait of 1,
+            # 2-4, 5-8 GPU jobs from 2.6, 6.1, 78.7 h to 4.4, 9.4, 76.1 h (slurm: 39,177 s;
+            # 5.5, 7.0, 99.8 h). Yet they are also what the 5-8 GPU jobs wait for on 1,024
+            # GPUs: none waits before its first start there, and the 9.1 s are the requeue
+            # waits of 10 whole-node victims (of 16-GPU gangs 6 times, of 8-GPU jobs 4).
+            # There the mean JCT behind tiresias' (6.9 s) is all 1-GPU wait (10.6 s of the
+            # mean against 0.8 s), 75 % of it from four bursts (hours 813, 1140, 710, 1148)
+            # on a full cluster. On the first 17,500 jobs more 1-GPU victims (max_victim_gpus
+            # 1 with suspend_grace 1 min, max_loss_ms 30 min, victim_attained 1 GPU-hour) left
+            # the 1-GPU wait at 31.0-31.6 s (31.0 s as is, slurm 32.1 s): a full cluster has
+            # too few 1-GPU runs. Tiresias' 0.1 s come from 1-GPU jobs preempting 2-, 4- and
+            # 8-GPU runs, whose requeue waits give its 2-4 and 5-8 GPU jobs 297 s and 47 s
+            # (slurm 0.4 s, 16.4 s).
             "preempt/clusterqueue": {
                 "opportunistic": True,
                 "job_attained_gpu_ms": 1 * HOUR,
@@ -257,10 +273,21 @@ POLICIES: dict[str, Profile] = {
             # 72,402 s with 14.0 h for 1-GPU jobs: a gang that outranks every small job holds
             # the one reservation. On 1,024 GPUs the exponent (0.01 to 0.15) changes nothing.
             # The 2-4 GPU jobs still wait longer than under slurm (5.0 h against 4.0 h).
+            # Per-job records of the full run on 512 GPUs say why (5.1 h since nominations):
+            # 4.6 h are first waits, and those are the long jobs' (the 738 4-GPU and 228 2-GPU
+            # jobs with time limits of 48 h or more wait 13.0 h and 12.6 h; 1-GPU jobs that
+            # long 5.3 h, 4-GPU jobs under 2 h 3.0 h): weight_short keeps a 2-day job behind
+            # fresh 1-hour jobs until it has waited about 8 h, and 40 % of the 4-GPU jobs ask
+            # for 48 h or more (3.5 % of the 1-GPU jobs). The other 0.5 h are requeue waits of
+            # cheap victims (472 of the 1,870 4-GPU jobs, 381 times for another 4-GPU job).
             # Reserving for the first blocked job of each size class as well (sched/backfill
             # class_reserve [1, 4, 8, 64]) changed nothing on 1,024 GPUs and, on hours
             # 2000-2300 of the trace on 512, cut the 5-8 and 9-64 GPU waits (1.50 -> 1.18 h,
             # 1.45 -> 1.25 h) but raised the 1 and 2-4 GPU ones and the mean JCT (+0.5 %).
+            # Putting requeued jobs first (requeued_full_age), so that victims wait less after
+            # their requeues: on the first 30,000 jobs on 512 GPUs it cut the 9-64 GPU wait
+            # (61.2 -> 51.7 h) but hardly the 2-4 GPU one (6.06 -> 5.99 h), and raised the
+            # mean JCT from 27,820 s to 31,783 s and the 1-GPU wait from 2.6 h to 3.8 h.
             "priority/multifactor": {
                 **_SLURM_WEIGHTS,
                 "queues_first": True,  # under ClusterQueues only
