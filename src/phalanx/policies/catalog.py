@@ -241,8 +241,9 @@ POLICIES: dict[str, Profile] = {
             # on 512 GPUs raised the mean JCT from 27,820 s to 34,215 s and the mean wait of 1,
             # 2-4, 5-8 GPU jobs from 2.6, 6.1, 78.7 h to 4.4, 9.4, 76.1 h (slurm: 39,177 s;
             # 5.5, 7.0, 99.8 h). Yet they are also what the 5-8 GPU jobs wait for on 1,024
-            # GPUs: none waits before its first start there, and the 9.1 s are the requeue
-            # waits of 10 whole-node victims (of 16-GPU gangs 6 times, of 8-GPU jobs 4).
+            # GPUs: they wait 72 s in all before their first starts there (slurm 5,798 s), and
+            # the 9.1 s are the requeue waits of 10 whole-node victims (of 16-GPU gangs 6
+            # times, of 8-GPU jobs 4; 14,930 s).
             # There the mean JCT behind tiresias' (6.9 s) is all 1-GPU wait (10.6 s of the
             # mean against 0.8 s), 75 % of it from four bursts (hours 813, 1140, 710, 1148)
             # on a full cluster. On the first 17,500 jobs more 1-GPU victims (max_victim_gpus
@@ -276,7 +277,7 @@ POLICIES: dict[str, Profile] = {
             # Per-job records of the full run on 512 GPUs say why (5.1 h since nominations):
             # 4.6 h are first waits, and those are the long jobs' (the 738 4-GPU and 228 2-GPU
             # jobs with time limits of 48 h or more wait 13.0 h and 12.6 h; 1-GPU jobs that
-            # long 5.3 h, 4-GPU jobs under 2 h 3.0 h): weight_short keeps a 2-day job behind
+            # long 5.3 h, 4-GPU jobs under 2 h 3.0 h): weight_short keeps a 3-day job behind
             # fresh 1-hour jobs until it has waited about 8 h, and 40 % of the 4-GPU jobs ask
             # for 48 h or more (3.5 % of the 1-GPU jobs). The other 0.5 h are requeue waits of
             # cheap victims (472 of the 1,870 4-GPU jobs, 381 times for another 4-GPU job).
