@@ -5,6 +5,7 @@ stand-in for the Deployment's reconciler (pods appear running and ready after a 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from itertools import pairwise
 from typing import Any
 
 import pytest
@@ -208,7 +209,7 @@ def test_step_up_within_30s_and_back_after_the_window(phase: int) -> None:
     log = scaler.scale_log.recent()[::-1]
     assert len(log) == len(events)
     assert (log[0].from_replicas, log[0].to_replicas) == (1, 5)
-    assert all(a.to_replicas == b.from_replicas for a, b in zip(log, log[1:], strict=False))
+    assert all(a.to_replicas == b.from_replicas for a, b in pairwise(log))
     assert log[-1].to_replicas == 1 and log[-1].reason == "All metrics below target"
     assert {(d.autoscaler, d.name, d.target) for d in log} == {
         ("HorizontalPodAutoscaler", "web", "Deployment/web")
