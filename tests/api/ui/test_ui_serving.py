@@ -93,6 +93,10 @@ def test_replicas_and_load_are_sampled_and_drawn_over_time(ui: Ui) -> None:
         drawn = page[page.index(f'id="{chart}"') :]
         assert drawn.index("<polyline") < drawn.index("</div>"), chart
         assert ">default/web</text>" in drawn[: drawn.index("</div>")]
+    # The second sample had no latency (no request ended): one point, not a drop to 0 ms.
+    latency = page[page.index('id="latency-chart"') :]
+    points = re.search(r'<polyline[^>]* points="([^"]*)"', latency)
+    assert points is not None and len(points.group(1).split()) == 1
 
 
 def test_the_serving_panel_is_pushed_live(ui: Ui) -> None:

@@ -155,9 +155,13 @@ def queue_fragment(service: Service, who: Viewer, wanted: QueueFilter) -> str:
 def _over(
     samples: list[Sample], names: list[str], value: Any
 ) -> dict[str, list[tuple[float, float]]]:
-    """``value(sample, name)`` over time (seconds since the first sample) per name."""
+    """``value(sample, name)`` over time (seconds since the first sample) per name; a
+    sample where the value is None (not measured then) is left out, not drawn as 0."""
     t0 = samples[0].at_ms if samples else 0
-    return {n: [((s.at_ms - t0) / 1000, value(s, n)) for s in samples] for n in names}
+    return {
+        n: [((s.at_ms - t0) / 1000, v) for s in samples if (v := value(s, n)) is not None]
+        for n in names
+    }
 
 
 def _largest(samples: list[Sample], keys: Any, size: Any) -> list[str]:
@@ -222,10 +226,10 @@ def serving_fragment(serving: ServingSource | None, series: Series) -> str:
         w = find(s, key)
         return w.load.rps if w is not None and w.load is not None else 0.0
 
-    def p99_ms(s: Sample, key: str) -> float:
+    def p99_ms(s: Sample, key: str) -> float | None:
         w = find(s, key)
         p99 = w.load.p99_s if w is not None and w.load is not None else None
-        return p99 * 1000 if p99 is not None else 0.0
+        return p99 * 1000 if p99 is not None else None
 
     def keys(s: Sample) -> list[str]:
         return [w.key for w in s.served]
