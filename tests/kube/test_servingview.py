@@ -187,3 +187,45 @@ def test_the_log_keeps_the_newest_decisions() -> None:
     found = log.last("KPA", "ns", "a")
     assert found is not None and found.at_ms == 1
     assert log.last("KPA", "ns", "gone") is None
+
+
+def test_what_the_view_leaves_out() -> None:
+    """An HPA on a ReplicaSet names no Deployment; a Service without a selector (endpoints
+    kept by hand) selects nothing; an InferenceService whose spec is invalid has no KPA row
+    (its own status says why); a router that has not answered gives no load."""
+
+    class Silent(Loads):
+        def service_load(self, namespace: str, service: str) -> ServiceLoad | None:
+            return None
+
+    store = ObjectStore()
+    store.create(deployment("web", 2, {"app": "web"}))
+    store.create(service("manual", {}))
+    rs_hpa = {**HPA, "metadata": {"name": "rs", "namespace": "default"}}
+    rs_hpa["spec"] = {**HPA["spec"], "scaleTargetRef": {"kind": "ReplicaSet", "name": "web"}}
+    store.create(rs_hpa)
+    owned = deployment("bad-predictor", 1, {"app": "bad"})
+    owned["metadata"]["ownerReferences"] = [
+        {
+            "apiVersion": "serving.kserve.io/v1beta1",
+            "kind": "InferenceService",
+            "name": "bad",
+            "uid": "u-1",
+            "controller": True,
+        }
+    ]
+    store.create(owned)
+    store.create(
+        {
+            "apiVersion": "serving.kserve.io/v1beta1",
+            "kind": "InferenceService",
+            "metadata": {"name": "bad", "namespace": "default"},
+            "spec": {"predictor": {"minReplicas": 3, "maxReplicas": 1, "containers": []}},
+        }
+    )
+    view = ServingView(store, Silent(), ScaleLog())
+    rows = {w.name: w for w in view.served()}
+    assert rows["web"].load is None and rows["web"].autoscaling is None
+    assert rows["web"].desired == 2 and rows["web"].ready == 0  # no status written yet
+    assert rows["bad-predictor"].owner == "InferenceService/bad"
+    assert rows["bad-predictor"].autoscaling is None
