@@ -5,8 +5,9 @@ controller serves workloads, each one's replicas and load), kept in a bounded ri
 "over time" charts.
 
 The sampler is an asyncio task on the controller's event loop, started by the first
-dashboard request (nobody looking, nothing sampled) and reading the service port only: a
-sample costs one pass over the running jobs and the nodes.
+dashboard request (nobody looking, nothing sampled) and reading the service port (and the
+serving port, ``phalanx.api.serving``, where one is attached) only: a sample costs one pass
+over the running jobs and the nodes (and one over the Deployments).
 """
 
 from __future__ import annotations
