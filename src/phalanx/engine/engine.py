@@ -13,7 +13,6 @@ from collections.abc import Sequence
 
 from phalanx.domain.cluster import Cluster
 from phalanx.domain.jobspec import SIGNALS, JobSpec
-from phalanx.domain.queues import queue_name
 from phalanx.domain.state import JobState, Reason, transition
 from phalanx.domain.time import Instant
 from phalanx.engine.commands import (
@@ -53,13 +52,14 @@ from phalanx.engine.events import (
     NodeDown,
     NodeUp,
     NodeUpdate,
+    QueuesChange,
     Requeue,
     Submit,
     TasksExited,
     TimerFired,
     Update,
 )
-from phalanx.engine.housekeeping import housekeep
+from phalanx.engine.housekeeping import housekeep, placement_key
 from phalanx.engine.idempotency import RequestIds
 from phalanx.engine.nodes import Nodes
 from phalanx.engine.queue import PendingQueue
@@ -223,7 +223,7 @@ class Engine:
                 self.nodes.came_up(node)
             case NodeUpdate():
                 self.nodes.update(event)
-            case Forget() | AccountingChange():
+            case Forget() | AccountingChange() | QueuesChange():
                 housekeep(self, event)
         return out
 
@@ -259,12 +259,7 @@ class Engine:
             limit = part.default_time
         tier = part.priority_tier if part is not None else 0
         job = Job(job_id, self._seq, spec, self._now, name, tier, limit or DEFAULT_TIME_LIMIT)
-        # Under ClusterQueues a pre-filter narrows placement to the flavor it assigns, so only
-        # jobs of one queue route (LocalQueue, QOS, partition) with equal shapes place alike.
-        key: object = job.shape
-        if self.cluster.queues.cluster_queues:
-            key = (job.shape, spec.account, queue_name(spec), name, spec.qos)
-        job.key = self._keys.setdefault(key, len(self._keys))
+        job.key = self._keys.setdefault(placement_key(self.cluster, job), len(self._keys))
         self.jobs[job_id] = job
         return job
 

@@ -22,6 +22,7 @@ from phalanx.kube.errors import (
 from phalanx.kube.kinds import Kind
 from phalanx.kube.openapi import FieldError, bad_request_message, prune
 from phalanx.kube.patch import APPLY, apply_patch
+from phalanx.kube.queueobjects import admit as admit_queue
 from phalanx.kube.selectors import Predicate, field_selector, label_selector
 from phalanx.kube.store import ObjectStore, copy_obj, timestamp
 from phalanx.kube.tables import table, table_json
@@ -345,7 +346,9 @@ class Resources:
             if warnings or mode == "Ignore":
                 prune(body)
         # Kept in the kind's stored version; answered in the request's (``as_served``).
-        return convert(body, kind.api_version)
+        stored = convert(body, kind.api_version)
+        admit_queue(kind, stored)  # a queue object feeds the engine: as --queues reads it
+        return stored
 
     def create(self, req: Request, body: Any) -> dict[str, Any]:
         if req.kind.namespaced and req.namespace is None:

@@ -189,6 +189,43 @@ class ObjectStore(ObjectIndex):
             raise
         self.committed(rv)
 
+    def reload(self) -> int:
+        """Read the table again, for a standby that takes over: the leader before it wrote
+        there since this store was loaded. Returns how many objects changed.
+
+        Subscribers are told of each change (ADDED, MODIFIED, DELETED), as an informer's
+        relist tells its handlers. The resourceVersion counter goes on from the table's (it
+        never goes back: what a client saw stays older than what comes next). The event log
+        starts afresh at that version: a watch from an older resourceVersion gets 410 Gone
+        (Expired) and lists again, as kube-apiserver answers one whose window it lost."""
+        self.flush()  # what this store wrote itself goes first (none on a standby)
+        rv, bodies = self._table.load()
+        fresh: dict[tuple[Resource, str, str], dict[str, Any]] = {}
+        for body in bodies:
+            kind = kinds.by_kind(body.get("apiVersion", ""), body.get("kind", ""))
+            if kind is not None:
+                meta = body["metadata"]
+                fresh[(kind.resource, meta.get("namespace", ""), meta["name"])] = body
+        changes: builtins.list[Change] = []
+        for resource, spaces in builtins.list(self._objects.items()):
+            for ns, names in builtins.list(spaces.items()):
+                for name, obj in builtins.list(names.items()):
+                    if (resource, ns, name) not in fresh:
+                        self._drop(resource, obj)
+                        changes.append(("DELETED", resource, obj))
+        for (resource, ns, name), body in fresh.items():
+            old = self.peek(resource, ns, name)
+            if old is not None and old == body:
+                continue
+            self._put(resource, body)
+            changes.append(("ADDED" if old is None else "MODIFIED", resource, body))
+        self._rv = self._durable = self._floor = max(self._rv, rv)
+        self._log.clear()
+        for verb, _, obj in changes:
+            for callback in builtins.list(self._subscribers):
+                callback(verb, obj)
+        return len(changes)
+
     # -- reads ---------------------------------------------------------------------------
 
     @property

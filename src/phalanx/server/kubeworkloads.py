@@ -9,12 +9,16 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+from collections.abc import Iterable, Mapping
+from typing import Any
 
 from phalanx.domain.time import Duration
 from phalanx.kube.autoscalers import HPA_SYNC, Autoscalers
 from phalanx.kube.controllers import WorkloadRunner
 from phalanx.kube.endpointrunner import EndpointsRunner
 from phalanx.kube.inferenceservices import InferenceServices
+from phalanx.kube.queueobjects import QueueObjects
+from phalanx.kube.queuestatus import QueueStatus
 from phalanx.kube.store import ObjectStore
 from phalanx.live.controller import Controller
 from phalanx.server.autoscalemetrics import RouterMetrics
@@ -72,7 +76,26 @@ class Workloads:
         self.autoscalers = Autoscalers(store, self.metrics, hpa_sync=hpa_sync_ms)
         self.autoscalers.hooks.append(InferenceServices(store, self.metrics).tick)
         self.endpoints = EndpointsRunner(store, loop.call_soon)
+        self.queues = QueueObjects(
+            store,
+            lambda: controller.cluster,
+            lambda event: controller.loop.accept([event]),
+            now=controller.clock.now,
+            defer=loop.call_soon,
+            status=QueueStatus(store, controller.jobs),
+        )
         self._task: asyncio.Task[None] | None = None
+        self._leading = False
+
+    def lead(self, queue_objects: Iterable[Mapping[str, Any]] = ()) -> None:
+        """This controller leads now: the queue objects of its ``--queues`` file are
+        created where absent, and the queue objects feed the engine from now on (a standby
+        must not journal anything)."""
+        made = self.queues.seed(queue_objects)
+        if made:
+            log.info("created %d queue objects of the queues file", made)
+        self.queues.start()
+        self._leading = True
 
     def _cpu(self, namespace: str, pod: str) -> int | None:
         """A pod's CPU in millicores as its agent last reported it (HPA's resource metric)."""
@@ -90,6 +113,9 @@ class Workloads:
         while True:
             await asyncio.sleep(TICK_S)
             self.runner.tick()
+            if self._leading:
+                # pending and admitted counts move with every job, sbatch ones too
+                self.queues.tick()
             await self.metrics.refresh()
             try:
                 self.autoscalers.tick(self.controller.clock.now())
@@ -97,6 +123,7 @@ class Workloads:
                 log.exception("autoscalers")
 
     async def stop(self) -> None:
+        self.queues.stop()
         if self._task is not None:
             self._task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
