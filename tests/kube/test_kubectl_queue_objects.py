@@ -42,9 +42,7 @@ def _cq_status(kube: Kube) -> dict[str, Any]:
 
 
 def _active(status: dict[str, Any]) -> str:
-    return next(
-        (c["status"] for c in status.get("conditions") or () if c["type"] == "Active"), ""
-    )
+    return next((c["status"] for c in status.get("conditions") or () if c["type"] == "Active"), "")
 
 
 def _admitted(kube: Kube, job: str) -> bool:
@@ -64,8 +62,10 @@ def test_applied_queues_admit_against_their_quota_and_follow_changes(kube: Kube)
     pending = _condition(kube.workload_of("second"), "QuotaReserved")
     assert pending["status"] == "False" and "in flavor default-flavor" in pending["message"]
     assert _until(
-        lambda: {k: _cq_status(kube).get(k) for k in ("pendingWorkloads", "admittedWorkloads")}
-        == {"pendingWorkloads": 1, "admittedWorkloads": 1},
+        lambda: (
+            {k: _cq_status(kube).get(k) for k in ("pendingWorkloads", "admittedWorkloads")}
+            == {"pendingWorkloads": 1, "admittedWorkloads": 1}
+        ),
         20,
     )
     usage = _cq_status(kube)["flavorsReservation"]
