@@ -20,6 +20,7 @@ from phalanx.kube.inferenceservices import InferenceServices
 from phalanx.kube.queueobjects import QueueObjects
 from phalanx.kube.queuestatus import QueueStatus
 from phalanx.kube.store import ObjectStore
+from phalanx.kube.workload_views import WorkloadViews
 from phalanx.live.controller import Controller
 from phalanx.server.autoscalemetrics import RouterMetrics
 from phalanx.server.statedir import StateDir
@@ -84,6 +85,7 @@ class Workloads:
             defer=loop.call_soon,
             status=QueueStatus(store, controller.jobs),
         )
+        self.views = WorkloadViews(store, controller, controller.clock.now)
         self._task: asyncio.Task[None] | None = None
         self._leading = False
 
@@ -116,6 +118,10 @@ class Workloads:
             if self._leading:
                 # pending and admitted counts move with every job, sbatch ones too
                 self.queues.tick()
+                try:
+                    self.views.tick()
+                except Exception:  # a view is for show: it must not stop the ticks
+                    log.exception("workload views")
             await self.metrics.refresh()
             try:
                 self.autoscalers.tick(self.controller.clock.now())
