@@ -8,6 +8,9 @@ the controller (the change was journaled)."""
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from collections.abc import Iterator
 from typing import Any
 
@@ -103,6 +106,38 @@ def test_a_local_queue_of_a_missing_cluster_queue_is_inactive(kube: Kube) -> Non
 
     assert _until(lambda: reason() == "False ClusterQueueDoesNotExist", 20)
     kube.run("delete", "-f", str(path))
+
+
+_COMMAND = "import sys; from phalanx.slurm.{0} import main; sys.exit(main(sys.argv[1:]))"
+
+
+def test_an_sbatch_job_has_a_workload_in_its_accounts_namespace(kube: Kube) -> None:
+    env = dict(os.environ, PHALANX_STATE_DIR=str(kube.state))
+    env.pop("PHALANX_URL", None)
+    done = subprocess.run(
+        [sys.executable, "-c", _COMMAND.format("sbatch"), "-A", "physics", "--wrap", "sleep 30"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    job_id = done.stdout.split()[-1]
+
+    def view() -> dict[str, Any]:
+        found = json.loads(kube.run("get", "workloads", "-n", "physics", "-o", "json"))["items"]
+        return next((w for w in found if w["metadata"]["name"] == f"slurm-{job_id}"), {})
+
+    assert _until(lambda: _condition(view(), "QuotaReserved") != {}, 30)
+    # ClusterQueues are configured and namespace physics has no LocalQueue "default"
+    waiting = _condition(view(), "QuotaReserved")
+    assert waiting["status"] == "False"
+    assert "LocalQueue default doesn't exist" in waiting["message"]
+    rows = kube.run("get", "workloads", "-A").splitlines()
+    assert any(r.split()[:2] == ["physics", f"slurm-{job_id}"] for r in rows[1:]), rows
+    env_cancel = [sys.executable, "-c", _COMMAND.format("scancel"), job_id]
+    subprocess.run(env_cancel, env=env, timeout=60, check=False, capture_output=True)
 
 
 def test_queue_objects_and_their_quota_survive_a_restart_and_go_with_delete(kube: Kube) -> None:
