@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from phalanx.kube.errors import KubeError
-from phalanx.kube.queuestatus import CLUSTER_QUEUES, QueueStatus
+from phalanx.kube.queuestatus import CLUSTER_QUEUES
 from phalanx.kube.workload_ports import JOBS, Engine, Key, Obj, Resource, Store
 from phalanx.workloads import kueue_workload as kw
 from phalanx.workloads.conditions import condition, is_true
@@ -40,7 +40,6 @@ class KueueWorkloads:
         self.store = store
         self.engine = engine
         self.clock = clock
-        self.queue_status = QueueStatus(store, engine.jobs)  # type: ignore[arg-type]
 
     def view(self, key: Key, obj: Obj) -> Obj:
         """The Job its reconciler should see (``kueue_workload.as_reconciled``); others as
@@ -149,16 +148,13 @@ class KueueWorkloads:
 
     def _count(self, namespace: str, queue: str) -> None:
         """``pendingWorkloads``/``admittedWorkloads`` of the LocalQueue from the stored
-        Workloads; its ClusterQueue's status from the engine (``QueueStatus``: every job
-        the queue takes, ``sbatch`` ones too)."""
+        Workloads. Its ClusterQueue's status is the engine's, for every job the queue takes
+        (``phalanx.kube.queuestatus``, written every tick)."""
         local = self.store.get(LOCAL_QUEUES, namespace, queue)
         if local is None:
             return
-        cq_name = str((local.get("spec") or {}).get("clusterQueue") or "")
         mine = [w for w in self.store.list(WORKLOADS, namespace) if _queue(w) == queue]
         self._write_counts(local, mine)
-        if cq_name:
-            self.queue_status.write(self.engine.cluster, only=cq_name)
 
     def _write_counts(self, obj: Obj, workloads: list[Obj]) -> None:
         live = [w for w in workloads if not _is(w, "Finished")]
