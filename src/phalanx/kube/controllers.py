@@ -43,6 +43,7 @@ from phalanx.kube.containerstatus import container_view
 from phalanx.kube.errors import KubeError
 from phalanx.kube.kueue_workloads import KueueWorkloads
 from phalanx.kube.resources import ANNOTATION_USER
+from phalanx.kube.secrets import decoded
 from phalanx.kube.workload_ports import (
     DEPLOYMENTS,
     JOBS,
@@ -80,6 +81,9 @@ from phalanx.workloads.plan import (
 from phalanx.workloads.pods import engine_id
 from phalanx.workloads.podspec import LOCALHOST
 from phalanx.workloads.selectors import match_labels
+
+SECRETS: Resource = ("", "secrets")
+CONFIG_MAPS: Resource = ("", "configmaps")
 
 __all__ = [
     "ANNOTATION_USER",
@@ -432,7 +436,13 @@ class WorkloadRunner:
         unlimited = Context.service_time_limit
         if part is not None and part.max_time is not None:
             unlimited = min(unlimited, part.max_time)
+        namespace = str((obj.get("metadata") or {}).get("namespace") or "default")
+        secrets, config_maps = decoded(
+            self.store.list(SECRETS, namespace), self.store.list(CONFIG_MAPS, namespace)
+        )
         return Context(
+            secrets=secrets,
+            config_maps=config_maps,
             service_time_limit=unlimited,
             qos_names=frozenset(self.engine.cluster.qos),
             user=str(annotations.get(ANNOTATION_USER) or self.default_user),

@@ -320,6 +320,12 @@ _COLUMNS: dict[tuple[str, str], Sequence[Column]] = {
         ),
         AGE,
     ),
+    ("", "Secret"): (
+        NAME,
+        ("Type", "string", 0, _f("type", "")),
+        ("Data", "integer", 0, lambda o, now: len(o.get("data") or {})),
+        AGE,
+    ),
     ("batch", "Job"): (
         NAME,
         ("Status", "string", 0, _job_status),

@@ -23,6 +23,8 @@ from phalanx.kube.kinds import Kind
 from phalanx.kube.openapi import FieldError, bad_request_message, prune
 from phalanx.kube.patch import APPLY, apply_patch
 from phalanx.kube.queueobjects import admit as admit_queue
+from phalanx.kube.secrets import is_secret
+from phalanx.kube.secrets import normalize as normalize_secret
 from phalanx.kube.selectors import Predicate, field_selector, label_selector
 from phalanx.kube.store import ObjectStore, copy_obj, timestamp
 from phalanx.kube.tables import table, table_json
@@ -348,6 +350,8 @@ class Resources:
         # Kept in the kind's stored version; answered in the request's (``as_served``).
         stored = convert(body, kind.api_version)
         admit_queue(kind, stored)  # a queue object feeds the engine: as --queues reads it
+        if is_secret(kind):
+            normalize_secret(stored)
         return stored
 
     def create(self, req: Request, body: Any) -> dict[str, Any]:

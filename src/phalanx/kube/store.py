@@ -325,7 +325,7 @@ class ObjectStore(ObjectIndex):
             meta.pop(field, None)
         meta["uid"] = str(uuid.uuid4())
         meta["creationTimestamp"] = timestamp(self._clock())
-        if kind.kind not in ("Namespace", "Event", "ConfigMap"):
+        if kind.kind not in ("Namespace", "Event", "ConfigMap", "Secret"):
             meta["generation"] = 1
         if kind.resource == NAMESPACES:
             new.setdefault("spec", {"finalizers": ["kubernetes"]})
