@@ -99,6 +99,7 @@ _NS_VERBS = ("create", "delete", "get", "list", "patch", "update", "watch")
 KINDS: tuple[Kind, ...] = (
     _k("v1", "Namespace", "namespaces", cluster=True, short=("ns",), verbs=_NS_VERBS),
     _k("v1", "Pod", "pods", short=("po",), cat=("all",)),
+    _k("v1", "Node", "nodes", cluster=True, short=("no",)),
     _k("v1", "Event", "events", short=("ev",), status=False),
     _k("v1", "Service", "services", short=("svc",), cat=("all",)),
     _k("v1", "ConfigMap", "configmaps", short=("cm",), status=False),

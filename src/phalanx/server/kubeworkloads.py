@@ -17,6 +17,7 @@ from phalanx.kube.autoscalers import HPA_SYNC, Autoscalers
 from phalanx.kube.controllers import WorkloadRunner
 from phalanx.kube.endpointrunner import EndpointsRunner
 from phalanx.kube.inferenceservices import InferenceServices
+from phalanx.kube.nodeviews import NodeViews
 from phalanx.kube.queueobjects import QueueObjects
 from phalanx.kube.queuestatus import QueueStatus
 from phalanx.kube.store import ObjectStore
@@ -86,6 +87,7 @@ class Workloads:
             status=QueueStatus(store, controller.jobs),
         )
         self.views = WorkloadViews(store, controller, controller.clock.now)
+        self.nodes = NodeViews(store, controller, defer=loop.call_soon)
         self._task: asyncio.Task[None] | None = None
         self._leading = False
 
@@ -97,6 +99,7 @@ class Workloads:
         if made:
             log.info("created %d queue objects of the queues file", made)
         self.queues.start()
+        self.nodes.start()
         self._leading = True
 
     def _cpu(self, namespace: str, pod: str) -> int | None:
@@ -119,6 +122,7 @@ class Workloads:
                 # pending and admitted counts move with every job, sbatch ones too
                 self.queues.tick()
                 try:
+                    self.nodes.tick()
                     self.views.tick()
                 except Exception:  # a view is for show: it must not stop the ticks
                     log.exception("workload views")
@@ -130,6 +134,7 @@ class Workloads:
 
     async def stop(self) -> None:
         self.queues.stop()
+        self.nodes.stop()
         if self._task is not None:
             self._task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
