@@ -247,3 +247,19 @@ def test_pod_sets_and_ends_of_the_other_kinds() -> None:
     }
     assert [(p["name"], p["count"]) for p in pod_sets(vcjob)] == [("ps", 2)]
     assert finished_of(vcjob) == (False, "Job failed")
+
+
+def test_slurm_job_views_are_written_a_bounded_number_a_tick(
+    world: World, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from phalanx.kube import workload_views
+
+    monkeypatch.setattr(workload_views, "WRITES_PER_TICK", 1)
+    views = WorkloadViews(world.store, world.controller, world.controller.clock.now)
+    spec = make_job(gpus=0, account="physics", cpus_per_task=1, time_limit=HOUR)
+    world.controller.submit([spec, spec])
+    world.controller.loop.settle()
+    views.tick()
+    assert len(world.store.list(("kueue.x-k8s.io", "workloads"), "physics")) == 1
+    views.tick()
+    assert len(world.store.list(("kueue.x-k8s.io", "workloads"), "physics")) == 2

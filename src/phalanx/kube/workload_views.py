@@ -45,7 +45,14 @@ from phalanx.workloads.job import CONTROLLER_UID
 from phalanx.workloads.plan import ANNOTATION_JOB_ID, EngineJob
 from phalanx.workloads.podspec import LOCALHOST
 
-__all__ = ["SLURM_JOB_LABEL", "WorkloadViews", "finished_of", "is_slurm_job", "pod_sets"]
+__all__ = [
+    "SLURM_JOB_LABEL",
+    "WRITES_PER_TICK",
+    "WorkloadViews",
+    "finished_of",
+    "is_slurm_job",
+    "pod_sets",
+]
 
 log = logging.getLogger("phalanx.kube.kueue")
 
@@ -54,6 +61,10 @@ NAMESPACES = ("", "namespaces")
 SLURM_JOB_LABEL = "phalanx.io/slurm-job-id"
 """On a Slurm job's Workload: the job's id."""
 _OWNERS = (PYTORCHJOBS, JOBSETS, VCJOBS)
+WRITES_PER_TICK = 500
+"""Slurm jobs' views brought up to date per tick at most: a queue of tens of thousands of
+jobs (a controller's first tick after a start) is written over several ticks rather than
+holding the event loop for one long one."""
 _DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
 """A namespace's name (RFC 1123 label)."""
 _VOLCANO_DONE = {"Completed": True, "Failed": False, "Aborted": False, "Terminated": False}
@@ -185,13 +196,15 @@ class WorkloadViews:
     def _slurm_jobs(self) -> None:
         cluster = self.engine.cluster
         alive: set[str] = set()
+        budget = WRITES_PER_TICK
         for job in self.engine.jobs(finished=True):
             if not is_slurm_job(job) or not _DNS_LABEL.match(job.account):
                 continue
             alive.add(str(job.id))
             seen = (job.state, job.start, job.end, job.reason, job.reason_message, job.restarts)
-            if self._seen.get(job.id) == seen:
-                continue
+            if self._seen.get(job.id) == seen or budget <= 0:
+                continue  # unchanged, or left for the next tick
+            budget -= 1
             self._seen[job.id] = seen
             try:
                 self._slurm_job(job, cluster)
