@@ -1,6 +1,7 @@
 """Real kubectl: ``v1`` Secrets (``kubectl create secret generic`` sends protobuf;
 ``stringData`` is kept as base64 ``data``), read by a Job's pod through
-``valueFrom.secretKeyRef`` and ``configMapKeyRef``."""
+``valueFrom.secretKeyRef`` and ``configMapKeyRef``; and server-side apply's conflict
+between two field managers, which ``--force-conflicts`` settles."""
 
 from __future__ import annotations
 
@@ -88,3 +89,17 @@ def test_data_that_is_not_base64_is_refused(kube: Kube) -> None:
     bad = kube.root / "bad.yaml"
     bad.write_text("apiVersion: v1\nkind: Secret\nmetadata: {name: bad}\ndata: {k: '%%%'}\n")
     assert "illegal base64" in kube.fails("apply", "-f", str(bad))
+
+
+def test_server_side_apply_conflicts_between_managers_and_force_wins(kube: Kube) -> None:
+    first = kube.root / "lr1.yaml"
+    first.write_text("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: lr}\ndata: {lr: '0.1'}\n")
+    second = kube.root / "lr2.yaml"
+    second.write_text("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: lr}\ndata: {lr: '0.2'}\n")
+    kube.run("apply", "--server-side", "--field-manager=alice", "-f", str(first))
+    refused = kube.fails("apply", "--server-side", "--field-manager=bob", "-f", str(second))
+    assert 'Apply failed with 1 conflict: conflict with "alice": .data.lr' in refused
+    kube.run(
+        "apply", "--server-side", "--field-manager=bob", "--force-conflicts", "-f", str(second)
+    )
+    assert kube.run("get", "configmap", "lr", "-o", "jsonpath={.data.lr}") == "0.2"
