@@ -2,7 +2,8 @@
 store, the controller's decisions and the event loop; pods' output in ``kube-logs`` of the
 state directory. Beside it, the EndpointSlice controller (``EndpointsRunner``). The
 autoscalers (HPA, InferenceService) tick with it, reading metrics from the service router
-and the agents (``phalanx.server.autoscalemetrics``)."""
+and the agents (``phalanx.server.autoscalemetrics``); the dashboard's serving page reads
+them all through ``view``."""
 
 from __future__ import annotations
 
@@ -20,6 +21,7 @@ from phalanx.kube.inferenceservices import InferenceServices
 from phalanx.kube.nodeviews import NodeViews
 from phalanx.kube.queueobjects import QueueObjects
 from phalanx.kube.queuestatus import QueueStatus
+from phalanx.kube.servingview import ServingView
 from phalanx.kube.store import ObjectStore
 from phalanx.kube.workload_views import WorkloadViews
 from phalanx.live.controller import Controller
@@ -76,7 +78,10 @@ class Workloads:
         )
         self.metrics = RouterMetrics(controller.clock.now, state.root, cpu=self._cpu)
         self.autoscalers = Autoscalers(store, self.metrics, hpa_sync=hpa_sync_ms)
-        self.autoscalers.hooks.append(InferenceServices(store, self.metrics).tick)
+        isvcs = InferenceServices(store, self.metrics, scale_log=self.autoscalers.scale_log)
+        self.autoscalers.hooks.append(isvcs.tick)
+        self.view = ServingView(store, self.metrics, self.autoscalers.scale_log, isvcs.config)
+        """What the dashboard's serving page shows."""
         self.endpoints = EndpointsRunner(store, loop.call_soon)
         self.queues = QueueObjects(
             store,
@@ -86,7 +91,7 @@ class Workloads:
             defer=loop.call_soon,
             status=QueueStatus(store, controller.jobs),
         )
-        self.views = WorkloadViews(store, controller, controller.clock.now)
+        self.workload_views = WorkloadViews(store, controller, controller.clock.now)
         self.nodes = NodeViews(store, controller, defer=loop.call_soon)
         self._task: asyncio.Task[None] | None = None
         self._leading = False
@@ -123,7 +128,7 @@ class Workloads:
                 self.queues.tick()
                 try:
                     self.nodes.tick()
-                    self.views.tick()
+                    self.workload_views.tick()
                 except Exception:  # a view is for show: it must not stop the ticks
                     log.exception("workload views")
             await self.metrics.refresh()
