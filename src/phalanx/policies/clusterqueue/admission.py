@@ -305,6 +305,10 @@ class ClusterQueueAdmission:
         at the start of the pass, as Kueue judges a cycle's entries on its snapshot."""
         static, current = self._setup(ctx)
         queues = ctx.cluster.queues
+        if not queues.priority_classes:
+            # Every priority is 0: the order is the non-borrowing jobs, then the others, each
+            # in queue order (the sort below would give the same, at a tuple per job).
+            return self.nonborrowing_first(jobs, ctx)
         keyed = []
         for position, job in enumerate(jobs):
             borrows = self._borrows(static, current, job, ctx)
@@ -318,8 +322,14 @@ class ClusterQueueAdmission:
         static, current = self._setup(ctx)
         first: list[Job] = []
         then: list[Job] = []
+        known = current.borrows
+        borrows = self._borrows
         for job in jobs:
-            (then if self._borrows(static, current, job, ctx) else first).append(job)
+            # ``_borrows``'s own memo, looked up here first: a deep queue has few kinds.
+            found = known.get((job.key, job.spec.tasks_per_node))
+            if found is None:
+                found = borrows(static, current, job, ctx)
+            (then if found else first).append(job)
         return first + then
 
     @staticmethod
