@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from phalanx.domain.cluster import Cluster
 from phalanx.domain.jobspec import SIGNALS, JobSpec
 from phalanx.domain.queues import queue_name
+from phalanx.domain.queues.model import has_queue_name
 from phalanx.domain.state import JobState, Reason, transition
 from phalanx.domain.time import Instant
 from phalanx.engine.commands import (
@@ -260,10 +261,10 @@ class Engine:
         tier = part.priority_tier if part is not None else 0
         job = Job(job_id, self._seq, spec, self._now, name, tier, limit or DEFAULT_TIME_LIMIT)
         # Under ClusterQueues a pre-filter narrows placement to the flavor it assigns, so only
-        # jobs of one queue route (LocalQueue, QOS, partition) with equal shapes place alike.
+        # jobs of one queue route (all ``Cluster.cluster_queue_of`` reads) place alike.
         key: object = job.shape
         if self.cluster.queues.cluster_queues:
-            key = (job.shape, spec.account, queue_name(spec), name, spec.qos)
+            key = (job.shape, spec.account, queue_name(spec), has_queue_name(spec), name, spec.qos)
         job.key = self._keys.setdefault(key, len(self._keys))
         self.jobs[job_id] = job
         return job

@@ -157,6 +157,12 @@ class Pass:
         self.refused: dict[tuple[object, int], Status] = {}
         """(shape key, tasks per node) -> why such a job was refused: usage only grows
         within a pass, so a job asking as much of the same LocalQueue is refused alike."""
+        self.settled: dict[tuple[object, int], Status] = {}
+        """(shape key, tasks per node) -> what every later such job of this pass gets,
+        once it is known: ``refused``, or StrictFIFO's wait behind the queue's head. A
+        job's shape key holds its whole queue route (``Engine``), so it is answered before
+        its ClusterQueue is looked up (except a nominated job, which holds quota of its
+        own). Cleared with ``refused`` when a preemption gives quota back."""
         self.held: dict[int, dict[FlavorResource, int]] = {}
         """Nominated job (``PassContext.nominated``) -> the quota counted for it from the
         pass's start until it is looked at."""
@@ -395,6 +401,10 @@ class ClusterQueueAdmission:
                 return OK
             return self._quota(ctx).pre_filter(job, ctx)
         static, current = self._setup(ctx)
+        memo = (job.key, job.spec.tasks_per_node)
+        settled = current.settled.get(memo)
+        if settled is not None and job.id not in current.held:
+            return settled
         cq, problem = static.target(queues, job)
         held = current.held.pop(job.id, None)
         if held is not None and cq is not None:
@@ -408,14 +418,16 @@ class ClusterQueueAdmission:
             return Status.wait_because(Reason.QUEUE_STOPPED, PLUGIN, stopped)
         head = current.heads.get(cq.name)
         if head is not None:
-            return Status.wait_because(
+            status = Status.wait_because(
                 Reason.PRIORITY,
                 PLUGIN,
                 f"StrictFIFO: ClusterQueue {cq.name} admits nothing before job {head}",
             )
-        memo = (job.key, job.spec.tasks_per_node)
+            current.settled[memo] = status
+            return status
         known = current.refused.get(memo)
         if known is not None:
+            current.settled[memo] = known
             return known
         node = static.tree.queues[cq.name]
         shape = job.shape
@@ -457,6 +469,8 @@ class ClusterQueueAdmission:
             else:
                 status = Status.wait_because(result.reason, PLUGIN, message)
             current.refused[memo] = status
+            if cq.queueing_strategy is not QueueingStrategy.STRICT_FIFO:
+                current.settled[memo] = status  # the next such job: refused alike (above)
             return status
         self._admit(node, current, job, result)
         if result.nodes is not None:

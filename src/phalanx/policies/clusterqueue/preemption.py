@@ -315,6 +315,7 @@ class _QuotaBudget:
         # Usage shrank: the pass's refusals by shape no longer hold (a job asking as much
         # may fit the quota the victims gave back beyond what this job needs).
         current.refused.clear()
+        current.settled.clear()
         if self.admitted or not self.enough() or self.assignment is None:
             return
         charge = dict(self.assignment.charge)
