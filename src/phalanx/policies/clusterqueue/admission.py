@@ -58,6 +58,7 @@ from phalanx.domain.queues import (
     StopPolicy,
     queue_name,
 )
+from phalanx.domain.queues.model import has_queue_name
 from phalanx.domain.queues.quota import FlavorResource, QuotaNode, QuotaTree
 from phalanx.domain.state import Reason
 from phalanx.errors import ConfigError
@@ -104,7 +105,7 @@ class Static:
         """(shape key, tasks per node) -> what such a job asks at its largest shape."""
         """Each flavor's nodes within each set of nodes jobs may use (``assign``)."""
         self.nodes = [*self.tree.queues.values(), *self.tree.cohorts.values()]
-        self.targets: dict[tuple[str, str, str, str], tuple[ClusterQueue | None, str]] = {}
+        self.targets: dict[tuple[str, str, bool, str, str], tuple[ClusterQueue | None, str]] = {}
         self.by_spec: dict[int, tuple[JobSpec, tuple[ClusterQueue | None, str]]] = {}
         """``targets`` by job spec (a spec never changes; kept with it, so an id reused
         after it is gone is told apart), bounded: every pass asks for every running job."""
@@ -129,7 +130,9 @@ class Static:
         found = self.by_spec.get(id(spec))
         if found is not None and found[0] is spec:
             return found[1]
-        key = (spec.account, queue_name(spec), spec.partition or "", spec.qos)
+        # Naming LocalQueue "default" is not naming none: a QOS or partition route applies
+        # only to the latter (``cluster_queue_of``).
+        key = (spec.account, queue_name(spec), has_queue_name(spec), spec.partition or "", spec.qos)
         target = self.targets.get(key)
         if target is None:
             # The cluster's routing: a LocalQueue, else the job's QOS or partition.
