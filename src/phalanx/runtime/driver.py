@@ -177,6 +177,10 @@ class Driver:
     def next_due(self) -> Instant | None:
         return self._heap[0][0] if self._heap else None
 
+    def queued(self) -> list[Event]:
+        """The events queued and not handled yet, in no particular order."""
+        return [entry[3] for entry in self._heap]
+
     def run_due(
         self,
         until: Instant | None = None,

@@ -27,8 +27,10 @@ from phalanx.engine import (
     Signal,
     Submit,
     TasksExited,
+    TimerFired,
 )
 from phalanx.engine.decisions import Decision
+from phalanx.engine.timers import RECALC
 from phalanx.runtime import Driver, VirtualClock
 from phalanx.sched.profile import Profile
 from phalanx.sim.executor import CHECKPOINT_RESTORE_MS, CHECKPOINT_SAVE_MS, SimulatedExecutor
@@ -130,12 +132,27 @@ class Simulator:
         while (
             driver.run_due(stop=finished, limit=_PROGRESS_EVERY) == _PROGRESS_EVERY
             and not finished()
+            and not self.stalled()
         ):
             if progress is not None:
                 progress(executor.finished, total)
         if progress is not None:
             progress(executor.finished, total)
         return self.record(time.perf_counter() - wall0)
+
+    def stalled(self) -> bool:
+        """True when nothing can happen any more though jobs are left: no run holds GPUs
+        and every queued event is the periodic priority recalculation. Jobs that wait on
+        an idle cluster with no input to come (one no LocalQueue admits, one no quota can
+        ever hold) would wait forever, and the recalculation's timer, which stays set
+        while the queue is not empty, would keep the run going forever: the replay ends
+        there instead, and those jobs are reported unfinished (no end)."""
+        executor = self.executor
+        if executor.runs or executor.allocated > 0:
+            return False
+        return all(
+            type(event) is TimerFired and event.key == RECALC for event in self.driver.queued()
+        )
 
     def record(self, sim_wall_s: float) -> RunRecord:
         """What the run produced so far, as a ``RunRecord`` (the records are shared)."""
