@@ -92,10 +92,10 @@ def run(args: argparse.Namespace) -> int:
     choice = build_cluster(args, workload.fmt)
     check_serving_cluster(choice.cluster, serving)
     pools = {p.label: p for p in map(parse_pool, args.pools or ())}
-    for pool in pools.values():
-        with_pool(choice.cluster, pool, serving.services[0].priority_class)  # fail early
+    for each in pools.values():
+        with_pool(choice.cluster, each, serving.services[0].priority_class)  # fail early
     default = () if pools else SERVING_SETUPS
-    runs: dict[str, ServingPool | None] = dict.fromkeys(args.setups or default)
+    runs: dict[str, ServingPool | None] = {name: None for name in args.setups or default}
     runs.update(pools)
     results: dict[str, ServingResult] = {}
     for name, pool in runs.items():
