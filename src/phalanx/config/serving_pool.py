@@ -3,10 +3,11 @@
 One configuration for the live controller and for ``phalanx simulate-serving --pool``:
 ``pool_yaml`` writes the Kueue objects (give them to ``phalanx up --queues``, with the
 cluster YAML's QOS routed as ``with_pool`` routes them: the serving QOS to ClusterQueue
-``serving``, every other QOS to ``training``, or all to ``shared``); ``with_pool`` applies the same objects to a
-``Cluster`` for a simulation. Nothing new is modelled: each mode is a pair of ClusterQueues
-in one cohort (``serving-pool``), and the existing quota admission and ``preempt/clusterqueue``
-do the rest (under ``phalanx``: victims chosen by least work lost, with their grace signal).
+``serving`` and every other QOS to ``training``, or all to ``shared``); ``with_pool``
+applies the same objects to a ``Cluster`` for a simulation. Nothing new is modelled: each
+mode is ClusterQueues in one cohort (``serving-pool``), and the existing quota admission and
+``preempt/clusterqueue`` do the rest (under ``phalanx``: victims chosen by least work lost,
+with their grace signal).
 ``--pool MODE[:GPUS]`` names a mode (``parse_pool``).
 
 =============  ================================================================================
