@@ -21,8 +21,13 @@ On one cluster the replicas' priority class comes first in the queue order (``se
 Figures per set-up (``ServingFigures``): SLO attainment over all requests; serving GPU-hours
 held by replicas, and of those busy serving (the M/M/c utilisation of the ready replicas) and
 idle (starting, loading, waiting for load); training JCT mean and p90 over finished training
-jobs; training GPU-hours lost to preemptions and the preemptions; eta_sched and utilisation
-of the whole run, replicas included (``phalanx.sim.metrics``).
+jobs; training GPU-hours lost to preemptions and the preemptions; eta_sched, theta_overhead
+and utilisation of the whole run, replicas included (``phalanx.sim.metrics``): a replica's
+GPU-time once launched, busy and idle alike (its model load included), is compute to the
+efficiency model, and its launch latency launch, as a training job's.
+
+With ``pool`` (``phalanx.config.serving_pool``), ``run_serving_setup`` runs the ``phalanx``
+set-up on the queues of that serving pool instead (``--pool MODE[:GPUS]``).
 """
 
 from __future__ import annotations
@@ -88,6 +93,7 @@ class ServingFigures:
     training_lost_gpu_hours: float
     training_preemptions: int
     eta_sched: float
+    theta_overhead: float
     utilization: float
     serving_nodes: int | None
     """The split's serving cluster, in nodes; None on one cluster."""
@@ -262,6 +268,7 @@ def _figures(
         training_lost_gpu_hours=sum(j.lost_gpu_ms for j in kept) / HOUR,
         training_preemptions=sum(j.preemptions for j in kept),
         eta_sched=overall.eta_sched,
+        theta_overhead=overall.theta_overhead,
         utilization=overall.utilization,
         serving_nodes=serving_nodes,
     )
