@@ -30,7 +30,7 @@ from phalanx.engine import (
     TimerFired,
 )
 from phalanx.engine.decisions import Decision
-from phalanx.engine.timers import RECALC
+from phalanx.engine.timers import KillTimer, LimitTimer, RecalcTimer, ReleaseTimer
 from phalanx.runtime import Driver, VirtualClock
 from phalanx.sched.profile import Profile
 from phalanx.sim.executor import CHECKPOINT_RESTORE_MS, CHECKPOINT_SAVE_MS, SimulatedExecutor
@@ -43,6 +43,8 @@ __all__ = ["SimulatedRuns", "Simulator"]
 
 _PROGRESS_EVERY = 4096
 """Events between two progress reports."""
+_OVER = (RecalcTimer, LimitTimer, KillTimer, ReleaseTimer)
+"""Timers that start nothing once no run is left (``Simulator.stalled``)."""
 
 
 class Simulator:
@@ -142,16 +144,20 @@ class Simulator:
 
     def stalled(self) -> bool:
         """True when nothing can happen any more though jobs are left: no run holds GPUs
-        and every queued event is the periodic priority recalculation. Jobs that wait on
-        an idle cluster with no input to come (one no LocalQueue admits, one no quota can
-        ever hold) would wait forever, and the recalculation's timer, which stays set
-        while the queue is not empty, would keep the run going forever: the replay ends
-        there instead, and those jobs are reported unfinished (no end)."""
+        and every queued event is the periodic priority recalculation or belongs to a run
+        that is over (its natural end, time limit or kill timer, now stale). Jobs that wait
+        on an idle cluster with no input to come (one no LocalQueue admits, one no quota
+        can ever hold) would wait forever, and the recalculation's timer, which stays set
+        while the queue is not empty, would keep the run going forever (or, behind a
+        cancelled service's stale end years ahead, for millions of recalculations): the
+        replay ends there instead, and those jobs are reported unfinished (no end)."""
         executor = self.executor
         if executor.runs or executor.allocated > 0:
             return False
         return all(
-            type(event) is TimerFired and event.key == RECALC for event in self.driver.queued()
+            type(event) is TasksExited
+            or (type(event) is TimerFired and type(event.key) in _OVER)
+            for event in self.driver.queued()
         )
 
     def record(self, sim_wall_s: float) -> RunRecord:
