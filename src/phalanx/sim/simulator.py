@@ -89,7 +89,7 @@ class Simulator:
             checkpoint_restore_ms=checkpoint_restore_ms,
         )
         self.driver = Driver(self.engine, VirtualClock())
-        runs = SimulatedRuns(self.executor, self.driver.deliver)
+        runs = SimulatedRuns(self.executor, self.driver.deliver, self.driver.withdraw)
         self.driver.observer = runs
         self.driver.attach(runs)
 
@@ -155,8 +155,7 @@ class Simulator:
         if executor.runs or executor.allocated > 0:
             return False
         return all(
-            type(event) is TasksExited
-            or (type(event) is TimerFired and type(event.key) in _OVER)
+            type(event) is TasksExited or (type(event) is TimerFired and type(event.key) in _OVER)
             for event in self.driver.queued()
         )
 
@@ -196,6 +195,8 @@ class Simulator:
         self._checkpoints[job_id] = spec.checkpoint_interval
         if spec.checkpoint_on_signal:
             self.executor.savers.add(job_id)
+        if tj.scaling is not None and spec.elastic:
+            self.executor.scaling[job_id] = tj.scaling
 
 
 class SimulatedRuns:
@@ -204,18 +205,28 @@ class SimulatedRuns:
     comes from outside). It also watches each handled event, to book a run's natural end and
     its epilog when the engine takes them, and to see the engine's decisions."""
 
-    __slots__ = ("deliver", "executor")
+    __slots__ = ("deliver", "executor", "withdraw")
 
-    def __init__(self, executor: SimulatedExecutor, deliver: Callable[[Event], None]) -> None:
+    def __init__(
+        self,
+        executor: SimulatedExecutor,
+        deliver: Callable[[Event], None],
+        withdraw: Callable[[Event], None],
+    ) -> None:
         self.executor = executor
         self.deliver = deliver
+        self.withdraw = withdraw
 
     def launch(self, cmd: Launch, at: Instant) -> None:
         alloc = cmd.alloc
         self.deliver(self.executor.launch(at, cmd.job_id, cmd.run, alloc.gpus, alloc.nodes))
 
     def resize(self, cmd: Resize, at: Instant) -> None:
-        self.executor.resize(at, cmd.job_id, cmd.run, cmd.alloc.gpus, cmd.alloc.nodes)
+        # A job that works faster or slower at its new size ends at another time.
+        moved = self.executor.resize(at, cmd.job_id, cmd.run, cmd.alloc.gpus, cmd.alloc.nodes)
+        if moved is not None:
+            self.withdraw(moved[0])
+            self.deliver(moved[1])
 
     def signal(self, cmd: Signal, at: Instant) -> None:
         # A job that checkpoints on SIGTERM (or is asked to) exits once saved; others ignore it.
