@@ -97,9 +97,7 @@ def test_static_split_neither_lends_nor_preempts() -> None:
 
 def test_efficiency_figures_count_the_replicas_busy_and_idle() -> None:
     cluster = regular_cluster(4, 8, 4)
-    ran = ServingSimulator(
-        cluster, serving_first(profile("phalanx")), training(), serving()
-    ).run()
+    ran = ServingSimulator(cluster, serving_first(profile("phalanx")), training(), serving()).run()
     replicas = [j for j in ran.run.jobs if j.job_id in ran.replicas]
     held_h = sum(held_gpu_ms(j) for j in replicas) / HOUR
     busy_h = sum(line.busy_gpu_hours for line in ran.services.values())
