@@ -318,3 +318,21 @@ def test_checkpoint_save_and_restore_reach_the_run_and_the_json(
 def test_neither_trace_nor_generate(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["simulate", "--nodes", "2"]) == 2
     assert "--trace" in error_line(capsys)
+
+
+def test_elastic_share_grows_jobs_and_bad_shares_exit_2(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``--elastic 1``: every job that can be is elastic; on a cluster with room to spare they
+    grow and their mean JCT drops against the same run without."""
+    jct = []
+    for share in ("0", "1"):
+        out = tmp_path / f"e{share}.json"
+        argv = ["simulate", "--generate", "0.2", "--limit", "30", "--nodes", "16"]
+        assert main([*argv, "--policy", "phalanx", "--elastic", share, "--json", str(out)]) == 0
+        jct.append(json.loads(out.read_text())["policies"]["phalanx"]["jct_mean_s"])
+    assert jct[1] < jct[0]
+    capsys.readouterr()
+    assert main(["simulate", "--generate", "0.1", "--nodes", "4", "--elastic", "1.5"]) == 2
+    err = capsys.readouterr().err
+    assert "--elastic" in err and "\n" not in err.strip()
