@@ -336,3 +336,19 @@ def test_elastic_share_grows_jobs_and_bad_shares_exit_2(
     assert main(["simulate", "--generate", "0.1", "--nodes", "4", "--elastic", "1.5"]) == 2
     err = capsys.readouterr().err
     assert "--elastic" in err and "\n" not in err.strip()
+
+
+def test_jobs_no_queue_admits_end_the_replay_and_are_reported(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    queues = tmp_path / "queues.yaml"
+    queues.write_text(
+        "apiVersion: kueue.x-k8s.io/v1beta1\nkind: ResourceFlavor\nmetadata: {name: gpu}\n---\n"
+        "apiVersion: kueue.x-k8s.io/v1beta1\nkind: ClusterQueue\nmetadata: {name: lab}\n"
+        "spec:\n  namespaceSelector: {}\n  resourceGroups:\n"
+        "  - coveredResources: [nvidia.com/gpu]\n    flavors:\n    - name: gpu\n"
+        "      resources:\n      - {name: nvidia.com/gpu, nominalQuota: 32}\n"
+    )
+    argv = ["simulate", "--generate", "0.1", "--limit", "5", "--nodes", "4"]
+    assert main([*argv, "--policy", "phalanx", "--queues", str(queues)]) == 0
+    assert "policy phalanx: 5 jobs never finished" in capsys.readouterr().out

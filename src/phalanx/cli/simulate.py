@@ -281,6 +281,14 @@ def run(args: argparse.Namespace) -> int:
                 f"policy {name}: {jobs} rejected (could never fit this cluster), "
                 f"e.g. {ids} {', '.join(examples)}"
             )
+    for name, result in results.items():
+        unfinished = result.metrics.unfinished
+        if unfinished:
+            jobs = "1 job" if unfinished == 1 else f"{unfinished:,} jobs"
+            print(
+                f"policy {name}: {jobs} never finished (the replay ended when nothing more "
+                "could happen: e.g. no ClusterQueue admits them)"
+            )
     _write_outputs(args, experiment, results)
     return 0
 
