@@ -34,6 +34,8 @@ from typing import Any
 
 import yaml
 
+from phalanx.client.address import ControllerAddress
+from phalanx.client.wirecall import WireCaller
 from phalanx.server.localcluster import cluster_yaml
 from phalanx.server.statedir import StateDir
 
@@ -254,6 +256,11 @@ class ServingStack:
 
     def ready_endpoints(self, name: str) -> int:
         return int(self.service(name).get("ready_endpoints", 0))
+
+    def nodes(self) -> dict[str, dict[str, Any]]:
+        """name -> the node as the REST API shows it (``GET /v1/nodes``: ``state``...)."""
+        caller = WireCaller(ControllerAddress(socket_path=str(self.state / "controller.sock")))
+        return {str(n["name"]): n for n in caller.call_ok("GET", "/v1/nodes")}
 
     def agents(self) -> dict[str, list[int]]:
         """node -> PIDs of its running agents."""
