@@ -194,8 +194,10 @@ def test_kill_9_of_a_replica_under_load(tmp_path: Path) -> None:
         wait_for(lambda: sampler.not_ready_seen(uid), 15, "the endpoint not ready")
         marked = time.monotonic()
         back = wait_for(
-            lambda: any(p not in seen for p in processes(logs))
-            and stack.ready_endpoints("web") == replicas,
+            lambda: (
+                any(p not in seen for p in processes(logs))
+                and stack.ready_endpoints("web") == replicas
+            ),
             40,
             "the replica back after its back-off",
         )

@@ -4,8 +4,10 @@ server to run as pods, and a closed-loop load generator that keeps every request
 
 ``ServingStack(root, agents)`` starts it (``phalanx up --detach`` on a state directory under
 ``root``) and ``down()`` stops it. ``MODEL_SERVER`` is the pod's program: each request burns
-``burn_ms`` of CPU and waits ``work_ms`` more; replicas share the host's network and bind one
-port with ``SO_REUSEPORT`` (the kernel spreads the router's connections over them). With an
+``burn_ms`` of CPU and waits ``work_ms`` more, at most ``slots`` at a time per replica (0:
+no limit; a model server has a few workers, and requests beyond them queue); replicas share
+the host's network and bind one port with ``SO_REUSEPORT`` (the kernel spreads the router's
+connections over them). With an
 access-log directory, each process writes ``pod-PID`` (its pod's name, from the downward API's
 ``POD_NAME``) at start and appends one line per request to ``access-PID`` (arrival time, wall
 clock), so a test can count what reached a process that was meant to be dead.
@@ -19,6 +21,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import random
 import shutil
 import socket
 import subprocess
@@ -45,14 +48,17 @@ __all__ = [
     "Sample",
     "ServingStack",
     "deployment_yaml",
+    "free_cluster_ip",
     "free_port",
     "percentile",
 ]
 
 MODEL_SERVER = """\
 import http.server, os, socket, sys, time
+import threading
 port, work, burn = int(sys.argv[1]), float(sys.argv[2]) / 1000, float(sys.argv[3]) / 1000
-logs = sys.argv[4] if len(sys.argv) > 4 else ""
+slots = threading.Semaphore(int(sys.argv[4])) if int(sys.argv[4]) > 0 else None
+logs = sys.argv[5] if len(sys.argv) > 5 else ""
 access = None
 if logs:
     pid = os.getpid()
@@ -71,11 +77,17 @@ class H(http.server.BaseHTTPRequestHandler):
     def do_GET(self):
         if access is not None:
             access.write(f"{time.time():.6f}\\n")
-        end = time.thread_time() + burn
-        x = 0
-        while time.thread_time() < end:
-            x += 1
-        time.sleep(work)
+        if slots is not None:
+            slots.acquire()
+        try:
+            end = time.thread_time() + burn
+            x = 0
+            while time.thread_time() < end:
+                x += 1
+            time.sleep(work)
+        finally:
+            if slots is not None:
+                slots.release()
         body = f"{os.getpid()}\\n".encode()
         self.send_response(200)
         self.send_header("Content-Length", str(len(body)))
@@ -91,6 +103,25 @@ def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
+
+
+def free_cluster_ip(port: int = 80) -> str:
+    """An address of 127.77.0.0/16 (the cluster IP range) where nothing listens on ``port``.
+
+    Each ``phalanx up`` allocates cluster IPs from the bottom of the range, so two stacks on
+    one machine (tests run side by side) would both want 127.77.0.1:80; the second router
+    cannot listen there and the first one's Service answers its requests. A stack for tests
+    asks for an address picked at random instead (Kubernetes' ``spec.clusterIP``)."""
+    rng = random.Random()
+    for _ in range(200):
+        ip = f"127.77.{rng.randrange(1, 255)}.{rng.randrange(1, 255)}"
+        with socket.socket() as s:
+            try:
+                s.bind((ip, port))
+            except OSError:
+                continue
+            return ip
+    raise RuntimeError("no free cluster IP")
 
 
 def percentile(values: Sequence[float], q: float) -> float:
@@ -110,6 +141,7 @@ def deployment_yaml(
     replicas: int = 1,
     work_ms: int = 200,
     burn_ms: int = 5,
+    slots: int = 0,
     logs: Path | None = None,
     priority_class: str | None = None,
     gpus: int = 0,
@@ -117,7 +149,7 @@ def deployment_yaml(
 ) -> str:
     """A Deployment of ``MODEL_SERVER`` (saved at ``script``) labelled ``app: NAME``, and a
     ClusterIP Service of the same name on port 80 -> the container port ``http``."""
-    argv = [sys.executable, str(script), str(port), str(work_ms), str(burn_ms)]
+    argv = [sys.executable, str(script), str(port), str(work_ms), str(burn_ms), str(slots)]
     argv += [str(logs)] if logs is not None else []
     container: dict[str, Any] = {
         "name": name,
@@ -146,6 +178,7 @@ def deployment_yaml(
         "kind": "Service",
         "metadata": {"name": name},
         "spec": {
+            "clusterIP": free_cluster_ip(80),
             "selector": {"app": name},
             "ports": [{"name": "http", "port": 80, "targetPort": "http"}],
         },

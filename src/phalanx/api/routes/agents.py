@@ -37,6 +37,7 @@ def heartbeat_s(lease_s: float) -> float:
     controller is perfectly reachable."""
     return min(HEARTBEAT_S, lease_s) if lease_s > 0 else HEARTBEAT_S
 
+
 router = APIRouter()
 
 
