@@ -189,7 +189,8 @@ def deployment_yaml(
 
 class ServingStack:
     """``phalanx up --detach`` on ``root/state`` with ``agents`` emulated nodes of ``gpus``
-    GPUs each, and kubectl pointed at it (``root/kubeconfig``)."""
+    GPUs each (``cluster_yaml``; or the cluster YAML ``config``), and kubectl pointed at it
+    (``root/kubeconfig``)."""
 
     def __init__(
         self,
@@ -199,6 +200,7 @@ class ServingStack:
         gpus: int = 0,
         up_args: Sequence[str] = (),
         kubectl: str | None = None,
+        config: str | None = None,
     ) -> None:
         self.root = root
         self.state = root / "state"
@@ -209,9 +211,9 @@ class ServingStack:
         if found is None:
             raise RuntimeError("kubectl is needed")
         self.kubectl_path = found
-        config = root / "cluster.yaml"
-        config.write_text(cluster_yaml(agents, gpus))
-        up = ["up", "--detach", "--port", "0", "--config", str(config), "--agents", "all"]
+        path = root / "cluster.yaml"
+        path.write_text(cluster_yaml(agents, gpus) if config is None else config)
+        up = ["up", "--detach", "--port", "0", "--config", str(path), "--agents", "all"]
         self.phalanx(*up, *up_args)
         (root / "kubeconfig").write_text(self.phalanx("kubeconfig"))
 
@@ -290,10 +292,14 @@ class ServingStack:
     def ready_endpoints(self, name: str) -> int:
         return int(self.service(name).get("ready_endpoints", 0))
 
+    def call(self, method: str, path: str, **kw: Any) -> Any:
+        """The controller's REST API (``/v1``) on its socket, as root."""
+        caller = WireCaller(ControllerAddress(socket_path=str(self.state / "controller.sock")))
+        return caller.call_ok(method, path, **kw)
+
     def nodes(self) -> dict[str, dict[str, Any]]:
         """name -> the node as the REST API shows it (``GET /v1/nodes``: ``state``...)."""
-        caller = WireCaller(ControllerAddress(socket_path=str(self.state / "controller.sock")))
-        return {str(n["name"]): n for n in caller.call_ok("GET", "/v1/nodes")}
+        return {str(n["name"]): n for n in self.call("GET", "/v1/nodes")}
 
     def agents(self) -> dict[str, list[int]]:
         """node -> PIDs of its running agents."""
