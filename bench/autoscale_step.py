@@ -32,6 +32,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
 import shutil
 import sys
 import tempfile
@@ -290,6 +291,8 @@ def main() -> None:
     p.add_argument("--hold", type=float, default=20.0, help="seconds at 10x once reached")
     p.add_argument("--tail", type=float, default=10.0, help="seconds at 1x after scale-in")
     args = p.parse_args()
+    print("#", " ".join([os.path.relpath(sys.executable), *sys.argv]), flush=True)
+    print(f"# load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs", flush=True)
     root = Path(tempfile.mkdtemp(prefix="phalanx-autoscale-"))
     root.chmod(0o755)
     stack = ServingStack(root, args.agents)
