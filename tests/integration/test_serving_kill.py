@@ -81,10 +81,12 @@ class Sampler:
                 last[e["pod_uid"]] = e
         return out
 
-    def not_ready_seen(self, uid: str) -> bool:
+    def not_ready_seen(self, uid: str, after: float) -> bool:
+        """Whether a sample taken after ``after`` shows ``uid``'s endpoint not ready."""
         return any(
             e["pod_uid"] == uid and not e["ready"]
-            for _, body in self.samples
+            for at, body in list(self.samples)
+            if at > after
             for e in body.get("endpoints", [])
         )
 
@@ -191,7 +193,7 @@ def test_kill_9_of_a_replica_under_load(tmp_path: Path) -> None:
         errors_before = load.errors
         os.kill(again, signal.SIGKILL)
         killed = time.monotonic()
-        wait_for(lambda: sampler.not_ready_seen(uid), 15, "the endpoint not ready")
+        wait_for(lambda: sampler.not_ready_seen(uid, killed), 15, "the endpoint not ready")
         marked = time.monotonic()
         back = wait_for(
             lambda: (
