@@ -48,3 +48,28 @@ def test_endpoints_at_one_address_each_get_their_own_connections() -> None:
 
     # pod-a's connection (0) is kept for pod-a; pod-b opens its own (1) and keeps it
     assert asyncio.run(main()) == [b"0", b"0", b"1", b"0", b"1"]
+
+
+def test_the_pools_of_endpoints_whose_connections_all_closed_are_forgotten() -> None:
+    async def main() -> list[tuple[str, int, str]]:
+        accepted: list[int] = []
+        server, port = await _serve(accepted)
+        upstream = Upstream()
+        try:
+            r = await upstream.request("127.0.0.1", port, "GET", "/", [], None, ref="gone")
+            await r.read()
+            upstream.release("127.0.0.1", port, r, "gone")
+            for conn in upstream.idle[("127.0.0.1", port, "gone")]:
+                conn.close()  # as when the pod's process ends
+            r = await upstream.request("127.0.0.1", port, "GET", "/", [], None, ref="new")
+            await r.read()
+            upstream.release("127.0.0.1", port, r, "new")
+            return sorted(upstream.idle)
+        finally:
+            upstream.close()
+            await asyncio.sleep(0.1)
+            server.close()
+            await server.wait_closed()
+
+    [(_, _, ref)] = asyncio.run(main())
+    assert ref == "new"

@@ -249,11 +249,21 @@ class Upstream:
         conn = response.conn
         conn.response = None
         if response.complete and response.keep_alive and not conn.closed:
-            idle = self.idle.setdefault((host, port, ref), [])
+            key = (host, port, ref)
+            if key not in self.idle:
+                self._sweep()
+            idle = self.idle.setdefault(key, [])
             if len(idle) < IDLE_PER_ENDPOINT:
                 idle.append(conn)
                 return
         conn.close()
+
+    def _sweep(self) -> None:
+        """Forget the pools whose connections have all closed: pods come and go, each with a
+        pool of its own, and a gone pod's connections are closed by its end."""
+        for key, idle in list(self.idle.items()):
+            if all(conn.closed for conn in idle):
+                del self.idle[key]
 
     def close(self) -> None:
         for idle in self.idle.values():
