@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 from phalanx.domain.accounting import AccountingError, change
 from phalanx.domain.cluster import Cluster
 from phalanx.domain.queues import queue_name
+from phalanx.domain.queues.model import has_queue_name
 from phalanx.engine.events import AccountingChange, Forget, QueuesChange
 from phalanx.engine.retention import forget
 from phalanx.sched.job import Job
@@ -32,11 +33,13 @@ __all__ = ["housekeep", "placement_key", "reconfigure"]
 def placement_key(cluster: Cluster, job: Job) -> object:
     """What jobs that place alike have in common (``Job.key`` numbers these): the shape;
     under ClusterQueues a pre-filter narrows placement to the flavor it assigns, so also the
-    queue route (namespace, LocalQueue, partition, QOS)."""
+    whole queue route ``Cluster.cluster_queue_of`` reads (namespace, LocalQueue and whether
+    one is named, partition, QOS)."""
     if not cluster.queues.cluster_queues:
         return job.shape
     spec = job.spec
-    return (job.shape, spec.account, queue_name(spec), job.partition, spec.qos)
+    named = has_queue_name(spec)
+    return (job.shape, spec.account, queue_name(spec), named, job.partition, spec.qos)
 
 
 def housekeep(engine: Engine, event: Forget | AccountingChange | QueuesChange) -> None:

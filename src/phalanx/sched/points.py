@@ -180,10 +180,12 @@ class ReservationStep(Protocol):
       at get ``rest`` (or keep their status if it is None);
     - ``known``, only for a job whose shape key is in ``failed``: a status if the job fails
       as that one did (it is then skipped with it); after such a status, while a whole GPU is
-      free and the pass has no bound on the jobs it looks at, ``pass_over`` with the jobs
-      still to come: it consumes those that ``known`` would skip too, in order (each given
-      its status through ``wait`` if it has another, as the recipe does), and returns how many
-      with the first it does not pass over (None: none left), which the recipe goes on with;
+      free, ``pass_over`` with the jobs still to come and how many of them the pass may still
+      look at (``bound``; negative: no bound): it consumes those that ``known`` would skip
+      too, in order, at most ``bound`` (each given its status through ``wait`` if it has
+      another, as the recipe does), and returns how many with the next job, the first it
+      does not pass over or the one after the bound (None: none left), which the recipe goes
+      on with;
     - after pre-filter, ``view``: the capacity the job may start in without delaying a
       reservation (None: all that is free), then ``started`` if it did;
     - for a job that did not start, ``blocked`` gives its status (None: it keeps the one it
@@ -208,7 +210,7 @@ class ReservationStep(Protocol):
     def exhausted(self, job: Job) -> bool: ...
     def known(self, job: Job) -> Status | None: ...
     def pass_over(
-        self, jobs: Iterator[Job], wait: Callable[[Job, Status], None]
+        self, jobs: Iterator[Job], wait: Callable[[Job, Status], None], bound: int = -1
     ) -> tuple[int, Job | None]: ...
     def view(self, job: Job) -> Capacity | None: ...
     def started(self, job: Job, alloc: Allocation) -> None: ...
