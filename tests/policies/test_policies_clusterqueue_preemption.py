@@ -332,3 +332,42 @@ def test_quota_other_victims_freed_admits_a_job_that_then_waits_for_them() -> No
     d.advance(d.now + GRACE)
     d.settle()
     assert running(d, q1) == 11
+
+
+# -- cheap victims (preempt/checkpoint's rules) keep other queues' guarantees -----------------
+
+
+def _displacing(owner: str) -> tuple[EngineDriver, int, int]:
+    """1 node x 8 GPUs; q0 and q1 of one cohort, 8 GPUs nominal each. A job of ``owner``
+    runs 8 GPUs for 2 hours, checkpointing every 30 minutes; right after a checkpoint q1's
+    8-GPU newcomer comes (its quota admits it, no node holds it): a cheap victim for it."""
+    cluster = with_queues(
+        small_cluster(nodes=1, gpus=8, per_leaf=1, preempt_mode=PreemptMode.REQUEUE),
+        FLAVOR,
+        *(gpu_queue(f"q{i}", 8, cohort="c", spec=preemption(reclaim="Any")) for i in (0, 1)),
+        local("q0", "q0"),
+        local("q1", "q1"),
+    )
+    d = EngineDriver(cluster, "phalanx")
+    [long] = d.submit(
+        make_job(gpus=8, account=owner, time_limit=20 * HOUR, checkpoint_interval=30 * MINUTE)
+    )
+    d.settle()
+    d.advance(2 * HOUR + MINUTE)
+    [new] = d.submit(make_job(gpus=8, account="q1", time_limit=HOUR))
+    d.settle()
+    return d, long, new
+
+
+def test_a_cheap_victim_is_never_taken_from_a_queue_within_its_nominal_quota() -> None:
+    # Found on the Philly-with-queues slice: borrowing queues' new jobs displaced the
+    # checkpointed runs of a queue below its nominal quota, whose demand then waited.
+    d, long, new = _displacing("q0")
+    assert not preempted(d)
+    assert d.state(long) is JobState.RUNNING and d.state(new) is JobState.PENDING
+
+
+def test_a_cheap_victim_of_the_preemptors_own_queue_is_still_taken() -> None:
+    d, long, new = _displacing("q1")
+    assert preempted(d) == [long]
+    assert d.state(new) is JobState.RUNNING
