@@ -248,16 +248,8 @@ class CheckpointPreempt:
             candidates = [r for r in self._cheap_candidates(job, ctx) if not ctx.is_preempting(r)]
         if not candidates:
             return None
-        guard = self._guard(job, ctx)
-        if guard is not None:
-            candidates = [r for r in candidates if guard.may_take(r)]
-            if not candidates:
-                return None
-            candidates.sort(
-                key=lambda r: (lost_work(r, now), -(r.alloc.gpus if r.alloc else 0), r.seq)
-            )
         if can or ctx.leaf_limit(job) is not None:
-            return self._search(job, ctx, candidates, can, guard)
+            return self._search(job, ctx, candidates, can)
         # Cheap victims only, no leaf limit: the answer depends on the job's shape and the
         # candidates alone while nothing changes (the snapshot's memo), and the search asks
         # for no wake-up; jobs of one shape that are passed over for a shorter time limit
@@ -266,16 +258,9 @@ class CheckpointPreempt:
         mkey = ("victims", now, job.key, tuple(r.id for r in candidates))
         found = memo.get(mkey, ())
         if found == ():
-            found = memo[mkey] = self._search(job, ctx, candidates, can, guard)
+            found = memo[mkey] = self._search(job, ctx, candidates, can)
         assert found is None or isinstance(found, list)
         return None if found is None else list(found)
-
-    def _guard(self, job: Job, ctx: PassContext) -> VictimBudget | None:
-        """What else the victims of ``victims`` must respect (candidates in the order the
-        search tries them, the budget's ``may_take`` at each): nothing here; a subclass's
-        quota guarantees (``preempt/clusterqueue``)."""
-        del job, ctx
-        return None
 
     def _search(
         self,

@@ -31,11 +31,7 @@ started). ``placement: false`` frees quota only, as Kueue does (the ``kueue`` ba
 Asked for a job short of quota (its pre-filter status is ``resolvable``) and for a job that
 quota admitted but that has no placement (with ``placement``). Where no queue victims do,
 the job may still preempt as ``preempt/checkpoint`` lets it (QOS, tiers, cheap victims),
-with that plugin's parameters, but never so as to take another ClusterQueue below its nominal
-quota (``_Guarantees``): Kueue never preempts a queue's workloads for another queue's unless
-that queue borrows, and a cheap victim taken from a queue within its guarantee left that
-queue's demand waiting while a borrowing queue's job ran in its place (on the 3,000-job
-Philly-with-queues slice, most of the guarantee violation).
+with that plugin's parameters.
 """
 
 from __future__ import annotations
@@ -87,14 +83,6 @@ class ClusterQueuePreempt(CheckpointPreempt):
             return False
         cq, _ = cluster.cluster_queue_of(job.spec)
         return cq is not None and may_preempt(cq)
-
-    def _guard(self, job: Job, ctx: PassContext) -> _Guarantees | None:
-        queues = ctx.cluster.queues
-        if not queues.cluster_queues:
-            return None
-        static, _ = self._admission.accounting(ctx)
-        cq, _ = static.target(queues, job)
-        return _Guarantees(self._admission, static, queues, None if cq is None else cq.name)
 
     def victims(self, job: Job, ctx: PassContext) -> list[Job] | None:
         queues = ctx.cluster.queues
@@ -346,63 +334,6 @@ class _QuotaBudget:
         if self.admitted or found is None or found.nodes is None:
             return out
         return _within(out, found.nodes)
-
-
-class _Guarantees:
-    """``VictimBudget`` for the victims ``preempt/checkpoint``'s own rules choose (QOS, tiers,
-    cheap victims) under ClusterQueues: a running job of the preemptor's own ClusterQueue (or
-    of none) may go; one of another ClusterQueue only if its queue keeps at least its nominal
-    quota of everything the job holds without it (and without the victims taken before it)."""
-
-    placed = True
-
-    def __init__(
-        self, admission: ClusterQueueAdmission, static: Static, queues: Queues, own: str | None
-    ) -> None:
-        self.admission = admission
-        self.static = static
-        self.queues = queues
-        self.own = own
-        self.taken: dict[int, tuple[QuotaNode, dict[FlavorResource, int]]] = {}
-
-    def _charge(self, victim: Job) -> tuple[QuotaNode, dict[FlavorResource, int]] | None:
-        rcq, _ = self.static.target(self.queues, victim)
-        if rcq is None or rcq.name == self.own:
-            return None
-        node = self.static.tree.queues[rcq.name]
-        return node, self.admission.held_charge(self.static, rcq, victim)
-
-    def may_take(self, victim: Job) -> bool:
-        found = self._charge(victim)
-        if found is None:
-            return True
-        node, charge = found
-        return all(
-            node.usage.get(fr, 0) - amount >= node.nominal(fr) for fr, amount in charge.items()
-        )
-
-    def take(self, victim: Job) -> None:
-        found = self._charge(victim)
-        if found is None:
-            return
-        node, charge = found
-        for fr, amount in charge.items():
-            node.remove(fr, amount)
-        self.taken[victim.id] = found
-
-    def put(self, victim: Job) -> None:
-        found = self.taken.pop(victim.id, None)
-        if found is None:
-            return
-        node, charge = found
-        for fr, amount in charge.items():
-            node.add(fr, amount)
-
-    def enough(self) -> bool:
-        return True  # the job's own quota was admitted already (or it has none)
-
-    def capacity(self, cap: Capacity) -> Capacity:
-        return cap
 
 
 def with_leaving(ctx: PassContext, cap: Capacity) -> Capacity:
