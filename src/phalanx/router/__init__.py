@@ -29,7 +29,10 @@ the state directory):
         "window_seconds": 10,
         "requests_total": 12345,             # answered since the router started
         "ready_endpoints": 2,                # usable now (ready, not marked down)
-        "idle_seconds": 0.02}]}              # since the last request arrived; null: never
+        "idle_seconds": 0.02,                # since the last request arrived; null: never
+        "latency_p50_seconds": 0.004,        # of requests ended in the latency window, as
+        "latency_p99_seconds": 0.023,        #   histogram_quantile interpolates; null: none
+        "latency_window_seconds": 10}]}      # (10 s, whatever S is)
 
 ``GET /services/NAMESPACE/NAME?window=S``: that one object (404 if not served).
 
