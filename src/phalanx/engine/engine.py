@@ -106,7 +106,6 @@ class Engine:
         self.decisions = DecisionLog()
         self.jobs: dict[int, Job] = {}
         self._next_id = first_job_id
-        self._seq = 0
         self._now: Instant = 0
         self._out: list[Command] = []
         self._queue = PendingQueue()
@@ -135,7 +134,7 @@ class Engine:
         )  # fmt: skip
         self.view = PassView(
             cluster, self.state, self.usage, self.running_jobs, self.wake_at, self.points,
-            self.statuses, self.holds, self.preemption,
+            self.statuses, self.holds, self.preemption, self._queue.to_back,
         )  # fmt: skip
         limits = ClusterLimits(cluster, self.state, self._array_running)
         self.elastic = Elastic(cluster, self.state, self.decisions, self.emit, self.preemption)
@@ -251,14 +250,14 @@ class Engine:
     def _new_job(self, spec: JobSpec) -> Job:
         job_id = self._next_id
         self._next_id += 1
-        self._seq += 1
         part = self.cluster.partition(spec.partition)
         name = part.name if part is not None else (spec.partition or "")
         limit = spec.time_limit
         if limit is None and part is not None:
             limit = part.default_time
         tier = part.priority_tier if part is not None else 0
-        job = Job(job_id, self._seq, spec, self._now, name, tier, limit or DEFAULT_TIME_LIMIT)
+        seq = self._queue.next_seq()
+        job = Job(job_id, seq, spec, self._now, name, tier, limit or DEFAULT_TIME_LIMIT)
         job.key = self._keys.setdefault(placement_key(self.cluster, job), len(self._keys))
         self.jobs[job_id] = job
         return job

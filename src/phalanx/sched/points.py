@@ -144,10 +144,11 @@ class PermitPlugin(Protocol):
 
     Only profiles that place one member (pod) at a time have one; a whole-gang placement has
     every member at once, so nothing partial ever starts. ``begin`` is called at the start of
-    each pass (time out waiting gangs with ``ctx.unreserve``); ``permit`` for each job of the
-    pass that holds members once no more of its ``members`` can be placed: SUCCESS starts it
-    if it holds all of them (never with fewer), WAIT keeps them reserved and the job waits
-    with that status. ``end`` is called after the last job of the pass.
+    each pass (time out waiting gangs with ``ctx.unreserve``, or ``ctx.requeue`` to send them
+    behind the jobs of their priority too); ``permit`` for each job of the pass that holds
+    members once no more of its ``members`` can be placed: SUCCESS starts it if it holds all
+    of them (never with fewer), WAIT keeps them reserved and the job waits with that status.
+    ``end`` is called after the last job of the pass.
     """
 
     def begin(self, ctx: GangContext) -> None: ...
