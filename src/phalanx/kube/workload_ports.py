@@ -79,6 +79,14 @@ class Store(Protocol):
         labels: Mapping[str, str] | None = None,
     ) -> list[Obj]: ...
 
+    def owned(
+        self,
+        resource: Resource,
+        namespace: str,
+        uid: str,
+        labels: Mapping[str, str] | None = None,
+    ) -> list[Obj]: ...
+
     def create(self, obj: Obj) -> Obj: ...
 
     def update(self, obj: Obj) -> Obj: ...
