@@ -72,18 +72,18 @@ class Store(Protocol):
 
     def get(self, resource: Resource, namespace: str | None, name: str) -> Obj | None: ...
 
-    def list(
-        self,
-        resource: Resource,
-        namespace: str | None = None,
-        labels: Mapping[str, str] | None = None,
-    ) -> list[Obj]: ...
-
     def owned(
         self,
         resource: Resource,
         namespace: str,
         uid: str,
+        labels: Mapping[str, str] | None = None,
+    ) -> list[Obj]: ...
+
+    def list(
+        self,
+        resource: Resource,
+        namespace: str | None = None,
         labels: Mapping[str, str] | None = None,
     ) -> list[Obj]: ...
 
