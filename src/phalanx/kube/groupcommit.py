@@ -6,7 +6,8 @@ once and queues it (``ObjectStore.defer_commits``); ``GroupCommit.run`` takes ev
 queued, commits it in one transaction on a worker thread (so the event loop keeps taking
 requests during the fsync) and then wakes every answer that waited for it. Many concurrent
 requests thus share one fsync; one client that sends requests one at a time still pays one
-fsync per write, as it must.
+fsync per write, as it must. A batch is taken ``WINDOW_S`` after its first write, so that
+what that write sets off at once (a Job's pod and its Running status) shares its fsync.
 
 An answer computed from memory waits with ``settle`` (everything written so far) or
 ``until(rv)``. When the database refuses a batch, the waiting answers fail (503) and the
@@ -21,12 +22,19 @@ import logging
 from phalanx.kube.errors import Unavailable
 from phalanx.kube.store import ObjectStore
 
-__all__ = ["RETRY_S", "GroupCommit"]
+__all__ = ["RETRY_S", "WINDOW_S", "GroupCommit"]
 
 log = logging.getLogger("phalanx.kube")
 
 RETRY_S = 0.5
 """How long a refused batch waits before it is tried again."""
+WINDOW_S = 0.002
+"""How long a batch stays open after its first write. Not for other clients' sake alone: a
+write's consequences follow it on the next turns of the loop (a Job's pod, created by the
+workload runner, then marked Running when the engine starts it at once), and a batch taken
+at the first write would leave them for the next fsync, one more on the path from a create
+to a Running pod. The loop's ready callbacks run before the timer that ends the window, so
+the runner's drain (and the drain it schedules) gets in even when it takes longer."""
 
 
 class GroupCommit:
@@ -74,6 +82,7 @@ class GroupCommit:
         while True:
             if not self._stopping:
                 await self._cue.wait()
+                await asyncio.sleep(WINDOW_S)
             self._cue.clear()
             rv, writes = store.take_pending()
             if rv <= store.durable_version and not writes:
