@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
+import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -13,7 +14,7 @@ from typing import Any
 import pytest
 
 from phalanx.kube.errors import Unavailable
-from phalanx.kube.groupcommit import GroupCommit
+from phalanx.kube.groupcommit import WINDOW_S, GroupCommit
 from phalanx.kube.persist import MemoryObjects, Write
 from phalanx.kube.store import ObjectStore
 from phalanx.live.journal import JournalError
@@ -113,6 +114,34 @@ def test_answers_wait_for_their_batch_and_share_it() -> None:
         with pytest.raises(Unavailable):
             store.create(cm("d"))
             await commits.settle()  # nothing commits any more: refused, not hung
+
+    asyncio.run(scenario())
+
+
+def test_what_a_write_sets_off_on_the_next_loop_turns_shares_its_batch() -> None:
+    """A write's consequences (the runner's drain, call_soon'ed, and the drain that one
+    schedules, even when it blocks the loop for longer than the window) join its batch."""
+
+    async def scenario() -> None:
+        table = SlowTable()
+        store = ObjectStore(table)
+        commits = GroupCommit(store)
+        runner = asyncio.create_task(commits.run())
+        await commits.settle()
+        loop = asyncio.get_running_loop()
+        before = len(table.batches)
+
+        def second() -> None:
+            time.sleep(2 * WINDOW_S)  # a slow drain (an engine submission's own fsync)
+            store.create(cm("b"))
+            loop.call_soon(lambda: store.create(cm("c")))
+
+        store.create(cm("a"))
+        loop.call_soon(second)
+        await asyncio.wait_for(commits.settle(), 5)
+        assert [sorted(w[2] for w in b) for b in table.batches[before:]] == [["a", "b", "c"]]
+        commits.stop()
+        await asyncio.wait_for(runner, 5)
 
     asyncio.run(scenario())
 
