@@ -5,6 +5,7 @@ stand-in for the Deployment's reconciler (pods appear running and ready after a 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from itertools import pairwise
 from typing import Any
 
 import pytest
@@ -152,7 +153,9 @@ class Run:
     """Seconds from the drop back to 1x to 1 replica."""
 
 
-def run_step(behavior: dict[str, Any] | None, phase: int = 7) -> tuple[Run, ObjectStore]:
+def run_step(
+    behavior: dict[str, Any] | None, phase: int = 7
+) -> tuple[Run, ObjectStore, Autoscalers]:
     """The step happens ``phase`` seconds after a sync."""
     store, cluster, scaler = setup(behavior)
     cluster.load_m = 100  # 1x: one pod at 50 % of its 200m request
@@ -175,7 +178,7 @@ def run_step(behavior: dict[str, Any] | None, phase: int = 7) -> tuple[Run, Obje
             run.up = (t - step_at) / 1000
         if t >= drop_at and run.down < 0 and replicas(store) == 1:
             run.down = (t - drop_at) / 1000
-    return run, store
+    return run, store, scaler
 
 
 @pytest.mark.parametrize("phase", [0, 7, 14])
@@ -183,7 +186,7 @@ def test_step_up_within_30s_and_back_after_the_window(phase: int) -> None:
     """The default behavior (given): the first scale-out at the first sync after the step
     (<= 15 s), 1 -> 5 (+4 per 15 s), then 10 once the new pods' CPU samples count (their
     first sample must cover only time after they became ready: one 15 s metrics window)."""
-    run, store = run_step({}, phase)
+    run, store, scaler = run_step({}, phase)
     assert 0 <= run.first <= 15, run
     assert run.up <= 45, run
     # 300 s after the last sync that still saw the load (up to 15 s before the drop).
@@ -202,11 +205,22 @@ def test_step_up_within_30s_and_back_after_the_window(phase: int) -> None:
     ]
     assert events[0].startswith("New size: 5; reason: cpu resource utilization")
     assert events[-1] == "New size: 1; reason: All metrics below target"
+    # The dashboard's log of the same decisions: one per SuccessfulRescale, from -> to.
+    log = scaler.scale_log.recent()[::-1]
+    assert len(log) == len(events)
+    assert (log[0].from_replicas, log[0].to_replicas) == (1, 5)
+    assert all(a.to_replicas == b.from_replicas for a, b in pairwise(log))
+    assert log[-1].to_replicas == 1 and log[-1].reason == "All metrics below target"
+    assert {(d.autoscaler, d.name, d.target) for d in log} == {
+        ("HorizontalPodAutoscaler", "web", "Deployment/web")
+    }
+    for d, message in zip(log, events, strict=True):
+        assert message == f"New size: {d.to_replicas}; reason: {d.reason}"
 
 
 def test_step_without_behavior_takes_the_older_rate() -> None:
     # max(2 x current, 4) per 15 s sync: 1 -> 4 -> 8 -> 10.
-    run, _ = run_step(None)
+    run, _, _ = run_step(None)
     assert 0 <= run.first <= 15, run
     assert run.up <= 60, run
     # 300 s after the last sync that still saw the load (up to 15 s before the drop).

@@ -149,6 +149,15 @@ def test_objects_status_and_scale_out_under_load() -> None:
     router.in_flight = 70
     step(store, router, runner, 6)
     assert replicas(store) == 10
+    # The decisions, as the dashboard lists them: the panic window fills over the ticks.
+    log = runner.scale_log.recent()[::-1]
+    assert [(d.from_replicas, d.to_replicas) for d in log] == [(1, 4), (4, 7), (7, 10)]
+    for d in log:
+        assert (d.autoscaler, d.namespace, d.name) == ("KPA", "ml", "echo")
+        assert d.target == "Deployment/echo-predictor"
+        assert d.reason.startswith("panic mode: concurrency ")
+        assert d.reason.endswith("target 7.00 per pod")
+    assert "70.00 over the panic window" in log[-1].reason
 
 
 def test_scale_to_zero_after_idling_and_back_on_the_first_request() -> None:
@@ -164,6 +173,9 @@ def test_scale_to_zero_after_idling_and_back_on_the_first_request() -> None:
             break
     # Active a whole stable window (60 s), then the grace (30 s); ticks every 2 s.
     assert zero_at is not None and 60 + 30 <= zero_at <= 60 + 30 + 2, zero_at
+    to_zero = runner.scale_log.last("KPA", "ml", "echo")
+    assert to_zero is not None and (to_zero.from_replicas, to_zero.to_replicas) == (1, 0)
+    assert to_zero.reason.startswith("stable mode: concurrency 0.00 over the stable window")
     step(store, router, runner, 30)
     assert replicas(store) == 0 and not router.pods()
     obj = store.get(INFERENCE_SERVICES, "ml", "echo")

@@ -4,7 +4,14 @@ from __future__ import annotations
 
 import pytest
 
-from phalanx.router.metrics import WINDOW_S, ServiceStats, prometheus
+from phalanx.router.metrics import (
+    BUCKETS,
+    LATENCY_WINDOW_S,
+    WINDOW_S,
+    ServiceStats,
+    prometheus,
+    quantile,
+)
 
 
 def test_rate_over_the_window_and_old_seconds_drop_out() -> None:
@@ -59,3 +66,33 @@ def test_the_snapshot_and_prometheus_text() -> None:
         in text
     )
     assert "# TYPE phalanx_router_request_duration_seconds histogram" in text
+
+
+def test_quantiles_interpolate_inside_their_bucket_as_histogram_quantile() -> None:
+    counts = [0] * (len(BUCKETS) + 1)
+    assert quantile(0.5, counts) is None
+    counts[BUCKETS.index(0.01)] = 10  # ten requests in (0.005, 0.01]
+    assert quantile(0.5, counts) == pytest.approx(0.0075)
+    assert quantile(0.99, counts) == pytest.approx(0.005 + 0.005 * 0.99)
+    counts[-1] = 90  # and ninety above the last bound: the largest finite bound answers
+    assert quantile(0.99, counts) == BUCKETS[-1]
+    assert quantile(0.05, counts) == pytest.approx(0.0075)
+
+
+def test_latency_quantiles_cover_the_latency_window_only() -> None:
+    s = ServiceStats("ns", "web", start=0.0)
+    for _ in range(99):  # 99 fast requests ending in second 1, one slow one in second 2
+        s.arrived(1.0)
+        s.finished(1.0 + 0.004, 200, 0.004)
+    s.arrived(1.5)
+    s.finished(2.5, 200, 1.0)
+    p50, p99 = s.latency(3.0)
+    assert p50 is not None and 0.0025 < p50 <= 0.005
+    assert p99 is not None and 0.0025 < p99 <= 0.005  # rank 99 of 100: still a fast one
+    snap = s.snapshot(3.0, 2, ready=1)
+    assert snap["latency_p50_seconds"] == pytest.approx(p50, abs=1e-6)
+    assert snap["latency_window_seconds"] == LATENCY_WINDOW_S
+    # once second 1 has left the window, only the slow request remains
+    later_p50, _ = s.latency(1.0 + LATENCY_WINDOW_S + 0.5)
+    assert later_p50 is not None and 0.5 < later_p50 <= 1.0
+    assert s.latency(2.0 + LATENCY_WINDOW_S + 0.5) == (None, None)

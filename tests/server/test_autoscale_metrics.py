@@ -24,6 +24,9 @@ ANSWER = {
             "requests_per_second": 41.5,
             "average_concurrency": 2.5,
             "window_seconds": 2,
+            "latency_p50_seconds": 0.004,
+            "latency_p99_seconds": 0.02,
+            "latency_window_seconds": 10,
         },
         {
             "namespace": "ml",
@@ -41,7 +44,7 @@ ANSWER = {
 
 def test_parse_services() -> None:
     loads = parse_services(ANSWER)
-    assert loads[("default", "web")] == ServiceLoad(2.5, 41.5, 0)
+    assert loads[("default", "web")] == ServiceLoad(2.5, 41.5, 0, 2, 0.004, 0.02, 10)
     # Held demand shows in full even when the window's average is below it.
     assert loads[("ml", "echo-predictor")] == ServiceLoad(1.0, 0.5, 1)
     assert len(loads) == 2
@@ -83,7 +86,9 @@ def test_polls_the_router_and_forgets_a_stale_answer(tmp_path: Path) -> None:
 
         asyncio.run(refresh())
         assert _Router.asked == ["/services?window=2"]
-        assert metrics.service_load("default", "web") == ServiceLoad(2.5, 41.5, 0)
+        assert metrics.service_load("default", "web") == ServiceLoad(
+            2.5, 41.5, 0, 2, 0.004, 0.02, 10
+        )
         assert metrics.service_load("default", "idle") == ServiceLoad(0.0, 0.0, 0)
         now[0] += 11_000
         assert metrics.service_load("default", "web") is None

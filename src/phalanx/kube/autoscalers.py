@@ -20,10 +20,12 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from phalanx.api.serving import ScaleDecision
 from phalanx.domain.quantity import parse_quantity
 from phalanx.domain.time import SECOND, Duration, Instant
 from phalanx.errors import InputError
 from phalanx.kube.errors import KubeError
+from phalanx.kube.scalelog import ScaleLog
 from phalanx.workloads.conditions import condition, set_condition
 from phalanx.workloads.events import event
 from phalanx.workloads.hpa import COMPONENT, Decision, Memory, decide
@@ -90,6 +92,13 @@ class ServiceLoad:
     """Requests per second over the router's sliding window."""
     held: int = 0
     """Requests held for want of a ready endpoint (the demand that scales from zero)."""
+    window_s: int = 0
+    """The window ``in_flight`` and ``rps`` cover (0: not said)."""
+    p50_s: float | None = None
+    """Median latency of the requests that ended lately (the dashboard shows it); None:
+    none did, or the router did not say."""
+    p99_s: float | None = None
+    latency_window_s: int = 0
 
 
 class MetricsSource(Protocol):
@@ -182,6 +191,8 @@ class Autoscalers:
         """(object uid, reason, message) -> the Event recorded for them."""
         self.hooks: list[Callable[[Instant], None]] = []
         """Further periodic work run on each tick (the InferenceService autoscaler)."""
+        self.scale_log = ScaleLog()
+        """The scales written, for the dashboard (the InferenceService autoscaler's too)."""
 
     def tick(self, now: Instant) -> None:
         if self._next_hpa is None or now >= self._next_hpa:
@@ -228,6 +239,18 @@ class Autoscalers:
         if decision.rescale:
             target["spec"]["replicas"] = decision.desired
             self.store.update(target)
+            self.scale_log.add(
+                ScaleDecision(
+                    now,
+                    "HorizontalPodAutoscaler",
+                    namespace,
+                    str(meta.get("name", "")),
+                    f"{spec.target.kind}/{spec.target.name}",
+                    int(current),
+                    decision.desired,
+                    decision.reason,
+                )
+            )
         self._write(hpa, decision.status, decision.events)
         return decision
 

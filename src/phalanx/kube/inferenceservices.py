@@ -17,14 +17,24 @@ import json
 import logging
 from typing import Any
 
+from phalanx.api.serving import ScaleDecision
 from phalanx.domain.time import Instant
 from phalanx.errors import InputError
 from phalanx.kube.autoscalers import MetricsSource, Store, pod_sample
 from phalanx.kube.errors import KubeError
+from phalanx.kube.scalelog import ScaleLog
 from phalanx.workloads import inferenceservice as isvc
 from phalanx.workloads.conditions import set_condition
 from phalanx.workloads.events import event
-from phalanx.workloads.kpa import RPS, KpaConfig, KpaState, desired_pods, record
+from phalanx.workloads.kpa import (
+    RPS,
+    KpaConfig,
+    KpaState,
+    Recommendation,
+    desired_pods,
+    record,
+    target_per_pod,
+)
 
 __all__ = ["INFERENCE_SERVICES", "InferenceServices"]
 
@@ -50,11 +60,17 @@ class InferenceServices:
     """``tick(now)`` (as often as the driver likes) acts every ``config.tick``."""
 
     def __init__(
-        self, store: Store, metrics: MetricsSource, config: KpaConfig | None = None
+        self,
+        store: Store,
+        metrics: MetricsSource,
+        config: KpaConfig | None = None,
+        scale_log: ScaleLog | None = None,
     ) -> None:
         self.store = store
         self.metrics = metrics
         self.config = config or KpaConfig()
+        self.scale_log = scale_log if scale_log is not None else ScaleLog()
+        """The scales written, for the dashboard."""
         self._states: dict[str, KpaState] = {}
         """InferenceService uid -> the autoscaler's memory of it."""
         self._next: Instant | None = None
@@ -99,11 +115,33 @@ class InferenceServices:
         if rec.desired >= 0 and rec.desired != current:
             dep["spec"]["replicas"] = rec.desired
             self.store.update(dep)
+            self.scale_log.add(
+                ScaleDecision(
+                    now,
+                    "KPA",
+                    namespace,
+                    str(meta["name"]),
+                    f"Deployment/{name}",
+                    current,
+                    rec.desired,
+                    self._why(spec, rec),
+                )
+            )
             current = rec.desired
         cluster_ip = (svc.get("spec") or {}).get("clusterIP")
         cluster_ip = cluster_ip if cluster_ip and cluster_ip != "None" else None
         new = isvc.status(obj, ready, current, cluster_ip, now)
         self._write(obj, new)
+
+    def _why(self, spec: isvc.IsvcSpec, rec: Recommendation) -> str:
+        """The observed values against the target per pod, as Knative's autoscaler logs them."""
+        metric = spec.scaling.metric
+        target = target_per_pod(spec.scaling, self.config)
+        mode = "panic" if rec.panicking else "stable"
+        return (
+            f"{mode} mode: {metric} {rec.stable_value:.2f} over the stable window, "
+            f"{rec.panic_value:.2f} over the panic window; target {target:.2f} per pod"
+        )
 
     def _deployment(self, obj: Obj, spec: isvc.IsvcSpec, namespace: str, name: str) -> Obj:
         found = self.store.get(DEPLOYMENTS, namespace, name)

@@ -1,10 +1,12 @@
 """Per-Service request metrics: in flight, held, per second over a sliding window, the
-average concurrency over it, totals by status code and a latency histogram.
+average concurrency over it, totals by status code and a latency histogram (since the start,
+and over the last ``LATENCY_WINDOW_S`` for its quantiles).
 
 The window is kept as one bucket per second (``WINDOW_S`` of them, a ring): a bucket holds
-the requests that arrived in that second and the in-flight-seconds spent in it, so the rate
-and the average concurrency over the last N seconds (N <= ``WINDOW_S``) are sums of N
-buckets. Time comes from the caller (``now``, monotonic seconds).
+the requests that arrived in that second, the in-flight-seconds spent in it and the
+latencies of the requests that ended in it, so the rate, the average concurrency and the
+latency quantiles over the last N seconds (N <= ``WINDOW_S``) are sums of N buckets. Time
+comes from the caller (``now``, monotonic seconds).
 """
 
 from __future__ import annotations
@@ -14,12 +16,34 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["BUCKETS", "WINDOW_S", "ServiceStats", "prometheus"]
+__all__ = ["BUCKETS", "LATENCY_WINDOW_S", "WINDOW_S", "ServiceStats", "prometheus", "quantile"]
 
 WINDOW_S = 60
 """The longest window asked about: Knative's stable window."""
 BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0)
 """Latency histogram bounds, seconds."""
+LATENCY_WINDOW_S = 10
+"""The window of the latency quantiles in ``/services`` (whatever window the rates cover:
+a 2 s window holds too few requests for a p99)."""
+
+
+def quantile(q: float, counts: list[int]) -> float | None:
+    """The ``q`` quantile of a histogram over ``BUCKETS`` (then +Inf), interpolated linearly
+    inside its bucket as Prometheus' ``histogram_quantile`` does (the +Inf bucket answers
+    the largest finite bound); None for an empty histogram."""
+    total = sum(counts)
+    if not total:
+        return None
+    rank = q * total
+    seen = 0
+    for i, count in enumerate(counts):
+        if count and seen + count >= rank:
+            if i == len(BUCKETS):
+                return BUCKETS[-1]
+            low = BUCKETS[i - 1] if i else 0.0
+            return low + (BUCKETS[i] - low) * (rank - seen) / count
+        seen += count
+    return BUCKETS[-1]
 
 
 @dataclass
@@ -38,6 +62,10 @@ class ServiceStats:
     last_request: float | None = None
     _arrivals: list[int] = field(default_factory=lambda: [0] * WINDOW_S)
     _busy: list[float] = field(default_factory=lambda: [0.0] * WINDOW_S)
+    _ended: list[list[int]] = field(
+        default_factory=lambda: [[0] * (len(BUCKETS) + 1) for _ in range(WINDOW_S)]
+    )
+    """Per second of the ring: the latency histogram of the requests that ended in it."""
     _second: int = -1
     _since: float = 0.0
     """When ``in_flight`` last changed (its busy time is added up to here)."""
@@ -52,10 +80,12 @@ class ServiceStats:
         if second - self._second >= WINDOW_S:
             self._arrivals = [0] * WINDOW_S
             self._busy = [0.0] * WINDOW_S
+            self._ended = [[0] * (len(BUCKETS) + 1) for _ in range(WINDOW_S)]
         else:
             for s in range(self._second + 1, second + 1):
                 self._arrivals[s % WINDOW_S] = 0
                 self._busy[s % WINDOW_S] = 0.0
+                self._ended[s % WINDOW_S] = [0] * (len(BUCKETS) + 1)
         t = max(self._since, float(second - WINDOW_S + 1))
         while t < now:
             edge = min(float(math.floor(t) + 1), now)
@@ -75,12 +105,25 @@ class ServiceStats:
         self.total += 1
         self.by_code[code] = self.by_code.get(code, 0) + 1
         self.latency_sum += seconds
+        slot = len(BUCKETS)
         for i, bound in enumerate(BUCKETS):
             if seconds <= bound:
-                self.latency_counts[i] += 1
+                slot = i
                 break
-        else:
-            self.latency_counts[-1] += 1
+        self.latency_counts[slot] += 1
+        self._ended[math.floor(now) % WINDOW_S][slot] += 1
+
+    def latency(self, now: float, window: int = LATENCY_WINDOW_S) -> tuple[float | None, ...]:
+        """(p50, p99) in seconds of the requests that ended in the last ``window`` seconds
+        (None where none did)."""
+        self._advance(now)
+        window = max(1, min(window, WINDOW_S))
+        second = math.floor(now)
+        counts = [0] * (len(BUCKETS) + 1)
+        for i in range(window):
+            for b, n in enumerate(self._ended[(second - i) % WINDOW_S]):
+                counts[b] += n
+        return quantile(0.5, counts), quantile(0.99, counts)
 
     def rate(self, now: float, window: int = 10) -> tuple[float, float]:
         """(requests per second, average concurrency) over the last ``window`` seconds
@@ -97,6 +140,7 @@ class ServiceStats:
     def snapshot(self, now: float, window: int, ready: int) -> dict[str, Any]:
         """The JSON the autoscaler reads (``phalanx.router`` docstring)."""
         rps, concurrency = self.rate(now, window)
+        p50, p99 = self.latency(now)
         return {
             "namespace": self.namespace,
             "name": self.name,
@@ -110,6 +154,9 @@ class ServiceStats:
             "idle_seconds": None
             if self.last_request is None
             else round(now - self.last_request, 3),
+            "latency_p50_seconds": None if p50 is None else round(p50, 6),
+            "latency_p99_seconds": None if p99 is None else round(p99, 6),
+            "latency_window_seconds": LATENCY_WINDOW_S,
         }
 
 

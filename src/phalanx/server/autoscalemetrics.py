@@ -10,6 +10,7 @@ autoscalers then keep the scale, as they do without metrics.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from collections.abc import Callable
 from pathlib import Path
@@ -33,6 +34,10 @@ WINDOW_S = 2
 """The router's averaging window asked for: one autoscaler tick."""
 
 
+def _seconds(value: Any) -> float | None:
+    return None if value is None else float(value)
+
+
 def parse_services(body: Any) -> dict[tuple[str, str], ServiceLoad]:
     """The router's ``/services`` answer as loads by (namespace, name); malformed entries are
     skipped (the router is another process, possibly of another version)."""
@@ -49,12 +54,16 @@ def parse_services(body: Any) -> dict[tuple[str, str], ServiceLoad]:
                 in_flight=float(s.get("average_concurrency", s.get("in_flight", 0)) or 0),
                 rps=float(s.get("requests_per_second", 0) or 0),
                 held=int(s.get("held", 0) or 0),
+                window_s=int(s.get("window_seconds", 0) or 0),
+                p50_s=_seconds(s.get("latency_p50_seconds")),
+                p99_s=_seconds(s.get("latency_p99_seconds")),
+                latency_window_s=int(s.get("latency_window_seconds", 0) or 0),
             )
         except (KeyError, TypeError, ValueError):
             continue
         # Demand held at zero must show even when the window's average rounds it away.
         if load.held and load.in_flight < load.held:
-            load = ServiceLoad(float(load.held), load.rps, load.held)
+            load = dataclasses.replace(load, in_flight=float(load.held))
         out[key] = load
     return out
 

@@ -2,7 +2,8 @@
 store, the controller's decisions and the event loop; pods' output in ``kube-logs`` of the
 state directory. Beside it, the EndpointSlice controller (``EndpointsRunner``). The
 autoscalers (HPA, InferenceService) tick with it, reading metrics from the service router
-and the agents (``phalanx.server.autoscalemetrics``)."""
+and the agents (``phalanx.server.autoscalemetrics``); the dashboard's serving page reads
+them all through ``view``."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from phalanx.kube.autoscalers import HPA_SYNC, Autoscalers
 from phalanx.kube.controllers import WorkloadRunner
 from phalanx.kube.endpointrunner import EndpointsRunner
 from phalanx.kube.inferenceservices import InferenceServices
+from phalanx.kube.servingview import ServingView
 from phalanx.kube.store import ObjectStore
 from phalanx.live.controller import Controller
 from phalanx.server.autoscalemetrics import RouterMetrics
@@ -71,7 +73,10 @@ class Workloads:
         )
         self.metrics = RouterMetrics(controller.clock.now, state.root, cpu=self._cpu)
         self.autoscalers = Autoscalers(store, self.metrics, hpa_sync=hpa_sync_ms)
-        self.autoscalers.hooks.append(InferenceServices(store, self.metrics).tick)
+        isvcs = InferenceServices(store, self.metrics, scale_log=self.autoscalers.scale_log)
+        self.autoscalers.hooks.append(isvcs.tick)
+        self.view = ServingView(store, self.metrics, self.autoscalers.scale_log, isvcs.config)
+        """What the dashboard's serving page shows."""
         self.endpoints = EndpointsRunner(store, loop.call_soon)
         self._task: asyncio.Task[None] | None = None
 

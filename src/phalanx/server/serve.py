@@ -22,6 +22,7 @@ from phalanx.api.convert import acct_record
 from phalanx.api.gate import Gate
 from phalanx.api.peer import peer_protocol
 from phalanx.api.routes import Access, create_app
+from phalanx.api.ui import attach_serving
 from phalanx.domain.cluster import Cluster
 from phalanx.errors import PhalanxError
 from phalanx.live.controller import Controller
@@ -142,7 +143,8 @@ async def serve(opts: ControllerOptions) -> None:
     access = Access(
         tokens=tokens, admins=opts.admins, owner_uid=owner, agent_tokens=opts.agent_tokens
     )
-    gate = Gate(create_app(controller, access), controller.id)
+    api = create_app(controller, access)
+    gate = Gate(api, controller.id)
     config = uvicorn.Config(
         gate,
         http=peer_protocol(),
@@ -182,6 +184,7 @@ async def serve(opts: ControllerOptions) -> None:
             kube.app.store, controller, state, tokens[token], hpa_sync_ms=opts.hpa_sync_ms
         )
         workloads.start()
+        attach_serving(api, workloads.view)
     try:
         await server.serve(sockets=sockets)
     finally:

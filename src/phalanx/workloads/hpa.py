@@ -55,6 +55,8 @@ class Decision:
     """Whether it differs from the current scale (the scale subresource is written)."""
     status: dict[str, Any]
     events: list[dict[str, Any]]
+    reason: str = ""
+    """Why the scale changes (``SuccessfulRescale``'s reason); "" when it does not."""
 
 
 def decide(
@@ -135,7 +137,13 @@ def decide(
     last = rfc3339(now) if rescale else old.get("lastScaleTime")
     if last:
         status["lastScaleTime"] = last
-    return Decision(desired, rescale, {k: v for k, v in status.items() if v is not None}, events)
+    return Decision(
+        desired,
+        rescale,
+        {k: v for k, v in status.items() if v is not None},
+        events,
+        reason if rescale else "",
+    )
 
 
 def _unchanged(

@@ -4,7 +4,8 @@ server-sent events, and administrators' actions, on the controller's HTTP port.
 ``pages`` (what users read), ``live`` (the event streams), ``actions`` (what administrators
 do: cancel, hold, release, drain, resume), ``session`` (who is looking: a bearer token, or a
 session cookie for a browser that signed in once with its token), ``views`` and ``render``
-(what the pages show, read from the service port only), ``series`` (the recent past,
+(what the pages show, read from the service port, and from the serving port
+``phalanx.api.serving`` where the controller serves workloads), ``series`` (the recent past,
 sampled), ``simreport`` (a ``phalanx simulate --json`` document compared), ``charts``
 (inline SVG). Static assets (htmx and its SSE extension, vendored; the CSS) are package
 data served under ``/ui/static``: no CDN at run time.
@@ -19,11 +20,12 @@ from fastapi import FastAPI, Request
 from fastapi.responses import PlainTextResponse, RedirectResponse, Response
 from fastapi.staticfiles import StaticFiles
 
+from phalanx.api.serving import ServingSource
 from phalanx.api.ui import actions, live, pages
 from phalanx.api.ui.series import Series
 from phalanx.api.ui.session import NeedSignIn, Sessions
 
-__all__ = ["install"]
+__all__ = ["attach_serving", "install"]
 
 STATIC = Path(__file__).parent / "static"
 
@@ -46,7 +48,14 @@ def install(app: FastAPI) -> None:
     app.state.ui_sessions = Sessions()
     app.state.ui_series = Series(app.state.service)
     app.state.ui_cache = {}
+    app.state.ui_serving = None
     app.add_exception_handler(NeedSignIn, _sign_in)  # type: ignore[arg-type]
     for module in (pages, live, actions):
         app.include_router(module.router)
     app.mount("/ui/static", StaticFiles(directory=STATIC), name="ui-static")
+
+
+def attach_serving(app: FastAPI, source: ServingSource) -> None:
+    """Show ``source``'s workloads on the serving page (and sample them over time)."""
+    app.state.ui_serving = source
+    app.state.ui_series.serving = source

@@ -23,10 +23,12 @@ from fastapi.responses import StreamingResponse
 
 from phalanx.api.routes.deps import Svc
 from phalanx.api.ui.render import (
+    accounts_fragment,
     efficiency_fragment,
     job_fragment,
     overview_fragment,
     queue_fragment,
+    serving_fragment,
 )
 from phalanx.api.ui.series import Series
 from phalanx.api.ui.session import Viewer, ViewerDep
@@ -126,6 +128,25 @@ async def efficiency(request: Request, who: ViewerDep, service: Svc) -> Streamin
     series.start()
     return _respond(
         _stream(request, "efficiency", "efficiency", lambda: efficiency_fragment(service, series))
+    )
+
+
+@router.get("/ui/live/accounts")
+async def accounts(request: Request, who: ViewerDep, service: Svc) -> StreamingResponse:
+    series: Series = request.app.state.ui_series
+    series.start()
+    return _respond(
+        _stream(request, "accounts", "accounts", lambda: accounts_fragment(service, series))
+    )
+
+
+@router.get("/ui/live/serving")
+async def serving(request: Request, who: ViewerDep) -> StreamingResponse:
+    series: Series = request.app.state.ui_series
+    series.start()
+    source = request.app.state.ui_serving
+    return _respond(
+        _stream(request, "serving", "serving", lambda: serving_fragment(source, series))
     )
 
 

@@ -21,6 +21,7 @@ from phalanx.api.ui.render import (
     overview_fragment,
     page,
     queue_fragment,
+    serving_fragment,
 )
 from phalanx.api.ui.series import Series
 from phalanx.api.ui.session import COOKIE, Sessions, ViewerDep, check_csrf, viewer
@@ -169,8 +170,9 @@ async def efficiency(request: Request, who: ViewerDep, service: Svc) -> HTMLResp
 
 
 @router.get("/ui/serving", response_class=HTMLResponse)
-async def serving(who: ViewerDep, service: Svc) -> HTMLResponse:
-    return _Html(page("serving", who, service))
+async def serving(request: Request, who: ViewerDep, service: Svc) -> HTMLResponse:
+    panel = serving_fragment(request.app.state.ui_serving, _series(request))
+    return _Html(page("serving", who, service, panel=panel))
 
 
 @router.get("/ui/jobs/{job_id}", response_class=HTMLResponse)

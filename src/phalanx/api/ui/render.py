@@ -11,8 +11,9 @@ from jinja2 import Environment, PackageLoader, select_autoescape
 
 from phalanx.api.convert import job_info
 from phalanx.api.service import Service
+from phalanx.api.serving import ServingSource
 from phalanx.api.ui.charts import bars, lines
-from phalanx.api.ui.series import EFFICIENCY_WINDOW_MS, Series
+from phalanx.api.ui.series import EFFICIENCY_WINDOW_MS, Sample, Series
 from phalanx.api.ui.session import Viewer
 from phalanx.api.ui.views import (
     QueueFilter,
@@ -33,7 +34,11 @@ __all__ = [
     "overview_fragment",
     "page",
     "queue_fragment",
+    "serving_fragment",
 ]
+
+CHART_LINES = 6
+"""Series drawn per chart at most: the largest (a chart of fifty lines shows none)."""
 
 
 def _clock(ms: int | None) -> str:
@@ -147,6 +152,24 @@ def queue_fragment(service: Service, who: Viewer, wanted: QueueFilter) -> str:
     )
 
 
+def _over(
+    samples: list[Sample], names: list[str], value: Any
+) -> dict[str, list[tuple[float, float]]]:
+    """``value(sample, name)`` over time (seconds since the first sample) per name; a
+    sample where the value is None (not measured then) is left out, not drawn as 0."""
+    t0 = samples[0].at_ms if samples else 0
+    return {
+        n: [((s.at_ms - t0) / 1000, v) for s in samples if (v := value(s, n)) is not None]
+        for n in names
+    }
+
+
+def _largest(samples: list[Sample], keys: Any, size: Any) -> list[str]:
+    """The ``CHART_LINES`` names with the largest ``size(sample, name)`` at any sample."""
+    names = {n for s in samples for n in keys(s)}
+    return sorted(names, key=lambda n: (-max(size(s, n) for s in samples), n))[:CHART_LINES]
+
+
 def accounts_fragment(service: Service, series: Series) -> str:
     rows = service.fairshare()
     running = service.jobs(states=["RUNNING"])
@@ -155,22 +178,77 @@ def accounts_fragment(service: Service, series: Series) -> str:
         if job.alloc is not None:
             in_use[job.account] = in_use.get(job.account, 0.0) + job.alloc.gpus
     samples = list(series.samples)
-    ranked = sorted(
-        {a for s in samples for a in s.by_account},
-        key=lambda a: -max(s.by_account.get(a, 0.0) for s in samples),
-    )[:6]
-    t0 = samples[0].at_ms if samples else 0
-    usage_chart = lines(
-        {a: [((s.at_ms - t0) / 1000, s.by_account.get(a, 0.0)) for s in samples] for a in ranked},
-        y_label="GPUs in use per account",
-    )
+    ranked = _largest(samples, lambda s: s.by_account, lambda s, a: s.by_account.get(a, 0.0))
+    shares = _largest(samples, lambda s: s.fairshare, lambda s, a: s.by_account.get(a, 0.0))
+    queues = sorted({q for s in samples for q in s.by_queue})[:CHART_LINES]
+
+    def queue_chart(name: str) -> Any:
+        def at(s: Sample, what: str) -> float:
+            use = s.by_queue.get(name)
+            return 0.0 if use is None else float(getattr(use, what))
+
+        return lines(_over(samples, ["used", "nominal", "borrowed"], at), y_label=name)
+
     return ENV.get_template("_accounts.html").render(
         rows=rows,
         in_use=in_use,
         quotas=quota_rows(service.cluster, running),
         share_bars=bars({r.account: r.fairshare for r in rows if r.parent is not None}),
-        usage_chart=usage_chart,
+        usage_chart=lines(
+            _over(samples, ranked, lambda s, a: s.by_account.get(a, 0.0)),
+            y_label="GPUs in use per account",
+        ),
+        share_chart=lines(
+            _over(samples, shares, lambda s, a: s.fairshare.get(a, 0.0)),
+            y_max=1.0,
+            y_label="fair-share factor per account",
+        ),
+        queue_charts=[(q, queue_chart(q)) for q in queues],
+        every_s=series.every_s,
     )
+
+
+def serving_fragment(serving: ServingSource | None, series: Series) -> str:
+    """The serving panel: each Deployment's replicas, load and autoscaler, the autoscalers'
+    latest decisions, and replicas and load over time."""
+    if serving is None:
+        return ENV.get_template("_serving.html").render(served=None)
+    samples = list(series.samples)
+
+    def find(s: Sample, key: str) -> Any:
+        return next((w for w in s.served if w.key == key), None)
+
+    def ready(s: Sample, key: str) -> float:
+        w = find(s, key)
+        return float(w.ready) if w is not None else 0.0
+
+    def rps(s: Sample, key: str) -> float:
+        w = find(s, key)
+        return w.load.rps if w is not None and w.load is not None else 0.0
+
+    def p99_ms(s: Sample, key: str) -> float | None:
+        w = find(s, key)
+        p99 = w.load.p99_s if w is not None and w.load is not None else None
+        return p99 * 1000 if p99 is not None else None
+
+    def keys(s: Sample) -> list[str]:
+        return [w.key for w in s.served]
+
+    busiest = _largest(samples, keys, rps)
+    return ENV.get_template("_serving.html").render(
+        served=serving.served(),
+        decisions=serving.decisions()[:MAX_DECISIONS],
+        every_s=series.every_s,
+        replicas_chart=lines(
+            _over(samples, _largest(samples, keys, ready), ready), y_label="ready replicas"
+        ),
+        rps_chart=lines(_over(samples, busiest, rps), y_label="requests per second"),
+        latency_chart=lines(_over(samples, busiest, p99_ms), y_label="p99 latency, ms"),
+    )
+
+
+MAX_DECISIONS = 30
+"""Scale decisions listed, newest first."""
 
 
 def efficiency_fragment(service: Service, series: Series) -> str:

@@ -1,10 +1,13 @@
 """The dashboard's memory of the recent past: a small time series the controller samples
-every few seconds (efficiency, utilisation, idle GPUs while jobs wait, GPUs per account),
-kept in a bounded ring, for the "over time" charts.
+every few seconds (efficiency, utilisation, idle GPUs while jobs wait, GPUs and fair-share
+factor per account, GPUs per ClusterQueue against its nominal quota, and, where the
+controller serves workloads, each one's replicas and load), kept in a bounded ring, for the
+"over time" charts.
 
 The sampler is an asyncio task on the controller's event loop, started by the first
-dashboard request (nobody looking, nothing sampled) and reading the service port only: a
-sample costs one pass over the running jobs and the nodes.
+dashboard request (nobody looking, nothing sampled) and reading the service port (and the
+serving port, ``phalanx.api.serving``, where one is attached) only: a sample costs one pass
+over the running jobs and the nodes (and one over the Deployments).
 """
 
 from __future__ import annotations
@@ -16,13 +19,29 @@ from collections import deque
 from dataclasses import dataclass, field
 
 from phalanx.api.service import Service
+from phalanx.api.serving import Served, ServingSource
+from phalanx.api.ui.views import quota_rows
 
-__all__ = ["EFFICIENCY_WINDOW_MS", "Sample", "Series", "take_sample"]
+__all__ = ["EFFICIENCY_WINDOW_MS", "QueueUse", "Sample", "Series", "take_sample"]
 
 log = logging.getLogger(__name__)
 
 EFFICIENCY_WINDOW_MS = 300_000
 """eta_sched and theta_overhead are measured over the last 5 minutes."""
+
+
+@dataclass(frozen=True, slots=True)
+class QueueUse:
+    """A ClusterQueue's GPUs at a sample: in use by its running jobs, and its nominal quota
+    then (quotas may change while the series runs)."""
+
+    used: float
+    nominal: float
+
+    @property
+    def borrowed(self) -> float:
+        """Use above nominal: GPUs borrowed from the cohort."""
+        return max(0.0, self.used - self.nominal)
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,6 +57,12 @@ class Sample:
     running: int
     by_account: dict[str, float] = field(default_factory=dict)
     """GPUs held by each account's running jobs."""
+    fairshare: dict[str, float] = field(default_factory=dict)
+    """Each account's fair-share factor (``sshare``'s FairShare, in [0, 1]); root left out."""
+    by_queue: dict[str, QueueUse] = field(default_factory=dict)
+    """Each configured ClusterQueue's GPUs (none without Kueue queues)."""
+    served: tuple[Served, ...] = ()
+    """Each served workload (replicas, load) where the controller serves workloads."""
 
     @property
     def utilization(self) -> float:
@@ -51,7 +76,8 @@ class Sample:
         return max(0.0, self.gpus - self.gpus_alloc) / self.gpus
 
 
-def take_sample(service: Service, at_ms: int) -> Sample:
+def take_sample(service: Service, at_ms: int, serving: ServingSource | None = None) -> Sample:
+    """One sample of ``service`` (and of ``serving``, where given) at ``at_ms``."""
     cluster = service.cluster
     usage = service.node_usage()
     in_service = 0
@@ -73,11 +99,27 @@ def take_sample(service: Service, at_ms: int) -> Sample:
         elif state == "RUNNING":
             running += n
     by_account: dict[str, float] = {}
-    for job in service.jobs(states=["RUNNING"]):
+    jobs = service.jobs(states=["RUNNING"])
+    for job in jobs:
         if job.alloc is not None:
             by_account[job.account] = by_account.get(job.account, 0.0) + job.alloc.gpus
+    fairshare = {r.account: r.fairshare for r in service.fairshare() if r.parent is not None}
+    by_queue = {q.name: QueueUse(q.used, q.nominal) for q in quota_rows(cluster, jobs)}
+    served = tuple(serving.served()) if serving is not None else ()
     eta, theta = service.efficiency(EFFICIENCY_WINDOW_MS)
-    return Sample(at_ms, eta, theta, in_service, alloc, pending, running, by_account)
+    return Sample(
+        at_ms,
+        eta,
+        theta,
+        in_service,
+        alloc,
+        pending,
+        running,
+        by_account,
+        fairshare,
+        by_queue,
+        served,
+    )
 
 
 class Series:
@@ -87,6 +129,8 @@ class Series:
 
     def __init__(self, service: Service, every_s: float = 5.0, keep: int = 720) -> None:
         self.service = service
+        self.serving: ServingSource | None = None
+        """Set where the controller serves workloads (``phalanx.api.ui.attach_serving``)."""
         self.every_s = every_s
         self.samples: deque[Sample] = deque(maxlen=keep)
         self.productive_gpu_h = 0.0
@@ -94,7 +138,7 @@ class Series:
 
     def sample(self) -> Sample:
         """Take a sample now and keep it."""
-        now = take_sample(self.service, int(time.time() * 1000))
+        now = take_sample(self.service, int(time.time() * 1000), self.serving)
         if self.samples:
             last = self.samples[-1]
             hours = max(0, now.at_ms - last.at_ms) / 3_600_000
