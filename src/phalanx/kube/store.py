@@ -257,6 +257,29 @@ class ObjectStore(ObjectIndex):
         items, _, _ = self.page(resource, namespace, match=match or want)
         return [copy_obj(o) for o in items] if copy else items
 
+    def owned(
+        self,
+        resource: Resource,
+        namespace: str,
+        uid: str,
+        labels: Mapping[str, str] | None = None,
+    ) -> Objects:
+        """Copies of the objects of ``resource`` in ``namespace`` that ``uid`` controls (an
+        ``ownerReference`` naming it with ``controller: true``) and whose labels include
+        ``labels``, sorted by name: what ``list`` and a filter would give, from the owners'
+        index rather than a scan of the namespace."""
+        want = match_labels(labels)
+        return [
+            copy_obj(o)
+            for o in self.dependents(uid, resource, namespace)
+            if (want is None or want(o))
+            and any(
+                r.get("uid") == uid and r.get("controller")
+                for r in o["metadata"].get("ownerReferences") or ()
+                if isinstance(r, dict)
+            )
+        ]
+
     def events_since(self, rv: int) -> builtins.list[Event]:
         """The events after ``rv``, oldest first; ``Gone`` (Expired) if some have left the
         window."""

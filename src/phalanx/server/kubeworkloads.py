@@ -39,7 +39,8 @@ FLUSH_S = 0.02
 """Workloads' statuses and events are written this long after the drain that made them: the
 controller's pass and the pods' own writes go first, and a burst of changes is one write."""
 TICK_S = 1.0
-"""How often pending pods are looked at again (their reason or expected start may move)."""
+"""How often pending pods are looked at again (their reason or expected start may move):
+``TICK_LOOKS`` of the waiting workloads a tick, in turn (``WorkloadRunner.tick``)."""
 
 
 class Workloads:
