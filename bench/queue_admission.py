@@ -18,8 +18,10 @@ in 10 cohorts, 50,000 pending workloads. Here:
 
 Printed: admissions per second (workloads admitted and started / engine CPU seconds), the
 median of ``--runs`` runs, against the target (>= 5,000/s); the script exits 0 either way.
+With ``--hash``, each run also prints a digest of the engine's decision log (equal digests:
+two versions of the code admitted alike).
 
-    .venv/bin/python bench/queue_admission.py [--runs 3] [--profile kueue] [--cprofile]
+    .venv/bin/python bench/queue_admission.py [--runs 3] [--profile kueue] [--cprofile] [--hash]
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from __future__ import annotations
 import argparse
 import cProfile
 import dataclasses
+import hashlib
 import os
 import pstats
 import random
@@ -105,8 +108,9 @@ def workloads(count: int, queues: int, seed: int) -> list[JobSpec]:
     ]
 
 
-def run_once(args: argparse.Namespace, seed: int) -> tuple[int, float, float, int]:
-    """(admitted, CPU seconds, wall seconds, passes) of one drain."""
+def run_once(args: argparse.Namespace, seed: int) -> tuple[int, float, float, int, str]:
+    """(admitted, CPU seconds, wall seconds, passes, digest of the decision log) of one
+    drain."""
     engine = Engine(cluster(args.nodes, args.queues), profile(args.profile))
     for spec in workloads(args.workloads, args.queues, seed):
         engine.handle(Submit(0, spec))
@@ -135,7 +139,10 @@ def run_once(args: argparse.Namespace, seed: int) -> tuple[int, float, float, in
         now += MINUTE
     if profiler is not None:
         pstats.Stats(profiler).sort_stats("cumulative").print_stats(30)
-    return admitted, cpu, wall, passes
+    digest = hashlib.sha256()
+    for entry in engine.decisions.entries:
+        digest.update(repr(entry).encode())
+    return admitted, cpu, wall, passes, digest.hexdigest()[:16]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -147,6 +154,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--profile", default="kueue", help="scheduling profile (kueue, phalanx)")
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--cprofile", action="store_true", help="print a cProfile of one run")
+    parser.add_argument("--hash", action="store_true", help="print each run's decision digest")
     args = parser.parse_args(argv)
     given = sys.argv[1:] if argv is None else argv
     python = os.path.relpath(sys.executable)
@@ -156,11 +164,12 @@ def main(argv: list[str] | None = None) -> int:
         args.runs = 1
     rates = []
     for k in range(args.runs):
-        admitted, cpu, wall, passes = run_once(args, args.seed + k)
+        admitted, cpu, wall, passes, digest = run_once(args, args.seed + k)
         rates.append(admitted / cpu)
         print(
             f"run {k + 1}: {admitted:,} admitted in {passes} passes, {cpu:.2f} s CPU "
             f"({wall:.2f} s wall): {admitted / cpu:,.0f} admissions/s"
+            + (f", decisions {digest}" if args.hash else "")
         )
     median = statistics.median(rates)
     verdict = "PASS" if median >= TARGET else "FAIL"

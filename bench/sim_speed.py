@@ -9,6 +9,10 @@ Three sections, each one can be skipped:
    10,000 pending) on the same cluster at 90% of its GPUs allocated, built as
    ``sched_pass.py`` builds its state.
 
+With ``--hash``, each run also prints a digest of its decision log and of every job's record
+(first start, end, state): two versions of the code decide alike on a trace when their
+digests are equal (how an optimisation is shown to change no decision).
+
 Only ``Simulator.run()`` (or the one pass) is timed; reading the trace is timed and printed
 apart. Each policy is run ``--repeat`` times on a fresh simulator; the verdicts use the median
 jobs/s against the targets (>= 5,000 jobs/s for phalanx at load 1; at the deep load phalanx
@@ -16,7 +20,7 @@ jobs/s against the targets (>= 5,000 jobs/s for phalanx at load 1; at the deep l
 met or not, and prints PASS or FAIL.
 
     .venv/bin/python bench/sim_speed.py [--limit N] [--repeat N] [--policy NAME ...]
-        [--deep-policy NAME ...] [--skip throughput|deep|pass ...]
+        [--deep-policy NAME ...] [--skip throughput|deep|pass ...] [--hash]
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ from __future__ import annotations
 import argparse
 import copy
 import gc
+import hashlib
 import os
 import shlex
 import statistics
@@ -36,6 +41,7 @@ from phalanx.domain.cluster import Cluster
 from phalanx.domain.time import HOUR
 from phalanx.engine import TimerFired
 from phalanx.policies.catalog import POLICIES, profile
+from phalanx.sim.records import RunRecord
 from phalanx.sim.simulator import Simulator
 from phalanx.sim.traces import read_trace
 from phalanx.sim.traces.options import TraceOptions
@@ -100,6 +106,11 @@ def _args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument(
         "--skip", action="append", choices=SECTIONS, default=[], help="skip a section"
     )
+    parser.add_argument(
+        "--hash",
+        action="store_true",
+        help="print a digest of each run's decision log and job records",
+    )
     args = parser.parse_args(argv)
     if args.repeat < 1 or args.pass_samples < 1:
         parser.error("--repeat and --pass-samples must be at least 1")
@@ -112,8 +123,23 @@ def _args(argv: list[str] | None) -> argparse.Namespace:
     return args
 
 
+def digest(sim: Simulator, record: RunRecord) -> str:
+    """A digest of ``sim``'s decision log and of every job's first start, end and state."""
+    h = hashlib.sha256()
+    for entry in sim.engine.decisions.entries:
+        h.update(repr(entry).encode())
+    for job in sorted(record.jobs, key=lambda r: r.job_id):
+        h.update(repr((job.job_id, job.first_start, job.end, job.state)).encode())
+    return h.hexdigest()[:16]
+
+
 def _replay(
-    section: str, names: list[str], cluster: Cluster, workload: list[TraceJob], repeat: int
+    section: str,
+    names: list[str],
+    cluster: Cluster,
+    workload: list[TraceJob],
+    repeat: int,
+    with_hash: bool = False,
 ) -> list[tuple[str, str, float]]:
     """Run each policy ``repeat`` times over ``workload``; (section, policy, median jobs/s)."""
     verdicts: list[tuple[str, str, float]] = []
@@ -122,7 +148,7 @@ def _replay(
         print(f"policy {name}   (load average {os.getloadavg()[0]:.2f})")
         print(
             f"  {'run':>3}  {'jobs':>8}  {'wall s':>8}  {'cpu s':>8}  {'jobs/s':>9}  "
-            f"{'jobs/cpu-s':>10}  {'passes':>8}"
+            f"{'jobs/cpu-s':>10}  {'passes':>8}" + ("  digest" if with_hash else "")
         )
         for i in range(repeat):
             sim = Simulator(cluster, profile(name), workload, keep_segments=False)
@@ -136,6 +162,7 @@ def _replay(
             print(
                 f"  {i + 1:>3}  {jobs:>8,}  {wall:>8.2f}  {cpu:>8.2f}  {rate:>9,.0f}  "
                 f"{per_cpu:>10,.0f}  {record.passes:>8,}"
+                + (f"  {digest(sim, record)}" if with_hash else "")
             )
         median = statistics.median(rates)
         verdicts.append((section, name, median))
@@ -204,7 +231,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"== {section}: load {load:g}")
         print(f"trace: {args.trace} ({len(workload):,} jobs) read in {read_s:.2f} s")
         print()
-        verdicts += _replay(section, names, cluster, workload, args.repeat)
+        verdicts += _replay(section, names, cluster, workload, args.repeat, args.hash)
     if "pass" not in args.skip:
         print("== pass cost against queue depth (90% of GPUs allocated)")
         print()

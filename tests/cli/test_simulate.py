@@ -318,3 +318,37 @@ def test_checkpoint_save_and_restore_reach_the_run_and_the_json(
 def test_neither_trace_nor_generate(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["simulate", "--nodes", "2"]) == 2
     assert "--trace" in error_line(capsys)
+
+
+def test_elastic_share_grows_jobs_and_bad_shares_exit_2(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``--elastic 1``: every job that can be is elastic; on a cluster with room to spare they
+    grow and their mean JCT drops against the same run without."""
+    jct = []
+    for share in ("0", "1"):
+        out = tmp_path / f"e{share}.json"
+        argv = ["simulate", "--generate", "0.2", "--limit", "30", "--nodes", "16"]
+        assert main([*argv, "--policy", "phalanx", "--elastic", share, "--json", str(out)]) == 0
+        jct.append(json.loads(out.read_text())["policies"]["phalanx"]["jct_mean_s"])
+    assert jct[1] < jct[0]
+    capsys.readouterr()
+    assert main(["simulate", "--generate", "0.1", "--nodes", "4", "--elastic", "1.5"]) == 2
+    err = capsys.readouterr().err
+    assert "--elastic" in err and "\n" not in err.strip()
+
+
+def test_jobs_no_queue_admits_end_the_replay_and_are_reported(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    queues = tmp_path / "queues.yaml"
+    queues.write_text(
+        "apiVersion: kueue.x-k8s.io/v1beta1\nkind: ResourceFlavor\nmetadata: {name: gpu}\n---\n"
+        "apiVersion: kueue.x-k8s.io/v1beta1\nkind: ClusterQueue\nmetadata: {name: lab}\n"
+        "spec:\n  namespaceSelector: {}\n  resourceGroups:\n"
+        "  - coveredResources: [nvidia.com/gpu]\n    flavors:\n    - name: gpu\n"
+        "      resources:\n      - {name: nvidia.com/gpu, nominalQuota: 32}\n"
+    )
+    argv = ["simulate", "--generate", "0.1", "--limit", "5", "--nodes", "4"]
+    assert main([*argv, "--policy", "phalanx", "--queues", str(queues)]) == 0
+    assert "policy phalanx: 5 jobs never finished" in capsys.readouterr().out

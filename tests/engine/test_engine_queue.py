@@ -105,3 +105,21 @@ def test_a_queue_pickled_before_fixed_priorities_were_tracked_derives_them() -> 
     new.__setstate__((None, {"_jobs": old.jobs()}))  # a snapshot without ``_fixed``
     assert {j.seq for j in new._fixed} == {1}
     assert {j.seq for j in old._fixed} == {1}
+
+
+def test_to_back_queues_a_job_behind_its_priority_and_ahead_of_later_ones() -> None:
+    q = PendingQueue()
+    a, b, c, low = _job(1, 5.0), _job(2, 5.0), _job(3, 5.0), _job(4, 1.0)
+    for job in (a, b, c, low):
+        q.insert(job)
+    q.to_back(a)
+    assert q.jobs() == [b, c, a, low]  # behind its priority only
+    assert a.seq == 1 and a.queue_seq > c.queue_seq
+    later = Job(9, q.next_seq(), JobSpec(), 0, "gpu", 1, 60_000)
+    later.priority = 5.0
+    q.insert(later)
+    assert q.jobs() == [b, c, a, later, low]
+    assert q.remove(a) and q.jobs() == [b, c, later, low]  # found under its new place
+    q.to_back(a)  # not queued: nothing
+    assert a not in q.jobs()
+    assert not q.resort()  # the order is the one the keys give

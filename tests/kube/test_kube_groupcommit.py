@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
+import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -113,6 +114,39 @@ def test_answers_wait_for_their_batch_and_share_it() -> None:
         with pytest.raises(Unavailable):
             store.create(cm("d"))
             await commits.settle()  # nothing commits any more: refused, not hung
+
+    asyncio.run(scenario())
+
+
+def test_what_a_write_sets_off_on_the_next_loop_turns_shares_its_batch() -> None:
+    """A write's consequences (the runner's drain, call_soon'ed, however long it holds the
+    loop, and the drain that one schedules) join its batch; a lone write waits for nothing."""
+
+    async def scenario() -> None:
+        table = SlowTable()
+        store = ObjectStore(table)
+        commits = GroupCommit(store)
+        runner = asyncio.create_task(commits.run())
+        await commits.settle()
+        loop = asyncio.get_running_loop()
+        before = len(table.batches)
+
+        def second() -> None:
+            time.sleep(0.02)  # a slow drain (an engine submission's own fsync)
+            store.create(cm("b"))
+            loop.call_soon(lambda: store.create(cm("c")))
+
+        store.create(cm("a"))
+        loop.call_soon(second)
+        await asyncio.wait_for(commits.settle(), 5)
+        assert [sorted(w[2] for w in b) for b in table.batches[before:]] == [["a", "b", "c"]]
+        store.create(cm("d"))
+        start = time.perf_counter()
+        await asyncio.wait_for(commits.settle(), 5)
+        assert time.perf_counter() - start < 1.0  # no window to sit out (the table is memory)
+        assert [w[2] for w in table.batches[-1]] == ["d"]
+        commits.stop()
+        await asyncio.wait_for(runner, 5)
 
     asyncio.run(scenario())
 

@@ -78,6 +78,16 @@ class Kube:
         assert done.returncode == 0, f"kubectl {' '.join(args)}: {done.stderr}"
         return done.stdout
 
+    def fails(self, *args: str) -> str:
+        """kubectl's error output for a command that must fail."""
+        assert KUBECTL is not None
+        env = dict(os.environ, KUBECONFIG=str(self.config), HOME=str(self.root))
+        done = subprocess.run(
+            [KUBECTL, *args], capture_output=True, text=True, env=env, timeout=120, check=False
+        )
+        assert done.returncode != 0, f"kubectl {' '.join(args)} succeeded: {done.stdout}"
+        return done.stderr
+
     def workload_of(self, job: str) -> dict[str, Any] | None:
         uid = self.run("get", "job", job, "-o", "jsonpath={.metadata.uid}")
         found = json.loads(
@@ -126,6 +136,15 @@ def kube(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Kube]:
         assert "Traceback" not in log, log
 
 
+def test_the_queues_file_objects_are_served_without_an_apply(kube: Kube) -> None:
+    names = kube.run("get", "resourceflavors,clusterqueues,localqueues", "-A", "-o", "name")
+    assert sorted(names.split()) == [
+        "clusterqueue.kueue.x-k8s.io/cluster-queue",
+        "localqueue.kueue.x-k8s.io/user-queue",
+        "resourceflavor.kueue.x-k8s.io/default-flavor",
+    ]
+
+
 def test_the_sample_job_is_suspended_then_admitted_and_listed(kube: Kube) -> None:
     kube.run("apply", "-f", str(QUEUES))
     made = kube.run(
@@ -163,7 +182,13 @@ def test_a_job_over_quota_waits_suspended_until_the_quota_frees(kube: Kube) -> N
     assert _until(
         lambda: (
             kube.run("get", "localqueue", "user-queue", "-o", "jsonpath={.status}")
-            and json.loads(kube.run("get", "localqueue", "user-queue", "-o", "jsonpath={.status}"))
+            and {
+                k: v
+                for k, v in json.loads(
+                    kube.run("get", "localqueue", "user-queue", "-o", "jsonpath={.status}")
+                ).items()
+                if k != "conditions"
+            }
             == {"pendingWorkloads": 1, "admittedWorkloads": 1}
         ),
         20,

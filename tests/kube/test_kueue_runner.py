@@ -20,6 +20,7 @@ from phalanx.domain.caller import Caller
 from phalanx.kube.controllers import JOBS, WorkloadRunner
 from phalanx.kube.kinds import by_kind
 from phalanx.kube.kueue_workloads import CLUSTER_QUEUES, LOCAL_QUEUES, WORKLOADS
+from phalanx.kube.queuestatus import QueueStatus
 from phalanx.kube.store import ObjectStore
 from phalanx.live.controller import Controller
 from phalanx.policies.catalog import POLICIES
@@ -206,8 +207,12 @@ def test_a_queued_job_is_created_suspended_and_admitted_by_the_engine(
         ),
         10,
     )
+    # the ClusterQueue's status is the engine's (written every tick by the server)
+    controller = loop.stack.controller
+    QueueStatus(store, controller.jobs).write(controller.cluster)
     cq = store.get(CLUSTER_QUEUES, None, "cluster-queue") or {}
     assert cq.get("status", {}).get("reservingWorkloads") == 1
+    assert cq["status"]["pendingWorkloads"] == 1
 
     # the quota freed: the second is admitted, unsuspended and runs to completion
     store.delete(JOBS, "default", "first")

@@ -150,6 +150,22 @@ def test_max_job_test_leaves_jobs_past_the_bound_as_they_were() -> None:
     ]
 
 
+def test_max_job_test_bounds_the_jobs_passed_over_by_shape_too() -> None:
+    # 2 GPUs free: the first 4-GPU job is reserved for, the second fails; the next two fail
+    # as it did and are passed over in one loop, which must stop at the bound as well.
+    d = EngineDriver(small_cluster(nodes=1, gpus=8, per_leaf=1), bounded(max_job_test=4))
+    d.submit(make_job(gpus=6, time_limit=HOUR))
+    d.settle()
+    ids = [j for _ in range(6) for j in d.submit(make_job(gpus=4, time_limit=HOUR))]
+    d.settle()
+    assert [d.job(j).reason for j in ids] == [
+        Reason.RESOURCES,
+        *[Reason.PRIORITY] * 3,
+        Reason.NONE,
+        Reason.NONE,
+    ]
+
+
 def test_resolution_rounds_running_ends_up_on_the_timeline() -> None:
     d = EngineDriver(small_cluster(nodes=1, gpus=8, per_leaf=1), bounded(resolution_ms=MINUTE))
     d.submit(make_job(gpus=8, time_limit=HOUR + SECOND), runtime=HOUR)

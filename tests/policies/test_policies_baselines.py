@@ -48,6 +48,29 @@ def test_k8s_releases_holds_after_the_timeout() -> None:
     assert all(e.at == 10 * MINUTE for e in d.decisions(Unheld))
 
 
+def test_k8s_a_gang_that_timed_out_queues_behind_the_others() -> None:
+    # Found by the backfill property (random seed): 2 nodes x 16 GPUs, three 2-pod gangs.
+    # When the 1-minute job ends, gang 14 holds node 1, gangs 10 and 6 node 0: none can
+    # complete. At 10 minutes gangs 14 and 6 time out. Had they kept their places, gang 14
+    # would take node 1 back at once, and the three would time out in turn for ever.
+    d = EngineDriver(small_cluster(nodes=2, gpus=16, per_leaf=2), "k8s-default")
+    [small, g14, g10, g6] = [
+        d.submit(make_job(gpus=gpus, nodes=nodes, time_limit=MINUTE), runtime=MINUTE)[0]
+        for nodes, gpus in [(1, 7), (2, 14), (2, 10), (2, 6)]
+    ]
+    d.run(until=2 * MINUTE)
+    assert d.state(small) is JobState.COMPLETED
+    assert [len(d.job(j).holds) for j in (g14, g10, g6)] == [1, 1, 1]
+    assert d.engine.state.free_gpus == 2  # on node 1, beside gang 14's pod
+    d.run(until=10 * MINUTE)
+    # Behind gang 10 now, in the order they were before: gang 10 takes node 1 and runs.
+    assert d.job(g10).queue_seq < d.job(g14).queue_seq < d.job(g6).queue_seq
+    assert d.job(g14).seq < d.job(g10).seq  # the submit order is kept
+    assert d.job(g10).start == 10 * MINUTE and d.job(g6).start == 10 * MINUTE
+    d.run(max_events=1_000)  # gang 14 runs once they end
+    assert d.state(g14) is JobState.COMPLETED and d.job(g14).end == 12 * MINUTE
+
+
 def test_k8s_gang_runs_once_its_last_pod_is_placed() -> None:
     d = EngineDriver(small_cluster(nodes=2, gpus=4, per_leaf=2), "k8s-default")
     [first] = d.submit(make_job(gpus=4, time_limit=HOUR), runtime=HOUR)

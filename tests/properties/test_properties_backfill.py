@@ -12,7 +12,7 @@ from __future__ import annotations
 import dataclasses
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from phalanx.domain.cluster import Cluster
@@ -103,12 +103,29 @@ def _starts(cluster: Cluster, profile: str, jobs: list[JobSpec]) -> list[Instant
     return [d.job(i).first_start for i in ids]
 
 
+_GANGS_THAT_TIME_OUT_IN_TURN = [
+    make_job(gpus=gpus, nodes=nodes, time_limit=minutes * MINUTE)
+    for nodes, gpus, minutes in [
+        (1, 7, 179), (1, 12, 228), (2, 16, 82), (2, 14, 202), (2, 10, 100), (2, 11, 56),
+        (2, 6, 146), (1, 5, 126), (1, 16, 150),
+    ]
+]  # fmt: skip
+"""Found by a random search (``--hypothesis-seed=83961416184174503305973346011498875351``):
+under ``k8s-default`` three gangs held a pod each and timed out in turn, each taking its
+pods back before any other job could use them, for ever (``permit/pod-group``)."""
+
+
 @pytest.mark.parametrize("profile", ["fifo", "slurm", "phalanx", "k8s-default"])
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     cluster=clusters(),
     jobs=st.lists(specs(), min_size=1, max_size=10),
     big=st.lists(st.tuples(st.integers(0, 10), st.integers(1, 3)), min_size=1, max_size=3),
+)
+@example(
+    cluster=small_cluster(nodes=2, gpus=16, per_leaf=2, leaves_per_spine=2),
+    jobs=_GANGS_THAT_TIME_OUT_IN_TURN,
+    big=[(3, 1), (4, 1), (10, 3)],
 )
 def test_a_job_larger_than_its_partition_delays_no_other(
     profile: str, cluster: Cluster, jobs: list[JobSpec], big: list[tuple[int, int]]

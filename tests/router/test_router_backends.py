@@ -110,3 +110,30 @@ def test_the_hold_wakes_on_a_new_endpoint_and_is_bounded() -> None:
         assert asyncio.get_running_loop().time() - t0 >= 0.04
 
     asyncio.run(scenario())
+
+
+def test_each_endpoint_counts_what_was_sent_to_it_and_what_it_refused() -> None:
+    pool = pool_of(1, 2)
+    first = pool.choose(0.0)
+    assert first is not None and first.port == 1
+    pool.release(first, ok=False)
+    pool.mark_down(first, 0.0)
+    for _ in range(3):  # port 1 is down: everything goes to port 2
+        e = pool.choose(0.5)
+        assert e is not None and e.port == 2
+        pool.release(e)
+    pool.set_endpoints([("127.0.0.1", 1, False, "pod-1"), ("127.0.0.1", 2, True, "pod-2")])
+    e = pool.choose(5.0)  # port 1's down mark has passed, but the API calls it not ready
+    assert e is not None and e.port == 2
+    snaps = {s["port"]: s for s in (e.snapshot(5.0) for e in pool.endpoints)}
+    assert snaps[1] == {
+        "address": "127.0.0.1",
+        "port": 1,
+        "pod_uid": "pod-1",
+        "ready": False,
+        "usable": False,
+        "outstanding": 0,
+        "requests_sent": 1,
+        "refused": 1,
+    }
+    assert (snaps[2]["requests_sent"], snaps[2]["refused"], snaps[2]["outstanding"]) == (4, 0, 1)

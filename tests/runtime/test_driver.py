@@ -238,3 +238,17 @@ def test_compacting_after_every_step_changes_no_decision(policy: str) -> None:
         assert not any(is_stale(key, engine.jobs) for key in timers)
     assert dropped > 100
     assert engine.decisions.entries == whole.decisions.entries
+
+
+def test_a_withdrawn_event_is_never_handled() -> None:
+    engine = Engine(regular_cluster(2, 8, 2), profile("slurm"))
+    loop = Driver(engine, VirtualClock())
+    loop.attach(FakeExecutor(loop.report, {}))
+    kept, dropped = Submit(5, JobSpec(name="kept")), Submit(6, JobSpec(name="dropped"))
+    loop.deliver(kept)
+    loop.deliver(dropped)
+    loop.withdraw(dropped)
+    assert loop.queued() == [kept]
+    loop.run_due()
+    assert [job.spec.name for job in engine.jobs.values()] == ["kept"]
+    assert loop.next_due() is None

@@ -9,6 +9,8 @@ from pathlib import Path
 
 TYPE_CHECKING = False  # typing's costs the command's start-up
 if TYPE_CHECKING:
+    from typing import Any
+
     from phalanx.domain.cluster import Cluster
 
 __all__ = ["add_arguments", "agent_tokens", "kube_port", "run"]
@@ -136,6 +138,18 @@ def cluster_of(args: argparse.Namespace) -> Cluster:
     return cluster
 
 
+def queue_objects(args: argparse.Namespace) -> tuple[dict[str, Any], ...]:
+    """The queue objects the cluster was read with (``--queues``, else the cluster YAML's
+    ``queues:``), for the Kubernetes API's store (``ControllerOptions.queue_objects``)."""
+    from phalanx.config.queue_objects import objects_from_yaml
+
+    if getattr(args, "queues", None) is not None:
+        return tuple(objects_from_yaml(Path(args.queues).read_text(encoding="utf-8")))
+    if getattr(args, "config", None) is not None:
+        return tuple(objects_from_yaml(Path(args.config).read_text(encoding="utf-8"), "queues"))
+    return ()
+
+
 def _cluster_shape(args: argparse.Namespace) -> Cluster:
     if args.config is not None:
         from phalanx.config.clusterspec import cluster_from_yaml
@@ -212,6 +226,7 @@ def run(args: argparse.Namespace) -> int:
         hpa_sync_ms=round(args.hpa_sync * 1000),
         tokens=_tokens(args.tokens) if args.tokens is not None else {},
         kube_port=kube_port(args),
+        queue_objects=queue_objects(args),
     )
     if args.agent_tokens is not None:
         opts.agent_tokens = agent_tokens(args.agent_tokens, opts.cluster.node_index)

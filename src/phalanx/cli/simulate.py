@@ -15,6 +15,7 @@ A thin shell over ``phalanx.sim.experiment`` (which does the work): parse, run, 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 from collections.abc import Callable
 
 from rich.console import Console
@@ -24,6 +25,7 @@ from phalanx.cli.progress import RunProgress
 from phalanx.domain.time import HOUR, SECOND, Instant
 from phalanx.errors import InputError
 from phalanx.policies.catalog import POLICIES, profile
+from phalanx.sim.elastic import DEFAULT_EFFICIENCY, make_elastic
 from phalanx.sim.executor import CHECKPOINT_RESTORE_MS, CHECKPOINT_SAVE_MS
 from phalanx.sim.experiment import (
     ClusterChoice,
@@ -64,6 +66,24 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_workload_arguments(parser)
     add_cluster_arguments(parser)
     _add_simulation_arguments(parser)
+    grow = parser.add_argument_group("elastic jobs (phalanx.sim.elastic)")
+    grow.add_argument(
+        "--elastic",
+        metavar="SHARE",
+        type=float,
+        default=0.0,
+        help="make about SHARE (0-1) of the jobs elastic: a job of N nodes runs on "
+        "max(1, N/2) to 2N, grown onto free nodes and shrunk instead of preempted "
+        "(chosen by --seed; default 0)",
+    )
+    grow.add_argument(
+        "--elastic-efficiency",
+        metavar="E",
+        type=float,
+        default=DEFAULT_EFFICIENCY,
+        help="each node beyond the first adds E of one node's throughput "
+        f"(default {DEFAULT_EFFICIENCY})",
+    )
 
 
 def add_workload_arguments(
@@ -261,6 +281,14 @@ def run(args: argparse.Namespace) -> int:
                 f"policy {name}: {jobs} rejected (could never fit this cluster), "
                 f"e.g. {ids} {', '.join(examples)}"
             )
+    for name, result in results.items():
+        unfinished = result.metrics.unfinished
+        if unfinished:
+            jobs = "1 job" if unfinished == 1 else f"{unfinished:,} jobs"
+            print(
+                f"policy {name}: {jobs} never finished (the replay ended when nothing more "
+                "could happen: e.g. no ClusterQueue admits them)"
+            )
     _write_outputs(args, experiment, results)
     return 0
 
@@ -268,8 +296,15 @@ def run(args: argparse.Namespace) -> int:
 def _load_workload(args: argparse.Namespace) -> Workload:
     options = TraceOptions(args.limit, args.window, args.load, args.seed)
     if args.trace is None:
-        return generated_workload(args.generate, options)
-    return trace_workload(args.trace, args.trace_format, options)
+        workload = generated_workload(args.generate, options)
+    else:
+        workload = trace_workload(args.trace, args.trace_format, options)
+    if args.elastic or args.elastic_efficiency != DEFAULT_EFFICIENCY:
+        jobs = make_elastic(
+            workload.jobs, args.elastic, seed=args.seed, efficiency=args.elastic_efficiency
+        )
+        workload = dataclasses.replace(workload, jobs=jobs)
+    return workload
 
 
 def build_cluster(args: argparse.Namespace, fmt: str | None) -> ClusterChoice:

@@ -5,7 +5,9 @@ A thin shell over ``phalanx.sim.serving`` (which does the work). Recipe:
 1. read the training workload (``simulate``'s options: ``--trace`` or ``--generate``,
    ``--limit``, ``--window``, ``--load``) and the serving description (``--serving FILE``);
 2. build the cluster (``simulate``'s options);
-3. run each set-up (``--setup``, default all of ``SERVING_SETUPS``), reporting each on stderr;
+3. run each set-up (``--setup``, default all of ``SERVING_SETUPS``, none when ``--pool`` is
+   given) and each serving pool (``--pool MODE[:GPUS]``: the ``phalanx`` set-up on that
+   pool's queues), reporting each on stderr;
 4. print the table; write ``--json FILE`` and ``--out DIR`` (``serving.png``) when asked.
 """
 
@@ -25,6 +27,7 @@ from phalanx.cli.simulate import (
     check_workload_cluster,
     non_negative_int,
 )
+from phalanx.config.serving_pool import POOL_MODES, ServingPool, parse_pool, with_pool
 from phalanx.domain.time import SECOND
 from phalanx.errors import InputError
 from phalanx.sim.experiment import Workload, generated_workload, trace_workload
@@ -61,6 +64,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help=f"a set-up to run; repeat for several (default all: {', '.join(SERVING_SETUPS)})",
     )
     serve.add_argument(
+        "--pool",
+        metavar="MODE[:GPUS]",
+        action="append",
+        dest="pools",
+        help="also run the phalanx set-up on a serving pool's queues; repeat for several: "
+        + "; ".join(f"{m}: {d}" for m, d in POOL_MODES.items())
+        + " (phalanx.config.serving_pool)",
+    )
+    serve.add_argument(
         "--grace",
         metavar="SECONDS",
         type=non_negative_int,
@@ -79,12 +91,17 @@ def run(args: argparse.Namespace) -> int:
     workload = _load_workload(args)
     choice = build_cluster(args, workload.fmt)
     check_serving_cluster(choice.cluster, serving)
-    names = list(dict.fromkeys(args.setups or SERVING_SETUPS))
+    pools = {p.label: p for p in map(parse_pool, args.pools or ())}
+    for each in pools.values():
+        with_pool(choice.cluster, each, serving.services[0].priority_class)  # fail early
+    default = () if pools else SERVING_SETUPS
+    runs: dict[str, ServingPool | None] = {name: None for name in args.setups or default}
+    runs.update(pools)
     results: dict[str, ServingResult] = {}
-    for name in names:
+    for name, pool in runs.items():
         wall0 = time.perf_counter()
         results[name] = run_serving_setup(
-            name, choice.cluster, workload.jobs, serving, grace=args.grace * SECOND
+            name, choice.cluster, workload.jobs, serving, grace=args.grace * SECOND, pool=pool
         )
         print(f"{name}: done in {time.perf_counter() - wall0:.1f} s", file=sys.stderr)
     facts = choice.facts()

@@ -48,7 +48,7 @@ from phalanx.domain.queues import (
 )
 from phalanx.errors import ConfigError
 
-__all__ = ["queues_from_documents", "queues_from_file", "queues_from_yaml"]
+__all__ = ["Reader", "queues_from_documents", "queues_from_file", "queues_from_yaml"]
 
 _KUEUE = ("kueue.x-k8s.io/v1beta1", "kueue.x-k8s.io/v1beta2")
 _VOLCANO = ("scheduling.volcano.sh/v1beta1",)
@@ -88,7 +88,7 @@ def queues_from_yaml(text: str, source: str = "<queues>") -> Queues:
 def queues_from_documents(documents: list[YamlField]) -> Queues:
     """The objects of ``documents`` (each a parsed YAML mapping; the cluster YAML's
     ``queues:`` list gives its items), cross-checked as a whole."""
-    reader = _Reader()
+    reader = Reader()
     for number, doc in enumerate(documents, start=1):
         reader.read(number, doc)
     return reader.finish()
@@ -138,7 +138,9 @@ def _items(field: YamlField | None) -> list[YamlField]:
     return field.sequence() if field is not None else []
 
 
-class _Reader:
+class Reader:
+    """Reads documents one at a time (``read``) and checks them as a whole (``finish``)."""
+
     def __init__(self) -> None:
         self.flavors: dict[str, ResourceFlavor] = {}
         self.cqs: dict[str, tuple[ClusterQueue, _Doc]] = {}
@@ -256,6 +258,21 @@ class _Reader:
             if flavor not in self.flavors:
                 field = where.flavor_field(flavor)
                 raise where.error_at(field, f"unknown ResourceFlavor {flavor!r}")
+
+    def cohorts_in_cycles(self) -> list[str]:
+        """The Cohorts whose chain of parents comes back to one it passed (themselves in
+        the cycle or leading into it), in the order read."""
+        out = []
+        for name, (node, _) in self.cohorts.items():
+            seen = [name]
+            parent = node.parent
+            while parent is not None and parent not in seen:
+                seen.append(parent)
+                found = self.cohorts.get(parent)
+                parent = found[0].parent if found is not None else None
+            if parent is not None:
+                out.append(name)
+        return out
 
     def _no_cycle(self, cohort: Cohort, where: _Doc) -> None:
         seen = [cohort.name]

@@ -13,7 +13,6 @@ from collections.abc import Sequence
 
 from phalanx.domain.cluster import Cluster
 from phalanx.domain.jobspec import SIGNALS, JobSpec
-from phalanx.domain.queues import queue_name
 from phalanx.domain.state import JobState, Reason, transition
 from phalanx.domain.time import Instant
 from phalanx.engine.commands import (
@@ -53,13 +52,14 @@ from phalanx.engine.events import (
     NodeDown,
     NodeUp,
     NodeUpdate,
+    QueuesChange,
     Requeue,
     Submit,
     TasksExited,
     TimerFired,
     Update,
 )
-from phalanx.engine.housekeeping import housekeep
+from phalanx.engine.housekeeping import housekeep, placement_key
 from phalanx.engine.idempotency import RequestIds
 from phalanx.engine.nodes import Nodes
 from phalanx.engine.queue import PendingQueue
@@ -106,7 +106,6 @@ class Engine:
         self.decisions = DecisionLog()
         self.jobs: dict[int, Job] = {}
         self._next_id = first_job_id
-        self._seq = 0
         self._now: Instant = 0
         self._out: list[Command] = []
         self._queue = PendingQueue()
@@ -135,7 +134,7 @@ class Engine:
         )  # fmt: skip
         self.view = PassView(
             cluster, self.state, self.usage, self.running_jobs, self.wake_at, self.points,
-            self.statuses, self.holds, self.preemption,
+            self.statuses, self.holds, self.preemption, self._queue.to_back,
         )  # fmt: skip
         limits = ClusterLimits(cluster, self.state, self._array_running)
         self.elastic = Elastic(cluster, self.state, self.decisions, self.emit, self.preemption)
@@ -223,7 +222,7 @@ class Engine:
                 self.nodes.came_up(node)
             case NodeUpdate():
                 self.nodes.update(event)
-            case Forget() | AccountingChange():
+            case Forget() | AccountingChange() | QueuesChange():
                 housekeep(self, event)
         return out
 
@@ -251,20 +250,15 @@ class Engine:
     def _new_job(self, spec: JobSpec) -> Job:
         job_id = self._next_id
         self._next_id += 1
-        self._seq += 1
         part = self.cluster.partition(spec.partition)
         name = part.name if part is not None else (spec.partition or "")
         limit = spec.time_limit
         if limit is None and part is not None:
             limit = part.default_time
         tier = part.priority_tier if part is not None else 0
-        job = Job(job_id, self._seq, spec, self._now, name, tier, limit or DEFAULT_TIME_LIMIT)
-        # Under ClusterQueues a pre-filter narrows placement to the flavor it assigns, so only
-        # jobs of one queue route (LocalQueue, QOS, partition) with equal shapes place alike.
-        key: object = job.shape
-        if self.cluster.queues.cluster_queues:
-            key = (job.shape, spec.account, queue_name(spec), name, spec.qos)
-        job.key = self._keys.setdefault(key, len(self._keys))
+        seq = self._queue.next_seq()
+        job = Job(job_id, seq, spec, self._now, name, tier, limit or DEFAULT_TIME_LIMIT)
+        job.key = self._keys.setdefault(placement_key(self.cluster, job), len(self._keys))
         self.jobs[job_id] = job
         return job
 

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 from phalanx.domain.jobspec import JobSpec
 from phalanx.domain.jobstep import StepRecord
+from phalanx.domain.queues import Queues
 from phalanx.domain.rusage import RunUsage
 from phalanx.domain.time import Instant
 from phalanx.engine.timers import TimerKey
@@ -19,6 +20,7 @@ __all__ = [
     "NodeDown",
     "NodeUp",
     "NodeUpdate",
+    "QueuesChange",
     "Requeue",
     "Submit",
     "TasksExited",
@@ -170,6 +172,20 @@ class AccountingChange:
     by: str = "root"
 
 
+@dataclass(frozen=True, slots=True)
+class QueuesChange:
+    """The cluster's queue objects (Kueue's ClusterQueues, Cohorts, LocalQueues,
+    ResourceFlavors, WorkloadPriorityClasses; Volcano's Queues) are now ``queues``, whole:
+    what the Kubernetes API holds after a create, update or delete of one of them.
+    ``objects`` is where they were read from (the objects' JSON, as the journal keeps it;
+    the engine reads only ``queues``). Jobs already running keep running; pending ones are
+    admitted against the new quota from the next pass on."""
+
+    at: Instant
+    queues: Queues
+    objects: tuple[str, ...] = ()
+
+
 Event = (
     Submit
     | Cancel
@@ -184,4 +200,5 @@ Event = (
     | NodeUpdate
     | Forget
     | AccountingChange
+    | QueuesChange
 )

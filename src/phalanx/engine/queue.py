@@ -1,8 +1,9 @@
 """The pending queue: eligible jobs in scheduling order, kept sorted as jobs come and go.
 
-Order: higher partition tier first, then higher priority, then submit sequence (unique, so the
-order is total and deterministic). Priorities change only when the engine recalculates them,
-after which ``resort`` restores the order.
+Order: higher partition tier first, then higher priority, then queue sequence (unique, so the
+order is total and deterministic): the submit sequence, which the queue hands out, or a later one
+for a job sent to the back (``to_back``). Priorities change only when the engine recalculates
+them, after which ``resort`` restores the order.
 """
 
 from __future__ import annotations
@@ -24,11 +25,11 @@ Key = tuple[int, float, int]
 
 _priority = attrgetter("priority")
 _tier = attrgetter("tier")
-_seq = attrgetter("seq")
+_seq = attrgetter("queue_seq")
 
 
 def _key(job: Job) -> Key:
-    return (-job.tier, -job.priority, job.seq)
+    return (-job.tier, -job.priority, job.queue_seq)
 
 
 class PendingQueue:
@@ -36,12 +37,14 @@ class PendingQueue:
     bisection needs them (a few per insert or remove), not kept beside them: a
     recalculation would otherwise rebuild a tuple per queued job."""
 
-    __slots__ = ("_fixed", "_jobs")
+    __slots__ = ("_fixed", "_jobs", "_seq")
 
     def __init__(self) -> None:
         self._jobs: list[Job] = []
         self._fixed: set[Job] = set()
         """Queued jobs with a fixed priority (an admin's): a recalculation leaves theirs."""
+        self._seq = 0
+        """The last sequence handed out (``next_seq``) or seen (``insert``)."""
 
     def __setstate__(self, state: tuple[None, dict[str, object]]) -> None:
         # A snapshot saved before ``_fixed`` existed holds the jobs only: derived from them.
@@ -53,9 +56,21 @@ class PendingQueue:
         self._fixed = (
             fixed if isinstance(fixed, set) else {j for j in jobs if j.fixed_priority is not None}
         )
+        # Engine snapshots without it are of an older FORMAT and never loaded; a queue
+        # pickled alone goes on after its own jobs.
+        seq = slots.get("_seq")
+        self._seq = seq if isinstance(seq, int) else max((j.queue_seq for j in jobs), default=0)
+
+    def next_seq(self) -> int:
+        """A new sequence, after every one handed out or queued: a new job's submit
+        sequence."""
+        self._seq += 1
+        return self._seq
 
     def insert(self, job: Job) -> None:
         bisect.insort_left(self._jobs, job, key=_key)
+        if job.queue_seq > self._seq:  # a job numbered elsewhere (tests, probes)
+            self._seq = job.queue_seq
         if job.fixed_priority is not None:
             self._fixed.add(job)
 
@@ -69,6 +84,14 @@ class PendingQueue:
             self._fixed.discard(job)
             return True
         return False
+
+    def to_back(self, job: Job) -> None:
+        """Queue ``job`` again behind every job of its tier and priority queued so far (and
+        ahead of those queued later): a new queue sequence, its submit sequence kept. Nothing
+        if it is not queued."""
+        if self.remove(job):
+            job.queue_seq = self.next_seq()
+            self.insert(job)
 
     def recalc(self, sort: QueueSortPlugin, ctx: PassContext, now: Instant) -> bool:
         """New priorities for every queued job (``sort``'s, or a job's fixed one), then the

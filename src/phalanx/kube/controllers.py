@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+from collections import deque
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -43,6 +44,7 @@ from phalanx.kube.containerstatus import container_view
 from phalanx.kube.errors import KubeError
 from phalanx.kube.kueue_workloads import KueueWorkloads
 from phalanx.kube.resources import ANNOTATION_USER
+from phalanx.kube.secrets import decoded
 from phalanx.kube.workload_ports import (
     DEPLOYMENTS,
     JOBS,
@@ -81,6 +83,9 @@ from phalanx.workloads.pods import engine_id
 from phalanx.workloads.podspec import LOCALHOST
 from phalanx.workloads.selectors import match_labels
 
+SECRETS: Resource = ("", "secrets")
+CONFIG_MAPS: Resource = ("", "configmaps")
+
 __all__ = [
     "ANNOTATION_USER",
     "DEPLOYMENTS",
@@ -98,6 +103,12 @@ __all__ = [
 ]
 
 log = logging.getLogger("phalanx.kube.workloads")
+
+TICK_LOOKS = 200
+"""How many waiting workloads one ``tick`` looks at again, in turn: each is looked at within
+ceil(waiting / TICK_LOOKS) ticks. Unbounded, 10,000 pending pods cost a reconcile each every
+tick, more than a core; kube-scheduler, too, retries an unschedulable pod on a cluster event
+or after a while (``podMaxInUnschedulablePodsDuration``), not continuously."""
 
 
 class WorkloadRunner:
@@ -142,7 +153,9 @@ class WorkloadRunner:
         self.owners: dict[int, Key] = {}
         """Engine job id -> the workload whose pods it runs."""
         self.waiting: set[Key] = set()
-        """Workloads with pending pods: looked at again on each tick."""
+        """Workloads with pending pods: looked at again by the ticks, ``TICK_LOOKS`` a tick."""
+        self._turns: deque[Key] = deque()
+        """The waiting workloads this round of ticks has yet to look at, in key order."""
         self.wakes: dict[Key, Instant] = {}
         self._scheduled = False
         self.later = later
@@ -222,10 +235,15 @@ class WorkloadRunner:
                 self._mark(key)
 
     def tick(self) -> None:
-        """Look again at workloads with pending pods and those due to wake."""
+        """Look again at the next ``TICK_LOOKS`` workloads with pending pods (a round
+        covers each waiting one once) and at those due to wake."""
         now = self.clock()
-        for key in list(self.waiting):
-            self._mark(key)
+        if not self._turns:
+            self._turns.extend(sorted(self.waiting))
+        for _ in range(min(TICK_LOOKS, len(self._turns))):
+            key = self._turns.popleft()
+            if key in self.waiting:  # (not one that has started or gone since the round began)
+                self._mark(key)
         for key, at in list(self.wakes.items()):
             if at <= now:
                 del self.wakes[key]
@@ -306,14 +324,7 @@ class WorkloadRunner:
                 pytorch_labels.JOB_NAME: name,
                 pytorch_labels.OPERATOR: pytorch_labels.CONTROLLER,
             }
-        pods = [
-            p
-            for p in self.store.list(PODS, namespace, labels)
-            if any(
-                r.get("uid") == uid and r.get("controller")
-                for r in (p.get("metadata") or {}).get("ownerReferences") or ()
-            )
-        ]
+        pods = self.store.owned(PODS, namespace, str(uid), labels)
         stored, pods = pods, [self._with_job(namespace, p) for p in pods]
         ids = {i for p in pods if (i := engine_id(p)) is not None}
         for job_id in ids:
@@ -372,14 +383,7 @@ class WorkloadRunner:
         self, resource: Resource, namespace: str, labels: Mapping[str, str], uid: str
     ) -> list[Obj]:
         """The objects of ``resource`` whose controller is the object ``uid``."""
-        return [
-            o
-            for o in self.store.list(resource, namespace, labels)
-            if any(
-                r.get("uid") == uid and r.get("controller")
-                for r in (o.get("metadata") or {}).get("ownerReferences") or ()
-            )
-        ]
+        return self.store.owned(resource, namespace, uid, labels)
 
     def _carry_out_children(self, key: Key, child: Resource, plan: Plan) -> Plan:
         resource, namespace, name = key
@@ -432,7 +436,13 @@ class WorkloadRunner:
         unlimited = Context.service_time_limit
         if part is not None and part.max_time is not None:
             unlimited = min(unlimited, part.max_time)
+        namespace = str((obj.get("metadata") or {}).get("namespace") or "default")
+        secrets, config_maps = decoded(
+            self.store.list(SECRETS, namespace), self.store.list(CONFIG_MAPS, namespace)
+        )
         return Context(
+            secrets=secrets,
+            config_maps=config_maps,
             service_time_limit=unlimited,
             qos_names=frozenset(self.engine.cluster.qos),
             user=str(annotations.get(ANNOTATION_USER) or self.default_user),

@@ -6,7 +6,9 @@ once and queues it (``ObjectStore.defer_commits``); ``GroupCommit.run`` takes ev
 queued, commits it in one transaction on a worker thread (so the event loop keeps taking
 requests during the fsync) and then wakes every answer that waited for it. Many concurrent
 requests thus share one fsync; one client that sends requests one at a time still pays one
-fsync per write, as it must.
+fsync per write, as it must. A batch stays open while the loop's next turns add writes
+(``WINDOW_TURNS``), so that what a write sets off at once (a Job's pod and its Running
+status) shares its fsync.
 
 An answer computed from memory waits with ``settle`` (everything written so far) or
 ``until(rv)``. When the database refuses a batch, the waiting answers fail (503) and the
@@ -21,12 +23,19 @@ import logging
 from phalanx.kube.errors import Unavailable
 from phalanx.kube.store import ObjectStore
 
-__all__ = ["RETRY_S", "GroupCommit"]
+__all__ = ["RETRY_S", "WINDOW_TURNS", "GroupCommit"]
 
 log = logging.getLogger("phalanx.kube")
 
 RETRY_S = 0.5
 """How long a refused batch waits before it is tried again."""
+WINDOW_TURNS = 16
+"""How many turns of the event loop a batch may stay open after its first write, as long as
+each turn adds writes. A write's consequences follow it on the next turns (a Job's pod,
+created by the workload runner's drain, then marked Running by the drain that one schedules
+when the engine starts it at once): a batch taken at the first write would leave them for
+the next fsync, one more on the path from a create to a Running pod. A turn that adds
+nothing closes the batch, so a lone write waits for no timer."""
 
 
 class GroupCommit:
@@ -74,6 +83,7 @@ class GroupCommit:
         while True:
             if not self._stopping:
                 await self._cue.wait()
+                await self._window()
             self._cue.clear()
             rv, writes = store.take_pending()
             if rv <= store.durable_version and not writes:
@@ -98,6 +108,15 @@ class GroupCommit:
             self.writes += len(writes)
             store.committed(rv)
             self._wake()
+
+    async def _window(self) -> None:
+        """Let the loop run (``WINDOW_TURNS`` at most) while each turn writes more."""
+        store = self.store
+        for _ in range(WINDOW_TURNS):
+            rv = store.resource_version
+            await asyncio.sleep(0)  # one turn: the callbacks ready now run first
+            if store.resource_version == rv:
+                return
 
     def _wake(self) -> None:
         durable = self.store.durable_version

@@ -99,9 +99,11 @@ _NS_VERBS = ("create", "delete", "get", "list", "patch", "update", "watch")
 KINDS: tuple[Kind, ...] = (
     _k("v1", "Namespace", "namespaces", cluster=True, short=("ns",), verbs=_NS_VERBS),
     _k("v1", "Pod", "pods", short=("po",), cat=("all",)),
+    _k("v1", "Node", "nodes", cluster=True, short=("no",)),
     _k("v1", "Event", "events", short=("ev",), status=False),
     _k("v1", "Service", "services", short=("svc",), cat=("all",)),
     _k("v1", "ConfigMap", "configmaps", short=("cm",), status=False),
+    _k("v1", "Secret", "secrets", status=False),
     _k("v1", "Endpoints", "endpoints", short=("ep",), status=False),
     _k("discovery.k8s.io/v1", "EndpointSlice", "endpointslices", status=False),
     _k("batch/v1", "Job", "jobs", cat=("all",)),

@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from phalanx.kube.errors import KubeError
+from phalanx.kube.queuestatus import CLUSTER_QUEUES
 from phalanx.kube.workload_ports import JOBS, Engine, Key, Obj, Resource, Store
 from phalanx.workloads import kueue_workload as kw
 from phalanx.workloads.conditions import condition, is_true
@@ -23,7 +24,6 @@ __all__ = ["CLUSTER_QUEUES", "LOCAL_QUEUES", "WORKLOADS", "KueueWorkloads"]
 
 WORKLOADS: Resource = ("kueue.x-k8s.io", "workloads")
 LOCAL_QUEUES: Resource = ("kueue.x-k8s.io", "localqueues")
-CLUSTER_QUEUES: Resource = ("kueue.x-k8s.io", "clusterqueues")
 
 log = logging.getLogger("phalanx.kube.kueue")
 
@@ -147,38 +147,22 @@ class KueueWorkloads:
     # -- the queues' counts --------------------------------------------------------------
 
     def _count(self, namespace: str, queue: str) -> None:
-        """``pendingWorkloads``/``admittedWorkloads`` of the LocalQueue, and those plus
-        ``reservingWorkloads`` of its ClusterQueue, from the stored Workloads."""
+        """``pendingWorkloads``/``admittedWorkloads`` of the LocalQueue from the stored
+        Workloads. Its ClusterQueue's status is the engine's, for every job the queue takes
+        (``phalanx.kube.queuestatus``, written every tick)."""
         local = self.store.get(LOCAL_QUEUES, namespace, queue)
         if local is None:
             return
-        cq_name = str((local.get("spec") or {}).get("clusterQueue") or "")
         mine = [w for w in self.store.list(WORKLOADS, namespace) if _queue(w) == queue]
-        self._write_counts(local, mine, reserving=False)
-        cq = self.store.get(CLUSTER_QUEUES, None, cq_name) if cq_name else None
-        if cq is None:
-            return
-        feeding = {
-            ((lq.get("metadata") or {}).get("namespace"), (lq.get("metadata") or {}).get("name"))
-            for lq in self.store.list(LOCAL_QUEUES)
-            if (lq.get("spec") or {}).get("clusterQueue") == cq_name
-        }
-        theirs = [
-            w
-            for w in self.store.list(WORKLOADS)
-            if ((w.get("metadata") or {}).get("namespace"), _queue(w)) in feeding
-        ]
-        self._write_counts(cq, theirs, reserving=True)
+        self._write_counts(local, mine)
 
-    def _write_counts(self, obj: Obj, workloads: list[Obj], *, reserving: bool) -> None:
+    def _write_counts(self, obj: Obj, workloads: list[Obj]) -> None:
         live = [w for w in workloads if not _is(w, "Finished")]
         admitted = sum(1 for w in live if _is(w, "Admitted"))
         counts: dict[str, int] = {
             "pendingWorkloads": sum(1 for w in live if not _is(w, "QuotaReserved")),
             "admittedWorkloads": admitted,
         }
-        if reserving:
-            counts["reservingWorkloads"] = sum(1 for w in live if _is(w, "QuotaReserved"))
         status = obj.get("status") or {}
         if all(status.get(k) == v for k, v in counts.items()):
             return

@@ -78,6 +78,18 @@ class ObjectIndex:
                 break
         return out, more, remaining if more else None
 
+    def dependents(self, uid: str, resource: Resource, namespace: str) -> Objects:
+        """The objects of ``resource`` in ``namespace`` whose ``ownerReferences`` name
+        ``uid``, sorted by name (the store's own dicts: never mutate them): an owner's
+        children without a scan of the namespace."""
+        found = sorted(
+            name
+            for res, ns, name in self._dependents.get(uid, ())
+            if res == resource and ns == namespace
+        )
+        by_name = self._objects.get(resource, {}).get(namespace, {})
+        return [by_name[name] for name in found if name in by_name]
+
     def _sorted_spaces(self, resource: Resource) -> builtins.list[str]:
         return sorted(self._objects.get(resource, {}))
 

@@ -48,12 +48,13 @@ MERGE_KEYS: dict[str, str] = {
     "schedulingGates": "name",
     "podIPs": "ip",
     "hostIPs": "ip",
+    "addresses": "type",  # a Node's status
     "allocatedResourcesStatus": "name",
     "resourceClaimStatuses": "name",
 }
 # A Service's ports are keyed by port, a container's by containerPort: told apart by the keys
 # their elements carry (a Service port has "port"; a container port need not).
-PRIMITIVE_MERGE = frozenset(("finalizers",))
+PRIMITIVE_MERGE = frozenset(("finalizers", "podCIDRs"))
 """Lists of scalars merged as sets (patchStrategy=merge)."""
 
 

@@ -267,6 +267,21 @@ def _subjects(kind: str) -> Cell:
     return cell
 
 
+def _node_status(o: dict[str, Any], now: float) -> str:
+    """``Ready``, ``NotReady`` (``Unknown`` without a Ready condition), then
+    ``,SchedulingDisabled`` for a cordoned node, as kubectl's node printer writes it."""
+    ready = next(
+        (c for c in (o.get("status") or {}).get("conditions") or () if c.get("type") == "Ready"),
+        None,
+    )
+    text = (
+        "Unknown" if ready is None else ("Ready" if ready.get("status") == "True" else "NotReady")
+    )
+    if (o.get("spec") or {}).get("unschedulable"):
+        text += ",SchedulingDisabled"
+    return text
+
+
 NAME: Column = ("Name", "string", 0, _name)
 AGE: Column = ("Age", "string", 0, _age)
 
@@ -318,6 +333,21 @@ _COLUMNS: dict[tuple[str, str], Sequence[Column]] = {
             0,
             lambda o, now: len(o.get("data") or {}) + len(o.get("binaryData") or {}),
         ),
+        AGE,
+    ),
+    ("", "Node"): (
+        NAME,
+        ("Status", "string", 0, _node_status),
+        ("Roles", "string", 0, lambda o, now: "<none>"),
+        AGE,
+        ("Version", "string", 0, _f("status.nodeInfo.kubeletVersion", "")),
+        ("Internal-IP", "string", 1, lambda o, now: "<none>"),
+        ("OS-Image", "string", 1, lambda o, now: "<unknown>"),
+    ),
+    ("", "Secret"): (
+        NAME,
+        ("Type", "string", 0, _f("type", "")),
+        ("Data", "integer", 0, lambda o, now: len(o.get("data") or {})),
         AGE,
     ),
     ("batch", "Job"): (

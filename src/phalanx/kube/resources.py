@@ -20,8 +20,12 @@ from phalanx.kube.errors import (
     field_error,
 )
 from phalanx.kube.kinds import Kind
+from phalanx.kube.managedfields import check_apply, field_set
 from phalanx.kube.openapi import FieldError, bad_request_message, prune
 from phalanx.kube.patch import APPLY, apply_patch
+from phalanx.kube.queueobjects import admit as admit_queue
+from phalanx.kube.secrets import is_secret
+from phalanx.kube.secrets import normalize as normalize_secret
 from phalanx.kube.selectors import Predicate, field_selector, label_selector
 from phalanx.kube.store import ObjectStore, copy_obj, timestamp
 from phalanx.kube.tables import table, table_json
@@ -345,7 +349,11 @@ class Resources:
             if warnings or mode == "Ignore":
                 prune(body)
         # Kept in the kind's stored version; answered in the request's (``as_served``).
-        return convert(body, kind.api_version)
+        stored = convert(body, kind.api_version)
+        admit_queue(kind, stored)  # a queue object feeds the engine: as --queues reads it
+        if is_secret(kind):
+            normalize_secret(stored)
+        return stored
 
     def create(self, req: Request, body: Any) -> dict[str, Any]:
         if req.kind.namespaced and req.namespace is None:
@@ -394,9 +402,10 @@ class Resources:
                     "Required value: is required for apply patch"
                 )
             if current is None:
+                owned = field_set(patch) if isinstance(patch, dict) else {}
                 obj = self._prepare(req, patch)
                 self._check_name(req, obj)
-                obj["metadata"]["managedFields"] = [self._managed(manager, "Apply", kind)]
+                obj["metadata"]["managedFields"] = [self._managed(manager, "Apply", kind, owned)]
                 if "status" in kind.subresources and req.subresource != "status":
                     obj.pop("status", None)
                 _own_annotations(obj, None, req.user)
@@ -404,6 +413,12 @@ class Resources:
         if current is None:
             raise NotFound(kind.resource, req.name)
         current = req.as_served(current)
+        entries: list[dict[str, Any]] = []
+        if content_type == APPLY:
+            # another applier's fields: a conflict unless forced (``managedfields``)
+            entries = [dict(m) for m in current["metadata"].get("managedFields") or ()]
+            force = _flag(req.query, "force")
+            check_apply(req.query["fieldManager"], patch, current, entries, force=force)
         patched = apply_patch(content_type, current, patch, builtin=builtin)
         patched = self._prepare(req, patched)
         self._check_name(req, patched)
@@ -412,22 +427,26 @@ class Resources:
             manager = req.query["fieldManager"]
             fields = [
                 m
-                for m in patched["metadata"].get("managedFields") or []
+                for m in entries
                 if not (m.get("manager") == manager and m.get("operation") == "Apply")
             ]
-            patched["metadata"]["managedFields"] = [*fields, self._managed(manager, "Apply", kind)]
+            owned = field_set(patch) if isinstance(patch, dict) else {}
+            mine = self._managed(manager, "Apply", kind, owned)
+            patched["metadata"]["managedFields"] = [*fields, mine]
         if req.subresource == "status":
             return self.store.update_status(patched, dry_run=_dry_run(req.query), copy=False), 200
         return self.store.update(patched, dry_run=_dry_run(req.query), copy=False), 200
 
-    def _managed(self, manager: str, operation: str, kind: Kind) -> dict[str, Any]:
+    def _managed(
+        self, manager: str, operation: str, kind: Kind, fields: dict[str, Any] | None = None
+    ) -> dict[str, Any]:
         return {
             "manager": manager,
             "operation": operation,
             "apiVersion": kind.api_version,
             "time": timestamp(self.clock()),
             "fieldsType": "FieldsV1",
-            "fieldsV1": {},
+            "fieldsV1": fields or {},
         }
 
     def _propagation(self, req: Request, options: Mapping[str, Any]) -> str:

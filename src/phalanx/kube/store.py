@@ -189,6 +189,43 @@ class ObjectStore(ObjectIndex):
             raise
         self.committed(rv)
 
+    def reload(self) -> int:
+        """Read the table again, for a standby that takes over: the leader before it wrote
+        there since this store was loaded. Returns how many objects changed.
+
+        Subscribers are told of each change (ADDED, MODIFIED, DELETED), as an informer's
+        relist tells its handlers. The resourceVersion counter goes on from the table's (it
+        never goes back: what a client saw stays older than what comes next). The event log
+        starts afresh at that version: a watch from an older resourceVersion gets 410 Gone
+        (Expired) and lists again, as kube-apiserver answers one whose window it lost."""
+        self.flush()  # what this store wrote itself goes first (none on a standby)
+        rv, bodies = self._table.load()
+        fresh: dict[tuple[Resource, str, str], dict[str, Any]] = {}
+        for body in bodies:
+            kind = kinds.by_kind(body.get("apiVersion", ""), body.get("kind", ""))
+            if kind is not None:
+                meta = body["metadata"]
+                fresh[(kind.resource, meta.get("namespace", ""), meta["name"])] = body
+        changes: builtins.list[Change] = []
+        for resource, spaces in builtins.list(self._objects.items()):
+            for ns, names in builtins.list(spaces.items()):
+                for name, obj in builtins.list(names.items()):
+                    if (resource, ns, name) not in fresh:
+                        self._drop(resource, obj)
+                        changes.append(("DELETED", resource, obj))
+        for (resource, ns, name), body in fresh.items():
+            old = self.peek(resource, ns, name)
+            if old is not None and old == body:
+                continue
+            self._put(resource, body)
+            changes.append(("ADDED" if old is None else "MODIFIED", resource, body))
+        self._rv = self._durable = self._floor = max(self._rv, rv)
+        self._log.clear()
+        for verb, _, obj in changes:
+            for callback in builtins.list(self._subscribers):
+                callback(verb, obj)
+        return len(changes)
+
     # -- reads ---------------------------------------------------------------------------
 
     @property
@@ -219,6 +256,29 @@ class ObjectStore(ObjectIndex):
             match = lambda o: want(o) and given(o)  # noqa: E731
         items, _, _ = self.page(resource, namespace, match=match or want)
         return [copy_obj(o) for o in items] if copy else items
+
+    def owned(
+        self,
+        resource: Resource,
+        namespace: str,
+        uid: str,
+        labels: Mapping[str, str] | None = None,
+    ) -> Objects:
+        """Copies of the objects of ``resource`` in ``namespace`` that ``uid`` controls (an
+        ``ownerReference`` naming it with ``controller: true``) and whose labels include
+        ``labels``, sorted by name: what ``list`` and a filter would give, from the owners'
+        index rather than a scan of the namespace."""
+        want = match_labels(labels)
+        return [
+            copy_obj(o)
+            for o in self.dependents(uid, resource, namespace)
+            if (want is None or want(o))
+            and any(
+                r.get("uid") == uid and r.get("controller")
+                for r in o["metadata"].get("ownerReferences") or ()
+                if isinstance(r, dict)
+            )
+        ]
 
     def events_since(self, rv: int) -> builtins.list[Event]:
         """The events after ``rv``, oldest first; ``Gone`` (Expired) if some have left the
@@ -288,7 +348,7 @@ class ObjectStore(ObjectIndex):
             meta.pop(field, None)
         meta["uid"] = str(uuid.uuid4())
         meta["creationTimestamp"] = timestamp(self._clock())
-        if kind.kind not in ("Namespace", "Event", "ConfigMap"):
+        if kind.kind not in ("Namespace", "Event", "ConfigMap", "Secret"):
             meta["generation"] = 1
         if kind.resource == NAMESPACES:
             new.setdefault("spec", {"finalizers": ["kubernetes"]})

@@ -72,6 +72,14 @@ class Store(Protocol):
 
     def get(self, resource: Resource, namespace: str | None, name: str) -> Obj | None: ...
 
+    def owned(
+        self,
+        resource: Resource,
+        namespace: str,
+        uid: str,
+        labels: Mapping[str, str] | None = None,
+    ) -> list[Obj]: ...
+
     def list(
         self,
         resource: Resource,
@@ -167,7 +175,15 @@ def known_user(name: str) -> bool:
 
 
 def random_name() -> str:
-    return "".join(secrets.choice(_ALPHABET) for _ in range(5))
+    """Five characters of ``_ALPHABET`` drawn uniformly, from one draw of the system's
+    randomness (each draw is a system call: one a character cost more than the rest of a
+    pod's name)."""
+    n = secrets.randbelow(len(_ALPHABET) ** 5)
+    out = []
+    for _ in range(5):
+        n, i = divmod(n, len(_ALPHABET))
+        out.append(_ALPHABET[i])
+    return "".join(out)
 
 
 def key_of(obj: Mapping[str, Any]) -> Key | None:

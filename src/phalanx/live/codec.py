@@ -1,7 +1,9 @@
 """Engine events as JSON, for the journal: ``encode(event) -> (kind, body)`` and back.
 
 Only the events that come from outside the engine are journaled (submissions, cancels,
-reports of ended runs, failed launches, node changes); timers are replayed, not stored.
+reports of ended runs, failed launches, node changes, accounting and queue changes);
+timers are replayed, not stored. A ``QueuesChange`` is kept as its objects' JSON and read
+again through ``phalanx.config.queue_objects`` on replay.
 """
 
 from __future__ import annotations
@@ -10,6 +12,7 @@ import dataclasses
 import json
 from typing import Any
 
+from phalanx.config.queue_objects import active_queues
 from phalanx.domain.jobspec import ArraySpec, Dependency, DepKind, JobSpec, TaskLaunch
 from phalanx.domain.jobstep import StepRecord
 from phalanx.domain.rusage import RunUsage
@@ -23,6 +26,7 @@ from phalanx.engine import (
     NodeDown,
     NodeUp,
     NodeUpdate,
+    QueuesChange,
     Requeue,
     Submit,
     TasksExited,
@@ -132,6 +136,10 @@ def encode(event: Event) -> tuple[str, str]:
         if event.key:
             submit["key"] = event.key
         return "submit", json.dumps(submit)
+    if isinstance(event, QueuesChange):
+        # the objects, read again on replay: the ``Queues`` value is theirs, and a reader
+        # that learns more of a kind reads more of an old change too
+        return "queues", json.dumps({"at": event.at, "objects": list(event.objects)})
     kind = _KIND.get(type(event))
     if kind is None:
         raise TypeError(f"{type(event).__name__} is not journaled")
@@ -152,6 +160,10 @@ def decode(kind: str, body: str) -> Event:
     data = json.loads(body)
     if kind == "submit":
         return Submit(int(data["at"]), spec_from_dict(data["spec"]), str(data.get("key", "")))
+    if kind == "queues":
+        objects = tuple(str(o) for o in data["objects"])
+        queues, _ = active_queues(json.loads(o) for o in objects)
+        return QueuesChange(int(data["at"]), queues, objects)
     if kind == "exited":
         _get_usages(data, _USAGES)
         data["steps"] = tuple(_step_from_dict(step) for step in data.get("steps", ()))

@@ -61,7 +61,7 @@ __all__ = [
 
 log = logging.getLogger("phalanx.controller")
 
-FORMAT = 3
+FORMAT = 4
 """Bumped whenever what a snapshot holds changes shape."""
 
 SNAPSHOT_EVERY = 5_000

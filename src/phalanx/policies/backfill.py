@@ -192,13 +192,15 @@ class BackfillStep:
         return known[1]
 
     def pass_over(
-        self, jobs: Iterator[Job], wait: Callable[[Job, Status], None]
+        self, jobs: Iterator[Job], wait: Callable[[Job, Status], None], bound: int = -1
     ) -> tuple[int, Job | None]:
         # ``known`` for each job in turn, inlined (the tail of a deep queue is mostly this).
         failed = self.failed
         could = self.could_preempt if self.preemptors else None
         passed = 0
         for job in jobs:
+            if passed == bound:
+                return passed, job  # beyond the bound (bf_max_job_test): not looked at
             known = failed.get(job.key)
             if known is None or job.time_limit < known[0] or (could is not None and could(job)):
                 return passed, job
@@ -344,7 +346,7 @@ class MainStep:
         return None
 
     def pass_over(
-        self, jobs: Iterator[Job], wait: Callable[[Job, Status], None]
+        self, jobs: Iterator[Job], wait: Callable[[Job, Status], None], bound: int = -1
     ) -> tuple[int, Job | None]:
         return 0, next(jobs, None)
 

@@ -7,7 +7,11 @@ waiting (GangWait). Jobs that hold parts of the cluster can wait on each other f
 (Kubeflow training-operator #165): a pass counts a deadlock when no partially placed job could
 complete even if every running job ended, and a partially placed job that has waited
 ``hold_timeout_ms`` gives back its pods and waits again, as gang-scheduling timeouts of the
-operators do.
+operators do: its pods are made again, so they queue behind the pods already waiting at their
+priority (kube-scheduler orders pods of equal priority by when they were queued, and queues a
+pod again under a new timestamp after a failed attempt). Were it to keep its place, it would
+take back what it just gave up before any other job could use it, and gangs that block each
+other would do so for ever, each timing out in turn (found by the property tests).
 """
 
 from __future__ import annotations
@@ -38,7 +42,7 @@ class PodGroupPermit:
         now = ctx.now
         for job in ctx.waiting():
             if job.hold_since is not None and now - job.hold_since >= self.timeout:
-                ctx.unreserve(job)
+                ctx.requeue(job)
 
     def permit(self, job: Job, members: int, ctx: GangContext) -> Status:
         if len(job.holds) >= members:

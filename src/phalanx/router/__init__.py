@@ -32,7 +32,15 @@ the state directory):
         "idle_seconds": 0.02,                # since the last request arrived; null: never
         "latency_p50_seconds": 0.004,        # of requests ended in the latency window, as
         "latency_p99_seconds": 0.023,        #   histogram_quantile interpolates; null: none
-        "latency_window_seconds": 10}]}      # (10 s, whatever S is)
+        "latency_window_seconds": 10,        # (10 s, whatever S is)
+        "endpoints": [{                      # each endpoint of each Service port
+            "port_name": "http", "address": "127.0.0.1", "port": 8080,
+            "pod_uid": "...",                # the EndpointSlice's targetRef
+            "ready": true,                   # as the EndpointSlice says
+            "usable": true,                  # ready and not marked down (refused lately)
+            "outstanding": 1,                # sent and not answered
+            "requests_sent": 4242,           # tries sent to it since it was first listed
+            "refused": 0}]}]}                # connections it refused
 
 ``GET /services/NAMESPACE/NAME?window=S``: that one object (404 if not served).
 

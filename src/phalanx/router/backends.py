@@ -40,6 +40,10 @@ class Endpoint:
     down_until: float = 0.0
     down_for: float = 0.0
     refusals: int = 0
+    sent: int = 0
+    """Requests sent to it (each try counts: a refused one too)."""
+    refused: int = 0
+    """Connections it refused, in all."""
 
     @property
     def key(self) -> tuple[str, int, str]:
@@ -47,6 +51,19 @@ class Endpoint:
 
     def usable(self, now: float) -> bool:
         return self.ready and now >= self.down_until
+
+    def snapshot(self, now: float) -> dict[str, object]:
+        """What the admin endpoint shows of it (``phalanx.router`` docstring)."""
+        return {
+            "address": self.host,
+            "port": self.port,
+            "pod_uid": self.ref,
+            "ready": self.ready,
+            "usable": self.usable(now),
+            "outstanding": self.outstanding,
+            "requests_sent": self.sent,
+            "refused": self.refused,
+        }
 
 
 class Pool:
@@ -95,6 +112,7 @@ class Pool:
             return None
         self._next = (self.endpoints.index(best) + 1) % n
         best.outstanding += 1
+        best.sent += 1
         return best
 
     def release(self, endpoint: Endpoint, ok: bool = True) -> None:
@@ -106,6 +124,7 @@ class Pool:
     def mark_down(self, endpoint: Endpoint, now: float) -> None:
         """``endpoint`` refused a connection: skip it for a while (longer each time)."""
         endpoint.refusals += 1
+        endpoint.refused += 1
         endpoint.down_for = min(DOWN_MAX_S, endpoint.down_for * 2 or DOWN_S)
         endpoint.down_until = now + endpoint.down_for
 

@@ -196,6 +196,7 @@ class Proxy:
                 headers,
                 body,
                 None if isinstance(body, bytes) else request.content_length,
+                ref=endpoint.ref,
             )
             length = upstream.length
             if upstream.complete or (length is not None and length <= WHOLE_RESPONSE):
@@ -233,4 +234,4 @@ class Proxy:
             raise
         finally:
             if upstream is not None:
-                self.upstream.release(host, port, upstream)
+                self.upstream.release(host, port, upstream, endpoint.ref)

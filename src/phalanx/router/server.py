@@ -182,8 +182,13 @@ class Router:
 
     def _snapshot(self, key: tuple[str, str], window: int) -> dict[str, Any]:
         now = self.clock()
-        ready = sum(pool.ready_count(now) for pk, pool in self.table.pools.items() if pk[:2] == key)
-        return self.table.stats[key].snapshot(now, window, ready)
+        pools = [(pk[2], pool) for pk, pool in sorted(self.table.pools.items()) if pk[:2] == key]
+        ready = sum(pool.ready_count(now) for _, pool in pools)
+        body = self.table.stats[key].snapshot(now, window, ready)
+        body["endpoints"] = [
+            {"port_name": name, **e.snapshot(now)} for name, pool in pools for e in pool.endpoints
+        ]
+        return body
 
     async def _services(self, request: web.Request) -> web.Response:
         window = self._window(request)

@@ -180,14 +180,18 @@ class Response:
 
 
 class Upstream:
-    """Connections to endpoints, kept alive between requests."""
+    """Connections to endpoints, kept alive between requests, pooled per endpoint: its
+    address, port and ``ref`` (the pod). Pods on the host's network may share one
+    address:port (``SO_REUSEPORT``), the kernel handing each new connection to one of them;
+    a pool per address:port would keep every request on the connections opened before a
+    scale-out, all to the old pods, and new pods would get nothing."""
 
     def __init__(self, connect_timeout: float = 2.0) -> None:
         self.connect_timeout = connect_timeout
-        self.idle: dict[tuple[str, int], list[_Connection]] = {}
+        self.idle: dict[tuple[str, int, str], list[_Connection]] = {}
 
-    async def _connection(self, host: str, port: int) -> _Connection:
-        idle = self.idle.get((host, port))
+    async def _connection(self, host: str, port: int, ref: str) -> _Connection:
+        idle = self.idle.get((host, port, ref))
         while idle:
             conn = idle.pop()
             if not conn.closed and conn.transport is not None and not conn.transport.is_closing():
@@ -210,10 +214,12 @@ class Upstream:
         headers: list[tuple[str, str]],
         body: bytes | AsyncIterable[bytes] | None,
         length: int | None = None,
+        ref: str = "",
     ) -> Response:
         """Send the request; the response once its head (status, headers) is in. A streamed
-        ``body`` goes as it is when its ``length`` is known, else chunked."""
-        conn = await self._connection(host, port)
+        ``body`` goes as it is when its ``length`` is known, else chunked. ``ref``: which
+        endpoint at ``host:port`` (class docstring)."""
+        conn = await self._connection(host, port, ref)
         response = Response(conn, head_only=method == "HEAD")
         conn.response = response
         lines = [f"{method} {target} HTTP/1.1"]
@@ -238,16 +244,26 @@ class Upstream:
         await response.head
         return response
 
-    def release(self, host: str, port: int, response: Response) -> None:
+    def release(self, host: str, port: int, response: Response, ref: str = "") -> None:
         """Done with ``response``: its connection is kept if it may be reused, else closed."""
         conn = response.conn
         conn.response = None
         if response.complete and response.keep_alive and not conn.closed:
-            idle = self.idle.setdefault((host, port), [])
+            key = (host, port, ref)
+            if key not in self.idle:
+                self._sweep()
+            idle = self.idle.setdefault(key, [])
             if len(idle) < IDLE_PER_ENDPOINT:
                 idle.append(conn)
                 return
         conn.close()
+
+    def _sweep(self) -> None:
+        """Forget the pools whose connections have all closed: pods come and go, each with a
+        pool of its own, and a gone pod's connections are closed by its end."""
+        for key, idle in list(self.idle.items()):
+            if all(conn.closed for conn in idle):
+                del self.idle[key]
 
     def close(self) -> None:
         for idle in self.idle.values():

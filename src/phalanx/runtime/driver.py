@@ -96,6 +96,8 @@ class Driver:
         self._accepted_until: Instant = -1
         self._unhandled_ids = 0
         """Job ids that queued, not yet handled, submissions will take."""
+        self._withdrawn: set[int] = set()
+        """``id()`` of queued events withdrawn (``withdraw``): dropped when they come up."""
         self._carry: dict[type, Callable[[Any, Instant], None]] = {
             Launch: _unattached,
             Resize: _unattached,
@@ -177,6 +179,16 @@ class Driver:
     def next_due(self) -> Instant | None:
         return self._heap[0][0] if self._heap else None
 
+    def queued(self) -> list[Event]:
+        """The events queued and not handled yet, in no particular order."""
+        gone = self._withdrawn
+        return [entry[3] for entry in self._heap if id(entry[3]) not in gone]
+
+    def withdraw(self, event: Event) -> None:
+        """Drop ``event``, queued by ``deliver`` and not handled yet (the very object): a
+        simulated run's end that a resize moved. Never for a journaled input."""
+        self._withdrawn.add(id(event))
+
     def run_due(
         self,
         until: Instant | None = None,
@@ -193,8 +205,12 @@ class Driver:
         pop = heapq.heappop
         handled = 0
         left = -1 if limit is None else limit
+        withdrawn = self._withdrawn
         while heap and handled != left and due(heap[0][0]):
             event = pop(heap)[3]
+            if withdrawn and id(event) in withdrawn:
+                withdrawn.discard(id(event))
+                continue
             if type(event) is Submit:
                 self._unhandled_ids -= _id_count(event.spec)
             handle(event)

@@ -101,5 +101,11 @@ class GangContext(PassContext, Protocol):
     def unreserve(self, job: Job) -> None:
         """Give back every member ``job`` holds. Idempotent."""
 
+    def requeue(self, job: Job) -> None:
+        """``unreserve`` ``job``, and queue it again behind the pending jobs of its priority
+        (ahead of those that come later), as kube-scheduler queues a pod again under a new
+        timestamp after a failed attempt. Call it before the pass takes its queue (``begin``).
+        """
+
     def note_deadlock(self, jobs: Sequence[Job]) -> None:
         """Count a deadlock among partially reserved gangs (the decision log keeps it)."""

@@ -37,6 +37,7 @@ class Job:
         "key",
         "partition",
         "priority",
+        "queue_seq",
         "reason",
         "reason_message",
         "reason_plugin",
@@ -69,6 +70,10 @@ class Job:
         self.id = job_id
         self.seq = seq
         """Unique submit sequence: every ordering ends on it, so passes are deterministic."""
+        self.queue_seq = seq
+        """The sequence the job keeps its place in the pending queue by, among jobs of its
+        priority: ``seq``, or a later one once it was sent back (``PendingQueue.to_back``).
+        Unique too."""
         self.spec = spec
         self.submit = submit
         self.partition = partition

@@ -144,10 +144,11 @@ class PermitPlugin(Protocol):
 
     Only profiles that place one member (pod) at a time have one; a whole-gang placement has
     every member at once, so nothing partial ever starts. ``begin`` is called at the start of
-    each pass (time out waiting gangs with ``ctx.unreserve``); ``permit`` for each job of the
-    pass that holds members once no more of its ``members`` can be placed: SUCCESS starts it
-    if it holds all of them (never with fewer), WAIT keeps them reserved and the job waits
-    with that status. ``end`` is called after the last job of the pass.
+    each pass (time out waiting gangs with ``ctx.unreserve``, or ``ctx.requeue`` to send them
+    behind the jobs of their priority too); ``permit`` for each job of the pass that holds
+    members once no more of its ``members`` can be placed: SUCCESS starts it if it holds all
+    of them (never with fewer), WAIT keeps them reserved and the job waits with that status.
+    ``end`` is called after the last job of the pass.
     """
 
     def begin(self, ctx: GangContext) -> None: ...
@@ -180,10 +181,12 @@ class ReservationStep(Protocol):
       at get ``rest`` (or keep their status if it is None);
     - ``known``, only for a job whose shape key is in ``failed``: a status if the job fails
       as that one did (it is then skipped with it); after such a status, while a whole GPU is
-      free and the pass has no bound on the jobs it looks at, ``pass_over`` with the jobs
-      still to come: it consumes those that ``known`` would skip too, in order (each given
-      its status through ``wait`` if it has another, as the recipe does), and returns how many
-      with the first it does not pass over (None: none left), which the recipe goes on with;
+      free, ``pass_over`` with the jobs still to come and how many of them the pass may still
+      look at (``bound``; negative: no bound): it consumes those that ``known`` would skip
+      too, in order, at most ``bound`` (each given its status through ``wait`` if it has
+      another, as the recipe does), and returns how many with the next job, the first it
+      does not pass over or the one after the bound (None: none left), which the recipe goes
+      on with;
     - after pre-filter, ``view``: the capacity the job may start in without delaying a
       reservation (None: all that is free), then ``started`` if it did;
     - for a job that did not start, ``blocked`` gives its status (None: it keeps the one it
@@ -208,7 +211,7 @@ class ReservationStep(Protocol):
     def exhausted(self, job: Job) -> bool: ...
     def known(self, job: Job) -> Status | None: ...
     def pass_over(
-        self, jobs: Iterator[Job], wait: Callable[[Job, Status], None]
+        self, jobs: Iterator[Job], wait: Callable[[Job, Status], None], bound: int = -1
     ) -> tuple[int, Job | None]: ...
     def view(self, job: Job) -> Capacity | None: ...
     def started(self, job: Job, alloc: Allocation) -> None: ...

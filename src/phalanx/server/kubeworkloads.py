@@ -10,14 +10,20 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+from collections.abc import Iterable, Mapping
+from typing import Any
 
 from phalanx.domain.time import Duration
 from phalanx.kube.autoscalers import HPA_SYNC, Autoscalers
 from phalanx.kube.controllers import WorkloadRunner
 from phalanx.kube.endpointrunner import EndpointsRunner
 from phalanx.kube.inferenceservices import InferenceServices
+from phalanx.kube.nodeviews import NodeViews
+from phalanx.kube.queueobjects import QueueObjects
+from phalanx.kube.queuestatus import QueueStatus
 from phalanx.kube.servingview import ServingView
 from phalanx.kube.store import ObjectStore
+from phalanx.kube.workload_views import WorkloadViews
 from phalanx.live.controller import Controller
 from phalanx.server.autoscalemetrics import RouterMetrics
 from phalanx.server.statedir import StateDir
@@ -33,7 +39,8 @@ FLUSH_S = 0.02
 """Workloads' statuses and events are written this long after the drain that made them: the
 controller's pass and the pods' own writes go first, and a burst of changes is one write."""
 TICK_S = 1.0
-"""How often pending pods are looked at again (their reason or expected start may move)."""
+"""How often pending pods are looked at again (their reason or expected start may move):
+``TICK_LOOKS`` of the waiting workloads a tick, in turn (``WorkloadRunner.tick``)."""
 
 
 class Workloads:
@@ -77,7 +84,29 @@ class Workloads:
         self.view = ServingView(store, self.metrics, self.autoscalers.scale_log, isvcs.config)
         """What the dashboard's serving page shows."""
         self.endpoints = EndpointsRunner(store, loop.call_soon)
+        self.queues = QueueObjects(
+            store,
+            lambda: controller.cluster,
+            lambda event: controller.loop.accept([event]),
+            now=controller.clock.now,
+            defer=loop.call_soon,
+            status=QueueStatus(store, controller.jobs),
+        )
+        self.workload_views = WorkloadViews(store, controller, controller.clock.now)
+        self.nodes = NodeViews(store, controller, defer=loop.call_soon)
         self._task: asyncio.Task[None] | None = None
+        self._leading = False
+
+    def lead(self, queue_objects: Iterable[Mapping[str, Any]] = ()) -> None:
+        """This controller leads now: the queue objects of its ``--queues`` file are
+        created where absent, and the queue objects feed the engine from now on (a standby
+        must not journal anything)."""
+        made = self.queues.seed(queue_objects)
+        if made:
+            log.info("created %d queue objects of the queues file", made)
+        self.queues.start()
+        self.nodes.start()
+        self._leading = True
 
     def _cpu(self, namespace: str, pod: str) -> int | None:
         """A pod's CPU in millicores as its agent last reported it (HPA's resource metric)."""
@@ -95,6 +124,14 @@ class Workloads:
         while True:
             await asyncio.sleep(TICK_S)
             self.runner.tick()
+            if self._leading:
+                # pending and admitted counts move with every job, sbatch ones too
+                self.queues.tick()
+                try:
+                    self.nodes.tick()
+                    self.workload_views.tick()
+                except Exception:  # a view is for show: it must not stop the ticks
+                    log.exception("workload views")
             await self.metrics.refresh()
             try:
                 self.autoscalers.tick(self.controller.clock.now())
@@ -102,6 +139,8 @@ class Workloads:
                 log.exception("autoscalers")
 
     async def stop(self) -> None:
+        self.queues.stop()
+        self.nodes.stop()
         if self._task is not None:
             self._task.cancel()
             with contextlib.suppress(asyncio.CancelledError):

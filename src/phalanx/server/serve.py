@@ -15,6 +15,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import FrameType
+from typing import TYPE_CHECKING, Any
 
 import uvicorn
 
@@ -31,6 +32,10 @@ from phalanx.live.store import Store, open_journal, open_store, sqlite_url
 from phalanx.policies.catalog import profile
 from phalanx.server.roles import Roles
 from phalanx.server.statedir import StateDir
+
+if TYPE_CHECKING:  # imported at run time only by controllers that serve the Kubernetes API
+    from phalanx.kube.store import ObjectStore
+    from phalanx.server.kubeworkloads import Workloads
 
 __all__ = ["ControllerOptions", "serve"]
 
@@ -61,6 +66,9 @@ class ControllerOptions:
     kube_port: int | None = None
     """The Kubernetes API's TLS port (0: any free one, written to ``kube.port``); None: not
     served."""
+    queue_objects: tuple[dict[str, Any], ...] = ()
+    """The queue objects of ``--queues`` (or the cluster YAML's ``queues:``) as documents:
+    created in the Kubernetes API's store where absent once this controller leads."""
 
 
 class _Server(uvicorn.Server):
@@ -185,10 +193,12 @@ async def serve(opts: ControllerOptions) -> None:
         )
         workloads.start()
         attach_serving(api, workloads.view)
+        lead_task = asyncio.create_task(_when_leading(roles, kube.app.store, workloads, opts))
     try:
         await server.serve(sockets=sockets)
     finally:
         if workloads is not None:
+            lead_task.cancel()
             await workloads.stop()
         if kube is not None and kube_task is not None:
             kube.stop()
@@ -205,6 +215,20 @@ async def serve(opts: ControllerOptions) -> None:
                 path.unlink()
     if roles.start_again:
         roles.step_down()
+
+
+async def _when_leading(
+    roles: Roles, store: ObjectStore, workloads: Workloads, opts: ControllerOptions
+) -> None:
+    """Once this controller leads: its object store read again from the database (a
+    standby's is as old as its start: the leader before it wrote there), then the queue
+    objects feed the engine."""
+    while not roles.leading:
+        await asyncio.sleep(0.05)
+    changed = store.reload()
+    if changed:
+        log.info("kube objects read again on taking the lead: %d changed", changed)
+    workloads.lead(opts.queue_objects)
 
 
 def run(opts: ControllerOptions) -> int:

@@ -2,7 +2,9 @@
 
 It is the simulator's side of the engine's commands: a ``Launch`` becomes a ``TasksExited``
 after the launch latency (plus the restore of a checkpoint, for a job that resumes) and the work
-the job has left; a ``Kill`` ends the run at once, keeping the work up to the last checkpoint; a
+the job has left (an elastic job's work goes at its size's rate, ``phalanx.sim.elastic``, and
+a ``Resize`` moves its end); a ``Kill`` ends the run at once, keeping the work up to the last
+checkpoint; a
 ``Signal`` (SIGTERM) makes a job that checkpoints on the signal (its spec says so, or the
 preemption asked for a suspension) save its work and exit ``checkpoint_save_ms`` later, as a
 live job that catches SIGTERM does; a ``Cleanup`` becomes ``CleanupDone`` after the epilog
@@ -18,8 +20,9 @@ of that sum until they first start (the trace readers and the generator make non
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from phalanx.domain.jobspec import SIGNALS
 from phalanx.domain.time import SECOND, Duration, Instant
@@ -41,6 +44,9 @@ from phalanx.engine.decisions import (
 from phalanx.engine.events import CleanupDone, TasksExited
 from phalanx.sim.records import JobRecord, Segment
 
+if TYPE_CHECKING:
+    from phalanx.sim.elastic import Scaling
+
 __all__ = ["CHECKPOINT_RESTORE_MS", "CHECKPOINT_SAVE_MS", "RunState", "SimulatedExecutor"]
 
 CHECKPOINT_SAVE_MS: Duration = 15 * SECOND
@@ -53,8 +59,12 @@ CHECKPOINT_RESTORE_MS: Duration = 15 * SECOND
 class RunState:
     __slots__ = (
         "alloc_nodes",
+        "done",
+        "exit",
         "gpus",
         "launched",
+        "mark",
+        "rate",
         "run",
         "running_from",
         "saving_from",
@@ -70,6 +80,14 @@ class RunState:
         self.saving_from: Instant | None = None
         """When the job began saving a checkpoint on a signal (it exits once saved)."""
         self.stopped = False
+        self.rate = 1.0
+        """Work done per ms at its size (an elastic job's ``Scaling.rate``; else 1)."""
+        self.mark: Instant = self.running_from
+        """Work is counted at ``rate`` from here (a resize moves it)."""
+        self.done = 0.0
+        """Work done by ``mark``."""
+        self.exit: TasksExited | None = None
+        """The natural end queued for this run (a resize replaces it)."""
 
 
 class SimulatedExecutor:
@@ -98,6 +116,8 @@ class SimulatedExecutor:
         self.checkpoints = checkpoints
         self.savers: set[int] = set()
         """Jobs that checkpoint on SIGTERM (``JobSpec.checkpoint_on_signal``)."""
+        self.scaling: dict[int, Scaling] = {}
+        """Elastic jobs' throughput by size: their end moves when they are resized."""
         self.suspending: set[int] = set()
         """Jobs whose preemption asked them to checkpoint now (a suspension, Tiresias)."""
         self.latency = launch_latency_ms
@@ -209,24 +229,53 @@ class SimulatedExecutor:
             if not self.pending:
                 self.pending_gpus = 0.0
         self._alloc(at, gpus)
-        return TasksExited(state.running_from + self.remaining[job_id], job_id, run, 0, 0)
+        left = self.remaining[job_id]
+        scaling = self.scaling.get(job_id)
+        if scaling is not None:
+            state.rate = scaling.rate(len(nodes))
+            left = math.ceil(left / state.rate)
+        state.exit = TasksExited(state.running_from + left, job_id, run, 0, 0)
+        return state.exit
 
     def resize(
         self, at: Instant, job_id: int, run: int, gpus: float, nodes: tuple[int, ...]
-    ) -> None:
-        """An elastic run now holds ``gpus`` on ``nodes``. Its end is not moved (the work a
-        job has left is modelled in time, not per GPU). What it held so far is booked: the
-        end books the run at its last size, so the difference up to now is owed."""
+    ) -> tuple[TasksExited, TasksExited] | None:
+        """An elastic run now holds ``gpus`` on ``nodes``. What it held so far is booked
+        (the end books the run at its last size, so the difference up to now is owed). A
+        job with a ``Scaling`` works at its new size's rate from now: returns its queued end
+        and the one that replaces it (None when the end does not move)."""
         state = self.runs.get(job_id)
         if state is None or state.run != run or state.stopped:
-            return
+            return None
         rec = self.records[job_id]
         delta = state.gpus - gpus
         rec.launch_gpu_ms += int(delta * (min(at, state.running_from) - state.launched))
         rec.compute_gpu_ms += int(delta * max(0, at - state.running_from))
+        resized = len(nodes) != len(state.alloc_nodes)
         state.gpus = gpus
         state.alloc_nodes = nodes
         self._alloc(at, -delta)
+        scaling = self.scaling.get(job_id)
+        old = state.exit
+        if scaling is None or not resized or old is None or state.saving_from is not None:
+            return None
+        if at > state.mark:
+            state.done += (at - state.mark) * state.rate
+            state.mark = at
+        state.rate = scaling.rate(len(nodes))
+        left = max(0.0, self.remaining[job_id] - state.done)
+        state.exit = TasksExited(state.mark + math.ceil(left / state.rate), job_id, run, 0, 0)
+        return old, state.exit
+
+    def _progress(self, state: RunState, job_id: int, until: Instant) -> tuple[int, int]:
+        """(ms the run computed, work it did: ms at its base size) by ``until``, the work
+        capped by what it had left. The two differ only for a job with a ``Scaling``."""
+        spent = max(0, until - state.running_from)
+        if job_id not in self.scaling:
+            spent = min(spent, self.remaining[job_id])
+            return spent, spent
+        work = state.done + max(0, until - state.mark) * state.rate
+        return spent, min(int(work), self.remaining[job_id])
 
     def exited(self, at: Instant, job_id: int, run: int) -> bool:
         """A natural exit: True if it is still current (the run was not killed before)."""
@@ -279,8 +328,8 @@ class SimulatedExecutor:
         g = state.gpus
         work_end = max(state.saving_from, state.launched)
         rec.launch_gpu_ms += int(g * (min(state.running_from, work_end) - state.launched))
-        progress = min(max(0, work_end - state.running_from), self.remaining[job_id])
-        rec.compute_gpu_ms += int(g * progress)
+        spent, progress = self._progress(state, job_id, work_end)
+        rec.compute_gpu_ms += int(g * spent)
         self.remaining[job_id] -= progress
         self.final_kill.discard(job_id)
         if self.preempted_at.pop(job_id, None) is not None:
@@ -301,19 +350,20 @@ class SimulatedExecutor:
         work_end = at if signalled is None else max(min(signalled, at), state.launched)
         launch_end = min(state.running_from, work_end)
         rec.launch_gpu_ms += int(g * (launch_end - state.launched))
-        progress = max(0, work_end - state.running_from)
-        progress = min(progress, self.remaining[job_id])
+        spent, progress = self._progress(state, job_id, work_end)
         if signalled is not None:
             rec.evict_gpu_ms += int(g * (at - work_end))
         if job_id in self.final_kill:
             self.final_kill.discard(job_id)
-            rec.compute_gpu_ms += int(g * progress)
+            rec.compute_gpu_ms += int(g * spent)
             self.remaining[job_id] -= progress
         else:
             interval = self.checkpoints.get(job_id)
             kept = (progress // interval) * interval if interval else 0
-            rec.compute_gpu_ms += int(g * kept)
-            rec.lost_gpu_ms += int(g * (progress - kept))
+            # The GPU time behind the work kept (the same ms unless the job scales).
+            kept_ms = kept if spent == progress else (spent * kept // progress if progress else 0)
+            rec.compute_gpu_ms += int(g * kept_ms)
+            rec.lost_gpu_ms += int(g * (spent - kept_ms))
             self.remaining[job_id] -= kept
         return TasksExited(at, job_id, run, 0, 9)
 

@@ -27,8 +27,10 @@ from phalanx.engine import (
     Signal,
     Submit,
     TasksExited,
+    TimerFired,
 )
 from phalanx.engine.decisions import Decision
+from phalanx.engine.timers import KillTimer, LimitTimer, RecalcTimer, ReleaseTimer
 from phalanx.runtime import Driver, VirtualClock
 from phalanx.sched.profile import Profile
 from phalanx.sim.executor import CHECKPOINT_RESTORE_MS, CHECKPOINT_SAVE_MS, SimulatedExecutor
@@ -41,6 +43,8 @@ __all__ = ["SimulatedRuns", "Simulator"]
 
 _PROGRESS_EVERY = 4096
 """Events between two progress reports."""
+_OVER = (RecalcTimer, LimitTimer, KillTimer, ReleaseTimer)
+"""Timers that start nothing once no run is left (``Simulator.stalled``)."""
 
 
 class Simulator:
@@ -85,7 +89,7 @@ class Simulator:
             checkpoint_restore_ms=checkpoint_restore_ms,
         )
         self.driver = Driver(self.engine, VirtualClock())
-        runs = SimulatedRuns(self.executor, self.driver.deliver)
+        runs = SimulatedRuns(self.executor, self.driver.deliver, self.driver.withdraw)
         self.driver.observer = runs
         self.driver.attach(runs)
 
@@ -130,12 +134,30 @@ class Simulator:
         while (
             driver.run_due(stop=finished, limit=_PROGRESS_EVERY) == _PROGRESS_EVERY
             and not finished()
+            and not self.stalled()
         ):
             if progress is not None:
                 progress(executor.finished, total)
         if progress is not None:
             progress(executor.finished, total)
         return self.record(time.perf_counter() - wall0)
+
+    def stalled(self) -> bool:
+        """True when nothing can happen any more though jobs are left: no run holds GPUs
+        and every queued event is the periodic priority recalculation or belongs to a run
+        that is over (its natural end, time limit or kill timer, now stale). Jobs that wait
+        on an idle cluster with no input to come (one no LocalQueue admits, one no quota
+        can ever hold) would wait forever, and the recalculation's timer, which stays set
+        while the queue is not empty, would keep the run going forever (or, behind a
+        cancelled service's stale end years ahead, for millions of recalculations): the
+        replay ends there instead, and those jobs are reported unfinished (no end)."""
+        executor = self.executor
+        if executor.runs or executor.allocated > 1e-6:  # float residue of many bookings
+            return False
+        return all(
+            type(event) is TasksExited or (type(event) is TimerFired and type(event.key) in _OVER)
+            for event in self.driver.queued()
+        )
 
     def record(self, sim_wall_s: float) -> RunRecord:
         """What the run produced so far, as a ``RunRecord`` (the records are shared)."""
@@ -173,6 +195,8 @@ class Simulator:
         self._checkpoints[job_id] = spec.checkpoint_interval
         if spec.checkpoint_on_signal:
             self.executor.savers.add(job_id)
+        if tj.scaling is not None and spec.elastic:
+            self.executor.scaling[job_id] = tj.scaling
 
 
 class SimulatedRuns:
@@ -181,18 +205,28 @@ class SimulatedRuns:
     comes from outside). It also watches each handled event, to book a run's natural end and
     its epilog when the engine takes them, and to see the engine's decisions."""
 
-    __slots__ = ("deliver", "executor")
+    __slots__ = ("deliver", "executor", "withdraw")
 
-    def __init__(self, executor: SimulatedExecutor, deliver: Callable[[Event], None]) -> None:
+    def __init__(
+        self,
+        executor: SimulatedExecutor,
+        deliver: Callable[[Event], None],
+        withdraw: Callable[[Event], None],
+    ) -> None:
         self.executor = executor
         self.deliver = deliver
+        self.withdraw = withdraw
 
     def launch(self, cmd: Launch, at: Instant) -> None:
         alloc = cmd.alloc
         self.deliver(self.executor.launch(at, cmd.job_id, cmd.run, alloc.gpus, alloc.nodes))
 
     def resize(self, cmd: Resize, at: Instant) -> None:
-        self.executor.resize(at, cmd.job_id, cmd.run, cmd.alloc.gpus, cmd.alloc.nodes)
+        # A job that works faster or slower at its new size ends at another time.
+        moved = self.executor.resize(at, cmd.job_id, cmd.run, cmd.alloc.gpus, cmd.alloc.nodes)
+        if moved is not None:
+            self.withdraw(moved[0])
+            self.deliver(moved[1])
 
     def signal(self, cmd: Signal, at: Instant) -> None:
         # A job that checkpoints on SIGTERM (or is asked to) exits once saved; others ignore it.

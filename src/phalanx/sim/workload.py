@@ -7,9 +7,13 @@ policies never see it (they see ``JobSpec.time_limit``, the user's estimate).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from phalanx.domain.jobspec import JobSpec
 from phalanx.domain.time import Duration, Instant
+
+if TYPE_CHECKING:  # the model imports TraceJob
+    from phalanx.sim.elastic import Scaling
 
 __all__ = ["TraceJob"]
 
@@ -25,3 +29,6 @@ class TraceJob:
     """The job's name or row in its source, for reports."""
     line: int | None = None
     """Line of the source file the job came from."""
+    scaling: Scaling | None = None
+    """An elastic job's throughput by size (``phalanx.sim.elastic``); None: its work takes
+    ``runtime`` whatever its size."""

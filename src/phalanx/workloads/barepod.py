@@ -51,7 +51,7 @@ def reconcile(pod: Mapping[str, Any], job: EngineJob | None, now: Instant, ctx: 
     namespace = str(meta.get("namespace", "default"))
     if engine_id(pod) is None:
         try:
-            task = pod_task(pod, meta, where="")
+            task = pod_task(pod, meta, where="", refs=ctx)
             spec = pod_spec(
                 task,
                 ctx=ctx,

@@ -134,7 +134,7 @@ def submission(obj: Mapping[str, Any], pod: Mapping[str, Any], ctx: Context) -> 
     that cannot run (the field named under ``spec.template``)."""
     meta = obj.get("metadata") or {}
     pod_meta = pod.get("metadata") or {}
-    task = pod_task(pod, pod_meta, where="spec.template")
+    task = pod_task(pod, pod_meta, where="spec.template", refs=ctx)
     spec = pod_spec(
         task,
         ctx=ctx,

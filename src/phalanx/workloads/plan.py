@@ -111,6 +111,11 @@ class Context:
     qos_names: frozenset[str] = frozenset()
     """The cluster's QOS names: a service pod whose PriorityClass has one of these names runs
     under that QOS, and preempts what that QOS may preempt."""
+    secrets: Mapping[tuple[str, str], Mapping[str, str]] = field(default_factory=dict)
+    """(namespace, name) -> key -> value (decoded) of the Secrets the object's pods may read
+    (``valueFrom.secretKeyRef``)."""
+    config_maps: Mapping[tuple[str, str], Mapping[str, str]] = field(default_factory=dict)
+    """(namespace, name) -> key -> value of the ConfigMaps (``valueFrom.configMapKeyRef``)."""
     service_time_limit: Duration = 365 * 24 * 3600 * SECOND
     """The time limit of a pod that never ends by itself (``restartPolicy: Always``, a
     ReplicaSet's): a year, Slurm's UNLIMITED as the engine can keep it on its timeline, or the

@@ -6,7 +6,10 @@ is no ``command``; neither is an error, since an image's entrypoint cannot run o
 ``$(VAR)`` in them expands to the container's variables (``$$`` escapes), as the kubelet does.
 ``env`` values are taken as given; ``valueFrom.fieldRef`` resolves what is known before the pod
 runs (its name, namespace, uid, labels, annotations, service account; ``status.podIP`` and
-``status.hostIP`` as 127.0.0.1, since tasks run as host processes). Resources come from
+``status.hostIP`` as 127.0.0.1, since tasks run as host processes); ``secretKeyRef`` and
+``configMapKeyRef`` read the key of a Secret (decoded) or ConfigMap of the pod's namespace
+when the pod is made (a missing one, unless ``optional``, is an error naming the field, as
+the kubelet's CreateContainerConfigError names it). Resources come from
 ``requests``, else ``limits`` (Kubernetes' defaulting); ``nvidia.com/gpu`` from limits first.
 The first container runs; the image is recorded, not pulled.
 """
@@ -16,12 +19,15 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from phalanx.domain.probes import Probes
 from phalanx.domain.quantity import GPU, MILLI_UNITS, parse_quantity
 from phalanx.errors import InputError
 from phalanx.workloads.probespec import pod_probes, restart_policy
+
+if TYPE_CHECKING:  # plan's Context only as a type: the reconcilers pass theirs
+    from phalanx.workloads.plan import Context
 
 __all__ = ["PodTask", "expand", "pod_task"]
 
@@ -68,18 +74,20 @@ def pod_task(
     *,
     extra_env: Mapping[str, str] | None = None,
     where: str = "spec.template",
+    refs: Context | None = None,
 ) -> PodTask:
     """The task of the pod made from ``template`` (a PodTemplateSpec) with metadata ``meta``
     (the pod's own: name, namespace, labels, annotations). ``extra_env``: variables a
     controller injects (JOB_COMPLETION_INDEX, RANK...), after the container's, as the
-    controllers append them. Raises ``InputError`` naming the field (under ``where``)."""
+    controllers append them. ``refs``: the Secrets and ConfigMaps ``valueFrom`` may read.
+    Raises ``InputError`` naming the field (under ``where``)."""
     spec = _mapping(template.get("spec"), f"{where}.spec")
     containers = spec.get("containers")
     if not isinstance(containers, list) or not containers:
         raise InputError("a pod needs at least one container", field=f"{where}.spec.containers")
     path = f"{where}.spec.containers[0]"
     container = _mapping(containers[0], path)
-    env = _environment(container.get("env"), meta, spec, f"{path}.env")
+    env = _environment(container.get("env"), meta, spec, f"{path}.env", refs)
     if extra_env:
         env.update(extra_env)
     command = _strings(container.get("command"), f"{path}.command")
@@ -136,7 +144,11 @@ def pod_task(
 
 
 def _environment(
-    entries: object, meta: Mapping[str, Any], spec: Mapping[str, Any], where: str
+    entries: object,
+    meta: Mapping[str, Any],
+    spec: Mapping[str, Any],
+    where: str,
+    refs: Context | None = None,
 ) -> dict[str, str]:
     if entries is None:
         return {}
@@ -149,7 +161,9 @@ def _environment(
         if not isinstance(name, str) or not name:
             raise InputError("a variable needs a name", field=f"{where}[{i}].name")
         if "valueFrom" in entry:
-            env[name] = _value_from(entry["valueFrom"], meta, spec, f"{where}[{i}].valueFrom")
+            value = _value_from(entry["valueFrom"], meta, spec, f"{where}[{i}].valueFrom", refs)
+            if value is not None:  # an optional key that is missing sets nothing
+                env[name] = value
         else:
             # later variables may refer to earlier ones, as in Kubernetes
             env[name] = expand(str(entry.get("value", "")), env)
@@ -160,14 +174,24 @@ _LABEL_REF = re.compile(r"^metadata\.(labels|annotations)\['([^']+)'\]$")
 
 
 def _value_from(
-    source: object, meta: Mapping[str, Any], spec: Mapping[str, Any], where: str
-) -> str:
+    source: object,
+    meta: Mapping[str, Any],
+    spec: Mapping[str, Any],
+    where: str,
+    refs: Context | None = None,
+) -> str | None:
     source = _mapping(source, where)
+    for kind, field in (("Secret", "secretKeyRef"), ("ConfigMap", "configMapKeyRef")):
+        if field in source:
+            held = (refs.secrets if kind == "Secret" else refs.config_maps) if refs else {}
+            return _key_ref(kind, held, source[field], meta, f"{where}.{field}")
     ref = source.get("fieldRef")
     if ref is None:
         kinds = ", ".join(sorted(source)) or "nothing"
         raise InputError(
-            f"only fieldRef is supported here (got {kinds}); give the value itself", field=where
+            f"only fieldRef, secretKeyRef and configMapKeyRef are supported here (got {kinds});"
+            " give the value itself",
+            field=where,
         )
     path = _mapping(ref, f"{where}.fieldRef").get("fieldPath")
     simple: dict[str, object] = {
@@ -187,6 +211,32 @@ def _value_from(
     if m is not None:
         return str((meta.get(m.group(1)) or {}).get(m.group(2), ""))
     raise InputError(f"unsupported fieldPath {path!r}", field=f"{where}.fieldRef.fieldPath")
+
+
+def _key_ref(
+    kind: str,
+    held: Mapping[tuple[str, str], Mapping[str, str]],
+    ref: object,
+    meta: Mapping[str, Any],
+    where: str,
+) -> str | None:
+    """A ``secretKeyRef``/``configMapKeyRef``'s value; None for a missing optional one."""
+    ref = _mapping(ref, where)
+    name, key = ref.get("name"), ref.get("key")
+    if not isinstance(name, str) or not name or not isinstance(key, str) or not key:
+        raise InputError("name and key are required", field=where)
+    namespace = str(meta.get("namespace") or "default")
+    values = held.get((namespace, name))
+    if values is None or key not in values:
+        if ref.get("optional") is True:
+            return None
+        missing = (
+            f'{kind.lower()} "{name}" not found'
+            if values is None
+            else (f"couldn't find key {key} in {kind} {namespace}/{name}")
+        )
+        raise InputError(missing, field=where)
+    return values[key]
 
 
 def _mapping(value: object, where: str) -> Mapping[str, Any]:

@@ -124,7 +124,7 @@ def _submission(
         pod_meta = pod.get("metadata") or {}
         kind = str((pod_meta.get("labels") or {}).get(REPLICA_TYPE, "worker")).capitalize()
         where = f"spec.pytorchReplicaSpecs.{kind}.template"
-        tasks.append((str(pod_meta.get("name")), pod_task(pod, pod_meta, where=where)))
+        tasks.append((str(pod_meta.get("name")), pod_task(pod, pod_meta, where=where, refs=ctx)))
         replica = next(r for r in shape.replicas if r.kind == kind)
         value = max(value, priority(replica.template, ctx, where))
     spec = gang_spec(

@@ -136,7 +136,7 @@ def submission(obj: Mapping[str, Any], pod: Mapping[str, Any], ctx: Context) -> 
     template sets ``activeDeadlineSeconds`` (a service never ends by itself)."""
     meta = obj.get("metadata") or {}
     pod_meta = pod.get("metadata") or {}
-    task = pod_task(pod, pod_meta, where="spec.template")
+    task = pod_task(pod, pod_meta, where="spec.template", refs=ctx)
     spec = pod_spec(
         task,
         ctx=ctx,

@@ -141,7 +141,7 @@ def _submission(
         task_name = str((_meta(pod).get("labels") or {}).get(TASK_SPEC, ""))
         i = next((n for n, t in enumerate(shape.tasks) if t.name == task_name), 0)
         where = f"spec.tasks[{i}].template"
-        tasks.append((_name(pod), pod_task(pod, _meta(pod), where=where)))
+        tasks.append((_name(pod), pod_task(pod, _meta(pod), where=where, refs=ctx)))
         value = max(value, priority(shape.tasks[i].template, ctx, where))
     if shape.priority_class is not None:
         value = max(

@@ -79,3 +79,11 @@ def test_only_the_registered_incarnation_gets_commands_others_are_told_why(api: 
     body = {"boot_id": "b9", "epoch": 0, "reports": []}
     r = api.client.post("/v1/agents/gpu001/reports", json=body, headers=ROOT)
     assert r.status_code == 409 and r.json()["reason"] == "unregistered"
+
+
+def test_the_heartbeat_never_outlasts_the_agents_lease() -> None:
+    from phalanx.api.routes.agents import HEARTBEAT_S, heartbeat_s
+
+    assert heartbeat_s(30.0) == HEARTBEAT_S  # the default --dead-after 60: a 30 s lease
+    assert heartbeat_s(1.5) == 1.5  # --dead-after 3: inventories every 0.5 s renew it
+    assert heartbeat_s(0.0) == HEARTBEAT_S  # no lease: agents never fence themselves

@@ -22,10 +22,21 @@ from phalanx.protocol.agent import (
     NodeFacts,
 )
 
-__all__ = ["HEARTBEAT_S", "router"]
+__all__ = ["HEARTBEAT_S", "heartbeat_s", "router"]
 
 HEARTBEAT_S = 10.0
 """How long an agent's poll waits at most by default, and how often it is told to call."""
+
+
+def heartbeat_s(lease_s: float) -> float:
+    """The heartbeat an agent is told: ``HEARTBEAT_S``, shortened to its lease. The agent
+    counts its lease from when it *sent* its last answered call, and a poll held for a whole
+    heartbeat is no such call: what renews the lease is its inventory, a third of a heartbeat
+    apart. A heartbeat longer than the lease (a short ``--dead-after``: 3 s gives a 1.5 s
+    lease) would have every agent kill its own runs between two inventories while its
+    controller is perfectly reachable."""
+    return min(HEARTBEAT_S, lease_s) if lease_s > 0 else HEARTBEAT_S
+
 
 router = APIRouter()
 
@@ -39,7 +50,7 @@ async def register(hello: AgentHello, who: AgentCaller, service: Svc) -> AgentWe
         controller_id=service.id,
         node=hello.node,
         epoch=epoch,
-        heartbeat_s=HEARTBEAT_S,
+        heartbeat_s=heartbeat_s(service.agent_lease_s),
         acked=[list(k) for k in acked],
         lease_s=service.agent_lease_s,
         health=HealthConfig(

@@ -37,6 +37,7 @@ class PassView:
         statuses: Statuses,
         holds: Holds,
         preemption: Preemption,
+        to_back: Callable[[Job], None],
     ) -> None:
         self.cluster = cluster
         self.state = state
@@ -48,6 +49,7 @@ class PassView:
         self._statuses = statuses
         self._holds = holds
         self._preemption = preemption
+        self._to_back = to_back
         self._filters = points.filter
         self._score = points.score
         self._reserve = points.reserve
@@ -167,6 +169,10 @@ class PassView:
         self._holds.unreserve(job)
         for plugin in self._reserve:
             plugin.unreserve(job, self)
+
+    def requeue(self, job: Job) -> None:
+        self.unreserve(job)
+        self._to_back(job)
 
     def note_deadlock(self, jobs: Sequence[Job]) -> None:
         self._holds.note_deadlock(list(jobs))

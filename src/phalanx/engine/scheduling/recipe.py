@@ -151,11 +151,12 @@ class Recipe:
             if known is not None:
                 if job.reason is not known.reason:
                     wait(job, known)
-                if max_jobs < 0 and state.free_gpus > 0:
+                if state.free_gpus > 0:
                     # A long queue behind a failed shape: the step passes over the jobs that
                     # fail as it did in one tight loop (nothing starts meanwhile, so no
-                    # ``exhausted`` to ask), and hands back the first that may not.
-                    passed, after = step.pass_over(jobs, wait)
+                    # ``exhausted`` to ask), within the pass's bound, and hands back the
+                    # next job, which the bound check above then ends at if it is past it.
+                    passed, after = step.pass_over(jobs, wait, max_jobs - index - 1)
                     index += passed
                 continue
             if (checks or job.spec.array is not None) and not job.holds:

@@ -58,6 +58,7 @@ from phalanx.domain.queues import (
     StopPolicy,
     queue_name,
 )
+from phalanx.domain.queues.model import has_queue_name
 from phalanx.domain.queues.quota import FlavorResource, QuotaNode, QuotaTree
 from phalanx.domain.state import Reason
 from phalanx.errors import ConfigError
@@ -104,7 +105,7 @@ class Static:
         """(shape key, tasks per node) -> what such a job asks at its largest shape."""
         """Each flavor's nodes within each set of nodes jobs may use (``assign``)."""
         self.nodes = [*self.tree.queues.values(), *self.tree.cohorts.values()]
-        self.targets: dict[tuple[str, str, str, str], tuple[ClusterQueue | None, str]] = {}
+        self.targets: dict[tuple[str, str, bool, str, str], tuple[ClusterQueue | None, str]] = {}
         self.by_spec: dict[int, tuple[JobSpec, tuple[ClusterQueue | None, str]]] = {}
         """``targets`` by job spec (a spec never changes; kept with it, so an id reused
         after it is gone is told apart), bounded: every pass asks for every running job."""
@@ -129,7 +130,9 @@ class Static:
         found = self.by_spec.get(id(spec))
         if found is not None and found[0] is spec:
             return found[1]
-        key = (spec.account, queue_name(spec), spec.partition or "", spec.qos)
+        # Naming LocalQueue "default" is not naming none: a QOS or partition route applies
+        # only to the latter (``cluster_queue_of``).
+        key = (spec.account, queue_name(spec), has_queue_name(spec), spec.partition or "", spec.qos)
         target = self.targets.get(key)
         if target is None:
             # The cluster's routing: a LocalQueue, else the job's QOS or partition.
@@ -157,6 +160,12 @@ class Pass:
         self.refused: dict[tuple[object, int], Status] = {}
         """(shape key, tasks per node) -> why such a job was refused: usage only grows
         within a pass, so a job asking as much of the same LocalQueue is refused alike."""
+        self.settled: dict[tuple[object, int], Status] = {}
+        """(shape key, tasks per node) -> what every later such job of this pass gets,
+        once it is known: ``refused``, or StrictFIFO's wait behind the queue's head. A
+        job's shape key holds its whole queue route (``Engine``), so it is answered before
+        its ClusterQueue is looked up (except a nominated job, which holds quota of its
+        own). Cleared with ``refused`` when a preemption gives quota back."""
         self.held: dict[int, dict[FlavorResource, int]] = {}
         """Nominated job (``PassContext.nominated``) -> the quota counted for it from the
         pass's start until it is looked at."""
@@ -305,6 +314,10 @@ class ClusterQueueAdmission:
         at the start of the pass, as Kueue judges a cycle's entries on its snapshot."""
         static, current = self._setup(ctx)
         queues = ctx.cluster.queues
+        if not queues.priority_classes:
+            # Every priority is 0: the order is the non-borrowing jobs, then the others, each
+            # in queue order (the sort below would give the same, at a tuple per job).
+            return self.nonborrowing_first(jobs, ctx)
         keyed = []
         for position, job in enumerate(jobs):
             borrows = self._borrows(static, current, job, ctx)
@@ -318,8 +331,14 @@ class ClusterQueueAdmission:
         static, current = self._setup(ctx)
         first: list[Job] = []
         then: list[Job] = []
+        known = current.borrows
+        borrows = self._borrows
         for job in jobs:
-            (then if self._borrows(static, current, job, ctx) else first).append(job)
+            # ``_borrows``'s own memo, looked up here first: a deep queue has few kinds.
+            found = known.get((job.key, job.spec.tasks_per_node))
+            if found is None:
+                found = borrows(static, current, job, ctx)
+            (then if found else first).append(job)
         return first + then
 
     @staticmethod
@@ -385,6 +404,10 @@ class ClusterQueueAdmission:
                 return OK
             return self._quota(ctx).pre_filter(job, ctx)
         static, current = self._setup(ctx)
+        memo = (job.key, job.spec.tasks_per_node)
+        settled = current.settled.get(memo)
+        if settled is not None and job.id not in current.held:
+            return settled
         cq, problem = static.target(queues, job)
         held = current.held.pop(job.id, None)
         if held is not None and cq is not None:
@@ -398,14 +421,16 @@ class ClusterQueueAdmission:
             return Status.wait_because(Reason.QUEUE_STOPPED, PLUGIN, stopped)
         head = current.heads.get(cq.name)
         if head is not None:
-            return Status.wait_because(
+            status = Status.wait_because(
                 Reason.PRIORITY,
                 PLUGIN,
                 f"StrictFIFO: ClusterQueue {cq.name} admits nothing before job {head}",
             )
-        memo = (job.key, job.spec.tasks_per_node)
+            current.settled[memo] = status
+            return status
         known = current.refused.get(memo)
         if known is not None:
+            current.settled[memo] = known
             return known
         node = static.tree.queues[cq.name]
         shape = job.shape
@@ -447,6 +472,8 @@ class ClusterQueueAdmission:
             else:
                 status = Status.wait_because(result.reason, PLUGIN, message)
             current.refused[memo] = status
+            if cq.queueing_strategy is not QueueingStrategy.STRICT_FIFO:
+                current.settled[memo] = status  # the next such job: refused alike (above)
             return status
         self._admit(node, current, job, result)
         if result.nodes is not None:

@@ -41,7 +41,8 @@ from collections.abc import Mapping
 import numpy as np
 
 from phalanx.domain.cluster import Cluster
-from phalanx.domain.queues import ClusterQueue, PreemptionPolicy, Queues
+from phalanx.domain.queues import ClusterQueue, PreemptionPolicy, Queues, queue_name
+from phalanx.domain.queues.model import has_queue_name
 from phalanx.domain.queues.quota import FlavorResource, QuotaNode
 from phalanx.errors import ConfigError
 from phalanx.policies.clusterqueue.admission import (
@@ -76,13 +77,29 @@ class ClusterQueuePreempt(CheckpointPreempt):
         self.placed = bool(params.get("placement", True))
         self._admission = ClusterQueueAdmission({"without_queues": "none"})
 
+    _routes: dict[tuple[str, str | None, str | None, str | None], bool] | None = None
+    """``could_preempt`` by what ``Cluster.cluster_queue_of`` reads of a spec, for the
+    cluster ``_routes_of`` (the engine asks at every enqueue and dequeue). Class defaults,
+    so a plugin pickled before they existed gets them on first use."""
+    _routes_of: Cluster | None = None
+
     def could_preempt(self, job: Job, cluster: Cluster) -> bool:
         """Whether ``job``'s ClusterQueue lets it preempt at all (stable for a job)."""
         queues = cluster.queues
         if not queues.cluster_queues:
             return False
-        cq, _ = cluster.cluster_queue_of(job.spec)
-        return cq is not None and may_preempt(cq)
+        spec = job.spec
+        label = queue_name(spec) if has_queue_name(spec) else None
+        key = (spec.account, label, spec.partition, spec.qos)
+        routes = self._routes
+        if routes is None or self._routes_of is not cluster:
+            routes, self._routes_of = {}, cluster
+            self._routes = routes
+        can = routes.get(key)
+        if can is None:
+            cq, _ = cluster.cluster_queue_of(spec)
+            can = routes[key] = cq is not None and may_preempt(cq)
+        return can
 
     def victims(self, job: Job, ctx: PassContext) -> list[Job] | None:
         queues = ctx.cluster.queues
@@ -298,6 +315,7 @@ class _QuotaBudget:
         # Usage shrank: the pass's refusals by shape no longer hold (a job asking as much
         # may fit the quota the victims gave back beyond what this job needs).
         current.refused.clear()
+        current.settled.clear()
         if self.admitted or not self.enough() or self.assignment is None:
             return
         charge = dict(self.assignment.charge)

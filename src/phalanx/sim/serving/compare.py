@@ -21,8 +21,13 @@ On one cluster the replicas' priority class comes first in the queue order (``se
 Figures per set-up (``ServingFigures``): SLO attainment over all requests; serving GPU-hours
 held by replicas, and of those busy serving (the M/M/c utilisation of the ready replicas) and
 idle (starting, loading, waiting for load); training JCT mean and p90 over finished training
-jobs; training GPU-hours lost to preemptions and the preemptions; eta_sched and utilisation
-of the whole run, replicas included (``phalanx.sim.metrics``).
+jobs; training GPU-hours lost to preemptions and the preemptions; eta_sched, theta_overhead
+and utilisation of the whole run, replicas included (``phalanx.sim.metrics``): a replica's
+GPU-time once launched, busy and idle alike (its model load included), is compute to the
+efficiency model, and its launch latency launch, as a training job's.
+
+With ``pool`` (``phalanx.config.serving_pool``), ``run_serving_setup`` runs the ``phalanx``
+set-up on the queues of that serving pool instead (``--pool MODE[:GPUS]``).
 """
 
 from __future__ import annotations
@@ -34,6 +39,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from phalanx.config.serving_pool import ServingPool, with_pool
 from phalanx.domain.cluster import Cluster, PreemptMode, Qos
 from phalanx.domain.time import HOUR, SECOND, Duration, Instant
 from phalanx.errors import ConfigError
@@ -46,6 +52,7 @@ from phalanx.sim.serving.run import (
     ServingRun,
     ServingSimulator,
     held_gpu_ms,
+    replica_spec,
 )
 from phalanx.sim.serving.spec import ServingSpec
 from phalanx.sim.setups import merge_runs, split_clusters
@@ -86,6 +93,7 @@ class ServingFigures:
     training_lost_gpu_hours: float
     training_preemptions: int
     eta_sched: float
+    theta_overhead: float
     utilization: float
     serving_nodes: int | None
     """The split's serving cluster, in nodes; None on one cluster."""
@@ -101,13 +109,6 @@ class ServingResult:
 
 def check_serving_cluster(cluster: Cluster, serving: ServingSpec) -> None:
     """``ConfigError`` when a service's replicas could never run on ``cluster``."""
-    if cluster.queues.cluster_queues:
-        # Replicas would need a LocalQueue of their own in every set-up (the split's too);
-        # not modelled yet, and a replica no queue admits would wait forever.
-        raise ConfigError(
-            "ClusterQueues are not supported with serving yet: run without queues",
-            field="--queues",
-        )
     biggest = max((node.gpus for node in cluster.nodes), default=0)
     for i, service in enumerate(serving.services):
         if service.gpus > biggest:
@@ -121,6 +122,16 @@ def check_serving_cluster(cluster: Cluster, serving: ServingSpec) -> None:
                 f"(it has {', '.join(sorted(cluster.qos))})",
                 field=f"services[{i}].priority_class",
             )
+        if cluster.queues.cluster_queues:
+            # Under ClusterQueues a replica no queue admits would wait the whole run.
+            cq, why = cluster.cluster_queue_of(replica_spec(service, 0))
+            if cq is None:
+                raise ConfigError(
+                    f"no ClusterQueue admits the replicas ({why}): route QOS "
+                    f"{service.priority_class!r} to one, add a LocalQueue 'default' in "
+                    f"namespace {service.name!r}, or use --pool",
+                    field=f"services[{i}]",
+                )
 
 
 def run_serving_setup(
@@ -130,8 +141,23 @@ def run_serving_setup(
     serving: ServingSpec,
     *,
     grace: Duration = DEFAULT_GRACE,
+    pool: ServingPool | None = None,
 ) -> ServingResult:
-    """Run ``training`` and ``serving`` together under set-up ``name`` (``SERVING_SETUPS``)."""
+    """Run ``training`` and ``serving`` together under set-up ``name`` (``SERVING_SETUPS``),
+    or, with ``pool``, the ``phalanx`` set-up on that serving pool's queues (``name`` is then
+    only the row's name)."""
+    if pool is not None:
+        services = {s.priority_class for s in serving.services}
+        if len(services) != 1:
+            raise ConfigError(
+                "a serving pool needs every service in one priority class", field="--pool"
+            )
+        pooled = with_pool(cluster, pool, services.pop())
+        check_serving_cluster(pooled, serving)
+        saving = [_saving(tj, True) for tj in training]
+        graceful = _with_grace(pooled, grace)
+        ran = ServingSimulator(graceful, serving_first(profile("phalanx")), saving, serving).run()
+        return _one_cluster(name, ran)
     check_serving_cluster(cluster, serving)
     if name == "split":
         return _split(cluster, training, serving)
@@ -242,6 +268,7 @@ def _figures(
         training_lost_gpu_hours=sum(j.lost_gpu_ms for j in kept) / HOUR,
         training_preemptions=sum(j.preemptions for j in kept),
         eta_sched=overall.eta_sched,
+        theta_overhead=overall.theta_overhead,
         utilization=overall.utilization,
         serving_nodes=serving_nodes,
     )

@@ -37,6 +37,7 @@ from dataclasses import dataclass, field
 
 from phalanx.domain.cluster import Cluster
 from phalanx.domain.jobspec import JobSpec
+from phalanx.domain.queues import PRIORITY_CLASS_LABEL
 from phalanx.domain.state import JobState
 from phalanx.domain.time import DAY, HOUR, Instant
 from phalanx.engine import Cancel, Submit
@@ -62,7 +63,9 @@ _PROGRESS_EVERY = 4096
 
 
 def replica_spec(service: ServiceSpec, index: int) -> JobSpec:
-    """The job of one replica: one task on one node, no time limit (the partition's)."""
+    """The job of one replica: one task on one node, no time limit (the partition's), in
+    the QOS its priority class names and, for Kueue's admission, the WorkloadPriorityClass
+    of that name (``phalanx.config.serving_pool``; none of that name: priority 0)."""
     return JobSpec(
         name=f"{service.name}-{index}",
         user="serving",
@@ -70,6 +73,7 @@ def replica_spec(service: ServiceSpec, index: int) -> JobSpec:
         qos=service.priority_class,
         gpus_per_task=service.gpus,
         cpus_per_task=1,
+        extra=((PRIORITY_CLASS_LABEL, service.priority_class),),
     )
 
 
@@ -234,8 +238,10 @@ class ServingSimulator:
         def finished() -> bool:
             return executor.finished >= len(records)
 
+        # The replicas are services that never end: the run ends with the load (they are
+        # cancelled above), then once the training is done, or can do nothing more.
         while driver.run_due(stop=finished, limit=_PROGRESS_EVERY) == _PROGRESS_EVERY:
-            if finished():
+            if finished() or sim.stalled():
                 break
         return ServingRun(
             run=sim.record(time.perf_counter() - wall0),

@@ -1,0 +1,297 @@
+"""Kueue ``Workload`` objects for every workload the engine runs, not only queued
+``batch/v1`` Jobs (``phalanx.kube.kueue_workloads``): PyTorchJobs, JobSets, Volcano Jobs,
+and the Slurm jobs submitted with ``sbatch``/``srun``, so that ``kubectl get workloads -A``
+shows one system (a Slurm job's namespace is its account).
+
+They are views: computed again every tick from the engine's jobs (the owner's pods' engine
+jobs; a Slurm job itself) with ``phalanx.workloads.kueue_workload``, and written only where
+they changed; nothing reads them back to decide anything, so they cannot drift. A Workload
+of a Kubernetes owner is owned by it (deleted with it); a Slurm job's is deleted when the
+engine forgets the job (``MinJobAge``). Unlike a batch Job's, they do not suspend their
+owner: admission is the engine's either way.
+
+A Slurm job is an engine job no Kubernetes workload made (those carry their container
+image in ``JobSpec.extra``). Its Workload, ``slurm-ID`` in the namespace of its account
+(made if missing; an account that is no valid namespace name gets none), has one pod set
+``main`` of its tasks with each task's requests, and the queue name of its LocalQueue.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
+
+from phalanx.domain.queues import queue_name
+from phalanx.domain.state import JobState
+from phalanx.kube.errors import KubeError
+from phalanx.kube.workload_ports import (
+    JOBS,
+    JOBSETS,
+    PODS,
+    PYTORCHJOBS,
+    VCJOBS,
+    Engine,
+    Obj,
+    engine_job,
+)
+from phalanx.kube.workload_ports import Store as StorePort
+from phalanx.sched.job import Job
+from phalanx.workloads import jobset, training, volcano
+from phalanx.workloads import kueue_workload as kw
+from phalanx.workloads.conditions import condition, is_true
+from phalanx.workloads.job import CONTROLLER_UID
+from phalanx.workloads.plan import ANNOTATION_JOB_ID, EngineJob
+from phalanx.workloads.podspec import LOCALHOST
+
+__all__ = [
+    "SLURM_JOB_LABEL",
+    "WRITES_PER_TICK",
+    "WorkloadViews",
+    "finished_of",
+    "is_slurm_job",
+    "pod_sets",
+]
+
+log = logging.getLogger("phalanx.kube.kueue")
+
+WORKLOADS = ("kueue.x-k8s.io", "workloads")
+NAMESPACES = ("", "namespaces")
+SLURM_JOB_LABEL = "phalanx.io/slurm-job-id"
+"""On a Slurm job's Workload: the job's id."""
+_OWNERS = (PYTORCHJOBS, JOBSETS, VCJOBS)
+WRITES_PER_TICK = 500
+"""Slurm jobs' views brought up to date per tick at most: a queue of tens of thousands of
+jobs (a controller's first tick after a start) is written over several ticks rather than
+holding the event loop for one long one."""
+_DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
+"""A namespace's name (RFC 1123 label)."""
+_VOLCANO_DONE = {"Completed": True, "Failed": False, "Aborted": False, "Terminated": False}
+
+
+def is_slurm_job(job: Job) -> bool:
+    """An engine job no Kubernetes workload made (module docstring)."""
+    return not any(k == "image" for k, _ in job.spec.extra)
+
+
+def pod_sets(obj: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """Kueue's ``spec.podSets`` of a PyTorchJob (one per replica type, lower-cased), a
+    JobSet (one per replicated Job: replicas x parallelism pods) or a Volcano Job (one per
+    task)."""
+    spec = obj.get("spec") or {}
+    kind = obj.get("kind")
+    out: list[dict[str, Any]] = []
+    if kind == "PyTorchJob":
+        for name, rs in (spec.get("pytorchReplicaSpecs") or {}).items():
+            count = int((rs or {}).get("replicas", 1) or 0)
+            out.append({"name": str(name).lower(), "count": count, "template": _t(rs)})
+    elif kind == "JobSet":
+        for rj in spec.get("replicatedJobs") or ():
+            job_spec = ((rj or {}).get("template") or {}).get("spec") or {}
+            count = int(rj.get("replicas", 1) or 0) * int(job_spec.get("parallelism", 1) or 0)
+            out.append({"name": str(rj.get("name")), "count": count, "template": _t(job_spec)})
+    else:
+        for task in spec.get("tasks") or ():
+            count = int((task or {}).get("replicas", 1) or 0)
+            out.append({"name": str(task.get("name")), "count": count, "template": _t(task)})
+    return out
+
+
+def _t(holder: Mapping[str, Any] | None) -> dict[str, Any]:
+    template = (holder or {}).get("template")
+    return dict(template) if isinstance(template, dict) else {}
+
+
+def finished_of(obj: Mapping[str, Any]) -> tuple[bool, str] | None:
+    """(succeeded, message) once the owner is done, else None."""
+    status = obj.get("status") or {}
+    if obj.get("kind") == "Job" and obj.get("apiVersion", "").startswith("batch.volcano.sh"):
+        phase = str((status.get("state") or {}).get("phase") or "")
+        if phase in _VOLCANO_DONE:
+            return _VOLCANO_DONE[phase], f"Job {phase.lower()}"
+        return None
+    conditions = status.get("conditions") or ()
+    done = "Succeeded" if obj.get("kind") == "PyTorchJob" else "Completed"
+    for kind, ok in ((done, True), ("Failed", False)):
+        if is_true(conditions, kind):
+            found = condition(conditions, kind) or {}
+            default = "Job finished successfully" if ok else "Job failed"
+            return ok, str(found.get("message") or default)
+    return None
+
+
+class WorkloadViews:
+    """``tick()`` writes every view (module docstring)."""
+
+    def __init__(self, store: StorePort, engine: Engine, clock: Callable[[], int]) -> None:
+        self.store = store
+        self.engine = engine
+        self.clock = clock
+        self._seen: dict[int, tuple[object, ...]] = {}
+        """Slurm job id -> what its view was last written from: thousands of jobs that did
+        not change cost no rebuild."""
+
+    def tick(self) -> None:
+        for resource in _OWNERS:
+            for obj in self.store.list(resource):
+                try:
+                    self._owner(obj)
+                except (KubeError, ValueError, TypeError) as exc:  # one bad object, not all
+                    log.debug("workload of %s: %s", obj.get("metadata", {}).get("name"), exc)
+        self._slurm_jobs()
+
+    # -- Kubernetes owners ---------------------------------------------------------------
+
+    def _pods(self, obj: Obj) -> list[Obj]:
+        meta = obj["metadata"]
+        ns, name, uid = meta.get("namespace", "default"), meta["name"], meta.get("uid")
+        if obj.get("kind") == "JobSet":
+            pods: list[Obj] = []
+            for child in self.store.list(JOBS, ns, {jobset.JOBSET_NAME: name}):
+                child_uid = child["metadata"].get("uid")
+                pods.extend(self.store.list(PODS, ns, {CONTROLLER_UID: str(child_uid)}))
+            return pods
+        label = training.JOB_NAME if obj.get("kind") == "PyTorchJob" else volcano.JOB_NAME
+        return [
+            p
+            for p in self.store.list(PODS, ns, {label: name})
+            if any(r.get("uid") == uid for r in p["metadata"].get("ownerReferences") or ())
+        ]
+
+    def _engine_jobs(self, pods: Iterable[Obj]) -> list[EngineJob]:
+        ids = set()
+        for pod in pods:
+            value = (pod["metadata"].get("annotations") or {}).get(ANNOTATION_JOB_ID)
+            if value is not None and str(value).isdigit():
+                ids.add(int(value))
+        if not ids:
+            return []
+        cluster = self.engine.cluster
+        found = self.engine.jobs(finished=True, ids=sorted(ids))
+        return [engine_job(j, cluster, lambda _: LOCALHOST) for j in found]
+
+    def _owner(self, obj: Obj) -> None:
+        meta = obj["metadata"]
+        if meta.get("deletionTimestamp"):
+            return
+        jobs = self._engine_jobs(self._pods(obj))
+        queue = kw.queue_of(obj)
+        namespace = str(meta.get("namespace", "default"))
+        verdict = kw.judge(jobs, "" if queue is None else f"LocalQueue {queue} doesn't exist")
+        placement = self._placement(namespace, queue) if verdict.admitted else None
+        stored = self._stored(namespace, {kw.JOB_UID_LABEL: str(meta.get("uid"))})
+        made = kw.workload(
+            obj, pod_sets(obj), verdict, placement, finished_of(obj), stored, self.clock()
+        )
+        self._write(made, stored)
+
+    def _placement(self, namespace: str, queue: str | None) -> kw.Placement:
+        queues = self.engine.cluster.queues
+        local = queues.local_queues.get((namespace, queue or ""))
+        return kw.Placement(local.cluster_queue if local is not None else "")
+
+    # -- Slurm jobs ----------------------------------------------------------------------
+
+    def _slurm_jobs(self) -> None:
+        cluster = self.engine.cluster
+        alive: set[str] = set()
+        budget = WRITES_PER_TICK
+        for job in self.engine.jobs(finished=True):
+            if not is_slurm_job(job) or not _DNS_LABEL.match(job.account):
+                continue
+            alive.add(str(job.id))
+            seen = (job.state, job.start, job.end, job.reason, job.reason_message, job.restarts)
+            if self._seen.get(job.id) == seen or budget <= 0:
+                continue  # unchanged, or left for the next tick
+            budget -= 1
+            self._seen[job.id] = seen
+            try:
+                self._slurm_job(job, cluster)
+            except KubeError as exc:
+                log.debug("workload of Slurm job %d: %s", job.id, exc)
+        for view in self.store.list(WORKLOADS):
+            labels = view["metadata"].get("labels") or {}
+            job_id = labels.get(SLURM_JOB_LABEL)
+            if job_id is not None and job_id not in alive:
+                self._seen.pop(int(job_id), None)
+                meta = view["metadata"]
+                self._quietly(self.store.delete, WORKLOADS, meta.get("namespace"), meta["name"])
+
+    def _slurm_job(self, job: Job, cluster: Any) -> None:
+        ns = job.account
+        if self.store.get(NAMESPACES, None, ns) is None:
+            namespace = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}}
+            self.store.create(namespace)
+        owner = {
+            "apiVersion": "slurm.schedmd.com/v1",
+            "kind": "SlurmJob",
+            "metadata": {"name": str(job.id), "namespace": ns, "uid": f"slurm-{job.id}"},
+        }
+        spec = job.spec
+        requests = {"cpu": str(max(spec.cpus_per_task, 1))}
+        if spec.gpus_per_task:
+            requests["nvidia.com/gpu"] = str(spec.gpus_per_task)
+        tasks = spec.nodes_min * spec.tasks_per_node
+        sets = [
+            {
+                "name": "main",
+                "count": tasks,
+                "template": {
+                    "spec": {
+                        "containers": [
+                            {"name": spec.name or "batch", "resources": {"requests": requests}}
+                        ]
+                    }
+                },
+            }
+        ]
+        viewed = engine_job(job, cluster, lambda _: LOCALHOST)
+        verdict = kw.judge([viewed])
+        cq, problem = cluster.cluster_queue_of(spec)
+        placement = kw.Placement(cq.name if cq is not None else "")
+        if not verdict.admitted and problem and cluster.queues.cluster_queues:
+            verdict = kw.Verdict(False, verdict.message or problem, verdict.evicted)
+        finished: tuple[bool, str] | None = None
+        if job.state.is_final:
+            ok = job.state is JobState.COMPLETED
+            finished = (ok, "Job finished successfully" if ok else f"Job {job.state.value}")
+        stored = self._stored(ns, {SLURM_JOB_LABEL: str(job.id)})
+        made = kw.workload(owner, sets, verdict, placement, finished, stored, self.clock())
+        meta = made["metadata"]
+        meta.pop("ownerReferences", None)  # no object owns it: deleted with the job
+        meta["labels"] = {SLURM_JOB_LABEL: str(job.id)}
+        if stored is None:
+            meta["name"] = f"slurm-{job.id}"
+        made["spec"]["queueName"] = queue_name(spec) if cluster.queues.cluster_queues else ""
+        self._write(made, stored)
+
+    # -- writing -------------------------------------------------------------------------
+
+    def _stored(self, namespace: str, labels: Mapping[str, str]) -> Obj | None:
+        found = self.store.list(WORKLOADS, namespace, labels)
+        return found[0] if found else None
+
+    def _write(self, made: Obj, stored: Obj | None) -> None:
+        wanted = made.pop("status", None)
+        made["metadata"].pop("resourceVersion", None)
+        if stored is None:
+            written = self._quietly(self.store.create, made)
+        elif made.get("spec") != stored.get("spec"):
+            written = self._quietly(self.store.update, made)
+        else:
+            written = stored
+        if written is not None and wanted and written.get("status") != wanted:
+            written = {**written, "status": wanted}
+            written["metadata"] = {
+                k: v for k, v in written["metadata"].items() if k != "resourceVersion"
+            }
+            self._quietly(self.store.update_status, written)
+
+    @staticmethod
+    def _quietly(call: Any, *args: Any) -> Any:
+        try:
+            return call(*args)
+        except KubeError as e:
+            log.debug("%s: %s", getattr(call, "__name__", call), e)
+            return None
