@@ -4,7 +4,12 @@ a training gang at QOS ``normal`` fills every GPU and checkpoints its step count
 asking for 4 GPUs) preempts it: the gang gets its grace signal, checkpoints and is requeued;
 the replicas serve through the router; once the burst is scaled back in, the gang resumes from
 its checkpoint. Lost work (the steps done twice, over the step rate) must be at most one
-checkpoint interval."""
+checkpoint interval.
+
+Run twice: with the QOS ``high`` preempting ``normal`` (Slurm's way), and with a guaranteed
+serving pool of 4 GPUs (``phalanx.config.serving_pool``: ClusterQueues ``serving`` and
+``training`` in one cohort, the QOS routed to them, no QOS preemption): the gang runs by
+borrowing the pool's idle GPUs, and the serving scale-up reclaims them."""
 
 from __future__ import annotations
 
@@ -18,6 +23,7 @@ from pathlib import Path
 import pytest
 from live_env import env
 
+from phalanx.config.serving_pool import ServingPool, pool_yaml
 from phalanx.server.localcluster import cluster_yaml
 from phalanx.testing.serving import MODEL_SERVER, ServingStack, deployment_yaml, free_port
 
@@ -83,8 +89,27 @@ def wait_for(check: object, timeout: float, what: str) -> float:
     return time.monotonic()
 
 
+POOL_QOS = f"""\
+qos:
+  - name: normal
+    grace_time: "{GRACE_S}"
+    cluster_queue: training
+  - name: high
+    priority: 1000
+    cluster_queue: serving
+"""
+"""The pool run's QOS: ``high`` preempts nothing by itself; each QOS names its ClusterQueue."""
+
+
+def borrowed_gpus(stack: ServingStack, queue: str) -> str:
+    """What ClusterQueue ``queue``'s status says it borrows of ``nvidia.com/gpu``."""
+    path = '{.status.flavorsUsage[*].resources[?(@.name=="nvidia.com/gpu")].borrowed}'
+    return stack.kubectl("get", "clusterqueue", queue, "-o", f"jsonpath={path}").strip()
+
+
+@pytest.mark.parametrize("setup", ["qos", "pool"])
 def test_a_serving_burst_preempts_training_which_resumes_from_its_checkpoint(
-    tmp_path: Path,
+    tmp_path: Path, setup: str
 ) -> None:
     tmp_path.chmod(0o755)
     work = tmp_path / "train"
@@ -99,7 +124,13 @@ def test_a_serving_burst_preempts_training_which_resumes_from_its_checkpoint(
         "  - name: normal\n", f'  - name: normal\n    grace_time: "{GRACE_S}"\n'
     )
     assert f'grace_time: "{GRACE_S}"' in config
-    stack = ServingStack(tmp_path, config=config)
+    up_args: list[str] = []
+    if setup == "pool":
+        config = config[: config.index("qos:\n")] + POOL_QOS
+        queues = tmp_path / "pool.yaml"
+        queues.write_text(pool_yaml(ServingPool("guaranteed", 4), 8))
+        up_args = ["--queues", str(queues)]
+    stack = ServingStack(tmp_path, config=config, up_args=up_args)
     job = None
     try:
         stack.apply(PRIORITY_CLASS)
@@ -135,6 +166,8 @@ def test_a_serving_burst_preempts_training_which_resumes_from_its_checkpoint(
 
         wait_for(lambda: state()["state"] == "RUNNING", 60, "training to run")
         wait_for(lambda: ckpt.exists() and int(ckpt.read_text()) > 0, 30, "a first checkpoint")
+        if setup == "pool":  # 8 GPUs on a nominal quota of 4: the pool's 4 are borrowed
+            wait_for(lambda: borrowed_gpus(stack, "training") == "4", 10, "the borrow shown")
         time.sleep(INTERVAL_S / 2)  # halfway between two checkpoints
 
         stack.kubectl("scale", "deployment", "burst", "--replicas=2")
@@ -162,7 +195,7 @@ def test_a_serving_burst_preempts_training_which_resumes_from_its_checkpoint(
         twice = reached - starts[1]  # steps done before the preemption and again after it
         lost_s = twice / RATE
         print(
-            f"\nhybrid: burst scaled up -> training preempted {preempted - burst:.2f}s, "
+            f"\nhybrid ({setup}): burst scaled up -> training preempted {preempted - burst:.2f}s, "
             f"2 replicas ready {ready - burst:.2f}s; burst scaled in -> training running "
             f"again {resumed - ended:.2f}s; training reached step {reached}, resumed from "
             f"checkpoint {starts[1]} (log: {' '.join(' '.join(n) for n in notes)}): "
