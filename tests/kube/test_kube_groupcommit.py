@@ -213,7 +213,7 @@ def test_memo_is_kept_per_version_and_forgotten() -> None:
 
 
 def test_a_taken_generated_name_is_drawn_again_when_the_store_takes_the_body() -> None:
-    from phalanx.kube import store as store_module
+    from phalanx.kube import values as store_module
 
     s = ObjectStore()
     draws = iter((0, 0, 1))  # "bbbbb" twice, then "cbbbb"

@@ -23,12 +23,10 @@ covers what the answer depends on: a write that is acknowledged is on disk.
 from __future__ import annotations
 
 import builtins
-import secrets
 import time
 import uuid
 from collections import deque
 from collections.abc import Callable, Mapping
-from datetime import UTC, datetime
 from typing import Any
 
 from phalanx.kube import defaults, kinds
@@ -47,6 +45,7 @@ from phalanx.kube.objectindex import ObjectIndex
 from phalanx.kube.persist import MemoryObjects, ObjectTable, Write
 from phalanx.kube.selectors import Predicate, match_labels
 from phalanx.kube.services import ServiceAllocator
+from phalanx.kube.values import copy_json, copy_obj, suffix, timestamp
 
 __all__ = ["SYSTEM_NAMESPACES", "Event", "ObjectStore", "copy_json", "copy_obj", "timestamp"]
 
@@ -63,43 +62,8 @@ Objects = list[dict[str, Any]]
 SYSTEM_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
 NAMESPACES: Resource = ("", "namespaces")
 SERVICES: Resource = ("", "services")
-_GENERATE_CHARS = "bcdfghjklmnpqrstvwxz2456789"
-"""What kube-apiserver appends to a generateName (k8s.io/apimachinery util/rand)."""
-_SUFFIXES = len(_GENERATE_CHARS) ** 5
-
-
-def _suffix() -> str:
-    """Five characters of ``_GENERATE_CHARS`` drawn uniformly, from one draw of the system's
-    randomness rather than one per character (each is a system call)."""
-    n = secrets.randbelow(_SUFFIXES)
-    out = []
-    for _ in range(5):
-        n, i = divmod(n, len(_GENERATE_CHARS))
-        out.append(_GENERATE_CHARS[i])
-    return "".join(out)
-
-
 _GENERATE_TRIES = 8
 _NOT_SPEC = frozenset(("apiVersion", "kind", "metadata", "status"))
-
-
-def copy_json(value: Any) -> Any:
-    """A deep copy of a JSON value (much faster than ``copy.deepcopy``)."""
-    if isinstance(value, dict):
-        return {k: copy_json(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [copy_json(v) for v in value]
-    return value
-
-
-def copy_obj(obj: dict[str, Any]) -> dict[str, Any]:
-    """A deep copy of a JSON object."""
-    return {k: copy_json(v) for k, v in obj.items()}
-
-
-def timestamp(at: float) -> str:
-    """RFC 3339 in UTC, seconds, as ``metav1.Time`` is written."""
-    return datetime.fromtimestamp(at, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def _spec(obj: dict[str, Any]) -> dict[str, Any]:
@@ -315,7 +279,7 @@ class ObjectStore(ObjectIndex):
         name = meta.get("name") or ""
         generated = not name  # (before ``meta`` is filled: it may be ``obj``'s own)
         if not name and meta.get("generateName"):
-            name = meta["generateName"] + _suffix()
+            name = meta["generateName"] + suffix()
             meta["name"] = name
         if not name:
             raise Invalid(
@@ -334,7 +298,7 @@ class ObjectStore(ObjectIndex):
         for _ in range(_GENERATE_TRIES if generated else 0):
             if self.peek(kind.resource, ns, name) is None:
                 break
-            name = meta["generateName"] + _suffix()
+            name = meta["generateName"] + suffix()
             meta["name"] = name
         if self.peek(kind.resource, ns, name) is not None:
             raise AlreadyExists(kind.resource, name)
