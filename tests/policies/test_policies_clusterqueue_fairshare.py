@@ -191,9 +191,7 @@ def _preempted(d: EngineDriver) -> set[int]:
     return {e.job_id for e in d.decisions(Preempted)}
 
 
-@pytest.mark.parametrize(
-    "strategies", ["", "LessThanOrEqualToFinalShare", "LessThanInitialShare"]
-)
+@pytest.mark.parametrize("strategies", ["", "LessThanOrEqualToFinalShare", "LessThanInitialShare"])
 def test_fair_preemption_stops_when_shares_meet(strategies: str) -> None:
     """Within its nominal quota team-b takes back 3; beyond it, it preempts while its share
     after admission stays at most team-a's after the preemption (or below team-a's before):
