@@ -196,7 +196,8 @@ def test_fair_preemption_stops_when_shares_meet(strategies: str) -> None:
     """Within its nominal quota team-b takes back 3; beyond it, it preempts while its share
     after admission stays at most team-a's after the preemption (or below team-a's before):
     its 4th job (share 111 against team-a's 222 once it loses a 4th job) is admitted, its
-    5th (222 against 111 after, or against 222 before) is not. Classic preemption stops at nominal."""
+    5th (222 against 111 after, or against 222 before) is not. Classic preemption stops at
+    nominal."""
     d, a, b = _reclaim(strategies)
     assert _preempted(d) <= set(a) and len(_preempted(d)) == 4
     assert running(d, b) == 4 and running(d, a) == 5
