@@ -28,8 +28,8 @@ from phalanx.sched.job import Job
 
 __all__ = ["UNBOUNDED", "fair_order", "guess_charge", "may_preempt_from", "share"]
 
-UNBOUNDED = 2**62
-"""The share of a weight-0 queue that borrows (Kueue: ``math.MaxInt``)."""
+UNBOUNDED = 2**63 - 1
+"""The share of a weight-0 queue that borrows (Kueue's ``math.MaxInt``, on 64 bits)."""
 
 _PER_MILLE = 1000
 
