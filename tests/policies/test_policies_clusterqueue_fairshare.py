@@ -15,6 +15,7 @@ from phalanx.domain.queues import FairSharingStrategy
 from phalanx.domain.queues.quota import QuotaTree
 from phalanx.domain.state import JobState
 from phalanx.domain.time import HOUR
+from phalanx.engine import QueuesChange
 from phalanx.engine.decisions import Preempted
 from phalanx.errors import ConfigError
 from phalanx.policies.clusterqueue.fairshare import UNBOUNDED, may_preempt_from, share
@@ -221,3 +222,16 @@ def test_weight_zero_is_preempted_first() -> None:
         d.settle()
     assert running(d, b) == 2
     assert _preempted(d) <= set(z) and len(_preempted(d)) == 2
+
+
+def test_queue_objects_from_the_api_keep_the_managers_fair_sharing() -> None:
+    """Kueue's Configuration is no API object: a ``QueuesChange`` (ClusterQueues edited
+    through the API) leaves fair sharing as the cluster was started with."""
+    d = driver(cq("team-a-cq", 0), cq("team-b-cq", 0), cq("lender-cq", 12), ON)
+    edited = queues_from_yaml(
+        "---\n".join([FLAVOR, cq("team-a-cq", 0), cq("team-b-cq", 0), cq("lender-cq", 12)])
+    )
+    assert not edited.fair_sharing.enable
+    d.feed(QueuesChange(d.now, edited))
+    assert d.engine.cluster.queues.fair_sharing.enable
+    assert d.engine.cluster.queues.cluster_queues == edited.cluster_queues
