@@ -34,15 +34,6 @@ UNBOUNDED = 2**63 - 1
 _PER_MILLE = 1000
 
 
-def lendable(node: QuotaNode) -> dict[str, int]:
-    """What the root of ``node``'s cohort tree holds of each resource, over its flavors."""
-    root = node.cohort_root()
-    out: dict[str, int] = {}
-    for (_, resource), amount in root.subtree.items():
-        out[resource] = out.get(resource, 0) + amount
-    return out
-
-
 def share(node: QuotaNode, weight: float, delta: Mapping[FlavorResource, int] | None = None) -> int:
     """``node``'s weighted share (module docstring), with ``delta`` added to its usage
     (negative amounts: taken away). Reads the tree; changes nothing."""
@@ -59,7 +50,7 @@ def share(node: QuotaNode, weight: float, delta: Mapping[FlavorResource, int] | 
     milli_weight = round(weight * _PER_MILLE)
     if milli_weight <= 0:
         return UNBOUNDED
-    lend = lendable(node)
+    lend = node.lendable
     dominant = max(
         (amount * _PER_MILLE // lend[r] for r, amount in borrowed.items() if lend.get(r, 0) > 0),
         default=0,

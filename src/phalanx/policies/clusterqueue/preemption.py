@@ -202,7 +202,9 @@ class ClusterQueuePreempt(CheckpointPreempt):
             candidates = budget.candidates(ctx, _FAIR)
             if not candidates:
                 return None
-            shares = {r.id: budget.share_of(budget.queue_of[r.id]) for r in candidates}
+            by_queue = {budget.queue_of[r.id].name: budget.queue_of[r.id] for r in candidates}
+            of_queue = {name: budget.share_of(q) for name, q in by_queue.items()}
+            shares = {r.id: of_queue[budget.queue_of[r.id].name] for r in candidates}
             candidates.sort(key=lambda r: (-shares[r.id], *budget.kueue_key(r)))
             found = self._search(job, ctx, candidates, True, budget)
             if found is None and self.placed and len(candidates) > 1:
