@@ -268,6 +268,8 @@ class _QuotaBudget:
         """With fair sharing (mode ``_FAIR``): the preemption strategy being tried."""
         self.own_charge = {} if admitted else guess_charge(cq, self.node, self.request)
         """The job's charge for its share after admission (already counted if admitted)."""
+        self._mine: int | None = None
+        """Its queue's share after admission, while no victim of its own queue changes it."""
 
     def share_of(self, cq: ClusterQueue, delta: dict[FlavorResource, int] | None = None) -> int:
         return share(self.static.tree.queues[cq.name], cq.fair_sharing_weight, delta)
@@ -344,10 +346,15 @@ class _QuotaBudget:
         if self.mode == _FAIR and self.strategy is not None:
             # Shares as the victims so far left them (``take`` changed the tree).
             before = self.share_of(rcq)
-            charge = self.admission.held_charge(self.static, rcq, victim)
-            after = self.share_of(rcq, {fr: -amount for fr, amount in charge.items()})
-            mine = self.share_of(self.cq, self.own_charge)
-            return before > 0 and may_preempt_from(self.strategy, mine, before, after)
+            if before <= 0:
+                return False  # it does not borrow
+            after = before
+            if self.strategy is FairSharingStrategy.LESS_THAN_OR_EQUAL_TO_FINAL_SHARE:
+                charge = self.admission.held_charge(self.static, rcq, victim)
+                after = self.share_of(rcq, {fr: -amount for fr, amount in charge.items()})
+            if self._mine is None:
+                self._mine = self.share_of(self.cq, self.own_charge)
+            return may_preempt_from(self.strategy, self._mine, before, after)
         return self._borrowing(self.static.tree.queues[rcq.name])
 
     def take(self, victim: Job) -> None:
@@ -357,11 +364,15 @@ class _QuotaBudget:
         for fr, amount in charge.items():
             node.remove(fr, amount)
         self.taken[victim.id] = (node, charge)
+        if node is self.node:
+            self._mine = None
 
     def put(self, victim: Job) -> None:
         node, charge = self.taken.pop(victim.id)
         for fr, amount in charge.items():
             node.add(fr, amount)
+        if node is self.node:
+            self._mine = None
 
     def commit(self, victims: list[Job], current: Pass) -> None:
         """The pass's accounting after the preemption: the victims' quota is gone and the
