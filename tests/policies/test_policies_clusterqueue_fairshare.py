@@ -235,3 +235,27 @@ def test_queue_objects_from_the_api_keep_the_managers_fair_sharing() -> None:
     d.feed(QueuesChange(d.now, edited))
     assert d.engine.cluster.queues.fair_sharing.enable
     assert d.engine.cluster.queues.cluster_queues == edited.cluster_queues
+
+
+@pytest.mark.parametrize(
+    ("strategies", "preempts"),
+    [("", True), ("LessThanOrEqualToFinalShare", False), ("LessThanInitialShare", True)],
+)
+def test_less_than_initial_share_is_the_second_chance(strategies: str, preempts: bool) -> None:
+    """lender-cq lends 6 CPUs; team-a runs two 2-CPU jobs (share 666), team-b two 1-CPU jobs
+    (333); team-b's third would bring it to 500. Taking a team-a job leaves team-a at 333:
+    LessThanOrEqualToFinalShare refuses (500 > 333), LessThanInitialShare allows (500 < 666),
+    and the default list tries the second after the first."""
+    config = ON + (f"  preemptionStrategies: [{strategies}]\n" if strategies else "")
+    d = driver(cq("team-a-cq", 0), cq("team-b-cq", 0, reclaim="Any"), cq("lender-cq", 6), config)
+    a = submit(d, "team-a", 2, cpus=2)
+    d.settle()
+    b = submit(d, "team-b", 2)
+    d.settle()
+    assert running(d, a) == 2 and running(d, b) == 2
+    [third] = submit(d, "team-b", 1)
+    for _ in range(3):
+        d.settle()
+    assert (len(_preempted(d)) == 1) is preempts
+    assert _preempted(d) <= set(a)
+    assert (d.state(third) is JobState.RUNNING) is preempts
