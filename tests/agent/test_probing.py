@@ -90,7 +90,9 @@ def test_http_get_passes_for_2xx_and_3xx(
         assert why == f"HTTP probe failed with statuscode: {path[1:]}"
 
 
-def test_http_get_sends_kube_probe_agent_and_the_given_headers(server: int, tmp_path: Path) -> None:
+def test_http_get_sends_kube_probe_agent_and_the_given_headers(
+    server: int, tmp_path: Path
+) -> None:
     SEEN.clear()
     spec = ProbeSpec(kind="httpGet", port=server, headers=[["X-Probe", "yes"]])
     assert run(spec, tmp_path) == (True, "")

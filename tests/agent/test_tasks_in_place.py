@@ -108,7 +108,9 @@ def test_a_probe_kill_terms_then_kills_after_the_grace(runner: TaskRunner, tmp_p
 
 
 def test_exec_probe_statuses_are_kept_for_the_prober(runner: TaskRunner, tmp_path: Path) -> None:
-    runner.launch(launch(6, task(tmp_path, ["sleep", "30"], probes=ProbesSpec(readiness=None))))
+    runner.launch(
+        launch(6, task(tmp_path, ["sleep", "30"], probes=ProbesSpec(readiness=None)))
+    )
     [(_, container)] = runner.containers()
     ok = runner.spawn_probe(container, ["sh", "-c", "exit 0"])
     bad = runner.spawn_probe(container, ["sh", "-c", "exit 3"])
@@ -116,8 +118,8 @@ def test_exec_probe_statuses_are_kept_for_the_prober(runner: TaskRunner, tmp_pat
 
     def both() -> bool:
         for pid in (ok.pid, bad.pid):
-            statuses[pid] = (
-                statuses.get(pid) if statuses.get(pid) is not None else (runner.probe_status(pid))
+            statuses[pid] = statuses.get(pid) if statuses.get(pid) is not None else (
+                runner.probe_status(pid)
             )
         return all(v is not None for v in statuses.values())
 

@@ -62,90 +62,63 @@ COMMANDS: dict[str, tuple[list[str], bool]] = {
         True,
     ),
     "create-deployment": (
-        ["create", "deployment", "d", "--image=nginx", "--replicas=2", "--port=80"],
-        True,
+        ["create", "deployment", "d", "--image=nginx", "--replicas=2", "--port=80"], True
     ),
     "create-configmap": (
-        ["create", "configmap", "cm", "--from-literal=a=b", "--from-literal=c=d"],
-        True,
+        ["create", "configmap", "cm", "--from-literal=a=b", "--from-literal=c=d"], True
     ),
     "create-secret-generic": (["create", "secret", "generic", "s", "--from-literal=k=v"], True),
     "create-secret-docker-registry": (
-        [
-            "create",
-            "secret",
-            "docker-registry",
-            "reg",
-            "--docker-server=r.example",
-            "--docker-username=u",
-            "--docker-password=p",
-        ],
+        ["create", "secret", "docker-registry", "reg", "--docker-server=r.example",
+         "--docker-username=u", "--docker-password=p"],
         True,
     ),
     "create-priorityclass": (
-        [
-            "create",
-            "priorityclass",
-            "high",
-            "--value=1000",
-            "--description=urgent work",
-            "--preemption-policy=Never",
-        ],
+        ["create", "priorityclass", "high", "--value=1000", "--description=urgent work",
+         "--preemption-policy=Never"],
         True,
     ),
     "create-role": (["create", "role", "r", "--verb=get,list", "--resource=pods"], True),
     "create-rolebinding": (
-        ["create", "rolebinding", "rb", "--role=r", "--user=alice", "--group=team"],
-        True,
+        ["create", "rolebinding", "rb", "--role=r", "--user=alice", "--group=team"], True
     ),
     "create-clusterrole": (
-        [
-            "create",
-            "clusterrole",
-            "cr",
-            "--verb=get",
-            "--resource=nodes",
-            "--non-resource-url=/healthz",
-        ],
+        ["create", "clusterrole", "cr", "--verb=get", "--resource=nodes",
+         "--non-resource-url=/healthz"],
         True,
     ),
     "create-clusterrolebinding": (
-        ["create", "clusterrolebinding", "crb", "--clusterrole=cr", "--serviceaccount=default:sa"],
+        ["create", "clusterrolebinding", "crb", "--clusterrole=cr",
+         "--serviceaccount=default:sa"],
         True,
     ),
-    "create-service-clusterip": (["create", "service", "clusterip", "svc", "--tcp=80:8080"], True),
+    "create-service-clusterip": (
+        ["create", "service", "clusterip", "svc", "--tcp=80:8080"], True
+    ),
     "create-service-nodeport": (
-        ["create", "service", "nodeport", "np", "--tcp=80:8080", "--node-port=30080"],
-        True,
+        ["create", "service", "nodeport", "np", "--tcp=80:8080", "--node-port=30080"], True
     ),
     "create-service-externalname": (
-        ["create", "service", "externalname", "ext", "--external-name=db.example.com"],
-        True,
+        ["create", "service", "externalname", "ext", "--external-name=db.example.com"], True
     ),
     "create-serviceaccount": (["create", "serviceaccount", "sa"], True),
     "create-quota": (["create", "quota", "q", "--hard=cpu=1,memory=1Gi,pods=2"], True),
     "create-poddisruptionbudget": (
-        ["create", "poddisruptionbudget", "pdb", "--selector=app=x", "--min-available=50%"],
-        True,
+        ["create", "poddisruptionbudget", "pdb", "--selector=app=x", "--min-available=50%"], True
     ),
-    "create-ingress": (["create", "ingress", "ing", "--rule=foo.example/bar*=svc:8080"], True),
+    "create-ingress": (
+        ["create", "ingress", "ing", "--rule=foo.example/bar*=svc:8080"], True
+    ),
     "create-token": (["create", "token", "sa", "--duration=1h"], False),
     "run": (
-        [
-            "run",
-            "p",
-            "--image=busybox",
-            "--restart=Never",
-            "--labels=app=x",
-            "--env=A=1",
-            "--",
-            "sleep",
-            "1",
-        ],
+        ["run", "p", "--image=busybox", "--restart=Never", "--labels=app=x",
+         "--env=A=1", "--", "sleep", "1"],
         True,
     ),
     "expose": (["expose", "deployment", "d", "--port=80", "--target-port=8080"], True),
-    "autoscale": (["autoscale", "deployment", "d", "--min=1", "--max=3", "--cpu-percent=50"], True),
+    "autoscale": (
+        ["autoscale", "deployment", "d", "--min=1", "--max=3", "--cpu-percent=50"], True
+    ),
     "label": (["label", "namespace", "x", "team=a"], False),
     "annotate": (["annotate", "namespace", "x", "note=hi"], False),
     "scale": (["scale", "deployment", "d", "--replicas=3"], False),
@@ -154,9 +127,7 @@ COMMANDS: dict[str, tuple[list[str], bool]] = {
     "apply": (["apply", "-f", "{manifest}"], False),
 }
 MANIFEST = {
-    "apiVersion": "v1",
-    "kind": "Namespace",
-    "metadata": {"name": "x", "labels": {"a": "b"}},
+    "apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "x", "labels": {"a": "b"}},
 }
 
 
@@ -180,26 +151,13 @@ def _discovery(path: str, port: int) -> Any:
     if path == "/version":
         return {"major": "1", "minor": "32", "gitVersion": "v1.32.4", "platform": "linux/amd64"}
     if path == "/api":
-        return {
-            "kind": "APIVersions",
-            "versions": ["v1"],
-            "serverAddressByClientCIDRs": [
-                {"clientCIDR": "0.0.0.0/0", "serverAddress": f"127.0.0.1:{port}"}
-            ],
-        }
+        return {"kind": "APIVersions", "versions": ["v1"], "serverAddressByClientCIDRs": [
+            {"clientCIDR": "0.0.0.0/0", "serverAddress": f"127.0.0.1:{port}"}]}
     if path == "/apis":
-        return {
-            "kind": "APIGroupList",
-            "apiVersion": "v1",
-            "groups": [
-                {
-                    "name": g,
-                    "versions": [{"groupVersion": f"{g}/{v}", "version": v} for v in vs],
-                    "preferredVersion": {"groupVersion": f"{g}/{vs[0]}", "version": vs[0]},
-                }
-                for g, vs in groups.items()
-            ],
-        }
+        return {"kind": "APIGroupList", "apiVersion": "v1", "groups": [
+            {"name": g, "versions": [{"groupVersion": f"{g}/{v}", "version": v} for v in vs],
+             "preferredVersion": {"groupVersion": f"{g}/{vs[0]}", "version": vs[0]}}
+            for g, vs in groups.items()]}
     for group, version in [("", "v1")] + [(g, v) for g, vs in groups.items() for v in vs]:
         gv = f"{group}/{version}" if group else version
         if path == ("/api/v1" if not group else f"/apis/{gv}"):
@@ -207,31 +165,13 @@ def _discovery(path: str, port: int) -> Any:
             for g, v, name, kind, namespaced, subs in RESOURCES:
                 if (g, v) != (group, version):
                     continue
-                resources.append(
-                    {
-                        "name": name,
-                        "singularName": kind.lower(),
-                        "kind": kind,
-                        "namespaced": namespaced,
-                        "verbs": VERBS,
-                    }
-                )
-                resources += [
-                    {
-                        "name": f"{name}/{s}",
-                        "singularName": "",
-                        "namespaced": namespaced,
-                        "kind": "TokenRequest" if s == "token" else "Scale",
-                        "verbs": ["create", "get", "patch", "update"],
-                    }
-                    for s in subs
-                ]
-            return {
-                "kind": "APIResourceList",
-                "apiVersion": "v1",
-                "groupVersion": gv,
-                "resources": resources,
-            }
+                resources.append({"name": name, "singularName": kind.lower(), "kind": kind,
+                                  "namespaced": namespaced, "verbs": VERBS})
+                resources += [{"name": f"{name}/{s}", "singularName": "", "namespaced": namespaced,
+                               "kind": "TokenRequest" if s == "token" else "Scale",
+                               "verbs": ["create", "get", "patch", "update"]} for s in subs]
+            return {"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": gv,
+                    "resources": resources}
     return None
 
 
@@ -255,30 +195,16 @@ def _handler(store: Store, port_box: list[int]) -> type[BaseHTTPRequestHandler]:
             if body:
                 content_type = self.headers.get("Content-Type", "")
                 with store.lock:
-                    store.requests.append(
-                        {
-                            "method": self.command,
-                            "path": self.path,
-                            "contentType": content_type,
-                            "body": base64.b64encode(body).decode()
-                            if content_type == PROTOBUF
-                            else body.decode(),
-                        }
-                    )
+                    store.requests.append({
+                        "method": self.command, "path": self.path, "contentType": content_type,
+                        "body": base64.b64encode(body).decode() if content_type == PROTOBUF
+                        else body.decode(),
+                    })
             return body
 
         def _not_found(self) -> None:
-            self._json(
-                404,
-                {
-                    "kind": "Status",
-                    "apiVersion": "v1",
-                    "status": "Failure",
-                    "reason": "NotFound",
-                    "code": 404,
-                    "message": "not found",
-                },
-            )
+            self._json(404, {"kind": "Status", "apiVersion": "v1", "status": "Failure",
+                             "reason": "NotFound", "code": 404, "message": "not found"})
 
         def do_GET(self) -> None:
             path = self.path.split("?")[0]
@@ -289,15 +215,9 @@ def _handler(store: Store, port_box: list[int]) -> type[BaseHTTPRequestHandler]:
                 self._json(200, store.objects[path])
             elif path.endswith("/scale") and path[: -len("/scale")] in store.objects:
                 obj = store.objects[path[: -len("/scale")]]
-                self._json(
-                    200,
-                    {
-                        "kind": "Scale",
-                        "apiVersion": "autoscaling/v1",
-                        "metadata": obj["metadata"],
-                        "spec": {"replicas": obj["spec"].get("replicas", 1)},
-                    },
-                )
+                self._json(200, {"kind": "Scale", "apiVersion": "autoscaling/v1",
+                                 "metadata": obj["metadata"],
+                                 "spec": {"replicas": obj["spec"].get("replicas", 1)}})
             elif path.startswith("/api"):
                 self._not_found()
             else:
@@ -309,13 +229,8 @@ def _handler(store: Store, port_box: list[int]) -> type[BaseHTTPRequestHandler]:
             obj = decode(body) if content_type == PROTOBUF else json.loads(body)
             path = self.path.split("?")[0]
             if path.endswith("/token"):
-                self._json(
-                    201,
-                    {
-                        **obj,
-                        "status": {"token": "t", "expirationTimestamp": "2026-12-01T19:00:00Z"},
-                    },
-                )
+                self._json(201, {**obj, "status": {"token": "t",
+                                                   "expirationTimestamp": "2026-12-01T19:00:00Z"}})
                 return
             store.objects[f"{path}/{obj['metadata']['name']}"] = obj
             if store.respond is not None:
@@ -331,15 +246,8 @@ def _handler(store: Store, port_box: list[int]) -> type[BaseHTTPRequestHandler]:
             if obj is None:
                 self._not_found()
             elif path.endswith("/scale"):
-                self._json(
-                    200,
-                    {
-                        "kind": "Scale",
-                        "apiVersion": "autoscaling/v1",
-                        "metadata": obj["metadata"],
-                        "spec": {"replicas": 3},
-                    },
-                )
+                self._json(200, {"kind": "Scale", "apiVersion": "autoscaling/v1",
+                                 "metadata": obj["metadata"], "spec": {"replicas": 3}})
             else:
                 self._json(200, obj)
 
@@ -366,22 +274,13 @@ def kubectl_against(store: Store, tmp: Path) -> Iterator[list[str]]:
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     kubeconfig = tmp / "config"
-    kubeconfig.write_text(
-        json.dumps(
-            {
-                "apiVersion": "v1",
-                "kind": "Config",
-                "current-context": "c",
-                "clusters": [
-                    {"name": "c", "cluster": {"server": f"http://127.0.0.1:{port_box[0]}"}}
-                ],
-                "contexts": [
-                    {"name": "c", "context": {"cluster": "c", "user": "u", "namespace": "default"}}
-                ],
-                "users": [{"name": "u", "user": {"token": "t"}}],
-            }
-        )
-    )
+    kubeconfig.write_text(json.dumps({
+        "apiVersion": "v1", "kind": "Config", "current-context": "c",
+        "clusters": [{"name": "c", "cluster": {"server": f"http://127.0.0.1:{port_box[0]}"}}],
+        "contexts": [{"name": "c", "context": {"cluster": "c", "user": "u",
+                                               "namespace": "default"}}],
+        "users": [{"name": "u", "user": {"token": "t"}}],
+    }))
     try:
         yield ["/usr/bin/kubectl", f"--kubeconfig={kubeconfig}", f"--cache-dir={tmp}/cache"]
     finally:
@@ -406,28 +305,18 @@ def main(names: list[str]) -> None:
             if dry_run:
                 printed = subprocess.run(
                     [*base, *args[:split], "--dry-run=client", "-o", "json", *args[split:]],
-                    capture_output=True,
-                    text=True,
-                )
+                    capture_output=True, text=True)
                 if printed.returncode != 0:
                     sys.exit(f"{name}: the dry run failed: {printed.stderr}")
                 expected = json.loads(printed.stdout)
             store.requests.clear()
             # Client-side validation would fetch OpenAPI, which this server does not serve.
-            validate = (
-                ["--validate=false"]
-                if args[0] in ("create", "apply") and args[1] != "token"
-                else []
-            )
+            validate = ["--validate=false"] if args[0] in ("create", "apply") and \
+                args[1] != "token" else []
             ran = subprocess.run([*base, *validate, *args], capture_output=True, text=True)
-            record = {
-                "command": command,
-                "exit": ran.returncode,
-                "stdout": ran.stdout,
-                "stderr": ran.stderr,
-                "requests": list(store.requests),
-                "dryRunJson": expected,
-            }
+            record = {"command": command, "exit": ran.returncode,
+                      "stdout": ran.stdout, "stderr": ran.stderr,
+                      "requests": list(store.requests), "dryRunJson": expected}
             if "{manifest}" in command:
                 record["manifest"] = MANIFEST
             (FIXTURES / f"{name}.json").write_text(json.dumps(record, indent=1) + "\n")

@@ -61,7 +61,9 @@ def test_decode_gives_what_kubectl_prints_as_json(
 
 
 @pytest.mark.parametrize(("name", "body", "record"), PROTOBUF_REQUESTS, ids=IDS)
-def test_encode_of_decode_is_kubectls_bytes(name: str, body: bytes, record: dict[str, Any]) -> None:
+def test_encode_of_decode_is_kubectls_bytes(
+    name: str, body: bytes, record: dict[str, Any]
+) -> None:
     assert encode(decode(body)) == body
 
 
@@ -117,51 +119,25 @@ def test_int_or_string_raw_extension_and_managed_fields_round_trip() -> None:
         "kind": "Deployment",
         "metadata": {
             "name": "d",
-            "managedFields": [
-                {
-                    "manager": "kubectl",
-                    "operation": "Update",
-                    "fieldsType": "FieldsV1",
-                    "fieldsV1": {"f:spec": {}},
-                }
-            ],
+            "managedFields": [{"manager": "kubectl", "operation": "Update",
+                               "fieldsType": "FieldsV1", "fieldsV1": {"f:spec": {}}}],
         },
-        "spec": {
-            "strategy": {
-                "type": "RollingUpdate",
-                "rollingUpdate": {"maxSurge": "25%", "maxUnavailable": 1},
-            }
-        },
+        "spec": {"strategy": {"type": "RollingUpdate",
+                              "rollingUpdate": {"maxSurge": "25%", "maxUnavailable": 1}}},
     }
     got = decode(encode(deployment))
     assert got["spec"]["strategy"]["rollingUpdate"] == {"maxSurge": "25%", "maxUnavailable": 1}
     assert got["metadata"]["managedFields"][0]["fieldsV1"] == {"f:spec": {}}
-    revision = {
-        "apiVersion": "apps/v1",
-        "kind": "ControllerRevision",
-        "metadata": {"name": "r"},
-        "data": {"spec": {"replicas": 2}},
-        "revision": 3,
-    }
+    revision = {"apiVersion": "apps/v1", "kind": "ControllerRevision",
+                "metadata": {"name": "r"}, "data": {"spec": {"replicas": 2}}, "revision": 3}
     got = decode(encode(revision))
     assert (got["data"], got["revision"]) == ({"spec": {"replicas": 2}}, 3)
 
 
 def test_go_omitempty_and_pointer_rules() -> None:
-    job = {
-        "apiVersion": "batch/v1",
-        "kind": "Job",
-        "metadata": {"name": "j"},
-        "spec": {
-            "suspend": False,
-            "parallelism": 0,
-            "template": {
-                "spec": {
-                    "containers": [{"name": "c", "image": "i", "ports": [{"containerPort": 0}]}]
-                }
-            },
-        },
-    }
+    job = {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "j"},
+           "spec": {"suspend": False, "parallelism": 0, "template": {"spec": {"containers": [
+               {"name": "c", "image": "i", "ports": [{"containerPort": 0}]}]}}}}
     got = decode(encode(job))
     # Pointers keep an explicit zero; non-omitempty scalars are written even when zero.
     assert (got["spec"]["suspend"], got["spec"]["parallelism"]) == (False, 0)
@@ -174,31 +150,17 @@ def test_go_omitempty_and_pointer_rules() -> None:
 
 def test_role_rules_without_omitempty_are_null() -> None:
     # rbac/v1 PolicyRule: `Verbs []string json:"verbs"` has no omitempty: nil is null.
-    role = {
-        "apiVersion": "rbac.authorization.k8s.io/v1",
-        "kind": "Role",
-        "metadata": {"name": "r"},
-        "rules": [{"apiGroups": [""]}],
-    }
+    role = {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",
+            "metadata": {"name": "r"}, "rules": [{"apiGroups": [""]}]}
     assert decode(encode(role))["rules"] == [{"verbs": None, "apiGroups": [""]}]
 
 
 def test_meta_kinds_decode_under_any_group_version() -> None:
-    options = {
-        "apiVersion": "v1",
-        "kind": "DeleteOptions",
-        "propagationPolicy": "Foreground",
-        "gracePeriodSeconds": 0,
-    }
+    options = {"apiVersion": "v1", "kind": "DeleteOptions", "propagationPolicy": "Foreground",
+               "gracePeriodSeconds": 0}
     assert decode(encode(options)) == {**options, "kind": "DeleteOptions"}
-    status = {
-        "apiVersion": "v1",
-        "kind": "Status",
-        "status": "Failure",
-        "reason": "NotFound",
-        "code": 404,
-        "metadata": {},
-    }
+    status = {"apiVersion": "v1", "kind": "Status", "status": "Failure", "reason": "NotFound",
+              "code": 404, "metadata": {}}
     assert decode(encode(status))["reason"] == "NotFound"
 
 
@@ -242,28 +204,18 @@ def test_malformed_bodies_raise_protobuf_error_naming_the_problem(body: bytes, s
     [
         ({"kind": "Namespace"}, "apiVersion and kind"),
         ({"apiVersion": "v1", "kind": "Gadget"}, "Gadget"),
-        (
-            {"apiVersion": "v1", "kind": "Namespace", "metadata": {"labels": ["a"]}},
-            r"Namespace\.metadata\.labels: expected an object",
-        ),
-        (
-            {
-                "apiVersion": "v1",
-                "kind": "Pod",
-                "spec": {"containers": [{"ports": [{"containerPort": "80"}]}]},
-            },
-            r"Pod\.spec\.containers\[0\]\.ports\[0\]\.containerPort: expected an integer",
-        ),
-        ({"apiVersion": "v1", "kind": "Pod", "spec": {"priority": 2**31}}, "does not fit in int32"),
-        (
-            {"apiVersion": "v1", "kind": "Pod", "metadata": {"creationTimestamp": "yesterday"}},
-            "RFC 3339",
-        ),
+        ({"apiVersion": "v1", "kind": "Namespace", "metadata": {"labels": ["a"]}},
+         r"Namespace\.metadata\.labels: expected an object"),
+        ({"apiVersion": "v1", "kind": "Pod", "spec": {"containers": [{"ports": [
+            {"containerPort": "80"}]}]}},
+         r"Pod\.spec\.containers\[0\]\.ports\[0\]\.containerPort: expected an integer"),
+        ({"apiVersion": "v1", "kind": "Pod", "spec": {"priority": 2**31}},
+         "does not fit in int32"),
+        ({"apiVersion": "v1", "kind": "Pod", "metadata": {"creationTimestamp": "yesterday"}},
+         "RFC 3339"),
         ({"apiVersion": "v1", "kind": "Secret", "data": {"k": "not base64!"}}, "base64"),
-        (
-            {"apiVersion": "v1", "kind": "ResourceQuota", "spec": {"hard": {"cpu": "lots"}}},
-            "quantity",
-        ),
+        ({"apiVersion": "v1", "kind": "ResourceQuota", "spec": {"hard": {"cpu": "lots"}}},
+         "quantity"),
     ],
 )
 def test_bad_objects_raise_protobuf_error_naming_the_field(obj: dict[str, Any], says: str) -> None:
@@ -273,16 +225,8 @@ def test_bad_objects_raise_protobuf_error_naming_the_field(obj: dict[str, Any], 
 
 def test_go_durations() -> None:
     # Outputs of Go's time.Duration.String() (its documented examples and edge cases).
-    cases = {
-        0: "0s",
-        1: "1ns",
-        1_100: "1.1µs",
-        2_200_000: "2.2ms",
-        1_500_000_000: "1.5s",
-        90 * 60 * 10**9: "1h30m0s",
-        61 * 10**9: "1m1s",
-        -(10**9): "-1s",
-    }
+    cases = {0: "0s", 1: "1ns", 1_100: "1.1µs", 2_200_000: "2.2ms", 1_500_000_000: "1.5s",
+             90 * 60 * 10**9: "1h30m0s", 61 * 10**9: "1m1s", -(10**9): "-1s"}
     for ns, text in cases.items():
         assert go_duration(ns) == text
         assert parse_go_duration(text, "d") == ns

@@ -27,94 +27,40 @@ pytestmark = pytest.mark.skipif(
 
 AT = "2026-12-01T18:00:00Z"
 STATUS: dict[str, dict[str, Any]] = {
-    "Namespace": {
-        "phase": "Active",
-        "conditions": [
-            {
-                "type": "NamespaceDeletionDiscoveryFailure",
-                "status": "False",
-                "lastTransitionTime": AT,
-                "reason": "ResourcesDiscovered",
-                "message": "ok",
-            }
-        ],
-    },
-    "Job": {
-        "startTime": AT,
-        "active": 1,
-        "ready": 0,
-        "terminating": 0,
-        "uncountedTerminatedPods": {},
-        "conditions": [
-            {"type": "Suspended", "status": "False", "lastProbeTime": AT, "lastTransitionTime": AT}
-        ],
-    },
-    "Deployment": {
-        "observedGeneration": 1,
-        "replicas": 2,
-        "updatedReplicas": 2,
-        "unavailableReplicas": 2,
-        "conditions": [
-            {
-                "type": "Available",
-                "status": "False",
-                "lastUpdateTime": AT,
-                "lastTransitionTime": AT,
-                "reason": "MinimumReplicasUnavailable",
-            }
-        ],
-    },
+    "Namespace": {"phase": "Active", "conditions": [
+        {"type": "NamespaceDeletionDiscoveryFailure", "status": "False",
+         "lastTransitionTime": AT, "reason": "ResourcesDiscovered", "message": "ok"}]},
+    "Job": {"startTime": AT, "active": 1, "ready": 0, "terminating": 0,
+            "uncountedTerminatedPods": {}, "conditions": [
+                {"type": "Suspended", "status": "False", "lastProbeTime": AT,
+                 "lastTransitionTime": AT}]},
+    "Deployment": {"observedGeneration": 1, "replicas": 2, "updatedReplicas": 2,
+                   "unavailableReplicas": 2, "conditions": [
+                       {"type": "Available", "status": "False", "lastUpdateTime": AT,
+                        "lastTransitionTime": AT, "reason": "MinimumReplicasUnavailable"}]},
     "CronJob": {"lastScheduleTime": AT, "active": [{"kind": "Job", "name": "cj-1"}]},
-    "Service": {
-        "loadBalancer": {
-            "ingress": [{"ip": "10.0.0.1", "ports": [{"port": 80, "protocol": "TCP"}]}]
-        }
-    },
-    "PodDisruptionBudget": {
-        "observedGeneration": 1,
-        "disruptionsAllowed": 0,
-        "currentHealthy": 0,
-        "desiredHealthy": 1,
-        "expectedPods": 2,
-        "disruptedPods": {"p-0": AT},
-    },
+    "Service": {"loadBalancer": {"ingress": [{"ip": "10.0.0.1", "ports": [
+        {"port": 80, "protocol": "TCP"}]}]}},
+    "PodDisruptionBudget": {"observedGeneration": 1, "disruptionsAllowed": 0,
+                            "currentHealthy": 0, "desiredHealthy": 1, "expectedPods": 2,
+                            "disruptedPods": {"p-0": AT}},
 }
 
 
 def _as_served(obj: dict[str, Any]) -> dict[str, Any]:
     """What a kube-apiserver would answer for the created object."""
     served = json.loads(json.dumps(obj))
-    served["metadata"].update(
-        {
-            "uid": "6a3c1c55-1111-4c8e-9c1e-000000000001",
-            "resourceVersion": "42",
-            "generation": 1,
-            "creationTimestamp": AT,
-            "labels": {"phalanx.io/seen": "yes"},
-            "annotations": {"note": "served"},
-            "finalizers": ["phalanx.io/keep"],
-            "ownerReferences": [
-                {
-                    "apiVersion": "v1",
-                    "kind": "Namespace",
-                    "name": "owner",
-                    "uid": "6a3c1c55-1111-4c8e-9c1e-000000000002",
-                    "controller": True,
-                    "blockOwnerDeletion": False,
-                }
-            ],
-            "managedFields": [
-                {
-                    "manager": "kubectl-create",
-                    "operation": "Update",
-                    "apiVersion": obj["apiVersion"],
-                    "time": AT,
-                    "fieldsType": "FieldsV1",
-                    "fieldsV1": {"f:metadata": {"f:name": {}}},
-                }
-            ],
-        }
-    )
+    served["metadata"].update({
+        "uid": "6a3c1c55-1111-4c8e-9c1e-000000000001", "resourceVersion": "42", "generation": 1,
+        "creationTimestamp": AT, "labels": {"phalanx.io/seen": "yes"},
+        "annotations": {"note": "served"}, "finalizers": ["phalanx.io/keep"],
+        "ownerReferences": [{"apiVersion": "v1", "kind": "Namespace", "name": "owner",
+                             "uid": "6a3c1c55-1111-4c8e-9c1e-000000000002", "controller": True,
+                             "blockOwnerDeletion": False}],
+        "managedFields": [{"manager": "kubectl-create", "operation": "Update",
+                           "apiVersion": obj["apiVersion"], "time": AT, "fieldsType": "FieldsV1",
+                           "fieldsV1": {"f:metadata": {"f:name": {}}}}],
+    })
     if obj["kind"] in STATUS:
         served["status"] = STATUS[obj["kind"]]
     return served
@@ -125,19 +71,14 @@ def _kubectl_prints(args: list[str], kubectl: list[str]) -> Any:
     split = args.index("--") if "--" in args else len(args)
     done = subprocess.run(
         [*kubectl, *args[:split], "-o", "json", "--show-managed-fields", *args[split:]],
-        capture_output=True,
-        text=True,
-        timeout=60,
+        capture_output=True, text=True, timeout=60,
     )
     assert done.returncode == 0, done.stderr
     return json.loads(done.stdout)
 
 
-GENERATORS = [
-    name
-    for name, (args, dry_run) in COMMANDS.items()
-    if dry_run and args[0] == "create" and name != "create-token"
-]
+GENERATORS = [name for name, (args, dry_run) in COMMANDS.items()
+              if dry_run and args[0] == "create" and name != "create-token"]
 
 
 @pytest.mark.parametrize("name", GENERATORS)
@@ -157,11 +98,10 @@ def kubectl_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[S
         yield store, kubectl
 
 
-@settings(
-    max_examples=12,
-    deadline=None,
-    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
-)
+
+
+@settings(max_examples=12, deadline=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
 @given(namespaces | jobs)
 def test_kubectl_reads_generated_objects_as_decode_does(
     kubectl_server: tuple[Store, list[str]], served: dict[str, Any]
@@ -177,43 +117,17 @@ def test_kubectl_reads_generated_objects_as_decode_does(
 
 
 EDGE_QUANTITIES = [
-    "1",
-    "1.5",
-    "1e3",
-    "1E3",
-    "1000",
-    "1000m",
-    "100Mi",
-    "1024Mi",
-    "0.5Gi",
-    "1.5Ki",
-    "-0",
-    "0m",
-    "0.0000000001",
-    "1e-10",
-    "+1k",
-    "1536Mi",
-    "1e2000000000",
-    "1.",
-    ".5",
-    "-1.5Gi",
-    "16Ei",
-    "123456789012345678901234567890",
-    "1023.5Ki",
-    "1e21",
-    "1000E",
-    "0.1Ki",
-    "00012",
-    "1.000",
+    "1", "1.5", "1e3", "1E3", "1000", "1000m", "100Mi", "1024Mi", "0.5Gi", "1.5Ki", "-0", "0m",
+    "0.0000000001", "1e-10", "+1k", "1536Mi", "1e2000000000", "1.", ".5", "-1.5Gi", "16Ei",
+    "123456789012345678901234567890", "1023.5Ki", "1e21", "1000E", "0.1Ki", "00012", "1.000",
 ]
 numbers = st.builds(
     lambda sign, whole, frac, suffix: f"{sign}{whole}{frac}{suffix}",
     st.sampled_from(["", "-", "+"]),
     st.integers(0, 10**20).map(str),
     st.one_of(st.just(""), st.integers(0, 10**12).map(lambda f: f".{f}")),
-    st.sampled_from(
-        ["", "m", "n", "u", "k", "M", "G", "E", "Ki", "Mi", "Gi", "Ei", "e3", "e-4", "E2", "e0"]
-    ),
+    st.sampled_from(["", "m", "n", "u", "k", "M", "G", "E", "Ki", "Mi", "Gi", "Ei", "e3",
+                     "e-4", "E2", "e0"]),
 )
 
 
@@ -222,19 +136,15 @@ def _kubectl_quantities(values: list[str], kubectl: list[str], store: Store) -> 
     hard = ",".join(f"r{i}={v}" for i, v in enumerate(values))
     store.requests.clear()
     store.respond = None
-    done = subprocess.run(
-        [*kubectl, "create", "quota", "q", f"--hard={hard}"],
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    done = subprocess.run([*kubectl, "create", "quota", "q", f"--hard={hard}"],
+                          capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
     sent = decode(base64.b64decode(store.requests[-1]["body"]))
     return [sent["spec"]["hard"][f"r{i}"] for i in range(len(values))]
 
 
 def test_quantities_are_canonical_as_go_writes_them(
-    kubectl_server: tuple[Store, list[str]],
+    kubectl_server: tuple[Store, list[str]]
 ) -> None:
     store, kubectl = kubectl_server
     assert _kubectl_quantities(EDGE_QUANTITIES, kubectl, store) == [
@@ -242,11 +152,8 @@ def test_quantities_are_canonical_as_go_writes_them(
     ]
 
 
-@settings(
-    max_examples=10,
-    deadline=None,
-    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
-)
+@settings(max_examples=10, deadline=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
 @given(st.lists(numbers, min_size=1, max_size=25))
 def test_generated_quantities_are_canonical_as_go_writes_them(
     kubectl_server: tuple[Store, list[str]], values: list[str]

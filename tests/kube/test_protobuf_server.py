@@ -48,16 +48,10 @@ def kubectl(tmp_path_factory: pytest.TempPathFactory) -> Iterator[list[str]]:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    server = uvicorn.Server(
-        uvicorn.Config(
-            app,
-            host="127.0.0.1",
-            port=port,
-            log_level="warning",
-            ssl_certfile=str(certs.cert),
-            ssl_keyfile=str(certs.key),
-        )
-    )
+    server = uvicorn.Server(uvicorn.Config(
+        app, host="127.0.0.1", port=port, log_level="warning",
+        ssl_certfile=str(certs.cert), ssl_keyfile=str(certs.key),
+    ))
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
     deadline = time.monotonic() + 30
@@ -65,28 +59,14 @@ def kubectl(tmp_path_factory: pytest.TempPathFactory) -> Iterator[list[str]]:
         assert time.monotonic() < deadline, "the API server did not start"
         time.sleep(0.05)
     config = tmp / "config"
-    config.write_text(
-        json.dumps(
-            {
-                "apiVersion": "v1",
-                "kind": "Config",
-                "current-context": "c",
-                "clusters": [
-                    {
-                        "name": "c",
-                        "cluster": {
-                            "server": f"https://127.0.0.1:{port}",
-                            "certificate-authority": str(certs.ca),
-                        },
-                    }
-                ],
-                "contexts": [
-                    {"name": "c", "context": {"cluster": "c", "user": "u", "namespace": "default"}}
-                ],
-                "users": [{"name": "u", "user": {"token": "token"}}],
-            }
-        )
-    )
+    config.write_text(json.dumps({
+        "apiVersion": "v1", "kind": "Config", "current-context": "c",
+        "clusters": [{"name": "c", "cluster": {"server": f"https://127.0.0.1:{port}",
+                                               "certificate-authority": str(certs.ca)}}],
+        "contexts": [{"name": "c", "context": {"cluster": "c", "user": "u",
+                                               "namespace": "default"}}],
+        "users": [{"name": "u", "user": {"token": "token"}}],
+    }))
     try:
         yield ["/usr/bin/kubectl", f"--kubeconfig={config}", f"--cache-dir={tmp}/cache"]
     finally:
@@ -115,20 +95,14 @@ def test_generator_commands_create_through_protobuf(
 ) -> None:
     args = COMMANDS[name][0]
     split = args.index("--") if "--" in args else len(args)
-    sent = json.loads(
-        subprocess.run(
-            [*kubectl, *args[:split], "--dry-run=client", "-o", "json", *args[split:]],
-            capture_output=True,
-            text=True,
-            check=True,
-            timeout=60,
-        ).stdout
-    )
+    sent = json.loads(subprocess.run(
+        [*kubectl, *args[:split], "--dry-run=client", "-o", "json", *args[split:]],
+        capture_output=True, text=True, check=True, timeout=60,
+    ).stdout)
     created = subprocess.run([*kubectl, *args], capture_output=True, text=True, timeout=60)
     assert created.returncode == 0, created.stderr
-    got = subprocess.run(
-        [*kubectl, "get", resource, "-o", "json"], capture_output=True, text=True, timeout=60
-    )
+    got = subprocess.run([*kubectl, "get", resource, "-o", "json"], capture_output=True,
+                         text=True, timeout=60)
     assert got.returncode == 0, got.stderr
     # Status is the server's: kube-apiserver drops what a create sends there.
     sent.pop("status", None)

@@ -15,7 +15,9 @@ from phalanx.live.probecodec import probes_wire
 PROBES = Probes(
     startup=Probe(Exec(("cat", "/tmp/ready")), failure_threshold=30, period=SECOND),
     liveness=Probe(TcpSocket(8080, "10.1.2.3"), initial_delay=5 * SECOND, timeout=2 * SECOND),
-    readiness=Probe(HttpGet(8080, "/healthz", None, "HTTPS", (("X-A", "1"),)), success_threshold=2),
+    readiness=Probe(
+        HttpGet(8080, "/healthz", None, "HTTPS", (("X-A", "1"),)), success_threshold=2
+    ),
     grace=3 * SECOND,
 )
 

@@ -85,7 +85,9 @@ class BeginTimer:
     job_id: int
 
 
-TimerKey = PassTimer | WakeTimer | RecalcTimer | LimitTimer | KillTimer | ReleaseTimer | BeginTimer
+TimerKey = (
+    PassTimer | WakeTimer | RecalcTimer | LimitTimer | KillTimer | ReleaseTimer | BeginTimer
+)
 
 PASS = PassTimer()
 WAKE = WakeTimer()

@@ -55,7 +55,7 @@ def decode(body: bytes) -> dict[str, Any]:
 
     unknown = message_class("runtime.Unknown")()
     try:
-        unknown.ParseFromString(body[len(MAGIC) :])
+        unknown.ParseFromString(body[len(MAGIC):])
     except (DecodeError, RecursionError, ValueError) as e:
         raise ProtobufError(f"malformed protobuf envelope (runtime.Unknown): {e}") from e
     api_version, kind = unknown.typeMeta.apiVersion, unknown.typeMeta.kind

@@ -22,21 +22,8 @@ from typing import NamedTuple
 STR, I32, I64, BOOL, BYTES, DBL = "string", "int32", "int64", "bool", "bytes", "double"
 SCALARS = frozenset({STR, I32, I64, BOOL, BYTES, DBL})
 
-__all__ = [
-    "BOOL",
-    "BYTES",
-    "DBL",
-    "I32",
-    "I64",
-    "SCALARS",
-    "STR",
-    "F",
-    "Field",
-    "L",
-    "M",
-    "Message",
-    "message",
-]
+__all__ = ["BOOL", "BYTES", "DBL", "I32", "I64", "SCALARS", "STR", "F", "Field", "L", "M",
+           "Message", "message"]
 
 
 class Field(NamedTuple):

@@ -103,15 +103,8 @@ def _planned(field: Any, json_name: str, flags: str) -> _Field:
         shape = _LIST
     else:
         shape = _MESSAGE if field.message_type is not None else _SCALAR
-    return _Field(
-        field.name,
-        json_name,
-        shape,
-        "o" in flags,
-        "p" in flags,
-        target,
-        target.message_type is not None,
-    )
+    return _Field(field.name, json_name, shape, "o" in flags, "p" in flags, target,
+                  target.message_type is not None)
 
 
 def _fields_to_json(message: Any, out: dict[str, Any]) -> None:
@@ -147,9 +140,8 @@ def _fields_to_json(message: Any, out: dict[str, Any]) -> None:
                 if f.holds_messages:
                     out[f.json_name] = {k: to_json(items[k]) for k in sorted(items)}
                 else:
-                    out[f.json_name] = {
-                        k: _scalar_json(f.descriptor, items[k]) for k in sorted(items)
-                    }
+                    out[f.json_name] = {k: _scalar_json(f.descriptor, items[k])
+                                        for k in sorted(items)}
             elif f.holds_messages:
                 out[f.json_name] = [to_json(v) for v in items]
             else:
@@ -411,16 +403,8 @@ def _duration_from_json(message: Any, value: Any, path: str) -> None:
     message.duration = parse_go_duration(_string(value, path), path) if value is not None else 0
 
 
-_DURATION_UNITS = {
-    "ns": 1,
-    "us": 1_000,
-    "µs": 1_000,
-    "μs": 1_000,
-    "ms": 1_000_000,
-    "s": 1_000_000_000,
-    "m": 60_000_000_000,
-    "h": 3_600_000_000_000,
-}
+_DURATION_UNITS = {"ns": 1, "us": 1_000, "µs": 1_000, "μs": 1_000, "ms": 1_000_000,
+                   "s": 1_000_000_000, "m": 60_000_000_000, "h": 3_600_000_000_000}
 
 
 def parse_go_duration(text: str, path: str) -> int:
@@ -435,15 +419,14 @@ def parse_go_duration(text: str, path: str) -> int:
         number = ""
         while rest and (rest[0].isdigit() or rest[0] == "."):
             number, rest = number + rest[0], rest[1:]
-        unit = next(
-            (u for u in sorted(_DURATION_UNITS, key=len, reverse=True) if rest.startswith(u)), None
-        )
+        unit = next((u for u in sorted(_DURATION_UNITS, key=len, reverse=True)
+                     if rest.startswith(u)), None)
         ok = bool(number.strip(".")) and number.count(".") <= 1 and unit is not None
         if ok and unit is not None:
             whole, _, frac = number.partition(".")
             size = _DURATION_UNITS[unit]
             total += int(whole or "0") * size + (int(frac) * size // 10 ** len(frac) if frac else 0)
-            rest = rest[len(unit) :]
+            rest = rest[len(unit):]
     if not ok or total >= 2**63:
         raise ValueError(f"{path}: {text!r} is not a Go duration")
     return sign * total
@@ -475,12 +458,8 @@ def _raw_from_json(attribute: str) -> Callable[[Any, Any, str], None]:
     def fill(message: Any, value: Any, path: str) -> None:
         if value is not None:
             # Go keeps the bytes it was given; compact JSON is what its encoder gives.
-            setattr(
-                message,
-                attribute,
-                json.dumps(value, separators=(",", ":"), ensure_ascii=False).encode(),
-            )
-
+            setattr(message, attribute,
+                    json.dumps(value, separators=(",", ":"), ensure_ascii=False).encode())
     return fill
 
 

@@ -11,18 +11,8 @@ from __future__ import annotations
 
 from fractions import Fraction
 
-_DECIMAL_SUFFIXES = {
-    "n": -9,
-    "u": -6,
-    "m": -3,
-    "": 0,
-    "k": 3,
-    "M": 6,
-    "G": 9,
-    "T": 12,
-    "P": 15,
-    "E": 18,
-}
+_DECIMAL_SUFFIXES = {"n": -9, "u": -6, "m": -3, "": 0, "k": 3, "M": 6, "G": 9, "T": 12,
+                     "P": 15, "E": 18}
 _BINARY_SUFFIXES = {"Ki": 10, "Mi": 20, "Gi": 30, "Ti": 40, "Pi": 50, "Ei": 60}
 _DECIMAL_NAMES = {e: s for s, e in _DECIMAL_SUFFIXES.items()}
 _BINARY_NAMES = {e: s for s, e in _BINARY_SUFFIXES.items()}
@@ -33,10 +23,8 @@ _SUFFIX_CHARS = set("eEinumkKMGTP")
 def canonical(text: str) -> str:
     """Go's `ParseQuantity(text).String()`; ValueError where ParseQuantity fails."""
     if not text:
-        raise ValueError(
-            "quantities must match the regular expression "
-            "'^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'"
-        )
+        raise ValueError("quantities must match the regular expression "
+                         "'^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'")
     positive, num, denom, suffix = _split(text)
     base, exponent, decimal_format = _interpret(suffix, text)
     cached = _fast_path(text, positive, num, denom, base, exponent, decimal_format)
@@ -94,10 +82,8 @@ def _split(text: str) -> tuple[bool, str, str, str]:
     while pos < end and text[pos].isascii() and text[pos].isdigit():
         pos += 1
     if pos < end:
-        raise ValueError(
-            "quantities must match the regular expression "
-            "'^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'"
-        )
+        raise ValueError("quantities must match the regular expression "
+                         "'^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'")
     return positive, num, denom, text[suffix_start:]
 
 
@@ -118,15 +104,8 @@ def _interpret(suffix: str, text: str) -> tuple[int, int, bool | None]:
     raise ValueError(f"unable to parse quantity's suffix in {text!r}")
 
 
-def _fast_path(
-    text: str,
-    positive: bool,
-    num: str,
-    denom: str,
-    base: int,
-    exponent: int,
-    decimal_format: bool | None,
-) -> str | None:
+def _fast_path(text: str, positive: bool, num: str, denom: str, base: int, exponent: int,
+               decimal_format: bool | None) -> str | None:
     """ParseQuantity keeps the text as written when it is already canonical."""
     if base == 10:
         scale, precision = exponent, 18 - (len(num) + len(denom))

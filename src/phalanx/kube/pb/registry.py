@@ -37,15 +37,7 @@ from phalanx.kube.pb.declare import BOOL, BYTES, DBL, I32, I64, SCALARS, STR, Fi
 __all__ = ["DECLARED", "kind_class", "message_class", "undeclared_field"]
 
 _GROUPS: tuple[ModuleType, ...] = (
-    core,
-    apps,
-    batch,
-    rbac,
-    scheduling,
-    policy,
-    networking,
-    autoscaling,
-    autoscaling_v2,
+    core, apps, batch, rbac, scheduling, policy, networking, autoscaling, autoscaling_v2,
     authentication,
 )
 DECLARED: dict[str, Message] = {
@@ -81,10 +73,8 @@ def undeclared_field(message: Any, path: str = "") -> str | None:
     unknown = UnknownFieldSet(message)
     if len(unknown):
         first = unknown[0]
-        return (
-            f"{path or '(the object)'}: {message.DESCRIPTOR.full_name} has field "
-            f"{first.field_number} (wire type {first.wire_type}), which is not declared here"
-        )
+        return (f"{path or '(the object)'}: {message.DESCRIPTOR.full_name} has field "
+                f"{first.field_number} (wire type {first.wire_type}), which is not declared here")
     for field, value in message.ListFields():
         if field.message_type is None:
             continue
@@ -125,9 +115,8 @@ def _classes() -> dict[str, Any]:
 
     for package in packages:
         add(package)
-    return {
-        name: message_factory.GetMessageClass(pool.FindMessageTypeByName(name)) for name in DECLARED
-    }
+    return {name: message_factory.GetMessageClass(pool.FindMessageTypeByName(name))
+            for name in DECLARED}
 
 
 def _file(package: str, messages: list[Message]) -> tuple[Any, set[str]]:
@@ -135,8 +124,7 @@ def _file(package: str, messages: list[Message]) -> tuple[Any, set[str]]:
     from google.protobuf import descriptor_pb2
 
     file = descriptor_pb2.FileDescriptorProto(
-        name=f"phalanx/kube/{package}.proto", package=package, syntax="proto2"
-    )
+        name=f"phalanx/kube/{package}.proto", package=package, syntax="proto2")
     dependencies: set[str] = set()
     for m in messages:
         described = file.message_type.add(name=m.name.partition(".")[2])
@@ -165,12 +153,8 @@ def _typed(field: Any, declared: Field, dependencies: set[str]) -> None:
     field.label = field.LABEL_OPTIONAL
     if declared.type in SCALARS:
         field.type = {
-            STR: field.TYPE_STRING,
-            I32: field.TYPE_INT32,
-            I64: field.TYPE_INT64,
-            BOOL: field.TYPE_BOOL,
-            BYTES: field.TYPE_BYTES,
-            DBL: field.TYPE_DOUBLE,
+            STR: field.TYPE_STRING, I32: field.TYPE_INT32, I64: field.TYPE_INT64,
+            BOOL: field.TYPE_BOOL, BYTES: field.TYPE_BYTES, DBL: field.TYPE_DOUBLE,
         }[declared.type]
         return
     if declared.type not in DECLARED:

@@ -9,12 +9,7 @@ API_VERSION = "scheduling.k8s.io/v1"
 KINDS = frozenset({"PriorityClass"})
 
 MESSAGES = (
-    message(
-        "scheduling.PriorityClass",
-        F(1, "metadata", OBJECT_META, "o"),
-        F(2, "value", I32),
-        F(3, "globalDefault", BOOL, "o"),
-        F(4, "description", STR, "o"),
-        F(5, "preemptionPolicy", STR, "op"),
-    ),
+    message("scheduling.PriorityClass", F(1, "metadata", OBJECT_META, "o"), F(2, "value", I32),
+            F(3, "globalDefault", BOOL, "o"), F(4, "description", STR, "o"),
+            F(5, "preemptionPolicy", STR, "op")),
 )
