@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -68,9 +69,23 @@ def _forwarding() -> Iterator[None]:
         knob.write_text(before)
 
 
+def _free_net() -> int:
+    """A second octet ``X`` such that no address of this namespace is in 10.X.0.0/16: the
+    hosts' links go there. A run killed before its clean-up leaves its links (and their
+    routes) behind, and a second run on the same subnet would send its agents' packets to
+    the dead run's namespaces."""
+    shown = subprocess.run(["ip", "-o", "-4", "addr"], check=True, capture_output=True, text=True)
+    used = {int(m) for m in re.findall(r"inet 10\.(\d+)\.", shown.stdout)}
+    for octet in (*range(231, 255), *range(200, 231)):
+        if octet not in used:
+            return octet
+    raise RuntimeError("no free 10.X.0.0/16 for the test hosts")
+
+
 @contextlib.contextmanager
 def hosts(count: int) -> Iterator[list[Host]]:
     tag = f"{os.getpid() % 100000}"
+    net = _free_net()
     made: list[Host] = []
     try:
         for i in range(1, count + 1):
@@ -78,8 +93,8 @@ def hosts(count: int) -> Iterator[list[Host]]:
                 f"node{i}",
                 f"phx{tag}n{i}",
                 f"phx{tag}h{i}",
-                f"10.231.{i}.2",
-                f"10.231.{i}.1",
+                f"10.{net}.{i}.2",
+                f"10.{net}.{i}.1",
             )
             made.append(host)
             peer = f"phx{tag}c{i}"
