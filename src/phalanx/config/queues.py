@@ -13,6 +13,9 @@ Kinds (``apiVersion`` ``kueue.x-k8s.io/v1beta1``, also ``v1beta2``; Cohort also
     WorkloadPriorityClass  value, description
     Queue (Volcano)        spec: weight, capability, guarantee.resource, deserved,
                            reclaimable, parent
+    Configuration          (``config.kueue.x-k8s.io/v1beta1``, Kueue's own configuration,
+                           at most one) fairSharing: enable, preemptionStrategies; its
+                           other keys are Kueue's manager settings and are refused here
 
 Validation follows Kueue's webhooks and CRD rules (``pkg/webhooks/clusterqueue_webhook.go``):
 names are DNS subdomains; negative quantities, a borrowing or lending limit without a
@@ -33,11 +36,18 @@ from pathlib import Path
 import yaml
 
 from phalanx.config.queues_fields import choice, dns_name
-from phalanx.config.queues_kinds import cluster_queue, cohort, resource_flavor, volcano_queue
+from phalanx.config.queues_kinds import (
+    cluster_queue,
+    cohort,
+    fair_sharing,
+    resource_flavor,
+    volcano_queue,
+)
 from phalanx.config.yamlfield import YamlField, optional
 from phalanx.domain.queues import (
     ClusterQueue,
     Cohort,
+    FairSharing,
     LocalQueue,
     Queues,
     ResourceFlavor,
@@ -60,6 +70,7 @@ _KINDS: dict[str, tuple[str, ...]] = {
     "WorkloadPriorityClass": _KUEUE,
     "Queue": _VOLCANO,
 }
+_CONFIG = ("config.kueue.x-k8s.io/v1beta1", "config.kueue.x-k8s.io/v1beta2")
 _META = ("name", "namespace", "labels", "annotations")
 
 
@@ -92,6 +103,17 @@ def queues_from_documents(documents: list[YamlField]) -> Queues:
     for number, doc in enumerate(documents, start=1):
         reader.read(number, doc)
     return reader.finish()
+
+
+def _kind_of(doc: YamlField) -> str | None:
+    """The document's ``kind`` if it is a mapping with a plain string one."""
+    node = doc.node
+    if not isinstance(node, yaml.MappingNode):
+        return None
+    for key, value in node.value:
+        if key.value == "kind" and isinstance(value, yaml.ScalarNode):
+            return str(value.value)
+    return None
 
 
 def _in_document(exc: ConfigError, source: str, document: str) -> ConfigError:
@@ -148,6 +170,7 @@ class Reader:
         self.locals: dict[tuple[str, str], tuple[LocalQueue, _Doc]] = {}
         self.classes: dict[str, WorkloadPriorityClass] = {}
         self.volcano: dict[str, VolcanoQueue] = {}
+        self.fair_sharing: FairSharing | None = None
 
     def read(self, number: int, doc: YamlField) -> None:
         label = f"document {number}"
@@ -159,6 +182,9 @@ class Reader:
             raise _in_document(exc, doc.source, label) from None
 
     def _read(self, label: str, doc: YamlField) -> None:
+        if _kind_of(doc) == "Configuration":
+            self._configuration(doc)
+            return
         top = doc.mapping(
             ("apiVersion", "kind", "metadata", "spec", "value", "description", "status"),
             required=("apiVersion", "kind", "metadata"),
@@ -230,6 +256,20 @@ class Reader:
             self._unique(name, self.volcano, top["metadata"], kind)
             self.volcano[name] = volcano_queue(name, spec_field)
 
+    def _configuration(self, doc: YamlField) -> None:
+        """Kueue's Configuration: only its ``fairSharing`` means anything here."""
+        top = doc.mapping(("apiVersion", "kind", "metadata", "fairSharing"), ("apiVersion",))
+        api = top["apiVersion"].as_str()
+        if api not in _CONFIG:
+            raise top["apiVersion"].error(
+                f"kind Configuration is not served by {api!r}; expected one of {list(_CONFIG)}"
+            )
+        if self.fair_sharing is not None:
+            raise top["kind"].error("duplicate Configuration: at most one per file")
+        self.fair_sharing = FairSharing()
+        if "fairSharing" in top:
+            self.fair_sharing = fair_sharing(top["fairSharing"])
+
     @staticmethod
     def _unique(name: str, seen: Container[str], where: YamlField, kind: str) -> None:
         if name in seen:
@@ -251,6 +291,7 @@ class Reader:
             local_queues={k: lq for k, (lq, _) in self.locals.items()},
             priority_classes=dict(self.classes),
             volcano_queues=dict(self.volcano),
+            fair_sharing=self.fair_sharing or FairSharing(),
         )
 
     def _known_flavors(self, quotas: Iterable[tuple[str, ResourceQuota]], where: _Doc) -> None:

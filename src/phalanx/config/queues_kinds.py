@@ -20,6 +20,8 @@ from phalanx.domain.queues import (
     BorrowWithinCohort,
     ClusterQueue,
     Cohort,
+    FairSharing,
+    FairSharingStrategy,
     FlavorFungibility,
     FungibilityPolicy,
     Preemption,
@@ -30,7 +32,7 @@ from phalanx.domain.queues import (
     VolcanoQueue,
 )
 
-__all__ = ["cluster_queue", "cohort", "resource_flavor", "volcano_queue"]
+__all__ = ["cluster_queue", "cohort", "fair_sharing", "resource_flavor", "volcano_queue"]
 
 
 def _spec(field: YamlField | None, allowed: tuple[str, ...]) -> dict[str, YamlField]:
@@ -66,6 +68,22 @@ def _weight(spec: dict[str, YamlField]) -> float:
         return 1.0
     weight = quantity(fair["weight"])
     return weight / MILLI_UNITS
+
+
+def fair_sharing(field: YamlField) -> FairSharing:
+    """A Configuration's ``fairSharing``: ``enable`` (default false) and
+    ``preemptionStrategies`` (default both, LessThanOrEqualToFinalShare first)."""
+    spec = field.mapping(("enable", "preemptionStrategies"))
+    enable = spec["enable"].as_bool() if "enable" in spec else False
+    if "preemptionStrategies" not in spec:
+        return FairSharing(enable)
+    items = spec["preemptionStrategies"].sequence()
+    strategies = tuple(choice(f, FairSharingStrategy) for f in items)
+    if not strategies:
+        raise spec["preemptionStrategies"].error("expected at least one strategy")
+    if len(set(strategies)) != len(strategies):
+        raise spec["preemptionStrategies"].error("a strategy is listed twice")
+    return FairSharing(enable, strategies)
 
 
 def cluster_queue(name: str, field: YamlField | None) -> ClusterQueue:

@@ -47,7 +47,9 @@ def housekeep(engine: Engine, event: Forget | AccountingChange | QueuesChange) -
         forget(engine.jobs, event.before)
         return
     if isinstance(event, QueuesChange):
-        cluster = dataclasses.replace(engine.cluster, queues=event.queues)
+        # Kueue's Configuration (fair sharing) is the manager's, no API object: it stays.
+        queues = dataclasses.replace(event.queues, fair_sharing=engine.cluster.queues.fair_sharing)
+        cluster = dataclasses.replace(engine.cluster, queues=queues)
         reconfigure(engine, cluster)
         engine._never.clear()  # a job that never fitted may fit another flavor's nodes now
         for job in engine.jobs.values():

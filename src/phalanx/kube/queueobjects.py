@@ -17,6 +17,7 @@ and a LocalQueue's workload counts and flavor usage are the engine's (``phalanx.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 from collections.abc import Callable, Iterable, Mapping
@@ -154,6 +155,8 @@ class QueueObjects:
         objects = self.objects()
         self._seen = {key_of(o): json.dumps(o, sort_keys=True) for o in objects}
         queues, self.inactive = active_queues(objects)
+        # Kueue's Configuration is no API object: fair sharing stays as the cluster has it.
+        queues = dataclasses.replace(queues, fair_sharing=self.cluster().queues.fair_sharing)
         if queues != self.cluster().queues:
             texts = tuple(json.dumps(o, separators=(",", ":"), sort_keys=True) for o in objects)
             self.accept(QueuesChange(self.now(), queues, texts))

@@ -4,6 +4,8 @@ pending and admitted, and the quota their runs hold per flavor (``flavorsReserva
 ``flavorsUsage``: the same here, as admission and quota reservation are one step). A
 pending job counts as one pending workload; a running one as reserving and admitted. The
 flavor a run holds is the first of its resource group whose nodes hold all of the run's.
+With Kueue's fair sharing on, ``fairSharing.weightedShare`` too: the queue's weighted share
+of what its cohort lends (``policies.clusterqueue.fairshare.share``), as Kueue reports it.
 
 And the ``Active`` condition of a queue object, as Kueue's controllers set it
 (``condition_of``)."""
@@ -18,10 +20,12 @@ from typing import Any
 from phalanx.domain.cluster import Cluster
 from phalanx.domain.quantity import format_quantity
 from phalanx.domain.queues import ClusterQueue, Queues
+from phalanx.domain.queues.quota import QuotaTree
 from phalanx.domain.state import JobState
 from phalanx.kube.errors import KubeError
 from phalanx.kube.store import ObjectStore, timestamp
 from phalanx.policies.clusterqueue.amounts import held
+from phalanx.policies.clusterqueue.fairshare import share
 from phalanx.sched.job import Job
 
 __all__ = ["CLUSTER_QUEUES", "QueueStatus", "cluster_queue_status", "condition_of"]
@@ -111,6 +115,15 @@ def cluster_queue_status(cluster: Cluster, jobs: Iterable[Job]) -> dict[str, dic
             for flavor in dict.fromkeys(f for f, _ in cq.quotas())
         ]
         out[name] = {**counts[name], "flavorsReservation": usage, "flavorsUsage": usage}
+    if queues.fair_sharing.enable:
+        tree = QuotaTree(queues)
+        for name, charge in sorted(used.items()):
+            node = tree.queues[name]
+            for fr, amount in sorted(charge.items()):
+                node.add(fr, amount)
+        for name, cq in queues.cluster_queues.items():
+            weighted = share(tree.queues[name], cq.fair_sharing_weight)
+            out[name]["fairSharing"] = {"weightedShare": weighted}
     return out
 
 

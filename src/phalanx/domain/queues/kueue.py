@@ -17,6 +17,8 @@ __all__ = [
     "BorrowWithinCohort",
     "ClusterQueue",
     "Cohort",
+    "FairSharing",
+    "FairSharingStrategy",
     "FlavorFungibility",
     "FlavorQuotas",
     "FungibilityPolicy",
@@ -121,6 +123,29 @@ class Preemption:
 class FlavorFungibility:
     when_can_borrow: FungibilityPolicy = FungibilityPolicy.MAY_STOP_SEARCH
     when_can_preempt: FungibilityPolicy = FungibilityPolicy.TRY_NEXT_FLAVOR
+
+
+class FairSharingStrategy(enum.Enum):
+    """When a ClusterQueue may preempt another's borrowing workload under fair sharing."""
+
+    LESS_THAN_OR_EQUAL_TO_FINAL_SHARE = "LessThanOrEqualToFinalShare"
+    """The preemptor's share after admission is at most the victim queue's share without
+    the victim."""
+    LESS_THAN_INITIAL_SHARE = "LessThanInitialShare"
+    """The preemptor's share after admission is below the victim queue's share with it."""
+
+
+@dataclass(frozen=True, slots=True)
+class FairSharing:
+    """Kueue's ``fairSharing`` of its Configuration: one switch for the whole cluster.
+    Off (the default), admission and preemption ignore ``fairSharing.weight``."""
+
+    enable: bool = False
+    preemption_strategies: tuple[FairSharingStrategy, ...] = (
+        FairSharingStrategy.LESS_THAN_OR_EQUAL_TO_FINAL_SHARE,
+        FairSharingStrategy.LESS_THAN_INITIAL_SHARE,
+    )
+    """Tried in turn: the first under which a victim set is found is used."""
 
 
 def _quotas(groups: tuple[ResourceGroup, ...]) -> Iterator[tuple[str, ResourceQuota]]:

@@ -17,6 +17,7 @@ from phalanx.domain.jobspec import JobSpec
 from phalanx.domain.queues.kueue import (
     ClusterQueue,
     Cohort,
+    FairSharing,
     LocalQueue,
     ResourceFlavor,
     WorkloadPriorityClass,
@@ -71,6 +72,8 @@ class Queues:
     local_queues: Mapping[tuple[str, str], LocalQueue] = field(default_factory=dict)
     priority_classes: Mapping[str, WorkloadPriorityClass] = field(default_factory=dict)
     volcano_queues: Mapping[str, VolcanoQueue] = field(default_factory=dict)
+    fair_sharing: FairSharing = field(default_factory=FairSharing)
+    """Kueue's Configuration ``fairSharing`` (off unless a Configuration enables it)."""
 
     def __bool__(self) -> bool:
         return bool(

@@ -36,7 +36,16 @@ FlavorResource = tuple[str, str]
 class QuotaNode:
     """One ClusterQueue or Cohort of the tree."""
 
-    __slots__ = ("children", "is_queue", "name", "parent", "quotas", "subtree", "usage")
+    __slots__ = (
+        "children",
+        "is_queue",
+        "lendable",
+        "name",
+        "parent",
+        "quotas",
+        "subtree",
+        "usage",
+    )
 
     def __init__(
         self, name: str, is_queue: bool, quotas: Iterable[tuple[str, ResourceQuota]]
@@ -50,6 +59,9 @@ class QuotaNode:
         }
         self.subtree: dict[FlavorResource, int] = {}
         self.usage: dict[FlavorResource, int] = {}
+        self.lendable: dict[str, int] = {}
+        """What the root of this node's tree holds of each resource, over its flavors (its
+        subtree quota, lending limits applied): what fair sharing's shares are of."""
 
     def nominal(self, fr: FlavorResource) -> int:
         q = self.quotas.get(fr)
@@ -134,6 +146,10 @@ class QuotaTree:
         roots += [n for n in self.queues.values() if n.parent is None]
         for root in roots:
             _fill_subtree(root)
+            lendable: dict[str, int] = {}
+            for (_, resource), amount in root.subtree.items():
+                lendable[resource] = lendable.get(resource, 0) + amount
+            _fill_lendable(root, lendable)
 
     def _attach(self, node: QuotaNode, cohort: str) -> None:
         parent = self.cohorts.get(cohort)
@@ -144,6 +160,12 @@ class QuotaTree:
 
     def usage_of(self, queue: str) -> Mapping[FlavorResource, int]:
         return self.queues[queue].usage
+
+
+def _fill_lendable(node: QuotaNode, lendable: dict[str, int]) -> None:
+    node.lendable = lendable
+    for child in node.children:
+        _fill_lendable(child, lendable)
 
 
 def _fill_subtree(node: QuotaNode) -> None:

@@ -28,6 +28,10 @@ them by least work lost since their checkpoints, then Kueue's order; ``order: ku
 Kueue's order only (other queues' borrowers first, then lower priority, then the most recently
 started). ``placement: false`` frees quota only, as Kueue does (the ``kueue`` baseline).
 
+With Kueue's fair sharing on (``Queues.fair_sharing``), the heuristics are fair sharing's
+instead (``_fair_victims``): victims from the queues with the highest share first, another
+queue's taken only while ``fairSharing.preemptionStrategies`` allow.
+
 Asked for a job short of quota (its pre-filter status is ``resolvable``) and for a job that
 quota admitted but that has no placement (with ``placement``). Where no queue victims do,
 the job may still preempt as ``preempt/checkpoint`` lets it (QOS, tiers, cheap victims),
@@ -41,7 +45,13 @@ from collections.abc import Mapping
 import numpy as np
 
 from phalanx.domain.cluster import Cluster
-from phalanx.domain.queues import ClusterQueue, PreemptionPolicy, Queues, queue_name
+from phalanx.domain.queues import (
+    ClusterQueue,
+    FairSharingStrategy,
+    PreemptionPolicy,
+    Queues,
+    queue_name,
+)
 from phalanx.domain.queues.model import has_queue_name
 from phalanx.domain.queues.quota import FlavorResource, QuotaNode
 from phalanx.errors import ConfigError
@@ -53,6 +63,7 @@ from phalanx.policies.clusterqueue.admission import (
 )
 from phalanx.policies.clusterqueue.amounts import requested
 from phalanx.policies.clusterqueue.assign import Assignment, assign
+from phalanx.policies.clusterqueue.fairshare import guess_charge, may_preempt_from, share
 from phalanx.policies.preempt_checkpoint import CheckpointPreempt, lost_work
 from phalanx.sched.capacity import Capacity
 from phalanx.sched.context import PassContext
@@ -145,6 +156,8 @@ class ClusterQueuePreempt(CheckpointPreempt):
         the job fits its nominal quota; its own queue's jobs only, borrowing allowed."""
         budget = _QuotaBudget(self._admission, static, queues, cq, job, ctx, admitted)
         budget.placed = self.placed
+        if queues.fair_sharing.enable:
+            return self._fair_victims(job, ctx, current, queues, budget)
         modes = []
         if cq.preemption.borrow_within_cohort.policy is not PreemptionPolicy.NEVER:
             modes.append(_BORROW)
@@ -175,13 +188,43 @@ class ClusterQueuePreempt(CheckpointPreempt):
                 return found
         return None
 
+    def _fair_victims(
+        self, job: Job, ctx: PassContext, current: Pass, queues: Queues, budget: _QuotaBudget
+    ) -> list[Job] | None:
+        """Fair sharing's preemption (docs ``concepts/fair_sharing``): the job's own queue's
+        jobs by ``withinClusterQueue``, and other borrowing queues' of the cohort by
+        ``reclaimWithinCohort``, those of the queue with the highest share first; another
+        queue's job only while the strategy holds (``fairshare.may_preempt_from``), each
+        of ``fairSharing.preemptionStrategies`` tried in turn. Borrowing is allowed."""
+        now = ctx.now
+        for strategy in queues.fair_sharing.preemption_strategies:
+            budget.strategy = strategy
+            candidates = budget.candidates(ctx, _FAIR)
+            if not candidates:
+                return None
+            by_queue = {budget.queue_of[r.id].name: budget.queue_of[r.id] for r in candidates}
+            of_queue = {name: budget.share_of(q) for name, q in by_queue.items()}
+            shares = {r.id: of_queue[budget.queue_of[r.id].name] for r in candidates}
+            candidates.sort(key=lambda r: (-shares[r.id], *budget.kueue_key(r)))
+            found = self._search(job, ctx, candidates, True, budget)
+            if found is None and self.placed and len(candidates) > 1:
+                # As in ``_queue_victims``: node by node, within the share order's queues.
+                candidates.sort(
+                    key=lambda r: (-shares[r.id], _first_node(r), lost_work(r, now), r.seq)
+                )
+                found = self._search(job, ctx, candidates, True, budget)
+            if found is not None:
+                budget.commit(found, current)
+                return found
+        return None
+
 
 def _first_node(job: Job) -> int:
     alloc = job.alloc
     return min(alloc.nodes) if alloc is not None and len(alloc.nodes) else -1
 
 
-_BORROW, _RECLAIM, _OWN = "borrow", "reclaim", "own"
+_BORROW, _RECLAIM, _OWN, _FAIR = "borrow", "reclaim", "own", "fair"
 
 
 class _QuotaBudget:
@@ -221,6 +264,15 @@ class _QuotaBudget:
         self.assignment: Assignment | None = None
         self.queue_of: dict[int, ClusterQueue] = {}
         self.mode = _OWN
+        self.strategy: FairSharingStrategy | None = None
+        """With fair sharing (mode ``_FAIR``): the preemption strategy being tried."""
+        self.own_charge = {} if admitted else guess_charge(cq, self.node, self.request)
+        """The job's charge for its share after admission (already counted if admitted)."""
+        self._mine: int | None = None
+        """Its queue's share after admission, while no victim of its own queue changes it."""
+
+    def share_of(self, cq: ClusterQueue, delta: dict[FlavorResource, int] | None = None) -> int:
+        return share(self.static.tree.queues[cq.name], cq.fair_sharing_weight, delta)
 
     def _within_nominal(self) -> bool:
         """Whether the job fits in its queue's nominal quota, were nothing borrowed from it
@@ -291,6 +343,18 @@ class _QuotaBudget:
         rcq = self.queue_of[victim.id]
         if rcq.name == self.cq.name:
             return True
+        if self.mode == _FAIR and self.strategy is not None:
+            # Shares as the victims so far left them (``take`` changed the tree).
+            before = self.share_of(rcq)
+            if before <= 0:
+                return False  # it does not borrow
+            after = before
+            if self.strategy is FairSharingStrategy.LESS_THAN_OR_EQUAL_TO_FINAL_SHARE:
+                charge = self.admission.held_charge(self.static, rcq, victim)
+                after = self.share_of(rcq, {fr: -amount for fr, amount in charge.items()})
+            if self._mine is None:
+                self._mine = self.share_of(self.cq, self.own_charge)
+            return may_preempt_from(self.strategy, self._mine, before, after)
         return self._borrowing(self.static.tree.queues[rcq.name])
 
     def take(self, victim: Job) -> None:
@@ -300,11 +364,15 @@ class _QuotaBudget:
         for fr, amount in charge.items():
             node.remove(fr, amount)
         self.taken[victim.id] = (node, charge)
+        if node is self.node:
+            self._mine = None
 
     def put(self, victim: Job) -> None:
         node, charge = self.taken.pop(victim.id)
         for fr, amount in charge.items():
             node.add(fr, amount)
+        if node is self.node:
+            self._mine = None
 
     def commit(self, victims: list[Job], current: Pass) -> None:
         """The pass's accounting after the preemption: the victims' quota is gone and the
