@@ -20,7 +20,14 @@ from phalanx.workloads import kueue_workload as kw
 from phalanx.workloads.conditions import condition, is_true
 from phalanx.workloads.plan import EngineJob
 
-__all__ = ["CLUSTER_QUEUES", "LOCAL_QUEUES", "WORKLOADS", "KueueWorkloads"]
+__all__ = [
+    "CLUSTER_QUEUES",
+    "LOCAL_QUEUES",
+    "WORKLOADS",
+    "KueueWorkloads",
+    "quietly",
+    "write_workload",
+]
 
 WORKLOADS: Resource = ("kueue.x-k8s.io", "workloads")
 LOCAL_QUEUES: Resource = ("kueue.x-k8s.io", "localqueues")
@@ -81,20 +88,7 @@ class KueueWorkloads:
             failed = condition(conditions, "Failed") or {}
             finished = (False, str(failed.get("message") or "Job failed"))
         made = kw.workload(obj, pod_sets, verdict, placement, finished, stored, self.clock())
-        wanted = made.pop("status", None)
-        made["metadata"].pop("resourceVersion", None)
-        if stored is None:
-            written = self._quietly(self.store.create, made)
-        elif made.get("spec") != stored.get("spec"):
-            written = self._quietly(self.store.update, made)
-        else:
-            written = stored
-        if written is not None and wanted and written.get("status") != wanted:
-            written = {**written, "status": wanted}
-            written["metadata"] = {
-                k: v for k, v in written["metadata"].items() if k != "resourceVersion"
-            }
-            self._quietly(self.store.update_status, written)
+        write_workload(self.store, made, stored)
         active = (made.get("spec") or {}).get("active", True) is not False
         suspend = not active or (finished is None and not verdict.admitted)
         if finished is None and bool(spec.get("suspend")) != suspend:
@@ -172,11 +166,38 @@ class KueueWorkloads:
 
     @staticmethod
     def _quietly(call: Any, *args: Any) -> Any:
-        try:
-            return call(*args)
-        except KubeError as e:
-            log.debug("%s: %s", getattr(call, "__name__", call), e)
-            return None
+        return quietly(call, *args)
+
+
+def quietly(call: Any, *args: Any) -> Any:
+    """``call(*args)``, or None when the store refuses it (a conflict, an object gone
+    meanwhile): a derived object is written again on the next tick."""
+    try:
+        return call(*args)
+    except KubeError as e:
+        log.debug("%s: %s", getattr(call, "__name__", call), e)
+        return None
+
+
+def write_workload(store: Store, made: Obj, stored: Obj | None) -> Obj | None:
+    """Bring Workload ``stored`` (None: none yet) to ``made``: its spec by create or update
+    when it differs, then its status through the status subresource when that differs.
+    Returns the object as written (None when the store refused it)."""
+    wanted = made.pop("status", None)
+    made["metadata"].pop("resourceVersion", None)
+    if stored is None:
+        written = quietly(store.create, made)
+    elif made.get("spec") != stored.get("spec"):
+        written = quietly(store.update, made)
+    else:
+        written = stored
+    if written is not None and wanted and written.get("status") != wanted:
+        written = {**written, "status": wanted}
+        written["metadata"] = {
+            k: v for k, v in written["metadata"].items() if k != "resourceVersion"
+        }
+        quietly(store.update_status, written)
+    return written if isinstance(written, dict) else None
 
 
 def _queue(workload: Obj) -> str:

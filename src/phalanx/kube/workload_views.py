@@ -26,6 +26,7 @@ from typing import Any
 from phalanx.domain.queues import queue_name
 from phalanx.domain.state import JobState
 from phalanx.kube.errors import KubeError
+from phalanx.kube.kueue_workloads import quietly, write_workload
 from phalanx.kube.workload_ports import (
     JOBS,
     JOBSETS,
@@ -273,25 +274,8 @@ class WorkloadViews:
         return found[0] if found else None
 
     def _write(self, made: Obj, stored: Obj | None) -> None:
-        wanted = made.pop("status", None)
-        made["metadata"].pop("resourceVersion", None)
-        if stored is None:
-            written = self._quietly(self.store.create, made)
-        elif made.get("spec") != stored.get("spec"):
-            written = self._quietly(self.store.update, made)
-        else:
-            written = stored
-        if written is not None and wanted and written.get("status") != wanted:
-            written = {**written, "status": wanted}
-            written["metadata"] = {
-                k: v for k, v in written["metadata"].items() if k != "resourceVersion"
-            }
-            self._quietly(self.store.update_status, written)
+        write_workload(self.store, made, stored)
 
     @staticmethod
     def _quietly(call: Any, *args: Any) -> Any:
-        try:
-            return call(*args)
-        except KubeError as e:
-            log.debug("%s: %s", getattr(call, "__name__", call), e)
-            return None
+        return quietly(call, *args)
