@@ -5,6 +5,7 @@ QuotaReserved False and the reason; deleting the Job that holds the quota admits
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -119,14 +120,22 @@ def _condition(workload: dict[str, Any] | None, kind: str) -> dict[str, Any]:
 def kube(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Kube]:
     if not QUEUES.exists():
         pytest.skip(f"no example manifests at {QUEUES}")
+    with kube_up(tmp_path_factory.mktemp("kueuejobs"), 1, 8, "--queues", str(QUEUES)) as k:
+        yield k
+
+
+@contextlib.contextmanager
+def kube_up(root: Path, nodes: int, gpus: int, *up_args: str) -> Iterator[Kube]:
+    """``phalanx up`` in ``root`` (``nodes`` emulated nodes of ``gpus`` GPUs) with this
+    machine's agents, as a ``Kube``; ``phalanx down`` after, and no traceback in the
+    controller's log."""
     from phalanx.server.localcluster import cluster_yaml
 
-    root = tmp_path_factory.mktemp("kueuejobs")
     state = root / "state"
     config = root / "cluster.yaml"
-    config.write_text(cluster_yaml(1, 8))
+    config.write_text(cluster_yaml(nodes, gpus))
     up = ["up", "--detach", "--port", "0", "--config", str(config), "--agents", "all"]
-    started = _phalanx([*up, "--queues", str(QUEUES)], state)
+    started = _phalanx([*up, *up_args], state)
     assert started.returncode == 0, started.stderr
     try:
         yield Kube(root, state)

@@ -11,28 +11,15 @@ import sys
 from collections.abc import Iterator
 
 import pytest
-from test_kubectl_kueue import KUBECTL, Kube, _phalanx, _until
+from test_kubectl_kueue import KUBECTL, Kube, _until, kube_up
 
 pytestmark = pytest.mark.skipif(KUBECTL is None, reason="kubectl is not installed")
 
 
 @pytest.fixture(scope="module")
 def kube(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Kube]:
-    from phalanx.server.localcluster import cluster_yaml
-
-    root = tmp_path_factory.mktemp("nodes")
-    state = root / "state"
-    config = root / "cluster.yaml"
-    config.write_text(cluster_yaml(2, 4))
-    up = ["up", "--detach", "--port", "0", "--config", str(config), "--agents", "all"]
-    started = _phalanx(up, state)
-    assert started.returncode == 0, started.stderr
-    try:
-        yield Kube(root, state)
-    finally:
-        _phalanx(["down"], state)
-        log = (state / "log" / "controller.log").read_text() if (state / "log").exists() else ""
-        assert "Traceback" not in log, log
+    with kube_up(tmp_path_factory.mktemp("nodes"), 2, 4) as k:
+        yield k
 
 
 def _sinfo_states(kube: Kube) -> str:

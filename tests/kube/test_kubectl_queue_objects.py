@@ -15,28 +15,15 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from test_kubectl_kueue import BIG_JOB, QUEUES, Kube, _condition, _phalanx, _until
+from test_kubectl_kueue import BIG_JOB, QUEUES, Kube, _condition, _phalanx, _until, kube_up
 
 pytestmark = pytest.mark.skipif(not QUEUES.exists(), reason="no Kueue example manifests")
 
 
 @pytest.fixture(scope="module")
 def kube(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Kube]:
-    from phalanx.server.localcluster import cluster_yaml
-
-    root = tmp_path_factory.mktemp("queueobjects")
-    state = root / "state"
-    config = root / "cluster.yaml"
-    config.write_text(cluster_yaml(1, 8))
-    up = ["up", "--detach", "--port", "0", "--config", str(config), "--agents", "all"]
-    started = _phalanx(up, state)
-    assert started.returncode == 0, started.stderr
-    try:
-        yield Kube(root, state)
-    finally:
-        _phalanx(["down"], state)
-        log = (state / "log" / "controller.log").read_text() if (state / "log").exists() else ""
-        assert "Traceback" not in log, log
+    with kube_up(tmp_path_factory.mktemp("queueobjects"), 1, 8) as k:
+        yield k
 
 
 def _cq_status(kube: Kube) -> dict[str, Any]:

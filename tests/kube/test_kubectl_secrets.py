@@ -9,7 +9,7 @@ import base64
 from collections.abc import Iterator
 
 import pytest
-from test_kubectl_kueue import KUBECTL, Kube, _phalanx
+from test_kubectl_kueue import KUBECTL, Kube, kube_up
 
 pytestmark = pytest.mark.skipif(KUBECTL is None, reason="kubectl is not installed")
 
@@ -44,21 +44,8 @@ stringData: {token: abc-123}
 
 @pytest.fixture(scope="module")
 def kube(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Kube]:
-    from phalanx.server.localcluster import cluster_yaml
-
-    root = tmp_path_factory.mktemp("secrets")
-    state = root / "state"
-    config = root / "cluster.yaml"
-    config.write_text(cluster_yaml(1, 0))
-    up = ["up", "--detach", "--port", "0", "--config", str(config), "--agents", "all"]
-    started = _phalanx(up, state)
-    assert started.returncode == 0, started.stderr
-    try:
-        yield Kube(root, state)
-    finally:
-        _phalanx(["down"], state)
-        log = (state / "log" / "controller.log").read_text() if (state / "log").exists() else ""
-        assert "Traceback" not in log, log
+    with kube_up(tmp_path_factory.mktemp("secrets"), 1, 0) as k:
+        yield k
 
 
 def test_a_generic_secret_is_kept_as_base64_and_listed(kube: Kube) -> None:
