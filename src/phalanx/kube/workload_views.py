@@ -63,6 +63,10 @@ SLURM_JOB_LABEL = "phalanx.io/slurm-job-id"
 """On a Slurm job's Workload: the job's id."""
 _OWNERS = (PYTORCHJOBS, JOBSETS, VCJOBS)
 WRITES_PER_TICK = 500
+SWEEP_TICKS = 60
+"""Ticks between two looks through every stored Workload for views of Slurm jobs the engine
+no longer has, when no job was seen to go in between (listing copies every Workload: not
+something to do each second on a cluster with a long history)."""
 """Slurm jobs' views brought up to date per tick at most: a queue of tens of thousands of
 jobs (a controller's first tick after a start) is written over several ticks rather than
 holding the event loop for one long one."""
@@ -132,6 +136,9 @@ class WorkloadViews:
         self._seen: dict[int, tuple[object, ...]] = {}
         """Slurm job id -> what its view was last written from: thousands of jobs that did
         not change cost no rebuild."""
+        self._alive: set[str] = set()
+        self._sweep_in = 0
+        """Ticks until the stored views are looked through whether or not a job went."""
 
     def tick(self) -> None:
         for resource in _OWNERS:
@@ -211,6 +218,12 @@ class WorkloadViews:
                 self._slurm_job(job, cluster)
             except KubeError as exc:
                 log.debug("workload of Slurm job %d: %s", job.id, exc)
+        gone = not alive >= self._alive  # a job the engine had is no longer there
+        self._alive = alive
+        self._sweep_in -= 1
+        if not gone and self._sweep_in > 0:
+            return
+        self._sweep_in = SWEEP_TICKS
         for view in self.store.list(WORKLOADS):
             labels = view["metadata"].get("labels") or {}
             job_id = labels.get(SLURM_JOB_LABEL)
