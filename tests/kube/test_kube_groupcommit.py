@@ -212,18 +212,20 @@ def test_memo_is_kept_per_version_and_forgotten() -> None:
     assert uid not in store._cache
 
 
-def test_a_taken_generated_name_is_drawn_again_when_the_store_takes_the_body() -> None:
-    from phalanx.kube import values as store_module
+def test_a_taken_generated_name_is_drawn_again_when_the_store_takes_the_body(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from phalanx.kube import values
 
     s = ObjectStore()
     draws = iter((0, 0, 1))  # "bbbbb" twice, then "cbbbb"
-    real = store_module.secrets.randbelow
-    store_module.secrets.randbelow = lambda _n: next(draws)  # type: ignore[assignment]
-    try:
-        first = s.create({**cm(""), "metadata": {"generateName": "g-"}}, copy=False)
-        second = s.create({**cm(""), "metadata": {"generateName": "g-"}}, copy=False)
-    finally:
-        store_module.secrets.randbelow = real  # type: ignore[assignment]
+    real = values._entropy.take
+    # a suffix's draws (4 bytes) come from ``draws``; a uid's (16) are real
+    monkeypatch.setattr(
+        values._entropy, "take", lambda n: next(draws).to_bytes(n, "big") if n == 4 else real(n)
+    )
+    first = s.create({**cm(""), "metadata": {"generateName": "g-"}}, copy=False)
+    second = s.create({**cm(""), "metadata": {"generateName": "g-"}}, copy=False)
     assert (first["metadata"]["name"], second["metadata"]["name"]) == ("g-bbbbb", "g-cbbbb")
 
 
@@ -262,3 +264,23 @@ def test_the_api_answers_only_what_is_durable() -> None:
     r = client.post("/api/v1/namespaces/default/configmaps", json=cm("b"))
     assert r.status_code == 503 and "disk full" in r.json()["message"]
     assert ("/configmaps", "default", "b") not in table.rows
+
+
+def test_suffixes_and_uids_are_drawn_fresh_each_time() -> None:
+    from phalanx.kube import values
+
+    suffixes = {values.suffix() for _ in range(2000)}
+    uids = {values.new_uid() for _ in range(2000)}  # more than one pool of bytes
+    assert len(uids) == 2000
+    assert len(suffixes) > 1900  # 27**5 = 14.3 million: a few repeats at most
+    assert all(len(x) == 5 and set(x) <= set("bcdfghjklmnpqrstvwxz2456789") for x in suffixes)
+    assert all(u[14] == "4" and u[19] in "89ab" for u in uids)  # version 4, RFC 4122 variant
+
+
+def test_a_timestamp_is_the_second_it_falls_in() -> None:
+    from phalanx.kube.values import timestamp
+
+    assert timestamp(1_764_647_000.9) == "2025-12-02T03:43:20Z"
+    assert timestamp(1_764_647_001.0) == "2025-12-02T03:43:21Z"
+    assert timestamp(1_764_647_000.2) == "2025-12-02T03:43:20Z"  # an older second again
+    assert timestamp(-0.5) == "1969-12-31T23:59:59Z"

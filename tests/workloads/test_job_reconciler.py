@@ -311,3 +311,30 @@ def test_invalid_spec_names_the_field(spec: dict[str, Any], field: str) -> None:
 def test_completed_indexes_compress_runs() -> None:
     assert kjob.completed_indexes({0, 1, 2, 4, 6, 7}) == "0-2,4,6-7"
     assert kjob.completed_indexes(set()) == ""
+
+
+def test_the_reconciler_only_reads_its_job_and_pods() -> None:
+    # The workload runner hands it the store's own Job (no copy): it must not change it.
+    bench = bench_for(make_job(parallelism=2, completions=3))
+
+    def checked_step(now: int) -> kjob.Plan:
+        job, pods = copy.deepcopy(bench.obj), copy.deepcopy(bench.pods)
+        plan = kjob.reconcile(
+            bench.obj, list(bench.pods.values()), bench.engine(), now, CTX, bench.names
+        )
+        assert bench.obj == job and bench.pods == pods
+        bench.apply(plan)
+        return plan
+
+    checked_step(T0)
+    first = sorted(bench.pods)[0]
+    bench.move(bench.job_of(first), JobState.RUNNING, T0 + 10)
+    checked_step(T0 + 10)
+    bench.move(bench.job_of(first), JobState.COMPLETED, T0 + 20)
+    checked_step(T0 + 20)
+    bench.obj["spec"]["suspend"] = True
+    checked_step(T0 + 30)
+    refused = bench_for(make_job(template={"spec": {"containers": [{"name": "c", "image": "x"}]}}))
+    before = copy.deepcopy(refused.obj)
+    plan = kjob.reconcile(refused.obj, [], refused.engine(), T0, CTX, refused.names)
+    assert refused.obj == before and [e["reason"] for e in plan.events] == ["FailedCreate"]

@@ -45,6 +45,7 @@ from phalanx.kube.errors import KubeError
 from phalanx.kube.kueue_workloads import KueueWorkloads
 from phalanx.kube.resources import ANNOTATION_USER
 from phalanx.kube.secrets import decoded
+from phalanx.kube.values import copy_json
 from phalanx.kube.workload_ports import (
     DEPLOYMENTS,
     JOBS,
@@ -288,17 +289,34 @@ class WorkloadRunner:
         backlog, self.backlog = self.backlog, {}
         events, self.backlog_events = self.backlog_events, []
         for (resource, namespace, name), status in sorted(backlog.items()):
-            current = self.store.get(resource, namespace, name)
+            current = self.store.peek(resource, namespace, name)  # only read
             if current is not None and current.get("status") != status:
-                current["status"] = status
-                current["metadata"].pop("resourceVersion", None)
-                self._quietly(self.store.update_status, current)
+                # The status alone: the store keeps the rest (no copy of the object to make).
+                meta = {"name": name, "namespace": current["metadata"].get("namespace", "")}
+                self._quietly(
+                    self.store.update_status,
+                    {
+                        "apiVersion": current["apiVersion"],
+                        "kind": current["kind"],
+                        "metadata": meta,
+                        "status": copy_json(status),
+                    },
+                    copy=False,  # (what it returns is not kept: no copy of it either)
+                )
         for one in events:
-            self._quietly(self.store.create, one)
+            # made here for the store alone: it takes them as they are
+            self._quietly(self.store.create, one, copy=False)
 
     def reconcile(self, key: Key) -> Plan | None:
         resource, namespace, name = key
-        obj = self.store.get(resource, namespace, name)
+        if resource == JOBS:
+            # A batch Job's reconciler (and Kueue's view of it) only read the Job: the
+            # store's own object is enough, in a shallow dict whose status may be replaced
+            # below. (Other kinds' get a deep copy.)
+            own = self.store.peek(resource, namespace, name)
+            obj = None if own is None else dict(own)
+        else:
+            obj = self.store.get(resource, namespace, name)
         if obj is None:
             self.backlog.pop(key, None)
             return None
@@ -426,7 +444,8 @@ class WorkloadRunner:
         annotations = (obj.get("metadata") or {}).get("annotations") or {}
         classes: dict[str, int] = {}
         default = 0
-        for pc in self.store.list(PRIORITY_CLASSES):
+        # (read only: the store's own objects, not copies)
+        for pc in self.store.list(PRIORITY_CLASSES, copy=False):
             value = pc.get("value")
             if isinstance(value, int):
                 classes[str((pc.get("metadata") or {}).get("name"))] = value
@@ -438,7 +457,8 @@ class WorkloadRunner:
             unlimited = min(unlimited, part.max_time)
         namespace = str((obj.get("metadata") or {}).get("namespace") or "default")
         secrets, config_maps = decoded(
-            self.store.list(SECRETS, namespace), self.store.list(CONFIG_MAPS, namespace)
+            self.store.list(SECRETS, namespace, copy=False),
+            self.store.list(CONFIG_MAPS, namespace, copy=False),
         )
         return Context(
             secrets=secrets,
@@ -459,9 +479,14 @@ class WorkloadRunner:
         cancels, deletions, the workload's status, events."""
         resource, namespace, name = key
         for pod in plan.create:
-            made = self._quietly(self.store.create, pod)
-            if made is not None and made.get("status") != pod.get("status"):
-                self._quietly(self.store.update_status, pod)
+            # The plan's pods are its own: the store takes them as they are (no copies).
+            wanted = pod.get("status")
+            made = self._quietly(self.store.create, pod, copy=False)
+            if made is not None and made.get("status") != wanted:
+                fixed = {k: v for k, v in made.items() if k != "status"}
+                if wanted is not None:
+                    fixed["status"] = wanted
+                self._quietly(self.store.update_status, fixed)
         for sub in plan.submit:
             self._submit(key, namespace, sub.key, sub.spec, sub.pods)
         before = {str(p["metadata"]["name"]): p for p in pods}
@@ -471,7 +496,11 @@ class WorkloadRunner:
                 **pod,
                 "metadata": {k: v for k, v in pod["metadata"].items() if k != "resourceVersion"},
             }
-            self._quietly(self.store.update_status, pod)
+            self._quietly(
+                self.store.update_status,
+                {**pod, "status": copy_json(pod.get("status"))} if "status" in pod else pod,
+                copy=False,  # its status copied here: what it returns is not kept
+            )
             old = before.get(str(pod["metadata"]["name"]))
             if (
                 old is None
@@ -559,11 +588,11 @@ class WorkloadRunner:
             self.engine.cancel(job_id, self.caller)
 
     @staticmethod
-    def _quietly(call: Callable[..., Any], *args: Any) -> Any:
+    def _quietly(call: Callable[..., Any], *args: Any, **options: Any) -> Any:
         """A write that may have been done before (a plan carried out twice), or whose object
         is gone: logged, not raised (None returned)."""
         try:
-            return call(*args)
+            return call(*args, **options)
         except KubeError as e:
             log.debug("%s: %s", getattr(call, "__name__", call), e)
             return None

@@ -159,7 +159,9 @@ class KubeApp:
         return user
 
     async def _handle(self, http: HttpRequest) -> Response:
-        path = http.url.path.rstrip("/") or "/"
+        # The scope's path (percent-decoded) as it is: ``http.url`` would build a whole URL
+        # and split it again, for each request.
+        path = str(http.scope["path"]).rstrip("/") or "/"
         if not self.is_open():
             raise Unavailable("this controller does not lead: the Kubernetes API is on the leader")
         if path in _OPEN_PATHS:

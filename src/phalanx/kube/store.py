@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import builtins
 import time
-import uuid
 from collections import deque
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -45,7 +44,7 @@ from phalanx.kube.objectindex import ObjectIndex
 from phalanx.kube.persist import MemoryObjects, ObjectTable, Write
 from phalanx.kube.selectors import Predicate, match_labels
 from phalanx.kube.services import ServiceAllocator
-from phalanx.kube.values import copy_json, copy_obj, suffix, timestamp
+from phalanx.kube.values import copy_json, copy_obj, new_uid, suffix, timestamp
 
 __all__ = ["SYSTEM_NAMESPACES", "Event", "ObjectStore", "copy_json", "copy_obj", "timestamp"]
 
@@ -310,7 +309,7 @@ class ObjectStore(ObjectIndex):
             "selfLink",
         ):
             meta.pop(field, None)
-        meta["uid"] = str(uuid.uuid4())
+        meta["uid"] = new_uid()
         meta["creationTimestamp"] = timestamp(self._clock())
         if kind.kind not in ("Namespace", "Event", "ConfigMap", "Secret"):
             meta["generation"] = 1

@@ -5,7 +5,6 @@ the engine's jobs as the reconcilers see them."""
 from __future__ import annotations
 
 import pwd
-import secrets
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Protocol
@@ -14,6 +13,7 @@ from phalanx.domain.caller import Caller
 from phalanx.domain.cluster import Cluster
 from phalanx.domain.jobspec import JobSpec
 from phalanx.kube.containerstatus import container_view
+from phalanx.kube.values import suffix
 from phalanx.protocol.agent import ContainerReport
 from phalanx.sched.job import Job
 from phalanx.workloads.plan import ANNOTATION_LOG, ContainerView, EngineJob
@@ -54,7 +54,6 @@ DEPLOYMENTS: Resource = ("apps", "deployments")
 PODS: Resource = ("", "pods")
 EVENTS: Resource = ("", "events")
 PRIORITY_CLASSES: Resource = ("scheduling.k8s.io", "priorityclasses")
-_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
 KINDS: dict[tuple[str, str], Resource] = {
     ("batch/v1", "Job"): JOBS,
     ("kubeflow.org/v1", "PyTorchJob"): PYTORCHJOBS,
@@ -72,6 +71,9 @@ class Store(Protocol):
 
     def get(self, resource: Resource, namespace: str | None, name: str) -> Obj | None: ...
 
+    def peek(self, resource: Resource, namespace: str | None, name: str) -> Obj | None:
+        """The store's own object, not a copy: only read it."""
+
     def owned(
         self,
         resource: Resource,
@@ -85,13 +87,19 @@ class Store(Protocol):
         resource: Resource,
         namespace: str | None = None,
         labels: Mapping[str, str] | None = None,
-    ) -> list[Obj]: ...
+        *,
+        copy: bool = True,
+    ) -> list[Obj]:
+        """``copy=False``: the store's own objects (only read them)."""
 
-    def create(self, obj: Obj) -> Obj: ...
+    def create(self, obj: Obj, *, copy: bool = True) -> Obj:
+        """``copy=False``: the store takes ``obj`` itself and returns its own object."""
 
     def update(self, obj: Obj) -> Obj: ...
 
-    def update_status(self, obj: Obj) -> Obj: ...
+    def update_status(self, obj: Obj, *, copy: bool = True) -> Obj:
+        """``copy=False``: the store takes ``obj``'s status itself and returns its own
+        object."""
 
     def delete(self, resource: Resource, namespace: str | None, name: str) -> Any: ...
 
@@ -175,15 +183,9 @@ def known_user(name: str) -> bool:
 
 
 def random_name() -> str:
-    """Five characters of ``_ALPHABET`` drawn uniformly, from one draw of the system's
-    randomness (each draw is a system call: one a character cost more than the rest of a
-    pod's name)."""
-    n = secrets.randbelow(len(_ALPHABET) ** 5)
-    out = []
-    for _ in range(5):
-        n, i = divmod(n, len(_ALPHABET))
-        out.append(_ALPHABET[i])
-    return "".join(out)
+    """The random suffix of a pod's name, as kube-apiserver draws a ``generateName``'s
+    (``phalanx.kube.values.suffix``)."""
+    return suffix()
 
 
 def key_of(obj: Mapping[str, Any]) -> Key | None:

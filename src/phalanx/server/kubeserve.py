@@ -141,6 +141,10 @@ def kube_server(
         log_level="warning",
         access_log=False,
         lifespan="off",
+        # Clients talk to this port directly (no proxy's X-Forwarded-* to trust); and
+        # kube-apiserver names no server. Each of these is a step for every request.
+        proxy_headers=False,
+        server_header=False,
         timeout_keep_alive=30,
         timeout_graceful_shutdown=2,
         ssl_certfile=str(certs.cert),

@@ -4,6 +4,7 @@ is sans-IO): Howard Hinnant's days-from-civil algorithms."""
 
 from __future__ import annotations
 
+import functools
 import re
 
 from phalanx.domain.time import Instant
@@ -16,7 +17,14 @@ _RFC3339 = re.compile(r"^(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2}):(\d{2})(?:\.\d+
 
 def rfc3339(at: Instant) -> str:
     """``at`` (ms since the Unix epoch) as Kubernetes writes a ``metav1.Time``."""
-    days, ms = divmod(at, _DAY_MS)
+    return _rfc3339_second(at // 1000)
+
+
+# Memos of pure functions: a reconcile writes and reads the same few stamps (now, a Job's
+# start) again and again, and each costs more than the rest of a status condition.
+@functools.lru_cache(maxsize=1024)
+def _rfc3339_second(second: int) -> str:
+    days, ms = divmod(second * 1000, _DAY_MS)
     year, month, day = _civil(days)
     seconds = ms // 1000
     hours, rest = divmod(seconds, 3600)
@@ -28,6 +36,11 @@ def parse_time(text: object) -> Instant | None:
     """A ``metav1.Time`` back as ms; None for anything else (absent or malformed)."""
     if not isinstance(text, str):
         return None
+    return _parse_text(text)
+
+
+@functools.lru_cache(maxsize=1024)
+def _parse_text(text: str) -> Instant | None:
     m = _RFC3339.match(text)
     if m is None:
         return None
