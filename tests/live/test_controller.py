@@ -244,6 +244,30 @@ def test_a_submission_retried_with_its_idempotency_key_is_not_doubled(tmp_path: 
     assert len(again.engine.jobs) == 2
 
 
+def test_requests_each_with_its_key_share_one_journal_write(tmp_path: Path) -> None:
+    clock = FakeClock(1_000)
+    c = _controller(tmp_path / "db", clock)
+    first = c.submit([_spec()], key="pod-a")[0]
+    writes: list[int] = []
+    journal = c.loop.journal
+    real = journal.write
+    journal.write = lambda events: (writes.append(len(events)), real(events))[1]  # type: ignore[method-assign]
+    got = c.submit_each(
+        [(_spec(), "pod-a"), (_spec(), "pod-b"), (_spec(user="bob"), "pod-a"), (_spec(), "pod-b")]
+    )
+    assert writes == [2]  # one write: pod-b and bob's pod-a are new; alice's pod-a is known
+    assert got[0] == first and got[1] == got[3]  # a key twice: submitted once, same ids
+    assert len({tuple(ids) for ids in got}) == 3
+    c.loop.settle()
+    assert len(c.engine.jobs) == 3
+    assert c.submit_each([(_spec(), "pod-b"), (_spec(), "")])[0] == got[1]
+    assert writes == [2, 1]  # only the request without a key is new
+    _tick(c, clock, 10)
+    again = _controller(tmp_path / "db", clock)  # a restart replays the journal: keys known
+    assert again.submit_each([(_spec(user="bob"), "pod-a")]) == [got[2]]
+    assert len(again.engine.jobs) == 4
+
+
 def test_sacctmgr_changes_are_journaled_and_survive_a_restart(
     stores: Callable[[], Store],
 ) -> None:

@@ -33,13 +33,13 @@ import contextlib
 import logging
 from collections import deque
 from collections.abc import Callable, Mapping, Sequence
-from pathlib import Path
 from typing import Any
 
 from phalanx.domain.caller import Caller
 from phalanx.domain.jobspec import JobSpec
 from phalanx.domain.time import Instant
-from phalanx.errors import PhalanxError, SpecError
+from phalanx.errors import PhalanxError
+from phalanx.kube import podsubmit
 from phalanx.kube.containerstatus import container_view
 from phalanx.kube.errors import KubeError
 from phalanx.kube.kueue_workloads import KueueWorkloads
@@ -71,7 +71,6 @@ from phalanx.kube.workload_ports import (
 from phalanx.workloads import barepod, deployment, jobset, pytorchjob, replicaset, vcjob, volcano
 from phalanx.workloads import job as batch_job
 from phalanx.workloads import training as pytorch_labels
-from phalanx.workloads.events import event
 from phalanx.workloads.plan import (
     ANNOTATION_JOB_ID,
     ANNOTATION_KEY,
@@ -166,6 +165,9 @@ class WorkloadRunner:
         self.backlog_events: list[Obj] = []
         self._flushing = False
         self.reconciles = 0
+        self._draining = False
+        self._queued: list[podsubmit.Queued] = []
+        """Submissions made during a drain, journaled together at its end."""
         self.caller = Caller(0, "root", admin=True)
         self.kueue = KueueWorkloads(store, engine, clock)
         """A queued Job's Workload and ``suspend``, after each of its passes."""
@@ -272,11 +274,16 @@ class WorkloadRunner:
         the next drain, which is deferred)."""
         self._scheduled = False
         batch, self.dirty = self.dirty, set()
-        for key in sorted(batch):
-            try:
-                self.reconcile(key)
-            except (KubeError, PhalanxError) as e:
-                log.warning("reconciling %s/%s: %s", key[1], key[2], e)
+        self._draining = True  # the pods' submissions wait for its end: one journal write
+        try:
+            for key in sorted(batch):
+                try:
+                    self.reconcile(key)
+                except (KubeError, PhalanxError) as e:
+                    log.warning("reconciling %s/%s: %s", key[1], key[2], e)
+        finally:
+            self._draining = False
+            self._submit_queued()
         if self.later is None:
             self.flush()
         elif (self.backlog or self.backlog_events) and not self._flushing:
@@ -534,54 +541,38 @@ class WorkloadRunner:
     def _submit(
         self, key: Key, namespace: str, request: str, spec: JobSpec, pods: Sequence[str]
     ) -> None:
-        # the agents open the pods' output files but make no directories (nor does Slurm)
-        for out in {spec.output, *(t.output for t in spec.tasks)}:
-            if out:
-                Path(out).parent.mkdir(parents=True, exist_ok=True)
         try:
-            if not self.known_user(spec.user):
-                # The controller launches a job as the user's uid; an unknown name cannot
-                # start (and must not reach the engine, which would retry its launch).
-                raise SpecError(f'Invalid user id: "{spec.user}" is not a user on this machine')
-            self.engine.check(spec)
-            ids = self.engine.submit([spec], request)
+            podsubmit.check(spec, self.engine, self.known_user)
         except PhalanxError as e:
-            # a request that can never run here: the pods say so and stay Pending
-            for pod_name in pods:
-                pod = self.store.get(PODS, namespace, pod_name)
-                if pod is None:
-                    continue
-                status = pod.setdefault("status", {})
-                conditions = [
-                    c for c in status.get("conditions") or () if c.get("type") != "PodScheduled"
-                ]
-                conditions.append(
-                    {
-                        "type": "PodScheduled",
-                        "status": "False",
-                        "reason": "Unschedulable",
-                        "message": str(e),
-                        "lastProbeTime": None,
-                        "lastTransitionTime": None,
-                    }
-                )
-                status["conditions"] = conditions
-                self._quietly(self.store.update_status, pod)
-                self.backlog_events.append(
-                    event(
-                        pod,
-                        "FailedScheduling",
-                        str(e),
-                        self.clock(),
-                        warning=True,
-                        component="default-scheduler",
-                    )
-                )
+            self._refused(namespace, pods, e)
             return
-        job_id = ids[0][0]
-        self.owners[job_id] = key
-        for rank, pod_name in enumerate(pods):
-            self.assigned[(namespace, pod_name)] = (request, job_id, rank)
+        self._queued.append((key, namespace, request, spec, pods))
+        if not self._draining:
+            self._submit_queued()
+
+    def _submit_queued(self) -> None:
+        """Journal the queued submissions together (``phalanx.kube.podsubmit``)."""
+        queued, self._queued = self._queued, []
+        if not queued:
+            return
+        try:
+            ids = self.engine.submit_each([(spec, request) for _, _, request, spec, _ in queued])
+        except PhalanxError as e:
+            for _, namespace, _, _, pods in queued:
+                self._refused(namespace, pods, e)
+            return
+        for (key, namespace, request, _, pods), got in zip(queued, ids, strict=True):
+            self.owners[got[0]] = key
+            for rank, pod_name in enumerate(pods):
+                self.assigned[(namespace, pod_name)] = (request, got[0], rank)
+
+    def _refused(self, namespace: str, pods: Sequence[str], e: PhalanxError) -> None:
+        """A request that can never run here: its pods say so and stay Pending."""
+        self.backlog_events.extend(
+            podsubmit.unschedulable(
+                self.store, namespace, pods, str(e), self.clock(), self._quietly
+            )
+        )
 
     def _cancel(self, job_id: int) -> None:
         with contextlib.suppress(PhalanxError):  # gone already

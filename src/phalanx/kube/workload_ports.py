@@ -117,6 +117,9 @@ class Engine(Protocol):
 
     def submit(self, specs: Sequence[JobSpec], key: str = "") -> list[list[int]]: ...
 
+    def submit_each(self, requests: Sequence[tuple[JobSpec, str]]) -> list[list[int]]:
+        """``submit([spec], key)`` for each (spec, key), in one journal write."""
+
     def cancel(self, job_id: int, caller: Caller) -> list[int]: ...
 
     def jobs(self, *, finished: bool = False, ids: Iterable[int] | None = None) -> list[Job]: ...
