@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import math
 import os
+import threading
 import uuid
 from datetime import UTC, datetime
 from typing import Any
@@ -29,19 +30,22 @@ class _Entropy:
     def __init__(self) -> None:
         self._pool = b""
         self._at = 0
+        self._lock = threading.Lock()  # no two threads are ever handed the same bytes
 
     def drop(self) -> None:
         """Forget the bytes fetched (a forked child must not hand out its parent's)."""
         self._pool = b""
         self._at = 0
+        self._lock = threading.Lock()
 
     def take(self, n: int) -> bytes:
-        if self._at + n > len(self._pool):
-            self._pool = os.urandom(max(_POOL_BYTES, n))
-            self._at = 0
-        out = self._pool[self._at : self._at + n]
-        self._at += n
-        return out
+        with self._lock:
+            if self._at + n > len(self._pool):
+                self._pool = os.urandom(max(_POOL_BYTES, n))
+                self._at = 0
+            out = self._pool[self._at : self._at + n]
+            self._at += n
+            return out
 
 
 _entropy = _Entropy()
