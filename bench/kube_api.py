@@ -277,7 +277,7 @@ def _measure(kubeconfig: str, pid: int | None, args: argparse.Namespace) -> None
         per_job = (_cpu_seconds(pid) - cpu) / args.jobs * 1000
         print(
             f"created {args.jobs} Jobs {args.concurrency} at a time at {rate:,.0f}/s;"
-            f" the controller's CPU per Job (the create, its pod, their statuses): {per_job:.2f} ms"
+            f" the controller's CPU per Job (the create and all it set off): {per_job:.2f} ms"
         )
         pod = {
             "apiVersion": "v1",
