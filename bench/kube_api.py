@@ -1,7 +1,7 @@
 """The Kubernetes API's speed on a running controller: Job creations per second from one
 client process, and ``kubectl get pods -A`` over many pods.
 
-Usage: ``python bench/kube_api.py [--kubeconfig FILE] [--jobs 2000] [--pods 10000]
+Usage: ``python bench/kube_api.py [--kubeconfig FILE [--pid PID]] [--jobs 2000] [--pods 10000]
 [--concurrency 16]``. Without ``--kubeconfig`` it starts ``phalanx up`` in a fresh state
 directory (under ``--dir``) and stops it at the end; with one, it uses that controller
 (``phalanx kubeconfig > FILE``) and creates its objects in a namespace of its own
@@ -196,11 +196,13 @@ def _count_pods(client: Client) -> int:
 
 
 @contextlib.contextmanager
-def _controller(kubeconfig: str | None, where: str | None) -> Iterator[tuple[str, int | None]]:
-    """The kubeconfig of the controller to measure and its pid where known: the given one,
-    or a fresh ``phalanx up``."""
+def _controller(
+    kubeconfig: str | None, where: str | None, pid: int | None = None
+) -> Iterator[tuple[str, int | None]]:
+    """The kubeconfig of the controller to measure and its pid where known: the given one
+    (its pid ``pid``, None: no CPU figures), or a fresh ``phalanx up``."""
     if kubeconfig:
-        yield kubeconfig, None
+        yield kubeconfig, pid
         return
     state = Path(tempfile.mkdtemp(prefix="phalanx-kube-api-", dir=where))
     env = {**os.environ, "PHALANX_STATE_DIR": str(state)}
@@ -225,6 +227,9 @@ def _controller(kubeconfig: str | None, where: str | None) -> Iterator[tuple[str
 def main() -> None:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--kubeconfig", default=None)
+    parser.add_argument(
+        "--pid", type=int, default=None, help="with --kubeconfig: its controller's, for CPU times"
+    )
     parser.add_argument("--dir", default=None, help="where a fresh state directory goes")
     parser.add_argument("--jobs", type=int, default=2000)
     parser.add_argument("--pods", type=int, default=10_000)
@@ -233,7 +238,7 @@ def main() -> None:
         "--command", default=None, help="the Jobs' container command (split on blanks)"
     )
     args = parser.parse_args()
-    with _controller(args.kubeconfig, args.dir) as (kubeconfig, pid):
+    with _controller(args.kubeconfig, args.dir, args.pid) as (kubeconfig, pid):
         _measure(kubeconfig, pid, args)
 
 
