@@ -6,7 +6,8 @@ ReplicaSet or pod added, changed or deleted) and the controller's decisions
 (``Controller.watch``: a job started, ended, ...) mark workloads dirty; ``drain`` (deferred
 onto the loop, never run inside a store callback) reconciles each once and carries its
 ``Plan`` out: pods created, pods updated (spec, then status), engine jobs submitted under
-their idempotency keys and the pods annotated with their job ids, cancels, pod deletions, the
+their idempotency keys (a drain's all in one journal write: ``phalanx.kube.podsubmit``) and
+the pods annotated with their job ids, cancels, pod deletions, the
 workload's status, Events, and the workload's deletion after its TTL. ``tick`` (every second
 or so) looks again at workloads with pending pods, whose engine reason or expected start may
 change without a decision, and at those that asked to be woken.
@@ -482,8 +483,9 @@ class WorkloadRunner:
 
     def _carry_out(self, key: Key, pods: Sequence[Obj], plan: Plan) -> None:
         """The plan, in the order that lets the engine start the pods soonest: pods created
-        (with their status), submissions, pods' new status, then their spec (a node bound),
-        cancels, deletions, the workload's status, events."""
+        (with their status), submissions (in a drain, journaled at its end, all together),
+        pods' new status, then their spec (a node bound), cancels, deletions, the
+        workload's status, events."""
         resource, namespace, name = key
         for pod in plan.create:
             # The plan's pods are its own: the store takes them as they are (no copies).
