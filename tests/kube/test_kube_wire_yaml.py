@@ -20,3 +20,13 @@ def test_timestamps_and_dates_are_rfc3339_text() -> None:
     body = b"metadata:\n  creationTimestamp: 2024-01-01T00:00:00Z\n  x: [2024-01-02]\n"
     got = decode_body("application/yaml", body)
     assert got == {"metadata": {"creationTimestamp": "2024-01-01T00:00:00Z", "x": ["2024-01-02"]}}
+
+
+def test_a_lone_surrogate_in_an_answer_is_escaped_not_an_error() -> None:
+    import json
+
+    from phalanx.kube.wire import dumps
+
+    body = dumps({"message": "name \udc80 is invalid", "ok": "é"})
+    assert json.loads(body) == {"message": "name \udc80 is invalid", "ok": "é"}
+    assert dumps({"ok": "é"}) == '{"ok":"é"}'.encode()  # UTF-8 as it is, when it can be

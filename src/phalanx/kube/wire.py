@@ -34,7 +34,13 @@ ACCEPTED = (JSON, YAML, PROTOBUF)
 
 
 def dumps(value: Any) -> bytes:
-    return json.dumps(value, separators=(",", ":"), ensure_ascii=False).encode()
+    text = json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+    try:
+        return text.encode()
+    except UnicodeEncodeError:
+        # A lone surrogate (a request's undecodable bytes, echoed in a message) has no
+        # UTF-8: JSON's \u escapes carry it instead.
+        return json.dumps(value, separators=(",", ":")).encode()
 
 
 def media(content_type: str | None) -> str:
