@@ -327,7 +327,7 @@ class WorkloadRunner:
             }
         pods = self.store.owned(PODS, namespace, str(uid), labels)
         gated = self.gate.gated(key, obj)
-        if gated:
+        if gated is not None:
             pods = self.gate.pods(key, pods)
         stored, pods = pods, [self._with_job(namespace, p) for p in pods]
         ids = {i for p in pods if (i := engine_id(p)) is not None}
@@ -341,6 +341,9 @@ class WorkloadRunner:
         now = self.clock()
         ctx = self._context(obj)
         shown = self.kueue.view(key, obj)
+        if gated:  # a queued JobSet's child: its pods queue as the JobSet does
+            labels = {**(obj["metadata"].get("labels") or {}), **gated}
+            shown = {**shown, "metadata": {**obj["metadata"], "labels": labels}}
         if resource == JOBS:
             plan = batch_job.reconcile(shown, pods, jobs, now, ctx, self.names)
         elif resource == VCJOBS:
@@ -350,12 +353,12 @@ class WorkloadRunner:
         else:
             plan = pytorchjob.reconcile(shown, pods, jobs, now, ctx)
         self.reconciles += 1
-        if gated:
+        if gated is not None:
             self.gate.hold(key, plan, stored, jobs, lambda p: self._with_job(namespace, p))
         self._carry_out(key, stored, plan)
         self.kueue.sync(key, obj, plan.status or obj.get("status"), jobs)
         parent = owner_of(obj)
-        if gated and parent is not None and parent[0] == JOBSETS:
+        if gated is not None and parent is not None and parent[0] == JOBSETS:
             self._mark(parent)  # the JobSet's Workload follows its children's engine jobs
         return plan
 

@@ -22,7 +22,9 @@ has; a Job's and a Volcano Job's, whose pod names are drawn, under new keys).
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
+from phalanx.domain.queues import PRIORITY_CLASS_LABEL, QUEUE_NAME_LABEL
 from phalanx.domain.state import JobState
 from phalanx.kube.errors import KubeError
 from phalanx.kube.workload_ports import JOBS, JOBSETS, PODS, PYTORCHJOBS, VCJOBS, Key, Obj, Store
@@ -42,8 +44,8 @@ def started(job: EngineJob | None) -> bool:
     return job is not None and job.start is not None and job.state not in _WAITING
 
 
-def _name(pod: Mapping[str, object]) -> str:
-    return str((pod.get("metadata") or {}).get("name"))  # type: ignore[union-attr]
+def _name(pod: Mapping[str, Any]) -> str:
+    return str((pod.get("metadata") or {}).get("name"))
 
 
 class PodGate:
@@ -55,18 +57,22 @@ class PodGate:
         self.moving: set[tuple[str, str]] = set()
         """(namespace, pod) deleted from the store by the gate: its engine job lives on."""
 
-    def gated(self, key: Key, obj: Mapping[str, object]) -> bool:
-        """Whether ``obj``'s pods wait for its admission: it is queued, or it is the child
-        Job of a queued JobSet."""
+    def gated(self, key: Key, obj: Mapping[str, object]) -> dict[str, str] | None:
+        """None if ``obj``'s pods need no admission; else the Kueue labels its pods' engine
+        jobs take from elsewhere: none for a queued owner (it has its own), its JobSet's
+        queue name and priority class for the child Job of a queued JobSet."""
         if key[0] not in _GATED:
-            return False
+            return None
         if kw.queue_of(obj) is not None:
-            return True
+            return {}
         parent = parent_of(obj)
         if key[0] != JOBS or parent is None or parent[0] != JOBSETS:
-            return False
+            return None
         found = self.store.get(*parent)
-        return found is not None and kw.queue_of(found) is not None
+        if found is None or kw.queue_of(found) is None:
+            return None
+        labels = found["metadata"].get("labels") or {}
+        return {k: str(labels[k]) for k in (QUEUE_NAME_LABEL, PRIORITY_CLASS_LABEL) if k in labels}
 
     def pods(self, key: Key, stored: list[Obj]) -> list[Obj]:
         """The stored pods of ``key`` and its held ones."""
@@ -133,10 +139,10 @@ class PodGate:
                 self.moving.add((namespace, name))
                 self._quietly_delete(namespace, name)
         for name in list(plan.delete):
-            pod = held.pop(name, None)
-            if pod is not None:
+            gone = held.pop(name, None)
+            if gone is not None:
                 plan.delete.remove(name)
-                job_id = engine_id(with_job(pod))
+                job_id = engine_id(with_job(gone))
                 if job_id is not None and job_id not in plan.cancel:
                     plan.cancel.append(job_id)
         plan.create = create

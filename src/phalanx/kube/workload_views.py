@@ -42,8 +42,8 @@ from phalanx.kube.workload_ports import Store as StorePort
 from phalanx.sched.job import Job
 from phalanx.workloads import jobset, training, volcano
 from phalanx.workloads import kueue_workload as kw
-from phalanx.workloads.kueue_owners import finished_of, pod_sets
 from phalanx.workloads.job import CONTROLLER_UID
+from phalanx.workloads.kueue_owners import finished_of, pod_sets
 from phalanx.workloads.plan import ANNOTATION_JOB_ID, EngineJob
 from phalanx.workloads.podspec import LOCALHOST
 

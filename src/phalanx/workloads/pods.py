@@ -44,8 +44,8 @@ __all__ = [
     "new_pod",
     "phase",
     "pod_events",
-    "pod_uid",
     "pod_status",
+    "pod_uid",
     "ready_since",
     "refresh",
 ]
