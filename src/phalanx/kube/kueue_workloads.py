@@ -29,7 +29,6 @@ from phalanx.kube.workload_ports import (
 )
 from phalanx.workloads import kueue_owners as ko
 from phalanx.workloads import kueue_workload as kw
-from phalanx.workloads.conditions import is_true
 from phalanx.workloads.plan import EngineJob
 
 __all__ = [
@@ -82,8 +81,8 @@ class KueueWorkloads:
         self, key: Key, obj: Obj, status: Mapping[str, Any] | None, jobs: Mapping[int, EngineJob]
     ) -> None:
         """Write the Workload of the queued owner ``obj`` (``status``: the owner's newest;
-        ``jobs``: the engine jobs of its pods, held ones included), its suspend flag and its
-        LocalQueue's counts, where they changed."""
+        ``jobs``: the engine jobs of its pods, held ones included) and its suspend flag,
+        where they changed."""
         queue = kw.queue_of(obj)
         if queue is None or key[0] not in _KINDS:
             return
@@ -109,7 +108,6 @@ class KueueWorkloads:
                 current = ko.with_suspend(current, suspend)
                 current["metadata"].pop("resourceVersion", None)
                 self._quietly(self.store.update, current)
-        self._count(namespace, queue)
 
     # -- reading -------------------------------------------------------------------------
 
@@ -150,32 +148,6 @@ class KueueWorkloads:
                     break
         return kw.Placement(cq.name, flavors), ""
 
-    # -- the queues' counts --------------------------------------------------------------
-
-    def _count(self, namespace: str, queue: str) -> None:
-        """``pendingWorkloads``/``admittedWorkloads`` of the LocalQueue from the stored
-        Workloads. Its ClusterQueue's status is the engine's, for every job the queue takes
-        (``phalanx.kube.queuestatus``, written every tick)."""
-        local = self.store.get(LOCAL_QUEUES, namespace, queue)
-        if local is None:
-            return
-        mine = [w for w in self.store.list(WORKLOADS, namespace) if _queue(w) == queue]
-        self._write_counts(local, mine)
-
-    def _write_counts(self, obj: Obj, workloads: list[Obj]) -> None:
-        live = [w for w in workloads if not _is(w, "Finished")]
-        admitted = sum(1 for w in live if _is(w, "Admitted"))
-        counts: dict[str, int] = {
-            "pendingWorkloads": sum(1 for w in live if not _is(w, "QuotaReserved")),
-            "admittedWorkloads": admitted,
-        }
-        status = obj.get("status") or {}
-        if all(status.get(k) == v for k, v in counts.items()):
-            return
-        obj["status"] = {**status, **counts}
-        obj["metadata"].pop("resourceVersion", None)
-        self._quietly(self.store.update_status, obj)
-
     @staticmethod
     def _quietly(call: Any, *args: Any) -> Any:
         return quietly(call, *args)
@@ -210,14 +182,6 @@ def write_workload(store: Store, made: Obj, stored: Obj | None) -> Obj | None:
         }
         quietly(store.update_status, written)
     return written if isinstance(written, dict) else None
-
-
-def _queue(workload: Obj) -> str:
-    return str((workload.get("spec") or {}).get("queueName") or "")
-
-
-def _is(workload: Obj, kind: str) -> bool:
-    return is_true((workload.get("status") or {}).get("conditions") or (), kind)
 
 
 def _plain(message: str, pod_set: str) -> str:

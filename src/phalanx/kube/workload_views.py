@@ -14,7 +14,8 @@ suspends the owner (``phalanx.kube.kueue_workloads``).
 A Slurm job is an engine job no Kubernetes workload made (those carry their container
 image in ``JobSpec.extra``). Its Workload, ``slurm-ID`` in the namespace of its account
 (made if missing; an account that is no valid namespace name gets none), has one pod set
-``main`` of its tasks with each task's requests, and the queue name of its LocalQueue.
+``main`` of its tasks with each task's requests, the name of the LocalQueue that counts it
+(``queuestatus.local_queue_of``), and once admitted the flavors its nodes are of.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from phalanx.domain.queues import queue_name
 from phalanx.domain.state import JobState
 from phalanx.kube.errors import KubeError
 from phalanx.kube.kueue_workloads import quietly, write_workload
+from phalanx.kube.queuestatus import flavors_held, local_queue_of
 from phalanx.kube.workload_ports import (
     JOBS,
     JOBSETS,
@@ -212,7 +214,10 @@ class WorkloadViews:
         viewed = engine_job(job, cluster, lambda _: LOCALHOST)
         verdict = kw.judge([viewed])
         cq, problem = cluster.cluster_queue_of(spec)
-        placement = kw.Placement(cq.name if cq is not None else "")
+        flavors: dict[str, str] = {}
+        if cq is not None and job.alloc is not None:
+            flavors = flavors_held(cluster.queues, cluster, cq, set(job.alloc.nodes))
+        placement = kw.Placement(cq.name if cq is not None else "", flavors)
         if not verdict.admitted and problem and cluster.queues.cluster_queues:
             verdict = kw.Verdict(False, verdict.message or problem, verdict.evicted)
         finished: tuple[bool, str] | None = None
@@ -226,7 +231,11 @@ class WorkloadViews:
         meta["labels"] = {SLURM_JOB_LABEL: str(job.id)}
         if stored is None:
             meta["name"] = f"slurm-{job.id}"
-        made["spec"]["queueName"] = queue_name(spec) if cluster.queues.cluster_queues else ""
+        local = local_queue_of(cluster, spec)  # the LocalQueue whose counts hold it
+        if not cluster.queues.cluster_queues:
+            made["spec"]["queueName"] = ""
+        else:
+            made["spec"]["queueName"] = local[1] if local is not None else queue_name(spec)
         self._write(made, stored)
 
     # -- writing -------------------------------------------------------------------------
