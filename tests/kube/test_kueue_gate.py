@@ -18,7 +18,7 @@ from phalanx.config.clusterspec import regular_cluster
 from phalanx.config.queues import queues_from_file
 from phalanx.domain.caller import Caller
 from phalanx.kube.controllers import JOBS, JOBSETS, PODS, PYTORCHJOBS, VCJOBS, WorkloadRunner
-from phalanx.kube.kueue_workloads import WORKLOADS
+from phalanx.kube.kueue_workloads import ENGINE_JOBS, WORKLOADS
 from phalanx.kube.store import ObjectStore
 from phalanx.live.controller import Controller
 from phalanx.policies.catalog import POLICIES
@@ -85,40 +85,73 @@ class Loop:
         return True
 
 
+class World:
+    """The controller, its agents and the object store, with runners started on demand."""
+
+    def __init__(self, tmp_path: Path) -> None:
+        path = tmp_path / "queues.yaml"
+        path.write_text(QUEUES)
+        queues = queues_from_file(str(path))
+        cluster = dataclasses.replace(regular_cluster(2, 1, 2), queues=queues)
+        journal = MemoryJournal()
+        self.controller = Controller(cluster, POLICIES["phalanx"], journal, run_as_submitter=False)
+        self.controller.recover()
+        self.stack = LiveStack(self.controller, LocalAgents(self.controller), journal)
+        self.store = ObjectStore()
+        self.loop = Loop(self.stack)
+        self.tmp_path = tmp_path
+        self.live: list[WorkloadRunner] = []
+
+    def runner(self) -> WorkloadRunner:
+        """A runner as a controller starts one; ``stop`` disconnects it (a restart)."""
+        runner = WorkloadRunner(
+            self.store,
+            self.controller,
+            clock=self.controller.clock.now,
+            defer=self.loop.defer,
+            log_dir=str(self.tmp_path / "logs"),
+            workdir=str(self.tmp_path),
+            default_user="tester",
+            known_user=lambda _user: True,
+        )
+        self.live.append(runner)
+        runner.start(lambda cb: self.controller.watch(lambda ids: self._cue(runner, cb, ids)))
+        return runner
+
+    def _cue(self, runner: WorkloadRunner, cb: Callable[[set[int]], None], ids: set[int]) -> None:
+        if runner in self.live:
+            cb(ids)
+
+    def stop(self, runner: WorkloadRunner) -> None:
+        self.live.remove(runner)
+        self.store.unsubscribe(runner.on_object)
+
+    def close(self) -> None:
+        for resource in (JOBS, PYTORCHJOBS, JOBSETS, VCJOBS):
+            for obj in self.store.list(resource):
+                if not (obj["metadata"].get("ownerReferences")):
+                    meta = obj["metadata"]
+                    self.store.delete(resource, meta["namespace"], meta["name"])
+        admin = Caller(0, "root", admin=True)
+        for job in self.controller.jobs():
+            self.controller.cancel(job.id, admin)
+        tasks = self.stack.agents.runner
+        assert self.loop.run(lambda: not tasks.running_count() and not tasks.unreaped(), 30)
+
+
 @pytest.fixture
-def world(tmp_path: Path) -> Iterator[tuple[ObjectStore, Loop]]:
-    path = tmp_path / "queues.yaml"
-    path.write_text(QUEUES)
-    cluster = dataclasses.replace(regular_cluster(2, 1, 2), queues=queues_from_file(str(path)))
-    journal = MemoryJournal()
-    controller = Controller(cluster, POLICIES["phalanx"], journal, run_as_submitter=False)
-    controller.recover()
-    stack = LiveStack(controller, LocalAgents(controller), journal)
-    store = ObjectStore()
-    loop = Loop(stack)
-    runner = WorkloadRunner(
-        store,
-        controller,
-        clock=controller.clock.now,
-        defer=loop.defer,
-        log_dir=str(tmp_path / "logs"),
-        workdir=str(tmp_path),
-        default_user="tester",
-        known_user=lambda _user: True,
-    )
-    runner.start(controller.watch)
+def bare(tmp_path: Path) -> Iterator[World]:
+    w = World(tmp_path)
     for doc in QUEUES.split("---\n"):
-        store.create(yaml.safe_load(doc))
-    yield store, loop
-    for resource in (JOBS, PYTORCHJOBS, JOBSETS, VCJOBS):
-        for obj in store.list(resource):
-            if not (obj["metadata"].get("ownerReferences")):
-                store.delete(resource, obj["metadata"]["namespace"], obj["metadata"]["name"])
-    admin = Caller(0, "root", admin=True)
-    for job in controller.jobs():
-        controller.cancel(job.id, admin)
-    tasks = stack.agents.runner
-    assert loop.run(lambda: not tasks.running_count() and not tasks.unreaped(), 30)
+        w.store.create(yaml.safe_load(doc))
+    yield w
+    w.close()
+
+
+@pytest.fixture
+def world(bare: World) -> tuple[ObjectStore, Loop]:
+    bare.runner()
+    return bare.store, bare.loop
 
 
 def _command(seconds: float) -> dict[str, Any]:
@@ -318,3 +351,37 @@ def test_a_preempted_pytorchjob_is_suspended_again_and_its_pods_go(
         10,
     )
     assert loop.run(lambda: suspend_of(store.get(PYTORCHJOBS, "default", "low")) is False, 10)
+
+
+def test_a_restarted_runner_cancels_the_engine_job_of_pods_held_before(bare: World) -> None:
+    store, loop = bare.store, bare.loop
+    first = bare.runner()
+    store.create(batch_job("holder", 60))
+    assert loop.run(lambda: len(pods_of(store, "holder")) == 1, 20)
+    store.create(batch_job("waits", 1))
+    assert loop.run(lambda: ENGINE_JOBS in _notes(workload_of(store, JOBS, "waits")), 20)
+    (before,) = [int(i) for i in _notes(workload_of(store, JOBS, "waits"))[ENGINE_JOBS].split(",")]
+    assert pods_of(store, "waits") == []
+
+    bare.stop(first)  # the controller restarts: the held pod was in its memory
+    second = bare.runner()
+    assert loop.run(
+        lambda: len(_notes(workload_of(store, JOBS, "waits")).get(ENGINE_JOBS, "").split(",")) == 2,
+        20,
+    )  # its Job made its pod again, under a new key: a second engine job, both named
+    assert second.sweep() == [before]
+    (old,) = bare.controller.jobs(finished=True, ids=[before])
+    assert old.state.is_final
+    assert second.sweep() == []
+
+    store.delete(JOBS, "default", "holder")
+    assert loop.run(
+        lambda: cond(workload_of(store, JOBS, "waits"), "Finished").get("status") == "True", 30
+    )
+    assert len(pods_of(store, "waits")) == 1
+    ran = [j for j in bare.controller.jobs(finished=True) if j.spec.name == "waits"]
+    assert sorted(j.state.value for j in ran) == ["CANCELLED", "COMPLETED"]
+
+
+def _notes(obj: dict[str, Any] | None) -> dict[str, str]:
+    return dict(((obj or {}).get("metadata") or {}).get("annotations") or {})

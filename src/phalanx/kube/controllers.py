@@ -185,6 +185,19 @@ class WorkloadRunner:
             if barepod.is_bare(pod):
                 self._mark(_pod_key(pod))
 
+    def sweep(self) -> list[int]:
+        """Cancel the engine jobs of queued owners' pods held by a controller before this
+        one that no pod claims now (``PodGate.left``); called once this controller leads.
+        Returns the ids cancelled."""
+        claimed = {i for _, i, _ in self.assigned.values()}
+        claimed.update(i for p in self.store.list(PODS) if (i := engine_id(p)) is not None)
+        left = sorted(self.gate.left() - claimed)
+        found = self.engine.jobs(ids=left) if left else []
+        gone = [j.id for j in found if not j.state.is_final and j.start is None]
+        for job_id in gone:
+            self._cancel(job_id)
+        return gone
+
     def pod_container(self, namespace: str, name: str) -> ContainerView | None:
         """The latest container status of pod ``namespace/name`` as its node's agent reported
         it (``ready``, ``restart_count``, ``state``, ``cpu_millicores``); None for a pod not

@@ -33,6 +33,7 @@ from phalanx.workloads.plan import EngineJob
 
 __all__ = [
     "CLUSTER_QUEUES",
+    "ENGINE_JOBS",
     "LOCAL_QUEUES",
     "WORKLOADS",
     "KueueWorkloads",
@@ -44,6 +45,10 @@ WORKLOADS: Resource = ("kueue.x-k8s.io", "workloads")
 LOCAL_QUEUES: Resource = ("kueue.x-k8s.io", "localqueues")
 
 log = logging.getLogger("phalanx.kube.kueue")
+ENGINE_JOBS = "phalanx.io/engine-jobs"
+"""On a queued owner's Workload: the ids of its live engine jobs, held pods' ones too, so
+that a controller that restarts (the held pods were in its predecessor's memory) can find
+those no pod claims any more (``WorkloadRunner.sweep``)."""
 _KINDS = frozenset({JOBS, PYTORCHJOBS, VCJOBS, JOBSETS})
 
 # The pending message's forecast ("; expected start in 0:40:00, when job 812 ends") changes
@@ -99,6 +104,12 @@ class KueueWorkloads:
         verdict = kw.Verdict(verdict.admitted, message, verdict.evicted)
         finished = ko.finished_of({**obj, "status": status or {}})
         made = kw.workload(obj, pod_sets, verdict, placement, finished, stored, self.clock())
+        notes = made["metadata"].setdefault("annotations", {})
+        live = self._live(jobs, str(notes.get(ENGINE_JOBS, "")))
+        if live:
+            notes[ENGINE_JOBS] = ",".join(str(i) for i in live)
+        else:
+            notes.pop(ENGINE_JOBS, None)
         write_workload(self.store, made, stored)
         active = (made.get("spec") or {}).get("active", True) is not False
         suspend = not active or (finished is None and not verdict.admitted)
@@ -108,6 +119,15 @@ class KueueWorkloads:
                 current = ko.with_suspend(current, suspend)
                 current["metadata"].pop("resourceVersion", None)
                 self._quietly(self.store.update, current)
+
+    def _live(self, jobs: Mapping[int, EngineJob], noted: str) -> list[int]:
+        """The owner's live engine jobs: its pods' (``jobs``), and those the Workload named
+        before that still live (a restarted runner's predecessor's, until swept)."""
+        live = {i for i, j in jobs.items() if not j.state.is_final}
+        before = {int(i) for i in noted.split(",") if i.isdigit()} - set(jobs)
+        if before:
+            live.update(j.id for j in self.engine.jobs(ids=sorted(before)) if not j.state.is_final)
+        return sorted(live)
 
     # -- reading -------------------------------------------------------------------------
 
@@ -171,7 +191,7 @@ def write_workload(store: Store, made: Obj, stored: Obj | None) -> Obj | None:
     made["metadata"].pop("resourceVersion", None)
     if stored is None:
         written = quietly(store.create, made)
-    elif made.get("spec") != stored.get("spec"):
+    elif made.get("spec") != stored.get("spec") or _notes(made) != _notes(stored):
         written = quietly(store.update, made)
     else:
         written = stored
@@ -182,6 +202,10 @@ def write_workload(store: Store, made: Obj, stored: Obj | None) -> Obj | None:
         }
         quietly(store.update_status, written)
     return written if isinstance(written, dict) else None
+
+
+def _notes(obj: Obj) -> Any:
+    return (obj.get("metadata") or {}).get("annotations") or {}
 
 
 def _plain(message: str, pod_set: str) -> str:

@@ -16,7 +16,9 @@ stored ones (``pods``), so they make none twice.
 
 The held pods live in the runner's memory: after a controller restart the reconcilers make
 them again (a PyTorchJob's under the same submission key, so the engine answers the job it
-has; a Job's and a Volcano Job's, whose pod names are drawn, under new keys).
+has; a Job's and a Volcano Job's, whose pod names are drawn, under new keys). The engine
+jobs of the lost ones are found through the Workloads, which name their owner's live engine
+jobs (``left``), and cancelled by the runner once it leads (``WorkloadRunner.sweep``).
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from typing import Any
 from phalanx.domain.queues import PRIORITY_CLASS_LABEL, QUEUE_NAME_LABEL
 from phalanx.domain.state import JobState
 from phalanx.kube.errors import KubeError
+from phalanx.kube.kueue_workloads import ENGINE_JOBS, WORKLOADS
 from phalanx.kube.workload_ports import JOBS, JOBSETS, PODS, PYTORCHJOBS, VCJOBS, Key, Obj, Store
 from phalanx.kube.workload_ports import owner_of as parent_of
 from phalanx.workloads import kueue_workload as kw
@@ -81,6 +84,20 @@ class PodGate:
             return stored
         names = {_name(p) for p in stored}
         return [*stored, *(p for n, p in sorted(held.items()) if n not in names)]
+
+    def left(self) -> set[int]:
+        """The engine jobs queued owners' Workloads name (``ENGINE_JOBS``), a PyTorchJob's
+        left out: after a restart, those no pod claims are what held pods ran as before,
+        their owners having made new pods under new submission keys (a PyTorchJob's keys are
+        its own: the engine answers its new pods with the same job)."""
+        out: set[int] = set()
+        for workload in self.store.list(WORKLOADS):
+            meta = workload["metadata"]
+            if any(r.get("kind") == "PyTorchJob" for r in meta.get("ownerReferences") or ()):
+                continue
+            text = str((meta.get("annotations") or {}).get(ENGINE_JOBS, ""))
+            out.update(int(i) for i in text.split(",") if i.isdigit())
+        return out
 
     def forget(self, key: Key) -> None:
         self.held.pop(key, None)
