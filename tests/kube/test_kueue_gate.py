@@ -385,3 +385,28 @@ def test_a_restarted_runner_cancels_the_engine_job_of_pods_held_before(bare: Wor
 
 def _notes(obj: dict[str, Any] | None) -> dict[str, str]:
     return dict(((obj or {}).get("metadata") or {}).get("annotations") or {})
+
+
+def test_a_restarted_runner_keeps_a_pending_pytorchjobs_engine_job(bare: World) -> None:
+    """A PyTorchJob's pods come back under the same submission key: the engine answers them
+    with the job it has, which keeps its place and is not swept."""
+    store, loop = bare.store, bare.loop
+    first = bare.runner()
+    store.create(batch_job("holder", 60))
+    assert loop.run(lambda: len(pods_of(store, "holder")) == 1, 20)
+    store.create(pytorchjob("waits", 1))
+    assert loop.run(lambda: ENGINE_JOBS in _notes(workload_of(store, PYTORCHJOBS, "waits")), 20)
+    before = _notes(workload_of(store, PYTORCHJOBS, "waits"))[ENGINE_JOBS]
+
+    bare.stop(first)
+    second = bare.runner()
+    loop.run(lambda: False, 1)
+    assert second.sweep() == []
+    assert _notes(workload_of(store, PYTORCHJOBS, "waits"))[ENGINE_JOBS] == before
+    store.delete(JOBS, "default", "holder")
+    assert loop.run(
+        lambda: cond(workload_of(store, PYTORCHJOBS, "waits"), "Finished").get("status") == "True",
+        30,
+    )
+    ran = [j for j in bare.controller.jobs(finished=True) if j.spec.name == "waits"]
+    assert [(j.id, j.state.value) for j in ran] == [(int(before), "COMPLETED")]
