@@ -5,7 +5,8 @@ pending and admitted, and the quota their runs hold per flavor (``flavorsReserva
 pending job counts as one pending workload; a running one as reserving and admitted. The
 flavor a run holds is the first of its resource group whose nodes hold all of the run's.
 With Kueue's fair sharing on, ``fairSharing.weightedShare`` too: the queue's weighted share
-of what its cohort lends (``policies.clusterqueue.fairshare.share``), as Kueue reports it.
+of what its cohort lends, as Kueue reports it. Usage and shares come from
+``policies.clusterqueue.usage``, which the dashboard reads too.
 
 And the ``Active`` condition of a queue object, as Kueue's controllers set it
 (``condition_of``)."""
@@ -19,13 +20,10 @@ from typing import Any
 
 from phalanx.domain.cluster import Cluster
 from phalanx.domain.quantity import format_quantity
-from phalanx.domain.queues import ClusterQueue, Queues
-from phalanx.domain.queues.quota import QuotaTree
 from phalanx.domain.state import JobState
 from phalanx.kube.errors import KubeError
 from phalanx.kube.store import ObjectStore, timestamp
-from phalanx.policies.clusterqueue.amounts import held
-from phalanx.policies.clusterqueue.fairshare import share
+from phalanx.policies.clusterqueue.usage import queue_usage, weighted_shares
 from phalanx.sched.job import Job
 
 __all__ = ["CLUSTER_QUEUES", "QueueStatus", "cluster_queue_status", "condition_of"]
@@ -60,24 +58,11 @@ def _condition(status: str, reason: str, message: str, at: str) -> dict[str, Any
     }
 
 
-def _flavor_of(
-    queues: Queues, cluster: Cluster, cq: ClusterQueue, nodes: set[int]
-) -> dict[str, str]:
-    """Resource -> the flavor of each resource group whose nodes hold all of ``nodes``."""
-    out: dict[str, str] = {}
-    for group in cq.resource_groups:
-        for fq in group.flavors:
-            if fq.name in queues.flavors and nodes <= set(queues.flavor_nodes(cluster, fq.name)):
-                out.update({r: fq.name for r in group.covered_resources})
-                break
-    return out
-
-
 def cluster_queue_status(cluster: Cluster, jobs: Iterable[Job]) -> dict[str, dict[str, Any]]:
     """ClusterQueue name -> its counts and flavor usage (module docstring)."""
     queues = cluster.queues
+    jobs = list(jobs)
     counts = {name: dict.fromkeys(_COUNTS, 0) for name in queues.cluster_queues}
-    used: dict[str, dict[tuple[str, str], int]] = {name: {} for name in queues.cluster_queues}
     for job in jobs:
         if job.state.is_final:
             continue
@@ -90,12 +75,7 @@ def cluster_queue_status(cluster: Cluster, jobs: Iterable[Job]) -> dict[str, dic
             continue
         mine["reservingWorkloads"] += 1
         mine["admittedWorkloads"] += 1
-        flavors = _flavor_of(queues, cluster, cq, set(job.alloc.nodes))
-        for resource, amount in held(job, job.alloc).items():
-            flavor = flavors.get(resource)
-            if flavor is not None and amount:
-                key = (flavor, resource)
-                used[cq.name][key] = used[cq.name].get(key, 0) + amount
+    used = queue_usage(cluster, jobs)
     out: dict[str, dict[str, Any]] = {}
     for name, cq in queues.cluster_queues.items():
         usage = [
@@ -115,15 +95,8 @@ def cluster_queue_status(cluster: Cluster, jobs: Iterable[Job]) -> dict[str, dic
             for flavor in dict.fromkeys(f for f, _ in cq.quotas())
         ]
         out[name] = {**counts[name], "flavorsReservation": usage, "flavorsUsage": usage}
-    if queues.fair_sharing.enable:
-        tree = QuotaTree(queues)
-        for name, charge in sorted(used.items()):
-            node = tree.queues[name]
-            for fr, amount in sorted(charge.items()):
-                node.add(fr, amount)
-        for name, cq in queues.cluster_queues.items():
-            weighted = share(tree.queues[name], cq.fair_sharing_weight)
-            out[name]["fairSharing"] = {"weightedShare": weighted}
+    for name, weighted in weighted_shares(queues, used).items():
+        out[name]["fairSharing"] = {"weightedShare": weighted}
     return out
 
 
