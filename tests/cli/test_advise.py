@@ -168,3 +168,25 @@ def test_a_malformed_mix_file_names_its_line_and_field(
     assert f"{path}:13, field 'classes[1].per_day': must be a positive number" in err
     assert main(["advise", "--mix", str(tmp_path / "none.yaml"), *CLUSTER]) == 2
     assert "neither a file nor a built-in mix" in capsys.readouterr().err
+
+
+SLURM_CONF = Path(__file__).parents[1] / "config" / "data" / "slurm-ref" / "slurm.conf"
+
+
+def test_a_slurm_conf_names_the_cluster(
+    tmp_path: Path, mix_file: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "advice.json"
+    conf = ["--slurm-conf", str(SLURM_CONF)]
+    rc = main(["advise", "--mix", mix_file, *conf, "--setup", "slurm", "--seeds", "1",
+               "--json", str(out)])  # fmt: skip
+    assert rc == 0
+    # n[01-04] with Gres=gpu:h100:8 under one leaf switch (its topology.conf)
+    assert json.loads(out.read_text())["cluster"] == {"gpus": 32, "leaves": 1, "nodes": 4}
+    capsys.readouterr()
+    assert main(["advise", "--mix", mix_file, *conf, "--gpus-per-node", "4"]) == 2
+    assert "field '--gpus-per-node': the cluster file already says this" in capsys.readouterr().err
+    missing = tmp_path / "slurm.conf"
+    assert main(["advise", "--mix", mix_file, "--slurm-conf", str(missing)]) == 2
+    err = capsys.readouterr().err
+    assert f"{missing}: cannot read it" in err and "Traceback" not in err
