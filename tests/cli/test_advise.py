@@ -22,6 +22,7 @@ SETUP_KEYS = {
     "utilization",
     "jct_mean_s",
     "wait_by_size",
+    "jct_by_size",
     "slo_attainment",
     "productive_gpu_hours",
     "cost_per_productive_gpu_hour",
@@ -57,6 +58,8 @@ def test_json_has_every_setup_and_a_recommendation_with_its_numbers(
         assert 0 < figures["slo_attainment"] <= 1
         assert figures["cost_per_productive_gpu_hour"] > 0
         assert set(figures["wait_by_size"]) == {"1", "2-4", "5-8", "9-64", "65+"}
+        assert set(figures["jct_by_size"]) == set(figures["wait_by_size"])
+        assert figures["jct_by_size"]["9-64"] > 0  # the tiny mix's 2-4 node gangs finish
     rec = doc["recommendation"]
     assert isinstance(rec, dict) and rec["setup"] in setups
     best = setups[rec["setup"]]
