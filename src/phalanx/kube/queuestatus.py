@@ -9,7 +9,8 @@ queue name names, else the first that leads to its ClusterQueue (``local_queue_o
 LocalQueue's counts and usage are those of its own workloads. The flavor a run holds is the
 first of its resource group whose nodes hold all of the run's.
 With Kueue's fair sharing on, ``fairSharing.weightedShare`` too: the queue's weighted share
-of what its cohort lends (``policies.clusterqueue.fairshare.share``), as Kueue reports it.
+of what its cohort lends, as Kueue reports it. A ClusterQueue's usage and shares come from
+``policies.clusterqueue.usage``, which the dashboard reads too.
 
 And the ``Active`` condition of a queue object, as Kueue's controllers set it
 (``condition_of``)."""
@@ -24,13 +25,12 @@ from typing import Any
 from phalanx.domain.cluster import Cluster
 from phalanx.domain.jobspec import JobSpec
 from phalanx.domain.quantity import format_quantity
-from phalanx.domain.queues import ClusterQueue, Queues, queue_name
-from phalanx.domain.queues.quota import QuotaTree
+from phalanx.domain.queues import ClusterQueue, queue_name
 from phalanx.domain.state import JobState
 from phalanx.kube.errors import KubeError
 from phalanx.kube.store import ObjectStore, timestamp
 from phalanx.policies.clusterqueue.amounts import held
-from phalanx.policies.clusterqueue.fairshare import share
+from phalanx.policies.clusterqueue.usage import flavor_of, queue_usage, weighted_shares
 from phalanx.sched.job import Job
 
 __all__ = [
@@ -39,7 +39,6 @@ __all__ = [
     "QueueStatus",
     "cluster_queue_status",
     "condition_of",
-    "flavors_held",
     "local_queue_of",
     "queue_statuses",
 ]
@@ -73,19 +72,6 @@ def _condition(status: str, reason: str, message: str, at: str) -> dict[str, Any
         "message": message,
         "lastTransitionTime": at or timestamp(time.time()),
     }
-
-
-def flavors_held(
-    queues: Queues, cluster: Cluster, cq: ClusterQueue, nodes: set[int]
-) -> dict[str, str]:
-    """Resource -> the flavor of each resource group whose nodes hold all of ``nodes``."""
-    out: dict[str, str] = {}
-    for group in cq.resource_groups:
-        for fq in group.flavors:
-            if fq.name in queues.flavors and nodes <= set(queues.flavor_nodes(cluster, fq.name)):
-                out.update({r: fq.name for r in group.covered_resources})
-                break
-    return out
 
 
 def local_queue_of(cluster: Cluster, spec: JobSpec) -> tuple[str, str] | None:
@@ -123,9 +109,10 @@ def queue_statuses(
     workloads pending, reserving and admitted (a workload admitted once every live engine job
     of it has started), and the quota their runs hold per flavor."""
     queues = cluster.queues
+    jobs = list(jobs)
     pending: dict[tuple[str, ...], bool] = {}
     where: dict[tuple[str, ...], tuple[str, tuple[str, str] | None]] = {}
-    used: dict[str, dict[tuple[str, str], int]] = {name: {} for name in queues.cluster_queues}
+    used = queue_usage(cluster, jobs)  # the dashboard's figures too
     local_used: dict[tuple[str, str], dict[tuple[str, str], int]] = {
         key: {} for key in queues.local_queues
     }
@@ -140,16 +127,14 @@ def queue_statuses(
         where[workload] = (cq.name, lq)
         waiting = job.state is JobState.PENDING or job.alloc is None
         pending[workload] = pending.get(workload, False) or waiting
-        if waiting or job.alloc is None:
+        if waiting or job.alloc is None or lq is None:
             continue
-        flavors = flavors_held(queues, cluster, cq, set(job.alloc.nodes))
+        flavors = flavor_of(queues, cluster, cq, set(job.alloc.nodes))
         for resource, amount in held(job, job.alloc).items():
             flavor = flavors.get(resource)
             if flavor is not None and amount:
                 key = (flavor, resource)
-                used[cq.name][key] = used[cq.name].get(key, 0) + amount
-                if lq is not None:
-                    local_used[lq][key] = local_used[lq].get(key, 0) + amount
+                local_used[lq][key] = local_used[lq].get(key, 0) + amount
     counts = {name: dict.fromkeys(_COUNTS, 0) for name in queues.cluster_queues}
     local_counts = {key: dict.fromkeys(_COUNTS, 0) for key in queues.local_queues}
     for workload, (cq_name, lq) in where.items():
@@ -167,15 +152,8 @@ def queue_statuses(
         target = queues.cluster_queues.get(local.cluster_queue)
         usage = [] if target is None else _usage(target, local_used[key], borrowed=False)
         local_out[key] = {**local_counts[key], "flavorsReservation": usage, "flavorsUsage": usage}
-    if queues.fair_sharing.enable:
-        tree = QuotaTree(queues)
-        for name, charge in sorted(used.items()):
-            node = tree.queues[name]
-            for fr, amount in sorted(charge.items()):
-                node.add(fr, amount)
-        for name, cq in queues.cluster_queues.items():
-            weighted = share(tree.queues[name], cq.fair_sharing_weight)
-            out[name]["fairSharing"] = {"weightedShare": weighted}
+    for name, weighted in weighted_shares(queues, used).items():
+        out[name]["fairSharing"] = {"weightedShare": weighted}
     return out, local_out
 
 

@@ -29,7 +29,7 @@ from phalanx.domain.queues import queue_name
 from phalanx.domain.state import JobState
 from phalanx.kube.errors import KubeError
 from phalanx.kube.kueue_workloads import quietly, write_workload
-from phalanx.kube.queuestatus import flavors_held, local_queue_of
+from phalanx.kube.queuestatus import local_queue_of
 from phalanx.kube.workload_ports import (
     JOBS,
     JOBSETS,
@@ -41,6 +41,7 @@ from phalanx.kube.workload_ports import (
     engine_job,
 )
 from phalanx.kube.workload_ports import Store as StorePort
+from phalanx.policies.clusterqueue.usage import flavor_of
 from phalanx.sched.job import Job
 from phalanx.workloads import jobset, training, volcano
 from phalanx.workloads import kueue_workload as kw
@@ -216,7 +217,7 @@ class WorkloadViews:
         cq, problem = cluster.cluster_queue_of(spec)
         flavors: dict[str, str] = {}
         if cq is not None and job.alloc is not None:
-            flavors = flavors_held(cluster.queues, cluster, cq, set(job.alloc.nodes))
+            flavors = flavor_of(cluster.queues, cluster, cq, set(job.alloc.nodes))
         placement = kw.Placement(cq.name if cq is not None else "", flavors)
         if not verdict.admitted and problem and cluster.queues.cluster_queues:
             verdict = kw.Verdict(False, verdict.message or problem, verdict.evicted)
