@@ -42,17 +42,16 @@ from phalanx.domain.time import Instant
 from phalanx.errors import PhalanxError
 from phalanx.kube import podsubmit
 from phalanx.kube.containerstatus import container_view
+from phalanx.kube.contexts import context_of
 from phalanx.kube.errors import KubeError
 from phalanx.kube.kueue_workloads import KueueWorkloads
+from phalanx.kube.podgate import PodGate
 from phalanx.kube.resources import ANNOTATION_USER
-from phalanx.kube.secrets import decoded
-from phalanx.kube.values import copy_json
 from phalanx.kube.workload_ports import (
     DEPLOYMENTS,
     JOBS,
     JOBSETS,
     PODS,
-    PRIORITY_CLASSES,
     PYTORCHJOBS,
     REPLICASETS,
     VCJOBS,
@@ -68,6 +67,7 @@ from phalanx.kube.workload_ports import (
     log_path,
     owner_of,
     random_name,
+    status_only,
 )
 from phalanx.workloads import barepod, deployment, jobset, pytorchjob, replicaset, vcjob, volcano
 from phalanx.workloads import job as batch_job
@@ -83,9 +83,6 @@ from phalanx.workloads.plan import (
 from phalanx.workloads.pods import engine_id
 from phalanx.workloads.podspec import LOCALHOST
 from phalanx.workloads.selectors import match_labels
-
-SECRETS: Resource = ("", "secrets")
-CONFIG_MAPS: Resource = ("", "configmaps")
 
 __all__ = [
     "ANNOTATION_USER",
@@ -171,7 +168,9 @@ class WorkloadRunner:
         """Submissions made during a drain, journaled together at its end."""
         self.caller = Caller(0, "root", admin=True)
         self.kueue = KueueWorkloads(store, engine, clock)
-        """A queued Job's Workload and ``suspend``, after each of its passes."""
+        """A queued owner's Workload and suspend flag, after each of its passes."""
+        self.gate = PodGate(store)
+        """The pods of queued owners, held back until their engine job starts."""
 
     # -- cues ----------------------------------------------------------------------------
 
@@ -189,6 +188,19 @@ class WorkloadRunner:
         for pod in self.store.list(PODS):
             if barepod.is_bare(pod):
                 self._mark(_pod_key(pod))
+
+    def sweep(self) -> list[int]:
+        """Cancel the engine jobs of queued owners' pods held by a controller before this
+        one that no pod claims now (``PodGate.left``); called once this controller leads.
+        Returns the ids cancelled."""
+        claimed = {i for _, i, _ in self.assigned.values()}
+        claimed.update(i for p in self.store.list(PODS) if (i := engine_id(p)) is not None)
+        left = sorted(self.gate.left() - claimed)
+        found = self.engine.jobs(ids=left) if left else []
+        gone = [j.id for j in found if not j.state.is_final and j.start is None]
+        for job_id in gone:
+            self._cancel(job_id)
+        return gone
 
     def pod_container(self, namespace: str, name: str) -> ContainerView | None:
         """The latest container status of pod ``namespace/name`` as its node's agent reported
@@ -218,7 +230,7 @@ class WorkloadRunner:
             return
         owner = owner_of(obj)
         bare = barepod.is_bare(obj)
-        if kind == "DELETED":
+        if kind == "DELETED" and not self.gate.moved(*_pod_key(obj)[1:]):
             meta = obj.get("metadata") or {}
             found = self.assigned.pop((str(meta.get("namespace")), str(meta.get("name"))), None)
             job_id = engine_id(obj) if found is None else found[1]
@@ -261,6 +273,8 @@ class WorkloadRunner:
 
     def _forget(self, key: Key, obj: Obj) -> None:
         self.dirty.discard(key)
+        self.gate.forget(key)
+        self.kueue.refused.pop(key, None)
         self.waiting.discard(key)
         self.wakes.pop(key, None)
         for job_id, owner in list(self.owners.items()):
@@ -299,18 +313,8 @@ class WorkloadRunner:
         for (resource, namespace, name), status in sorted(backlog.items()):
             current = self.store.peek(resource, namespace, name)  # only read
             if current is not None and current.get("status") != status:
-                # The status alone: the store keeps the rest (no copy of the object to make).
-                meta = {"name": name, "namespace": current["metadata"].get("namespace", "")}
-                self._quietly(
-                    self.store.update_status,
-                    {
-                        "apiVersion": current["apiVersion"],
-                        "kind": current["kind"],
-                        "metadata": meta,
-                        "status": copy_json(status),
-                    },
-                    copy=False,  # (what it returns is not kept: no copy of it either)
-                )
+                # (copy=False: what it returns is not kept, so no copy of that either)
+                self._quietly(self.store.update_status, status_only(current, status), copy=False)
         for one in events:
             # made here for the store alone: it takes them as they are
             self._quietly(self.store.create, one, copy=False)
@@ -318,9 +322,8 @@ class WorkloadRunner:
     def reconcile(self, key: Key) -> Plan | None:
         resource, namespace, name = key
         if resource == JOBS:
-            # A batch Job's reconciler (and Kueue's view of it) only read the Job: the
-            # store's own object is enough, in a shallow dict whose status may be replaced
-            # below. (Other kinds' get a deep copy.)
+            # A batch Job's reconciler (and Kueue's view) only read it: the store's own, in a
+            # shallow dict whose status may be replaced below (other kinds get a deep copy).
             own = self.store.peek(resource, namespace, name)
             obj = None if own is None else dict(own)
         else:
@@ -351,6 +354,9 @@ class WorkloadRunner:
                 pytorch_labels.OPERATOR: pytorch_labels.CONTROLLER,
             }
         pods = self.store.owned(PODS, namespace, str(uid), labels)
+        gated = self.gate.gated(key, obj)
+        if gated is not None:
+            pods = self.gate.pods(key, pods)
         stored, pods = pods, [self._with_job(namespace, p) for p in pods]
         ids = {i for p in pods if (i := engine_id(p)) is not None}
         for job_id in ids:
@@ -362,19 +368,26 @@ class WorkloadRunner:
         }
         now = self.clock()
         ctx = self._context(obj)
+        shown = self.kueue.view(key, obj)
+        if gated:  # a queued JobSet's child: its pods queue as the JobSet does
+            labels = {**(obj["metadata"].get("labels") or {}), **gated}
+            shown = {**shown, "metadata": {**obj["metadata"], "labels": labels}}
         if resource == JOBS:
-            shown = self.kueue.view(key, obj)
             plan = batch_job.reconcile(shown, pods, jobs, now, ctx, self.names)
         elif resource == VCJOBS:
-            plan = vcjob.reconcile(obj, pods, jobs, now, ctx, self.names)
+            plan = vcjob.reconcile(shown, pods, jobs, now, ctx, self.names)
         elif resource == REPLICASETS:
-            plan = replicaset.reconcile(obj, pods, jobs, now, ctx, self.names)
+            plan = replicaset.reconcile(shown, pods, jobs, now, ctx, self.names)
         else:
-            plan = pytorchjob.reconcile(obj, pods, jobs, now, ctx)
+            plan = pytorchjob.reconcile(shown, pods, jobs, now, ctx)
         self.reconciles += 1
+        if gated is not None:
+            self.gate.hold(key, plan, stored, jobs, lambda p: self._with_job(namespace, p))
         self._carry_out(key, stored, plan)
-        if resource == JOBS:
-            self.kueue.sync(key, obj, plan.status or obj.get("status"), jobs)
+        self.kueue.sync(key, obj, plan.status or obj.get("status"), jobs)
+        parent = owner_of(obj)
+        if gated is not None and parent is not None and parent[0] == JOBSETS:
+            self._mark(parent)  # the JobSet's Workload follows its children's engine jobs
         return plan
 
     def _reconcile_pod(self, key: Key, stored: Obj) -> Plan:
@@ -395,8 +408,16 @@ class WorkloadRunner:
     def _reconcile_jobset(self, key: Key, obj: Obj, uid: str) -> Plan:
         """A JobSet's pass: its plan creates and deletes child Jobs, not pods."""
         children = self._children(JOBS, key[1], {jobset.JOBSET_NAME: key[2]}, uid)
-        plan = jobset.reconcile(obj, children, self.clock(), self._context(obj))
-        return self._carry_out_children(key, JOBS, plan)
+        shown = self.kueue.view(key, obj)
+        plan = jobset.reconcile(shown, children, self.clock(), self._context(obj))
+        self._carry_out_children(key, JOBS, plan)
+        if self.kueue.queued(key, obj):
+            mine = {(JOBS, key[1], str(c["metadata"]["name"])) for c in children}
+            ids = sorted(i for i, owner in self.owners.items() if owner in mine)
+            found = self.engine.jobs(finished=True, ids=ids) if ids else []
+            jobs = {j.id: engine_job(j, self.engine.cluster, self.address) for j in found}
+            self.kueue.sync(key, obj, plan.status or obj.get("status"), jobs)
+        return plan
 
     def _reconcile_deployment(self, key: Key, obj: Obj, uid: str) -> Plan:
         """A Deployment's pass: its plan creates, scales and deletes ReplicaSets."""
@@ -449,36 +470,13 @@ class WorkloadRunner:
         return {**pod, "metadata": {**meta, "annotations": annotations}}
 
     def _context(self, obj: Obj) -> Context:
-        annotations = (obj.get("metadata") or {}).get("annotations") or {}
-        classes: dict[str, int] = {}
-        default = 0
-        # (read only: the store's own objects, not copies)
-        for pc in self.store.list(PRIORITY_CLASSES, copy=False):
-            value = pc.get("value")
-            if isinstance(value, int):
-                classes[str((pc.get("metadata") or {}).get("name"))] = value
-                if pc.get("globalDefault"):
-                    default = value
-        part = self.engine.cluster.partition(None)
-        unlimited = Context.service_time_limit
-        if part is not None and part.max_time is not None:
-            unlimited = min(unlimited, part.max_time)
-        namespace = str((obj.get("metadata") or {}).get("namespace") or "default")
-        secrets, config_maps = decoded(
-            self.store.list(SECRETS, namespace, copy=False),
-            self.store.list(CONFIG_MAPS, namespace, copy=False),
-        )
-        return Context(
-            secrets=secrets,
-            config_maps=config_maps,
-            service_time_limit=unlimited,
-            qos_names=frozenset(self.engine.cluster.qos),
-            user=str(annotations.get(ANNOTATION_USER) or self.default_user),
+        return context_of(
+            self.store,
+            self.engine,
+            obj,
             log_dir=self.log_dir,
             workdir=self.workdir,
-            priority_classes=classes,
-            global_default_priority=default,
-            max_nodes=len(self.engine.cluster.nodes),
+            default_user=self.default_user,
         )
 
     def _carry_out(self, key: Key, pods: Sequence[Obj], plan: Plan) -> None:
@@ -488,9 +486,10 @@ class WorkloadRunner:
         workload's status, events."""
         resource, namespace, name = key
         for pod in plan.create:
-            # The plan's pods are its own: the store takes them as they are (no copies).
+            # The plan's pods are its own: the store takes them as they are (no copies),
+            # with the uid its reconciler gave it (its environment may hold it, ``fieldRef``).
             wanted = pod.get("status")
-            made = self._quietly(self.store.create, pod, copy=False)
+            made = self._quietly(self.store.create, pod, keep_uid=True, copy=False)
             if made is not None and made.get("status") != wanted:
                 fixed = {k: v for k, v in made.items() if k != "status"}
                 if wanted is not None:
@@ -505,11 +504,8 @@ class WorkloadRunner:
                 **pod,
                 "metadata": {k: v for k, v in pod["metadata"].items() if k != "resourceVersion"},
             }
-            self._quietly(
-                self.store.update_status,
-                {**pod, "status": copy_json(pod.get("status"))} if "status" in pod else pod,
-                copy=False,  # its status copied here: what it returns is not kept
-            )
+            # (its status copied here, copy=False: what it returns is not kept)
+            self._quietly(self.store.update_status, status_only(pod, pod.get("status")), copy=False)
             old = before.get(str(pod["metadata"]["name"]))
             if (
                 old is None
@@ -546,7 +542,7 @@ class WorkloadRunner:
         try:
             podsubmit.check(spec, self.engine, self.known_user)
         except PhalanxError as e:
-            self._refused(namespace, pods, e)
+            self._refused(key, namespace, pods, e)
             return
         self._queued.append((key, namespace, request, spec, pods))
         if not self._draining:
@@ -560,21 +556,23 @@ class WorkloadRunner:
         try:
             ids = self.engine.submit_each([(spec, request) for _, _, request, spec, _ in queued])
         except PhalanxError as e:
-            for _, namespace, _, _, pods in queued:
-                self._refused(namespace, pods, e)
+            for key, namespace, _, _, pods in queued:
+                self._refused(key, namespace, pods, e)
             return
         for (key, namespace, request, _, pods), got in zip(queued, ids, strict=True):
             self.owners[got[0]] = key
+            self.kueue.refused.pop(key, None)
             for rank, pod_name in enumerate(pods):
                 self.assigned[(namespace, pod_name)] = (request, got[0], rank)
 
-    def _refused(self, namespace: str, pods: Sequence[str], e: PhalanxError) -> None:
-        """A request that can never run here: its pods say so and stay Pending."""
-        self.backlog_events.extend(
-            podsubmit.unschedulable(
-                self.store, namespace, pods, str(e), self.clock(), self._quietly
-            )
-        )
+    def _refused(self, key: Key, namespace: str, pods: Sequence[str], e: PhalanxError) -> None:
+        """A request that can never run here: its pods say so and stay Pending; a queued
+        owner's held-back pods (``PodGate``), through its Workload, as Kueue's would."""
+        why = (namespace, pods, str(e), self.clock(), self._quietly, self.gate.held.get(key, {}))
+        events, held = podsubmit.unschedulable(self.store, *why)
+        self.backlog_events.extend(events)
+        if held:
+            self.kueue.refused[key] = str(e)
 
     def _cancel(self, job_id: int) -> None:
         with contextlib.suppress(PhalanxError):  # gone already

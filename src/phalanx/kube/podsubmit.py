@@ -5,7 +5,7 @@ fsync for every pod the drain submits, rather than one each on the event loop.""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -42,13 +42,18 @@ def unschedulable(
     message: str,
     now: Instant,
     write: Callable[..., Any],
-) -> list[Obj]:
+    held: Mapping[str, Obj] | None = None,
+) -> tuple[list[Obj], bool]:
     """A refused request's pods say why and stay Pending (``PodScheduled`` False,
-    ``Unschedulable``), written with ``write(store.update_status, pod)``; returns the
-    ``FailedScheduling`` Events to record."""
+    ``Unschedulable``), written with ``write(store.update_status, pod)``. A pod in ``held``
+    (a queued owner's, held back from the store: ``phalanx.kube.podgate``) is changed
+    there instead. Returns the ``FailedScheduling`` Events to record, and whether a held
+    pod was among them (its owner's Workload then says why, as Kueue's would)."""
     events = []
+    any_held = False
     for pod_name in pods:
-        pod = store.get(PODS, namespace, pod_name)
+        kept = (held or {}).get(pod_name)
+        pod = kept if kept is not None else store.get(PODS, namespace, pod_name)
         if pod is None:
             continue
         status = pod.setdefault("status", {})
@@ -64,10 +69,13 @@ def unschedulable(
             }
         )
         status["conditions"] = conditions
-        write(store.update_status, pod)
+        if kept is None:
+            write(store.update_status, pod)
+        else:
+            any_held = True
         events.append(
             event(
                 pod, "FailedScheduling", message, now, warning=True, component="default-scheduler"
             )
         )
-    return events
+    return events, any_held

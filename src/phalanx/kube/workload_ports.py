@@ -13,7 +13,7 @@ from phalanx.domain.caller import Caller
 from phalanx.domain.cluster import Cluster
 from phalanx.domain.jobspec import JobSpec
 from phalanx.kube.containerstatus import container_view
-from phalanx.kube.values import suffix
+from phalanx.kube.values import copy_json, suffix
 from phalanx.protocol.agent import ContainerReport
 from phalanx.sched.job import Job
 from phalanx.workloads.plan import ANNOTATION_LOG, ContainerView, EngineJob
@@ -41,6 +41,7 @@ __all__ = [
     "log_path",
     "owner_of",
     "random_name",
+    "status_only",
 ]
 
 Resource = tuple[str, str]
@@ -92,7 +93,7 @@ class Store(Protocol):
     ) -> list[Obj]:
         """``copy=False``: the store's own objects (only read them)."""
 
-    def create(self, obj: Obj, *, copy: bool = True) -> Obj:
+    def create(self, obj: Obj, *, keep_uid: bool = False, copy: bool = True) -> Obj:
         """``copy=False``: the store takes ``obj`` itself and returns its own object."""
 
     def update(self, obj: Obj) -> Obj: ...
@@ -189,6 +190,20 @@ def random_name() -> str:
     """The random suffix of a pod's name, as kube-apiserver draws a ``generateName``'s
     (``phalanx.kube.values.suffix``)."""
     return suffix()
+
+
+def status_only(current: Mapping[str, Any], status: Any) -> Obj:
+    """What ``update_status`` needs to give ``current`` (a stored object) ``status`` (a
+    copy of it; None: no status): its kind and name, not a copy of the whole object."""
+    meta = current["metadata"]
+    out = {
+        "apiVersion": current["apiVersion"],
+        "kind": current["kind"],
+        "metadata": {"name": meta["name"], "namespace": meta.get("namespace", "")},
+    }
+    if status is not None:
+        out["status"] = copy_json(status)
+    return out
 
 
 def key_of(obj: Mapping[str, Any]) -> Key | None:
