@@ -72,7 +72,6 @@ from phalanx.engine.scheduling.points import Points
 from phalanx.engine.scheduling.preemption import Preemption
 from phalanx.engine.scheduling.probe import earliest_fit, never_fits
 from phalanx.engine.scheduling.statuses import Statuses
-from phalanx.engine.since import SinceLastPass
 from phalanx.engine.timers import (
     DEFAULT_TIME_LIMIT,
     KILL_WAIT,
@@ -143,9 +142,6 @@ class Engine:
             self.points, self.view, self.statuses, self.holds, self.preemption, self.elastic
         )
         self.recipe.connect(limits, self.pending, self.start)
-        self.since = SinceLastPass(
-            self.points, self.view, self._queue, self.preemption, self._ending, self.elastic
-        )
 
     @property
     def passes(self) -> int:
@@ -203,7 +199,6 @@ class Engine:
         self._now = self.view.now = event.at
         out: list[Command] = []
         self._out = out
-        logged = len(self.decisions.entries)
         match event:
             case TimerFired(key=key):
                 self._on_timer(key)
@@ -229,7 +224,6 @@ class Engine:
                 self.nodes.update(event)
             case Forget() | AccountingChange() | QueuesChange():
                 housekeep(self, event)
-        self.since.note(event, len(self.decisions.entries) > logged)
         return out
 
     def submit(self, spec: JobSpec, at: Instant) -> list[int]:
@@ -325,7 +319,6 @@ class Engine:
         if job.reason is not Reason.PRIORITY:
             self.statuses.not_priority.add(job.id)
         self._queue.insert(job)
-        self.since.queued(job)
         if not job.shape.gpus or job.shape.milli:
             self.statuses.nonwhole += 1
         if self.preemption.could_preempt(job):
@@ -367,7 +360,7 @@ class Engine:
         match key:
             case PassTimer():
                 self._pass_requested = False
-                self.since.ended(*self.recipe.run(self.since.span()))
+                self.recipe.run()
             case WakeTimer():
                 self._wakes.discard(self._now)
                 self._request_pass()

@@ -137,12 +137,6 @@ class PendingQueue:
         self._jobs = [jobs[i] for i in order.tolist()]
         return True
 
-    def position(self, job: Job) -> int:
-        """Where ``job`` is in the queue's order (-1: not queued)."""
-        jobs = self._jobs
-        i = bisect.bisect_left(jobs, _key(job), key=_key)
-        return i if i < len(jobs) and jobs[i] is job else -1
-
     def with_first(self, ids: Collection[int], by_id: Mapping[int, Job]) -> list[Job]:
         """A copy of the queue with the queued jobs among ``ids`` moved to the front, both
         parts in queue order. Costs a lookup per id, not a walk over a long queue."""

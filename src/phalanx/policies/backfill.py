@@ -28,7 +28,7 @@ next backfill is due).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from functools import partial
 
 from phalanx.domain.state import Reason
@@ -123,16 +123,6 @@ class BackfillScheduler:
                 return MainStep(self, ctx, could_preempt, due)
             self._next_backfill = ctx.now + self.interval
         return BackfillStep(self, ctx, could_preempt)
-
-    def clock_signature(self, ctx: PassContext) -> Hashable:
-        """``Clocked``: with ``interval``, whether a pass now is a main-scheduler pass (the
-        kind of pass is what the clock changes). A job's age decides whether it may be
-        reserved for with ``min_age_reserve``: then no two instants compare equal."""
-        if self.min_age_reserve:
-            return ctx.now
-        if self.interval is None:
-            return None
-        return self._next_backfill is not None and ctx.now < self._next_backfill
 
 
 def _never(job: Job) -> bool:
@@ -285,9 +275,6 @@ class BackfillStep:
         if self.n_classes:
             self.classes.add(self._size_class(job))
 
-    def marker(self) -> Hashable:
-        return (self.reserved + len(self.unreserved), self.blocked_any)
-
     def finish(self) -> None:
         if self.unreserved:
             self._expect(self.unreserved, exact=self.reserved == 0)
@@ -384,9 +371,6 @@ class MainStep:
 
     def finish(self) -> None:
         pass
-
-    def marker(self) -> Hashable:
-        return None  # it reserves nothing, and its pass ends at the first blocked job
 
 
 class FifoScheduler(BackfillScheduler):

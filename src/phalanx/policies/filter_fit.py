@@ -6,10 +6,9 @@ has the GPUs (or GPU share), CPUs and memory free for one node's share of the jo
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Mapping
+from collections.abc import Mapping
 
 from phalanx.sched.capacity import Capacity
-from phalanx.sched.context import PassContext
 from phalanx.sched.occupancy import BoolArray, Occupancy
 from phalanx.sched.shape import Shape
 
@@ -24,7 +23,3 @@ class FitFilter:
 
     def filter(self, state: Occupancy, cap: Capacity, shape: Shape) -> BoolArray:
         return state.eligible(cap, shape)
-
-    def clock_signature(self, ctx: PassContext) -> Hashable:
-        """``Clocked``: it reads no clock."""
-        return None

@@ -10,7 +10,7 @@ always preempted whole.
 from __future__ import annotations
 
 import bisect
-from collections.abc import Hashable, Mapping
+from collections.abc import Mapping
 from typing import Protocol
 
 from phalanx.domain.cluster import Cluster, PreemptMode
@@ -209,34 +209,6 @@ class CheckpointPreempt:
             keys.insert(i, entry)
             jobs.insert(i, r)
             phased[r] = (r.run, (interval, entry))
-
-    def clock_signature(self, ctx: PassContext) -> Hashable:
-        """``Clocked``: the running jobs that are cheap victims now for some job (those of
-        ``_cheap_victim`` but for the preempting job's tier and QOS, which do not change),
-        in the order a search tries them. The clock makes a job cheap or not (its lease, its
-        attained service, its checkpoint phase) and orders them by the work each would
-        lose; equal lists give equal victim sets for every job. Victims by QOS or tier alone
-        do not depend on the clock: whether a set that frees a placement exists does not
-        depend on the order candidates are tried in, and a set found is a decision."""
-        if not self.opportunistic:
-            return None
-        now, most = ctx.now, self.max_victim_gpus
-        cheap = []
-        for r in self._near_checkpoint(ctx):
-            alloc, start = r.alloc, r.start
-            if (
-                alloc is None
-                or start is None
-                or not r.spec.requeue
-                or r.restarts >= self.max_restarts
-                or (most is not None and alloc.gpus > most)
-                or now - start < self.lease
-                or r.attained_at(now) < self.victim_attained
-            ):
-                continue
-            cheap.append(r)
-        cheap.sort(key=lambda r: (lost_work(r, now), -(r.alloc.gpus if r.alloc else 0), r.seq))
-        return tuple(r.id for r in cheap)
 
     def _cheap_victim(self, job: Job, victim: Job, cluster: Cluster, now: Instant) -> bool:
         interval = victim.spec.checkpoint_interval

@@ -19,7 +19,7 @@ Defaults are the weights of the reference Slurm in ``shared/slurm`` (Age 1000, F
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 
 import numpy as np
 import numpy.typing as npt
@@ -211,12 +211,6 @@ class MultifactorPriority:
         for a in np.unique(accounts).tolist():
             table[a] = w_fs * self._fairshare_of(names[a], ctx)
         return table[accounts]
-
-    def clock_signature(self, ctx: PassContext) -> Hashable:
-        """``Clocked``: priorities change only when recalculated (an event); under
-        ClusterQueues the order reads their usage, which is not looked into."""
-        queues = self._admission is not None and ctx.cluster.queues.cluster_queues
-        return ctx.now if queues else None
 
     def order(self, jobs: Sequence[Job], ctx: PassContext) -> Iterable[Job]:
         if self._admission is not None and ctx.cluster.queues.cluster_queues:

@@ -7,12 +7,11 @@ Both pick nodes one by one, with no notion of switches.
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Mapping
+from collections.abc import Mapping
 
 import numpy as np
 
 from phalanx.sched.capacity import Capacity
-from phalanx.sched.context import PassContext
 from phalanx.sched.occupancy import BoolArray, Occupancy
 from phalanx.sched.shape import Shape
 
@@ -24,10 +23,6 @@ class _NodeOrderSelect:
 
     def __init__(self, params: Mapping[str, object]) -> None:
         del params
-
-    def clock_signature(self, ctx: PassContext) -> Hashable:
-        """``Clocked``: it reads no clock."""
-        return None
 
     def place(
         self,

@@ -8,12 +8,11 @@ fewest, filling its fullest leaves first (fewest switches); else the whole tree 
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Mapping
+from collections.abc import Mapping
 
 import numpy as np
 
 from phalanx.sched.capacity import Capacity, IntArray
-from phalanx.sched.context import PassContext
 from phalanx.sched.occupancy import BoolArray, Occupancy
 from phalanx.sched.shape import Shape
 
@@ -46,11 +45,6 @@ def _best_fit_nodes(cap: Capacity, candidates: IntArray, count: int) -> list[int
 class TopologySelect:
     def __init__(self, params: Mapping[str, object]) -> None:
         self.topology = bool(params.get("topology", True))
-
-    def clock_signature(self, ctx: PassContext) -> Hashable:
-        """``Clocked``: it reads no clock (the leaf limit's wait is the pass's, which asks
-        for a wake-up when it relaxes)."""
-        return None
 
     def place(
         self,

@@ -16,7 +16,7 @@ point (``phalanx.sched.profile``). Expected outcomes are ``Status`` values, neve
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Protocol, runtime_checkable
 
 from phalanx.domain.time import Instant
@@ -28,7 +28,6 @@ from phalanx.sched.shape import Shape
 from phalanx.sched.status import Status
 
 __all__ = [
-    "Clocked",
     "Compacts",
     "FilterPlugin",
     "PermitPlugin",
@@ -51,23 +50,6 @@ class Compacts(Protocol):
     that a state saved after it and restored decides as the one that goes on."""
 
     def compact(self) -> None: ...
-
-
-@runtime_checkable
-class Clocked(Protocol):
-    """A plugin, at any point, that says how its answers in a pass depend on the clock.
-
-    ``clock_signature`` is asked after a pass at one instant and before a pass at a later
-    one, with nothing else changed in between (the same running jobs, occupancy and queue
-    but for jobs submitted meanwhile, the same priorities, no timer of its own due). Equal
-    values promise that every answer the plugin would give in a pass at the later instant
-    is the one it would give at the earlier (None: its answers never depend on the clock).
-    On that promise a pass after a stable one looks only as far as the new jobs
-    (``phalanx.engine.scheduling.since``); a profile with any plugin that is not
-    ``Clocked`` always passes over the whole queue. A plugin that cannot tell returns
-    ``ctx.now`` (never equal at two instants)."""
-
-    def clock_signature(self, ctx: PassContext) -> Hashable: ...
 
 
 class QueueSortPlugin(Protocol):
@@ -213,10 +195,6 @@ class ReservationStep(Protocol):
       final status (a reservation, or a memo for ``known``; None keeps the job's).
 
     ``finish`` once at the end: the expected starts of the jobs it reserved for.
-
-    ``marker`` may be asked between jobs: a value that changes whenever a job was blocked
-    first in the pass or taken for a reservation since (what a later job's answer depends on
-    besides the occupancy and ``failed``).
     """
 
     rest: Status | None
@@ -242,7 +220,6 @@ class ReservationStep(Protocol):
     def preempting(self, job: Job) -> None: ...
     def settle(self, job: Job, status: Status | None) -> Status | None: ...
     def finish(self) -> None: ...
-    def marker(self) -> Hashable: ...
 
 
 class ReservationPlugin(Protocol):

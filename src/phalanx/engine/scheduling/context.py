@@ -100,15 +100,6 @@ class PassView:
     def leaf_limit(self, job: Job) -> int | None:
         return self._leaf_limit(job)[0]
 
-    def relaxes_at(self, job: Job) -> Instant | None:
-        """When ``job``'s leaf-switch limit relaxes (with no event then), None without one."""
-        shape = job.shape
-        if shape.switches is not None:
-            return job.submit + job.spec.switches_wait
-        if self._gang_wait and 1 < shape.nodes_min < len(self._fewest_leaves):
-            return job.submit + self._gang_wait
-        return None
-
     def place(self, job: Job, cap: Capacity | None = None) -> Allocation | None:
         state = self.state
         cap = state.cap if cap is None else cap

@@ -44,16 +44,12 @@ class Points:
         self.params = profile.plugin_params
         self.pods = profile.members == "pods"
 
-    def plugins(self) -> list[object]:
-        """Every plugin of the profile, each point's in order."""
+    def compact(self) -> None:
+        """``compact`` every plugin that can (``Compacts``)."""
         plugins = (
             self.queue_sort, *self.pre_filter, *self.filter, self.score, *self.reserve,
             self.permit, self.post_filter, self.reservation,
         )  # fmt: skip
-        return [plugin for plugin in plugins if plugin is not None]
-
-    def compact(self) -> None:
-        """``compact`` every plugin that can (``Compacts``)."""
-        for plugin in self.plugins():
+        for plugin in plugins:
             if isinstance(plugin, Compacts):
                 plugin.compact()

@@ -103,18 +103,12 @@ class Recipe:
                 return status
         return OK
 
-    def run(self, span: tuple[int, int] | None = None) -> tuple[bool, bool]:
-        """One pass. ``span``: the positions in the queue of the first and the last job
-        queued since a pass that took nothing, with nothing else changed since
-        (``phalanx.engine.since``): once past them, if nothing from the first on took
-        anything, the jobs behind fare as in that pass and are not looked at. Returns
-        whether a job started and whether the pass ended behind ``span``."""
+    def run(self) -> None:
         view, statuses, points = self.view, self.statuses, self.points
         statuses.passes += 1
         # 1. Snapshot.
         view.begin()
         state = view.state
-        starts = state.starts
         preemption = self.preemption
         nominations = preemption.nominations
         nominations.begin()
@@ -128,10 +122,6 @@ class Recipe:
         order = points.queue_sort.order(pending, view)
         if nominations:
             order = nominations.first(pending, order, self._settle)
-        # The next index the pass stops at to compare what the jobs since took (-1: none).
-        stop = span[0] if span is not None and order is pending else -1
-        mark: object = None
-        short = False
         # 3-5. Each job in order.
         wait, start = statuses.wait, self._start
         checks = bool(points.pre_filter) or self.limits.any_rules
@@ -152,15 +142,6 @@ class Recipe:
                     break
             job, after = after, None
             index += 1
-            if index == stop:
-                assert span is not None
-                if mark is None:  # the first new job: what was taken before it
-                    mark, stop = self._mark(step), span[1] + 1
-                elif mark == self._mark(step):
-                    short = True
-                    break  # behind the new jobs, and they took nothing
-                else:
-                    stop = -1
             if index == max_jobs:
                 break  # a bound on the jobs a pass looks at: the rest keep what they had
             if state.free_gpus == 0 and step.exhausted(job):
@@ -175,10 +156,7 @@ class Recipe:
                     # fail as it did in one tight loop (nothing starts meanwhile, so no
                     # ``exhausted`` to ask), within the pass's bound, and hands back the
                     # next job, which the bound check above then ends at if it is past it.
-                    bound = max_jobs - index - 1
-                    if stop >= 0 and (bound < 0 or stop - index - 1 < bound):
-                        bound = stop - index - 1  # back at the loop's head at ``stop``
-                    passed, after = step.pass_over(jobs, wait, bound)
+                    passed, after = step.pass_over(jobs, wait, max_jobs - index - 1)
                     index += passed
                 continue
             if (checks or job.spec.array is not None) and not job.holds:
@@ -251,17 +229,6 @@ class Recipe:
         nominations.end()
         if self.elastic is not None and self.elastic.jobs:
             self.elastic.grow(view, self._pending(), self._place_nodes)
-        return state.starts != starts, short
-
-    def _mark(self, step: ReservationStep) -> object:
-        """What jobs of a pass took so far, as far as a later job's answer depends on it."""
-        preemption = self.preemption
-        return (
-            step.marker(),
-            self.view.state.version,
-            len(preemption.claims),
-            bool(preemption.nominations),
-        )
 
     def _place_nodes(self, job: Job, nodes: int, cap: Capacity) -> Allocation | None:
         return self.view.place_shape(job.shape, nodes, cap)

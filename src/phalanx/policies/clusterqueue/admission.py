@@ -43,7 +43,7 @@ Every profile that has the plugin also holds Slurm's association and QOS limits
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 
@@ -381,18 +381,6 @@ class ClusterQueueAdmission:
                     ledger.add(running, job_tres(running, running.alloc))
         ctx.scratch[_LEDGER] = ledger
         return ledger
-
-    def clock_signature(self, ctx: PassContext) -> Hashable:
-        """``Clocked``: admitting every job (no ClusterQueue, no quota, no association
-        limit) does not depend on the clock; anything else is not looked into (a forecast's
-        message counts down, and usage decays), so no two instants compare equal."""
-        cluster = ctx.cluster
-        if self._limits_of is not cluster:
-            self._limits_of, self._any_limits = cluster, limits_apply(cluster)
-        quota = self._cluster_queues and (
-            bool(cluster.queues.cluster_queues) or self._without_queues != "none"
-        )
-        return ctx.now if quota or self._any_limits else None
 
     # -- pre-filter -----------------------------------------------------------------------
     def pre_filter(self, job: Job, ctx: PassContext) -> Status:

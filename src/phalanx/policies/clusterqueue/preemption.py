@@ -40,7 +40,7 @@ with that plugin's parameters.
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Mapping
+from collections.abc import Mapping
 
 import numpy as np
 
@@ -111,13 +111,6 @@ class ClusterQueuePreempt(CheckpointPreempt):
             cq, _ = cluster.cluster_queue_of(spec)
             can = routes[key] = cq is not None and may_preempt(cq)
         return can
-
-    def clock_signature(self, ctx: PassContext) -> Hashable:
-        """``Clocked``: ``preempt/checkpoint``'s without ClusterQueues; with them the
-        victims' order is not looked into, so no two instants compare equal."""
-        if ctx.cluster.queues.cluster_queues:
-            return ctx.now
-        return super().clock_signature(ctx)
 
     def victims(self, job: Job, ctx: PassContext) -> list[Job] | None:
         queues = ctx.cluster.queues
