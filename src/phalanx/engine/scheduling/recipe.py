@@ -34,7 +34,7 @@ from phalanx.engine.scheduling.statuses import Statuses
 from phalanx.sched.capacity import Allocation, Capacity
 from phalanx.sched.job import Job
 from phalanx.sched.members import member_count, merge, pod_shape
-from phalanx.sched.points import ReservationStep
+from phalanx.sched.points import Idle, PreFilterPlugin, ReservationStep, ReservePlugin
 from phalanx.sched.shape import Shape
 from phalanx.sched.status import OK, Status
 
@@ -61,6 +61,9 @@ class Recipe:
         self.holds = holds
         self.preemption = preemption
         self._pods: dict[tuple[object, int], Shape] = {}
+        self._pre: tuple[PreFilterPlugin, ...] = points.pre_filter
+        self._res: tuple[ReservePlugin, ...] = points.reserve
+        """This pass's pre-filter and reserve plugins: the profile's but the ``Idle``."""
 
     def connect(
         self,
@@ -85,7 +88,7 @@ class Recipe:
             status = self.limits.check(job)
             if not status.ok:
                 return status
-        for plugin in self.points.pre_filter:
+        for plugin in self._pre:
             status = plugin.pre_filter(job, self.view)
             if not status.ok:
                 return status
@@ -94,7 +97,7 @@ class Recipe:
     def reserve(self, job: Job, alloc: Allocation) -> Status:
         """Step 3d: the reserve plugins, in order; on a refusal, those that had reserved are
         told to unreserve, in reverse order."""
-        plugins = self.points.reserve
+        plugins = self._res
         for i, plugin in enumerate(plugins):
             status = plugin.reserve(job, alloc, self.view)
             if not status.ok:
@@ -114,7 +117,9 @@ class Recipe:
         nominations.begin()
         could = preemption.could_preempt if preemption.preemptors > 0 else None
         step = points.reservation.begin(view, could_preempt=could)
-        reserve, permit, post_filter = points.reserve, points.permit, points.post_filter
+        self._pre = tuple(p for p in points.pre_filter if not _idle(p, view))
+        self._res = tuple(p for p in points.reserve if not _idle(p, view))
+        reserve, permit, post_filter = self._res, points.permit, points.post_filter
         if permit is not None:
             permit.begin(view)
         # 2. Queue sort.
@@ -124,7 +129,7 @@ class Recipe:
             order = nominations.first(pending, order, self._settle)
         # 3-5. Each job in order.
         wait, start = statuses.wait, self._start
-        checks = bool(points.pre_filter) or self.limits.any_rules
+        checks = bool(self._pre) or self.limits.any_rules
         pods = points.pods
         # No node has more free GPUs than this (starts only lower it): a cheap test before
         # a placement is tried.
@@ -242,7 +247,7 @@ class Recipe:
         alloc = view.place(job, step.view(job))
         if alloc is None:
             return False  # cannot happen: shrinking checked the placement
-        status = self.reserve(job, alloc) if self.points.reserve else OK
+        status = self.reserve(job, alloc) if self._res else OK
         if not status.ok:
             self.statuses.wait(job, status)
             return True
@@ -308,7 +313,7 @@ class Recipe:
             if alloc is None:
                 full.add(shape)
                 break
-            if self.points.reserve:
+            if self._res:
                 refused = self.reserve(job, alloc)
                 if not refused.ok:
                     if not job.holds:
@@ -334,3 +339,7 @@ class Recipe:
         blocked = step.blocked(job)
         if blocked is not None and job.reason is not blocked.reason:
             self.statuses.wait(job, blocked)
+
+
+def _idle(plugin: object, view: PassView) -> bool:
+    return isinstance(plugin, Idle) and plugin.idle(view)

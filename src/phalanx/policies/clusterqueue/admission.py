@@ -382,6 +382,17 @@ class ClusterQueueAdmission:
         ctx.scratch[_LEDGER] = ledger
         return ledger
 
+    def idle(self, ctx: PassContext) -> bool:
+        """``Idle``: with no ClusterQueue and no association or QOS limit, and every job
+        admitted without them (``without_queues: none``, or ``cluster_queues: false``),
+        ``pre_filter`` and ``reserve`` answer SUCCESS and keep nothing."""
+        cluster = ctx.cluster
+        if self._limits_of is not cluster:
+            self._limits_of, self._any_limits = cluster, limits_apply(cluster)
+        if self._any_limits or cluster.queues.cluster_queues:
+            return False
+        return not self._cluster_queues or self._without_queues == "none"
+
     # -- pre-filter -----------------------------------------------------------------------
     def pre_filter(self, job: Job, ctx: PassContext) -> Status:
         ledger = self._ledger(ctx)
