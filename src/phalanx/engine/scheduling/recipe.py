@@ -45,6 +45,10 @@ class Recipe:
     """Runs one pass over the engine's eligible queue (``run``), calling the profile's
     plugins at their points. Owns nothing between passes but a cache of pod shapes."""
 
+    _may_idle: tuple[Idle, ...] | None = None
+    """The pre-filter and reserve plugins that may be ``Idle`` (found on the first pass;
+    a class default, so a recipe pickled before it existed finds them too)."""
+
     def __init__(
         self,
         points: Points,
@@ -117,8 +121,17 @@ class Recipe:
         nominations.begin()
         could = preemption.could_preempt if preemption.preemptors > 0 else None
         step = points.reservation.begin(view, could_preempt=could)
-        self._pre = tuple(p for p in points.pre_filter if not _idle(p, view))
-        self._res = tuple(p for p in points.reserve if not _idle(p, view))
+        self._pre, self._res = points.pre_filter, points.reserve
+        may_idle = self._may_idle
+        if may_idle is None:
+            may_idle = self._may_idle = tuple(
+                p for p in (*points.pre_filter, *points.reserve) if isinstance(p, Idle)
+            )
+        if may_idle:
+            idle = {id(p) for p in may_idle if p.idle(view)}
+            if idle:
+                self._pre = tuple(p for p in self._pre if id(p) not in idle)
+                self._res = tuple(p for p in self._res if id(p) not in idle)
         reserve, permit, post_filter = self._res, points.permit, points.post_filter
         if permit is not None:
             permit.begin(view)
@@ -339,7 +352,3 @@ class Recipe:
         blocked = step.blocked(job)
         if blocked is not None and job.reason is not blocked.reason:
             self.statuses.wait(job, blocked)
-
-
-def _idle(plugin: object, view: PassView) -> bool:
-    return isinstance(plugin, Idle) and plugin.idle(view)
