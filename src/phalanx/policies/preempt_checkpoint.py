@@ -368,9 +368,9 @@ class CheckpointPreempt:
                 budget.put(r)
         if self.max_ratio is not None and not can and not self._worth_it(job, chosen):
             return None
-        if self.covered_gpus is not None and not can and placed:
-            if not self._restart_covered(job, ctx, cap, chosen, budget):
-                return None
+        covered = self.covered_gpus is not None and not can and placed
+        if covered and not self._restart_covered(job, ctx, cap, chosen, budget):
+            return None
         return chosen
 
     def _restart_covered(
