@@ -268,7 +268,9 @@ POLICIES: dict[str, Profile] = {
             # 37,260 s; 5.4, 10.3, 73.1, 58.0 h (as is 27,820 s; 2.6, 6.1, 78.7, 61.2 h).
             # job_min_wait 10 min on the full trace on 512 GPUs: 30,177 s; 2.6, 5.2, 98.7,
             # 28.7 h, 65+ 9.8 h (as is 29,435 s; 2.3, 5.1, 100.6, 31.3, 12.8 h). No ratio with
-            # suspend_grace 1 min on 1,024 GPUs: 13,145.2 s; 3.3, 41.5, 56.1, 14.8 s.
+            # suspend_grace 1 min on 1,024 GPUs: 13,145.2 s; 3.3, 41.5, 56.1, 14.8 s; with
+            # max_loss_ms 30 min as well 13,144.9 s; 3.4, 29.5, 65.2, 10.2 s (tiresias
+            # 13,143.8 s).
             "preempt/clusterqueue": {
                 "opportunistic": True,
                 "job_attained_gpu_ms": 1 * HOUR,
