@@ -296,26 +296,41 @@ class _QuotaBudget:
         borrowing queues' of the cohort by ``reclaimWithinCohort``, and with ``_BORROW`` by
         ``borrowWithinCohort`` too."""
         p = self.cq.preemption
-        tree, queues, job = self.static.tree, self.queues, self.job
+        static, job = self.static, self.job
+        tree = static.tree.queues
         root = self.node.cohort_root() if self.node.parent is not None else None
         borrow = p.borrow_within_cohort
         reclaim = p.reclaim_within_cohort
         self.mode = mode
+        mine, newer_than = self.cq.name, job.seq
+        # Another queue's jobs are candidates only while it borrows, in the job's cohort
+        # tree: one look per queue, not per running job (no usage changes in this loop).
+        others: dict[str, bool] = {}
+        facts, facts_of = static.facts, static.facts_of
+        held_charge, needed = self.admission.held_charge, self.needed
+        is_preempting = ctx.is_preempting
         out: list[Job] = []
         for r in ctx.running():
-            if r.alloc is None or r.id == job.id or ctx.is_preempting(r):
+            if r.alloc is None or r.id == job.id:
                 continue
-            rcq, _ = self.static.target(queues, r)
+            known = facts.get(r.id)
+            if known is None or known[0] is not r.spec:
+                known = facts_of(r)
+            _, rcq, prio = known
             if rcq is None:
                 continue
-            prio = queues.priority_of(r.spec)
-            if rcq.name == self.cq.name:
-                ok = _within_ok(p.within_cluster_queue, prio, self.priority, r.seq > job.seq)
+            if rcq.name == mine:
+                ok = _within_ok(p.within_cluster_queue, prio, self.priority, r.seq > newer_than)
             elif mode == _OWN or root is None:
                 continue
             else:
-                rnode = tree.queues[rcq.name]
-                if rnode.cohort_root() is not root or not self._borrowing(rnode):
+                lends = others.get(rcq.name)
+                if lends is None:
+                    rnode = tree[rcq.name]
+                    lends = others[rcq.name] = rnode.cohort_root() is root and self._borrowing(
+                        rnode
+                    )
+                if not lends:
                     continue
                 ok = reclaim is PreemptionPolicy.ANY or (
                     reclaim is PreemptionPolicy.LOWER_PRIORITY and prio < self.priority
@@ -323,12 +338,10 @@ class _QuotaBudget:
                 if mode == _BORROW:
                     limit = borrow.max_priority_threshold
                     ok = ok and prio < self.priority and (limit is None or prio <= limit)
-            if not ok:
+            if not ok or is_preempting(r):
                 continue
-            if not self.admitted:
-                charge = self.admission.held_charge(self.static, rcq, r)
-                if not self.needed.intersection(charge):
-                    continue  # frees none of the quota the job lacks
+            if not self.admitted and needed.isdisjoint(held_charge(static, rcq, r)):
+                continue  # frees none of the quota the job lacks
             self.queue_of[r.id] = rcq
             out.append(r)
         return out
