@@ -69,7 +69,7 @@ from phalanx.policies.clusterqueue.assign import (
     assign,
     quota_reason,
 )
-from phalanx.policies.clusterqueue.charge import Charge, charge_of
+from phalanx.policies.clusterqueue.charge import Charge, charge_of, retally
 from phalanx.policies.clusterqueue.forecast import Ending, quota_start, said
 from phalanx.policies.clusterqueue.limits import Ledger, job_tres, limits_apply
 from phalanx.policies.quota import QuotaAdmission
@@ -112,6 +112,8 @@ class Static:
         self.charges: dict[tuple[int, int], Charge] = {}
         """(job id, run) -> what the run counts against its ClusterQueue, for the running
         jobs the pass's accounting counted (none signalled for preemption at its start)."""
+        self.totals: dict[str, dict[FlavorResource, int]] = {}
+        """ClusterQueue -> the sum of ``charges`` of its runs (no zero amounts kept)."""
         self.facts: dict[int, tuple[JobSpec, ClusterQueue | None, int]] = {}
         """Job id -> (its spec, its ClusterQueue, its WorkloadPriorityClass value): what a
         victim search asks of every running job (bounded as ``by_spec``)."""
@@ -229,11 +231,13 @@ class ClusterQueueAdmission:
             node.usage.clear()
         queues = ctx.cluster.queues
         # What each run holds never changes while it runs: computed once per run (a pass
-        # looks at every running job), and added up per queue before the tree is walked
-        # (taking a sum at once counts in the parent what taking its parts in turn would).
+        # looks at every running job), and the sums per queue kept from pass to pass, with
+        # only the runs that came or went since applied (few, where a pass follows a pass).
+        # The tree then takes each sum at once (which counts in the parent what taking its
+        # parts in turn would).
         known = static.charges
         charges: dict[tuple[int, int], Charge] = {}
-        totals: dict[str, dict[FlavorResource, int]] = {}
+        replaced: list[tuple[tuple[int, int], Charge]] = []
         is_preempting = ctx.is_preempting
         for job in ctx.running():
             alloc = job.alloc
@@ -247,11 +251,12 @@ class ClusterQueueAdmission:
                 cq, _ = static.target(queues, job)
                 if cq is None:
                     continue
+                if cached is not None:
+                    replaced.append((run, cached))
                 cached = Charge(alloc, job.spec, cq, self._held_charge(static, cq, job, alloc))
             charges[run] = cached
-            total = totals.setdefault(cached.cq.name, {})
-            for fr, amount in cached.charge.items():
-                total[fr] = total.get(fr, 0) + amount
+        totals = static.totals
+        retally(totals, known, charges, replaced)
         static.charges = charges
         for name in sorted(totals):
             node = static.tree.queues[name]

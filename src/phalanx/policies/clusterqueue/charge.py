@@ -4,7 +4,7 @@ accounting keeps of it per run, so that each pass does not work it out again."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 
 from phalanx.domain.jobspec import JobSpec
 from phalanx.domain.queues import ClusterQueue, ResourceGroup
@@ -14,7 +14,10 @@ from phalanx.sched.capacity import Allocation
 from phalanx.sched.job import Job
 from phalanx.sched.occupancy import BoolArray
 
-__all__ = ["Charge", "charge_of"]
+__all__ = ["Charge", "Run", "charge_of", "retally"]
+
+Run = tuple[int, int]
+"""(job id, run): one run of a job."""
 
 
 class Charge:
@@ -67,3 +70,34 @@ def _flavor_holding(masks: Mapping[str, BoolArray], group: ResourceGroup, nodes:
     if flavor is None:
         flavor = next((f for f in names if masks[f][nodes].any()), names[0])
     return flavor
+
+
+def retally(
+    totals: dict[str, dict[FlavorResource, int]],
+    before: Mapping[Run, Charge],
+    after: Mapping[Run, Charge],
+    replaced: Iterable[tuple[Run, Charge]],
+) -> None:
+    """Bring ``totals`` (ClusterQueue -> the sum of its runs' charges, no zero amount kept)
+    from the runs counted in ``before`` to those in ``after``: runs only in one of them, and
+    ``replaced`` runs (in both, ``before``'s charge given, ``after`` holding a new one)."""
+    for run in before.keys() - after.keys():
+        _count(totals, before[run], -1)
+    for run in after.keys() - before.keys():
+        _count(totals, after[run], 1)
+    for run, old in replaced:
+        _count(totals, old, -1)
+        _count(totals, after[run], 1)
+
+
+def _count(totals: dict[str, dict[FlavorResource, int]], run: Charge, sign: int) -> None:
+    name = run.cq.name
+    total = totals.setdefault(name, {})
+    for fr, amount in run.charge.items():
+        left = total.get(fr, 0) + sign * amount
+        if left:
+            total[fr] = left
+        else:
+            del total[fr]
+    if not total:
+        del totals[name]

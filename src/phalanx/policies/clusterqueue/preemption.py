@@ -61,7 +61,6 @@ from phalanx.policies.clusterqueue.admission import (
     Static,
     may_preempt,
 )
-from phalanx.policies.clusterqueue.amounts import requested
 from phalanx.policies.clusterqueue.assign import Assignment, assign
 from phalanx.policies.clusterqueue.fairshare import guess_charge, may_preempt_from, share
 from phalanx.policies.preempt_checkpoint import CheckpointPreempt, lost_work
@@ -252,7 +251,7 @@ class _QuotaBudget:
         self.ctx = ctx
         self.admitted = admitted
         self.node = static.tree.queues[cq.name]
-        self.request = requested(job, job.shape.nodes_max)
+        self.request = static.request(job)
         self.needed: set[FlavorResource] = set()
         for resource in self.request:
             group = cq.group_of(resource)
@@ -266,8 +265,10 @@ class _QuotaBudget:
         self.mode = _OWN
         self.strategy: FairSharingStrategy | None = None
         """With fair sharing (mode ``_FAIR``): the preemption strategy being tried."""
-        self.own_charge = {} if admitted else guess_charge(cq, self.node, self.request)
-        """The job's charge for its share after admission (already counted if admitted)."""
+        fair = queues.fair_sharing.enable
+        self.own_charge = {} if admitted or not fair else guess_charge(cq, self.node, self.request)
+        """With fair sharing, the job's charge for its share after admission (already
+        counted if admitted)."""
         self._mine: int | None = None
         """Its queue's share after admission, while no victim of its own queue changes it."""
 
@@ -306,6 +307,14 @@ class _QuotaBudget:
         # Another queue's jobs are candidates only while it borrows, in the job's cohort
         # tree: one look per queue, not per running job (no usage changes in this loop).
         others: dict[str, bool] = {}
+        if p.within_cluster_queue is PreemptionPolicy.NEVER:
+            if mode == _OWN or root is None:
+                return []
+            for name, rnode in tree.items():
+                if name != mine:
+                    others[name] = rnode.cohort_root() is root and self._borrowing(rnode)
+            if not any(others.values()):
+                return []  # no queue may lose a job: no running job to look at
         facts, facts_of = static.facts, static.facts_of
         held_charge, needed = self.admission.held_charge, self.needed
         is_preempting = ctx.is_preempting
