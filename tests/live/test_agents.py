@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from phalanx.config.clusterspec import regular_cluster
 from phalanx.live.agents import AgentRegistry, kill_command, signal_command
+from phalanx.protocol.agent import AgentCommand
 
 CLUSTER = regular_cluster(2, 8, 2, prefix="n")
 
@@ -44,3 +45,15 @@ def test_a_lost_agent_gets_nothing_until_one_registers() -> None:
     reg.lose("n002")
     assert not reg["n002"].registered
     assert reg.take("n002", 0, now=1) == []
+
+
+def test_a_launch_acknowledged_without_being_taken_counts_as_taken() -> None:
+    """An ``after`` past a launch that no answer carried (a protocol slip) must not make the
+    run vanish: it counts as taken, so the next inventory ends it as lost if it is not
+    there."""
+    reg = AgentRegistry(CLUSTER)
+    reg.admit("n001", "boot-a", "127.0.0.1", epoch=1, now=0)
+    reg.send("n001", AgentCommand(kind="launch", job_id=7, run=1))
+    reg.send("n001", kill_command((8, 1)))
+    assert reg.take("n001", 5, now=1) == []
+    assert reg["n001"].delivered == {(7, 1): 1}

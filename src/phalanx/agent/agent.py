@@ -291,6 +291,7 @@ class Agent:
             wait = self._heartbeat_s
             params: dict[str, str | int | float] = {
                 "after": self._after,
+                "controller_id": self._controller_id,
                 "wait": wait,
                 "boot_id": self.boot_id,
                 "epoch": self._epoch,
@@ -407,6 +408,7 @@ class Agent:
                     reports=sent,
                     inventory=True,
                     after=self._after,
+                    controller_id=self._controller_id,
                     containers=self._tender.reports(),
                 ).model_dump(mode="json")
                 try:

@@ -91,6 +91,12 @@ class AgentRegistry:
         agent.seen = now
         outbox = agent.outbox
         if outbox and outbox[0].seq <= after:
+            for c in outbox:
+                if c.seq <= after and c.kind == "launch":
+                    # Acknowledged, so counted as taken even if no answer carried it: the
+                    # next inventory then ends it as lost if the agent does not have it,
+                    # rather than leaving a run that no agent will ever report.
+                    agent.delivered.setdefault((c.job_id, c.run), c.seq)
             agent.outbox = outbox = [c for c in outbox if c.seq > after]
         for c in outbox:
             if c.kind == "launch":

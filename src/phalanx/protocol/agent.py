@@ -266,6 +266,12 @@ class AgentReports(_Wire):
     reports: list[RunReport]
     inventory: bool = False
     after: int = Field(default=0, ge=0)
+    controller_id: str = Field(
+        default="",
+        max_length=128,
+        description="the controller whose numbering ``after`` counts in (the one the agent "
+        "last registered with); an inventory counted in another's is not taken",
+    )
     containers: list[ContainerReport] | None = Field(
         default=None,
         description="every container of the node's runs, as of now (None: not told this time)",

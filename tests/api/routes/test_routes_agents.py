@@ -87,3 +87,40 @@ def test_the_heartbeat_never_outlasts_the_agents_lease() -> None:
     assert heartbeat_s(30.0) == HEARTBEAT_S  # the default --dead-after 60: a 30 s lease
     assert heartbeat_s(1.5) == 1.5  # --dead-after 3: inventories every 0.5 s renew it
     assert heartbeat_s(0.0) == HEARTBEAT_S  # no lease: agents never fence themselves
+
+
+def test_a_poll_counted_in_another_controllers_numbering_loses_no_command(api: Api) -> None:
+    """An agent's loops race a controller restart: a poll built before the new controller's
+    welcome carries the old one's ``after`` (say 57). Taken here it would acknowledge, and
+    drop, the launches this controller numbered 1..57 since: those jobs would stay RUNNING
+    with no process, and no inventory would ever miss them (the CI failure of session 20)."""
+    hello = {"node": "gpu001", "boot_id": "b1", "cpus": 64, "memory_mb": 1024, "gpus": 8}
+    for node in ("gpu001", "gpu002"):
+        r = api.client.post("/v1/agents/register", json={**hello, "node": node}, headers=ROOT)
+        assert r.status_code == 200
+    [job] = api.submit(gpus_per_task=8)
+    node = api.controller.cluster.nodes[api.controller.job(job).alloc.nodes[0]].name  # type: ignore[union-attr]
+    stale = {"wait": 0, "boot_id": "b1", "epoch": 1, "after": 57, "controller_id": "before"}
+    r = api.client.get(f"/v1/agents/{node}/commands", params=stale, headers=ROOT)
+    assert r.status_code == 200
+    assert r.json() == {"controller_id": api.controller.id, "epoch": 1, "commands": []}
+    # An inventory counted in the old numbering does not call the launch lost either.
+    inventory = {
+        "boot_id": "b1", "epoch": 1, "reports": [], "inventory": True, "after": 57,
+        "controller_id": "before",
+    }  # fmt: skip
+    r = api.client.post(f"/v1/agents/{node}/reports", json=inventory, headers=ROOT)
+    assert r.status_code == 200
+    assert api.controller.job(job).state.name == "RUNNING"
+    current = {**stale, "after": 0, "controller_id": api.controller.id}
+    r = api.client.get(f"/v1/agents/{node}/commands", params=current, headers=ROOT)
+    [launch] = r.json()["commands"]
+    assert (launch["kind"], launch["job_id"]) == ("launch", job)
+    # In this controller's numbering the same inventory finds the run missing: lost.
+    r = api.client.post(
+        f"/v1/agents/{node}/reports",
+        json={**inventory, "after": launch["seq"], "controller_id": api.controller.id},
+        headers=ROOT,
+    )
+    assert r.status_code == 200
+    assert api.controller.job(job).state.name != "RUNNING" or api.controller.job(job).restarts

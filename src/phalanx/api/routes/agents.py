@@ -74,8 +74,15 @@ async def commands(
     wait: Annotated[float, Query(ge=0, le=60)] = HEARTBEAT_S,
     cpu_load: Annotated[float | None, Query(ge=0)] = None,
     free_mem_mb: Annotated[int | None, Query(ge=0)] = None,
+    controller_id: Annotated[str | None, Query(max_length=128)] = None,
 ) -> AgentCommands:
+    """``after`` acknowledges commands in the numbering of ``controller_id`` (the controller
+    the agent last registered with). Another controller numbers its commands afresh, so a
+    poll that an agent sent before its welcome from this one (its loops race a restart)
+    acknowledges nothing here: it is answered at once, empty, and the agent asks again."""
     for_node(who, node)
+    if controller_id is not None and controller_id != service.id:
+        return AgentCommands(controller_id=service.id, epoch=epoch, commands=[])
     health = NodeFacts()
     if cpu_load is not None:
         health["cpu_load"] = cpu_load
@@ -93,6 +100,10 @@ async def reports(
     service: Svc,
 ) -> ReportsAck:
     for_node(who, node)
+    if body.inventory and body.controller_id and body.controller_id != service.id:
+        # Its ``after`` counts in another controller's numbering: the ends it carries are
+        # taken, the inventory waits for one that this controller's numbering can read.
+        body = body.model_copy(update={"inventory": False})
     acked = service.reports(node, body)
     return ReportsAck(acked=[list(k) for k in acked])
 
