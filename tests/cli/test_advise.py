@@ -22,6 +22,7 @@ SETUP_KEYS = {
     "utilization",
     "jct_mean_s",
     "wait_by_size",
+    "jct_by_size",
     "slo_attainment",
     "productive_gpu_hours",
     "cost_per_productive_gpu_hour",
@@ -57,6 +58,8 @@ def test_json_has_every_setup_and_a_recommendation_with_its_numbers(
         assert 0 < figures["slo_attainment"] <= 1
         assert figures["cost_per_productive_gpu_hour"] > 0
         assert set(figures["wait_by_size"]) == {"1", "2-4", "5-8", "9-64", "65+"}
+        assert set(figures["jct_by_size"]) == set(figures["wait_by_size"])
+        assert figures["jct_by_size"]["9-64"] > 0  # the tiny mix's 2-4 node gangs finish
     rec = doc["recommendation"]
     assert isinstance(rec, dict) and rec["setup"] in setups
     best = setups[rec["setup"]]
@@ -168,3 +171,25 @@ def test_a_malformed_mix_file_names_its_line_and_field(
     assert f"{path}:13, field 'classes[1].per_day': must be a positive number" in err
     assert main(["advise", "--mix", str(tmp_path / "none.yaml"), *CLUSTER]) == 2
     assert "neither a file nor a built-in mix" in capsys.readouterr().err
+
+
+SLURM_CONF = Path(__file__).parents[1] / "config" / "data" / "slurm-ref" / "slurm.conf"
+
+
+def test_a_slurm_conf_names_the_cluster(
+    tmp_path: Path, mix_file: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "advice.json"
+    conf = ["--slurm-conf", str(SLURM_CONF)]
+    rc = main(["advise", "--mix", mix_file, *conf, "--setup", "slurm", "--seeds", "1",
+               "--json", str(out)])  # fmt: skip
+    assert rc == 0
+    # n[01-04] with Gres=gpu:h100:8 under one leaf switch (its topology.conf)
+    assert json.loads(out.read_text())["cluster"] == {"gpus": 32, "leaves": 1, "nodes": 4}
+    capsys.readouterr()
+    assert main(["advise", "--mix", mix_file, *conf, "--gpus-per-node", "4"]) == 2
+    assert "field '--gpus-per-node': the cluster file already says this" in capsys.readouterr().err
+    missing = tmp_path / "slurm.conf"
+    assert main(["advise", "--mix", mix_file, "--slurm-conf", str(missing)]) == 2
+    err = capsys.readouterr().err
+    assert f"{missing}: cannot read it" in err and "Traceback" not in err

@@ -196,7 +196,7 @@ def test_a_job_over_quota_waits_suspended_until_the_quota_frees(kube: Kube) -> N
                 for k, v in json.loads(
                     kube.run("get", "localqueue", "user-queue", "-o", "jsonpath={.status}")
                 ).items()
-                if k != "conditions"
+                if k in ("pendingWorkloads", "admittedWorkloads")
             }
             == {"pendingWorkloads": 1, "admittedWorkloads": 1}
         ),

@@ -268,6 +268,7 @@ def test_a_pod_that_can_never_run_here_says_why(
 ) -> None:
     store, _runner, loop, _stack = world
     obj = load(SAMPLE_JOB, name="huge")
+    del obj["metadata"]["labels"]  # not queued: its pod is made at once, and says why
     obj["spec"].update(parallelism=1, completions=1)
     obj["spec"]["template"]["spec"]["containers"][0]["resources"] = {
         "limits": {"nvidia.com/gpu": "64"}
@@ -292,6 +293,7 @@ def test_a_user_unknown_here_is_refused_not_launched(
     store, runner, loop, stack = world
     runner.known_user = lambda user: user != "mallory"
     obj = load(SAMPLE_JOB, name="theirs")
+    del obj["metadata"]["labels"]  # not queued: its pod is made at once, and says why
     obj["spec"].update(parallelism=1, completions=1)
     obj["metadata"].setdefault("annotations", {})["phalanx.io/user"] = "mallory"
     store.create(obj)

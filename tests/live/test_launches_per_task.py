@@ -4,7 +4,7 @@ argv, variables over the ones Phalanx sets, directory and output; other jobs unc
 from __future__ import annotations
 
 from phalanx.config.clusterspec import regular_cluster
-from phalanx.domain.jobspec import JobSpec, TaskLaunch
+from phalanx.domain.jobspec import NODE_ADDRESS_AT_LAUNCH, NODE_NAME_AT_LAUNCH, JobSpec, TaskLaunch
 from phalanx.engine import Launch
 from phalanx.live.launches import launch_commands
 from phalanx.sched.capacity import Allocation
@@ -59,3 +59,26 @@ def test_a_job_without_task_launches_is_unchanged() -> None:
     assert [t.argv for t in tasks] == [["hostname"], ["hostname"]]
     assert {t.env["MASTER_PORT"] for t in tasks} == {"15042"}
     assert {t.stdout for t in tasks} == {"/tmp/slurm-42.out"}
+
+
+def test_what_is_known_only_at_launch_is_filled_in_per_node() -> None:
+    """A pod's ``spec.nodeName`` and ``status.podIP`` (``fieldRef``), in its variables and
+    its argv, become the node each task is placed on and that node's address."""
+    spec = JobSpec(
+        name="pods",
+        nodes_min=2,
+        nodes_max=2,
+        command=("echo", f"on {NODE_NAME_AT_LAUNCH}"),
+        environment=(("NODE", NODE_NAME_AT_LAUNCH), ("IP", NODE_ADDRESS_AT_LAUNCH)),
+        workdir="/tmp",
+    )
+    cmd = Launch(job_id=7, run=1, alloc=ALLOC, spec=spec, time_limit=60_000)
+    addresses = {CLUSTER.nodes[0].name: "10.0.0.1", CLUSTER.nodes[1].name: "10.0.0.2"}
+    per_node = launch_commands(CLUSTER, cmd, "10.0.0.1", as_user=False, address=addresses.get)
+    for node, command in per_node.items():
+        (task,) = command.tasks
+        assert task.env["NODE"] == node and task.env["IP"] == addresses[node]
+        assert task.argv == ["echo", f"on {node}"]
+    # without addresses (agents on this machine), the loopback address
+    per_node = launch_commands(CLUSTER, cmd, "127.0.0.1", as_user=False)
+    assert {t.env["IP"] for c in per_node.values() for t in c.tasks} == {"127.0.0.1"}

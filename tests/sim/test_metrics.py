@@ -140,8 +140,10 @@ def test_run_wide_counters_are_copied() -> None:
 def test_empty_run_gives_finite_figures() -> None:
     d = to_json_dict(summarize(run_of([])))
     by_size = d.pop("wait_by_size")
+    jct_by_size = d.pop("jct_by_size")
     assert all(np.isfinite(v) for v in d.values())
     assert all(np.isfinite(v) for c in by_size.values() for v in c.values())
+    assert all(np.isfinite(v) for v in jct_by_size.values())
 
 
 def test_per_account_restricts_jobs_and_uses_the_accounts_segments() -> None:
@@ -273,3 +275,14 @@ def test_wait_by_size_counts_the_waits_after_requeues_too() -> None:
     m = summarize(run_of([j]))
     assert m.wait_by_size["9-64"].mean_s == pytest.approx(40.0)
     assert m.wait_mean_s == pytest.approx(10.0)  # the queue wait is to the first start only
+
+
+def test_jct_by_size_is_the_mean_jct_of_finished_jobs_per_size_class() -> None:
+    small = [job(gpus=1.0, end=10 * SECOND), job(gpus=0.5, end=30 * SECOND)]
+    big = job(gpus=16.0, end=100 * SECOND)
+    running = job(gpus=16.0, end=None, state="RUNNING")  # not finished: not counted
+    m = summarize(run_of([*small, big, running]))
+    assert m.jct_by_size["1"] == pytest.approx(20.0)  # (10 + 30) / 2, submitted at 0
+    assert m.jct_by_size["9-64"] == pytest.approx(100.0)
+    assert m.jct_by_size["65+"] == 0.0
+    assert to_json_dict(m)["jct_by_size"]["9-64"] == pytest.approx(100.0)

@@ -140,11 +140,16 @@ def add_workload_arguments(
 
 
 def add_cluster_arguments(parser: argparse.ArgumentParser) -> None:
-    """The cluster options: ``--cluster``, ``--nodes``, ``--queues``, ``--gpus-per-node``,
-    ``--nodes-per-switch`` (read back by ``build_cluster``)."""
-    where = parser.add_argument_group("cluster (one of --cluster and --nodes)")
+    """The cluster options: ``--cluster``, ``--slurm-conf``, ``--nodes``, ``--queues``,
+    ``--gpus-per-node``, ``--nodes-per-switch`` (read back by ``build_cluster``)."""
+    where = parser.add_argument_group("cluster (one of --cluster, --slurm-conf and --nodes)")
     shape = where.add_mutually_exclusive_group()
     shape.add_argument("--cluster", metavar="FILE", help="cluster definition (YAML)")
+    shape.add_argument(
+        "--slurm-conf",
+        metavar="FILE",
+        help="a Slurm cluster's slurm.conf (with the topology.conf and gres.conf beside it)",
+    )
     shape.add_argument("--nodes", metavar="N", type=int, help="a uniform cluster of N nodes")
     where.add_argument(
         "--queues",
@@ -321,13 +326,23 @@ def build_cluster(args: argparse.Namespace, fmt: str | None) -> ClusterChoice:
         queues = queues_from_file(args.queues)
         cluster = dataclasses.replace(choice.cluster, queues=queues)
         choice = dataclasses.replace(choice, cluster=cluster)
-    check_queue_routes(choice.cluster, str(args.queues or args.cluster or "<cluster>"))
+    where = args.queues or args.cluster or args.slurm_conf or "<cluster>"
+    check_queue_routes(choice.cluster, str(where))
     return choice
 
 
 def _cluster_shape(args: argparse.Namespace, fmt: str | None) -> ClusterChoice:
     if args.cluster is not None:
         return cluster_file(args.cluster)
+    if args.slurm_conf is not None:
+        from phalanx.server.slurmconf_files import cluster_from_slurm_conf
+
+        try:
+            return ClusterChoice(cluster_from_slurm_conf(args.slurm_conf), args.slurm_conf)
+        except OSError as exc:
+            raise InputError(
+                f"cannot read it: {exc.strerror or exc}", source=args.slurm_conf
+            ) from None
     if args.nodes is not None:
         return uniform_cluster(
             args.nodes,
@@ -336,7 +351,9 @@ def _cluster_shape(args: argparse.Namespace, fmt: str | None) -> ClusterChoice:
         )
     if fmt == "openb":
         return openb_node_list(args.trace, args.nodes_per_switch)
-    raise InputError("name the cluster: --cluster FILE or --nodes N", field="--cluster")
+    raise InputError(
+        "name the cluster: --cluster FILE, --slurm-conf FILE or --nodes N", field="--cluster"
+    )
 
 
 def _faults(args: argparse.Namespace) -> FaultModel | None:
@@ -363,7 +380,7 @@ def _check_faults(args: argparse.Namespace) -> None:
 
 def check_workload_cluster(args: argparse.Namespace) -> None:
     """Combinations of the workload and cluster options that argparse cannot express."""
-    if args.cluster is not None:
+    if args.cluster is not None or args.slurm_conf is not None:
         for flag, value in (
             ("--gpus-per-node", args.gpus_per_node),
             ("--nodes-per-switch", args.nodes_per_switch),

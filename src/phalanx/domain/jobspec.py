@@ -13,10 +13,26 @@ from phalanx.domain.probes import RESTART_POLICIES, Probes
 from phalanx.domain.time import Duration, Instant
 from phalanx.errors import SpecError
 
-__all__ = ["SIGNALS", "ArraySpec", "DepKind", "Dependency", "JobSpec", "TaskLaunch"]
+__all__ = [
+    "NODE_ADDRESS_AT_LAUNCH",
+    "NODE_NAME_AT_LAUNCH",
+    "SIGNALS",
+    "ArraySpec",
+    "DepKind",
+    "Dependency",
+    "JobSpec",
+    "TaskLaunch",
+]
 
 MILLI = 1000
 """One whole GPU in thousandths: fractional requests are in these units."""
+
+NODE_NAME_AT_LAUNCH = "$(phalanx.node.name)"
+"""In a task's environment or argv: the name of the node the task is launched on, known only
+then (a pod's ``fieldRef: spec.nodeName``); the launch puts the name in its place."""
+NODE_ADDRESS_AT_LAUNCH = "$(phalanx.node.address)"
+"""Likewise the address of that node (``status.podIP``, ``status.hostIP``: tasks run as host
+processes, so a pod's address is its node's)."""
 
 SIGNALS = {"HUP": 1, "INT": 2, "QUIT": 3, "KILL": 9, "USR1": 10, "USR2": 12, "TERM": 15}
 

@@ -41,16 +41,16 @@ from phalanx.domain.jobspec import JobSpec
 from phalanx.domain.time import Instant
 from phalanx.errors import PhalanxError, SpecError
 from phalanx.kube.containerstatus import container_view
+from phalanx.kube.contexts import context_of
 from phalanx.kube.errors import KubeError
 from phalanx.kube.kueue_workloads import KueueWorkloads
+from phalanx.kube.podgate import PodGate
 from phalanx.kube.resources import ANNOTATION_USER
-from phalanx.kube.secrets import decoded
 from phalanx.kube.workload_ports import (
     DEPLOYMENTS,
     JOBS,
     JOBSETS,
     PODS,
-    PRIORITY_CLASSES,
     PYTORCHJOBS,
     REPLICASETS,
     VCJOBS,
@@ -82,9 +82,6 @@ from phalanx.workloads.plan import (
 from phalanx.workloads.pods import engine_id
 from phalanx.workloads.podspec import LOCALHOST
 from phalanx.workloads.selectors import match_labels
-
-SECRETS: Resource = ("", "secrets")
-CONFIG_MAPS: Resource = ("", "configmaps")
 
 __all__ = [
     "ANNOTATION_USER",
@@ -167,7 +164,9 @@ class WorkloadRunner:
         self.reconciles = 0
         self.caller = Caller(0, "root", admin=True)
         self.kueue = KueueWorkloads(store, engine, clock)
-        """A queued Job's Workload and ``suspend``, after each of its passes."""
+        """A queued owner's Workload and suspend flag, after each of its passes."""
+        self.gate = PodGate(store)
+        """The pods of queued owners, held back until their engine job starts."""
 
     # -- cues ----------------------------------------------------------------------------
 
@@ -185,6 +184,19 @@ class WorkloadRunner:
         for pod in self.store.list(PODS):
             if barepod.is_bare(pod):
                 self._mark(_pod_key(pod))
+
+    def sweep(self) -> list[int]:
+        """Cancel the engine jobs of queued owners' pods held by a controller before this
+        one that no pod claims now (``PodGate.left``); called once this controller leads.
+        Returns the ids cancelled."""
+        claimed = {i for _, i, _ in self.assigned.values()}
+        claimed.update(i for p in self.store.list(PODS) if (i := engine_id(p)) is not None)
+        left = sorted(self.gate.left() - claimed)
+        found = self.engine.jobs(ids=left) if left else []
+        gone = [j.id for j in found if not j.state.is_final and j.start is None]
+        for job_id in gone:
+            self._cancel(job_id)
+        return gone
 
     def pod_container(self, namespace: str, name: str) -> ContainerView | None:
         """The latest container status of pod ``namespace/name`` as its node's agent reported
@@ -214,7 +226,7 @@ class WorkloadRunner:
             return
         owner = owner_of(obj)
         bare = barepod.is_bare(obj)
-        if kind == "DELETED":
+        if kind == "DELETED" and not self.gate.moved(*_pod_key(obj)[1:]):
             meta = obj.get("metadata") or {}
             found = self.assigned.pop((str(meta.get("namespace")), str(meta.get("name"))), None)
             job_id = engine_id(obj) if found is None else found[1]
@@ -257,6 +269,8 @@ class WorkloadRunner:
 
     def _forget(self, key: Key, obj: Obj) -> None:
         self.dirty.discard(key)
+        self.gate.forget(key)
+        self.kueue.refused.pop(key, None)
         self.waiting.discard(key)
         self.wakes.pop(key, None)
         for job_id, owner in list(self.owners.items()):
@@ -325,6 +339,9 @@ class WorkloadRunner:
                 pytorch_labels.OPERATOR: pytorch_labels.CONTROLLER,
             }
         pods = self.store.owned(PODS, namespace, str(uid), labels)
+        gated = self.gate.gated(key, obj)
+        if gated is not None:
+            pods = self.gate.pods(key, pods)
         stored, pods = pods, [self._with_job(namespace, p) for p in pods]
         ids = {i for p in pods if (i := engine_id(p)) is not None}
         for job_id in ids:
@@ -336,19 +353,26 @@ class WorkloadRunner:
         }
         now = self.clock()
         ctx = self._context(obj)
+        shown = self.kueue.view(key, obj)
+        if gated:  # a queued JobSet's child: its pods queue as the JobSet does
+            labels = {**(obj["metadata"].get("labels") or {}), **gated}
+            shown = {**shown, "metadata": {**obj["metadata"], "labels": labels}}
         if resource == JOBS:
-            shown = self.kueue.view(key, obj)
             plan = batch_job.reconcile(shown, pods, jobs, now, ctx, self.names)
         elif resource == VCJOBS:
-            plan = vcjob.reconcile(obj, pods, jobs, now, ctx, self.names)
+            plan = vcjob.reconcile(shown, pods, jobs, now, ctx, self.names)
         elif resource == REPLICASETS:
-            plan = replicaset.reconcile(obj, pods, jobs, now, ctx, self.names)
+            plan = replicaset.reconcile(shown, pods, jobs, now, ctx, self.names)
         else:
-            plan = pytorchjob.reconcile(obj, pods, jobs, now, ctx)
+            plan = pytorchjob.reconcile(shown, pods, jobs, now, ctx)
         self.reconciles += 1
+        if gated is not None:
+            self.gate.hold(key, plan, stored, jobs, lambda p: self._with_job(namespace, p))
         self._carry_out(key, stored, plan)
-        if resource == JOBS:
-            self.kueue.sync(key, obj, plan.status or obj.get("status"), jobs)
+        self.kueue.sync(key, obj, plan.status or obj.get("status"), jobs)
+        parent = owner_of(obj)
+        if gated is not None and parent is not None and parent[0] == JOBSETS:
+            self._mark(parent)  # the JobSet's Workload follows its children's engine jobs
         return plan
 
     def _reconcile_pod(self, key: Key, stored: Obj) -> Plan:
@@ -369,8 +393,16 @@ class WorkloadRunner:
     def _reconcile_jobset(self, key: Key, obj: Obj, uid: str) -> Plan:
         """A JobSet's pass: its plan creates and deletes child Jobs, not pods."""
         children = self._children(JOBS, key[1], {jobset.JOBSET_NAME: key[2]}, uid)
-        plan = jobset.reconcile(obj, children, self.clock(), self._context(obj))
-        return self._carry_out_children(key, JOBS, plan)
+        shown = self.kueue.view(key, obj)
+        plan = jobset.reconcile(shown, children, self.clock(), self._context(obj))
+        self._carry_out_children(key, JOBS, plan)
+        if self.kueue.queued(key, obj):
+            mine = {(JOBS, key[1], str(c["metadata"]["name"])) for c in children}
+            ids = sorted(i for i, owner in self.owners.items() if owner in mine)
+            found = self.engine.jobs(finished=True, ids=ids) if ids else []
+            jobs = {j.id: engine_job(j, self.engine.cluster, self.address) for j in found}
+            self.kueue.sync(key, obj, plan.status or obj.get("status"), jobs)
+        return plan
 
     def _reconcile_deployment(self, key: Key, obj: Obj, uid: str) -> Plan:
         """A Deployment's pass: its plan creates, scales and deletes ReplicaSets."""
@@ -423,34 +455,13 @@ class WorkloadRunner:
         return {**pod, "metadata": {**meta, "annotations": annotations}}
 
     def _context(self, obj: Obj) -> Context:
-        annotations = (obj.get("metadata") or {}).get("annotations") or {}
-        classes: dict[str, int] = {}
-        default = 0
-        for pc in self.store.list(PRIORITY_CLASSES):
-            value = pc.get("value")
-            if isinstance(value, int):
-                classes[str((pc.get("metadata") or {}).get("name"))] = value
-                if pc.get("globalDefault"):
-                    default = value
-        part = self.engine.cluster.partition(None)
-        unlimited = Context.service_time_limit
-        if part is not None and part.max_time is not None:
-            unlimited = min(unlimited, part.max_time)
-        namespace = str((obj.get("metadata") or {}).get("namespace") or "default")
-        secrets, config_maps = decoded(
-            self.store.list(SECRETS, namespace), self.store.list(CONFIG_MAPS, namespace)
-        )
-        return Context(
-            secrets=secrets,
-            config_maps=config_maps,
-            service_time_limit=unlimited,
-            qos_names=frozenset(self.engine.cluster.qos),
-            user=str(annotations.get(ANNOTATION_USER) or self.default_user),
+        return context_of(
+            self.store,
+            self.engine,
+            obj,
             log_dir=self.log_dir,
             workdir=self.workdir,
-            priority_classes=classes,
-            global_default_priority=default,
-            max_nodes=len(self.engine.cluster.nodes),
+            default_user=self.default_user,
         )
 
     def _carry_out(self, key: Key, pods: Sequence[Obj], plan: Plan) -> None:
@@ -459,7 +470,8 @@ class WorkloadRunner:
         cancels, deletions, the workload's status, events."""
         resource, namespace, name = key
         for pod in plan.create:
-            made = self._quietly(self.store.create, pod)
+            # (the uid its reconciler gave it: its environment may hold it, ``fieldRef``)
+            made = self._quietly(lambda p=pod: self.store.create(p, keep_uid=True))
             if made is not None and made.get("status") != pod.get("status"):
                 self._quietly(self.store.update_status, pod)
         for sub in plan.submit:
@@ -519,7 +531,8 @@ class WorkloadRunner:
         except PhalanxError as e:
             # a request that can never run here: the pods say so and stay Pending
             for pod_name in pods:
-                pod = self.store.get(PODS, namespace, pod_name)
+                held = self.gate.held.get(key, {}).get(pod_name)
+                pod = held if held is not None else self.store.get(PODS, namespace, pod_name)
                 if pod is None:
                     continue
                 status = pod.setdefault("status", {})
@@ -537,7 +550,10 @@ class WorkloadRunner:
                     }
                 )
                 status["conditions"] = conditions
-                self._quietly(self.store.update_status, pod)
+                if held is None:
+                    self._quietly(self.store.update_status, pod)
+                else:  # a queued owner's Workload says it, as Kueue's would
+                    self.kueue.refused[key] = str(e)
                 self.backlog_events.append(
                     event(
                         pod,
@@ -551,6 +567,7 @@ class WorkloadRunner:
             return
         job_id = ids[0][0]
         self.owners[job_id] = key
+        self.kueue.refused.pop(key, None)
         for rank, pod_name in enumerate(pods):
             self.assigned[(namespace, pod_name)] = (request, job_id, rank)
 

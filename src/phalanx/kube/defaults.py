@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from phalanx.kube.kinds import Kind
-from phalanx.workloads.kueue_workload import suspend_on_create
+from phalanx.workloads.kueue_owners import suspend_on_create
 
 __all__ = ["after_create", "before_create"]
 
@@ -106,6 +106,8 @@ def before_create(kind: Kind, obj: dict[str, Any]) -> None:
         template = spec.get("template")
         if isinstance(template, dict) and isinstance(template.get("spec"), dict):
             _pod_spec(template["spec"], "Never")
+    elif (kind.group, kind.kind) in (("kubeflow.org", "PyTorchJob"), ("jobset.x-k8s.io", "JobSet")):
+        suspend_on_create(obj)  # Kueue's webhooks for these kinds
     elif kind.group == "autoscaling" and kind.kind == "HorizontalPodAutoscaler":
         _hpa(spec)
     elif kind.group == "apps" and kind.kind in ("Deployment", "ReplicaSet"):

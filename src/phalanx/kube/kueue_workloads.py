@@ -1,11 +1,12 @@
 """Kueue's objects kept in step with the engine's admission, for the workload runner
-(``phalanx.kube.controllers``): the ``Workload`` of each queued Job, the Job's
-``spec.suspend``, and the ``pendingWorkloads``/``admittedWorkloads`` counts in the status of
-the LocalQueue and ClusterQueue objects stored under those names.
+(``phalanx.kube.controllers``): the ``Workload`` of each queued owner (batch Job,
+PyTorchJob, JobSet, Volcano Job), the owner's suspend flag, and the counts in the status
+of the LocalQueue objects stored under those names.
 
 The decisions are the engine's (``admit/clusterqueue`` over the cluster's queues); what a
 Workload says is built by ``phalanx.workloads.kueue_workload`` from the engine jobs of the
-Job's pods, read here with the queue set-up (which ClusterQueue, which flavors)."""
+owner's pods (held ones too: ``phalanx.kube.podgate``), read here with the queue set-up
+(which ClusterQueue, which flavors)."""
 
 from __future__ import annotations
 
@@ -15,13 +16,24 @@ from typing import Any
 
 from phalanx.kube.errors import KubeError
 from phalanx.kube.queuestatus import CLUSTER_QUEUES
-from phalanx.kube.workload_ports import JOBS, Engine, Key, Obj, Resource, Store
+from phalanx.kube.workload_ports import (
+    JOBS,
+    JOBSETS,
+    PYTORCHJOBS,
+    VCJOBS,
+    Engine,
+    Key,
+    Obj,
+    Resource,
+    Store,
+)
+from phalanx.workloads import kueue_owners as ko
 from phalanx.workloads import kueue_workload as kw
-from phalanx.workloads.conditions import condition, is_true
 from phalanx.workloads.plan import EngineJob
 
 __all__ = [
     "CLUSTER_QUEUES",
+    "ENGINE_JOBS",
     "LOCAL_QUEUES",
     "WORKLOADS",
     "KueueWorkloads",
@@ -33,6 +45,11 @@ WORKLOADS: Resource = ("kueue.x-k8s.io", "workloads")
 LOCAL_QUEUES: Resource = ("kueue.x-k8s.io", "localqueues")
 
 log = logging.getLogger("phalanx.kube.kueue")
+ENGINE_JOBS = "phalanx.io/engine-jobs"
+"""On a queued owner's Workload: the ids of its live engine jobs, held pods' ones too, so
+that a controller that restarts (the held pods were in its predecessor's memory) can find
+those no pod claims any more (``WorkloadRunner.sweep``)."""
+_KINDS = frozenset({JOBS, PYTORCHJOBS, VCJOBS, JOBSETS})
 
 # The pending message's forecast ("; expected start in 0:40:00, when job 812 ends") changes
 # every second; Kueue's message has none, and leaving it out spares a write a tick.
@@ -47,11 +64,19 @@ class KueueWorkloads:
         self.store = store
         self.engine = engine
         self.clock = clock
+        self.refused: dict[Key, str] = {}
+        """Owner -> why the engine refused its last submission (a request that can never run
+        here): its Workload's pending message while it has no engine job."""
+
+    def queued(self, key: Key, obj: Obj) -> bool:
+        """Whether ``obj`` is a workload Kueue admits: one of the kinds it integrates,
+        labelled with a queue name, controlled by no other workload."""
+        return key[0] in _KINDS and kw.queue_of(obj) is not None
 
     def view(self, key: Key, obj: Obj) -> Obj:
-        """The Job its reconciler should see (``kueue_workload.as_reconciled``); others as
-        they are."""
-        if key[0] != JOBS or kw.queue_of(obj) is None:
+        """The owner its reconciler should see (``kueue_workload.as_reconciled``): a queued
+        one unsuspended unless its Workload was deactivated; others as they are."""
+        if not self.queued(key, obj) or not ko.has_suspend(obj):
             return obj
         stored = self._stored(obj)
         active = stored is None or (stored.get("spec") or {}).get("active", True) is not False
@@ -60,44 +85,49 @@ class KueueWorkloads:
     def sync(
         self, key: Key, obj: Obj, status: Mapping[str, Any] | None, jobs: Mapping[int, EngineJob]
     ) -> None:
-        """Write the Workload of the queued Job ``obj`` (status: the Job's newest), its
-        ``spec.suspend`` and its queues' counts, where they changed."""
+        """Write the Workload of the queued owner ``obj`` (``status``: the owner's newest;
+        ``jobs``: the engine jobs of its pods, held ones included) and its suspend flag,
+        where they changed."""
         queue = kw.queue_of(obj)
-        if key[0] != JOBS or queue is None:
+        if queue is None or key[0] not in _KINDS:
             return
         namespace = key[1]
         stored = self._stored(obj)
         placement, problem = self._placement(namespace, queue, jobs.values())
+        if placement is not None and key in self.refused:
+            problem = self.refused[key]  # (no engine job, so the verdict says this)
         verdict = kw.judge(list(jobs.values()), problem)
+        pod_sets = ko.pod_sets(obj)
+        first = str(pod_sets[0]["name"]) if pod_sets else "main"
         # the queue set-up's problem, in Kueue's words, over the engine's longer message
-        message = problem if placement is None else _plain(verdict.message)
+        message = problem if placement is None else _plain(verdict.message, first)
         verdict = kw.Verdict(verdict.admitted, message, verdict.evicted)
-        spec = obj.get("spec") or {}
-        pod_sets = [
-            {
-                "name": "main",
-                "count": int(spec.get("parallelism", 1) or 0),
-                "template": spec.get("template") or {},
-            }
-        ]
-        conditions = (status or {}).get("conditions") or ()
-        finished: tuple[bool, str] | None = None
-        if is_true(conditions, "Complete"):
-            finished = (True, "Job finished successfully")
-        elif is_true(conditions, "Failed"):
-            failed = condition(conditions, "Failed") or {}
-            finished = (False, str(failed.get("message") or "Job failed"))
+        finished = ko.finished_of({**obj, "status": status or {}})
         made = kw.workload(obj, pod_sets, verdict, placement, finished, stored, self.clock())
+        notes = made["metadata"].setdefault("annotations", {})
+        live = self._live(jobs, str(notes.get(ENGINE_JOBS, "")))
+        if live:
+            notes[ENGINE_JOBS] = ",".join(str(i) for i in live)
+        else:
+            notes.pop(ENGINE_JOBS, None)
         write_workload(self.store, made, stored)
         active = (made.get("spec") or {}).get("active", True) is not False
         suspend = not active or (finished is None and not verdict.admitted)
-        if finished is None and bool(spec.get("suspend")) != suspend:
-            current = self.store.get(JOBS, namespace, key[2])
+        if finished is None and ko.has_suspend(obj) and ko.is_suspended(obj) != suspend:
+            current = self.store.get(key[0], namespace, key[2])
             if current is not None:
-                current["spec"] = {**(current.get("spec") or {}), "suspend": suspend}
+                current = ko.with_suspend(current, suspend)
                 current["metadata"].pop("resourceVersion", None)
                 self._quietly(self.store.update, current)
-        self._count(namespace, queue)
+
+    def _live(self, jobs: Mapping[int, EngineJob], noted: str) -> list[int]:
+        """The owner's live engine jobs: its pods' (``jobs``), and those the Workload named
+        before that still live (a restarted runner's predecessor's, until swept)."""
+        live = {i for i, j in jobs.items() if not j.state.is_final}
+        before = {int(i) for i in noted.split(",") if i.isdigit()} - set(jobs)
+        if before:
+            live.update(j.id for j in self.engine.jobs(ids=sorted(before)) if not j.state.is_final)
+        return sorted(live)
 
     # -- reading -------------------------------------------------------------------------
 
@@ -138,32 +168,6 @@ class KueueWorkloads:
                     break
         return kw.Placement(cq.name, flavors), ""
 
-    # -- the queues' counts --------------------------------------------------------------
-
-    def _count(self, namespace: str, queue: str) -> None:
-        """``pendingWorkloads``/``admittedWorkloads`` of the LocalQueue from the stored
-        Workloads. Its ClusterQueue's status is the engine's, for every job the queue takes
-        (``phalanx.kube.queuestatus``, written every tick)."""
-        local = self.store.get(LOCAL_QUEUES, namespace, queue)
-        if local is None:
-            return
-        mine = [w for w in self.store.list(WORKLOADS, namespace) if _queue(w) == queue]
-        self._write_counts(local, mine)
-
-    def _write_counts(self, obj: Obj, workloads: list[Obj]) -> None:
-        live = [w for w in workloads if not _is(w, "Finished")]
-        admitted = sum(1 for w in live if _is(w, "Admitted"))
-        counts: dict[str, int] = {
-            "pendingWorkloads": sum(1 for w in live if not _is(w, "QuotaReserved")),
-            "admittedWorkloads": admitted,
-        }
-        status = obj.get("status") or {}
-        if all(status.get(k) == v for k, v in counts.items()):
-            return
-        obj["status"] = {**status, **counts}
-        obj["metadata"].pop("resourceVersion", None)
-        self._quietly(self.store.update_status, obj)
-
     @staticmethod
     def _quietly(call: Any, *args: Any) -> Any:
         return quietly(call, *args)
@@ -187,7 +191,7 @@ def write_workload(store: Store, made: Obj, stored: Obj | None) -> Obj | None:
     made["metadata"].pop("resourceVersion", None)
     if stored is None:
         written = quietly(store.create, made)
-    elif made.get("spec") != stored.get("spec"):
+    elif made.get("spec") != stored.get("spec") or _notes(made) != _notes(stored):
         written = quietly(store.update, made)
     else:
         written = stored
@@ -200,19 +204,15 @@ def write_workload(store: Store, made: Obj, stored: Obj | None) -> Obj | None:
     return written if isinstance(written, dict) else None
 
 
-def _queue(workload: Obj) -> str:
-    return str((workload.get("spec") or {}).get("queueName") or "")
+def _notes(obj: Obj) -> Any:
+    return (obj.get("metadata") or {}).get("annotations") or {}
 
 
-def _is(workload: Obj, kind: str) -> bool:
-    return is_true((workload.get("status") or {}).get("conditions") or (), kind)
-
-
-def _plain(message: str) -> str:
+def _plain(message: str, pod_set: str) -> str:
     """The engine's pending message in Kueue's words: the forecast left out, the pod set
-    named as Kueue names a Job's (``main``)."""
+    named (a Job's ``main``, a PyTorchJob's first replica type...)."""
     for mark in _FORECASTS:
         message = message.split(mark, 1)[0]
     if message.startswith("couldn't assign flavors to ClusterQueue "):
-        message = "couldn't assign flavors to pod set main:" + message.split(":", 1)[1]
+        message = f"couldn't assign flavors to pod set {pod_set}:" + message.split(":", 1)[1]
     return message

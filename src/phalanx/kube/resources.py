@@ -20,7 +20,7 @@ from phalanx.kube.errors import (
     field_error,
 )
 from phalanx.kube.kinds import Kind
-from phalanx.kube.managedfields import check_apply, field_set
+from phalanx.kube.managedfields import check_apply, field_set, let_go
 from phalanx.kube.openapi import FieldError, bad_request_message, prune
 from phalanx.kube.patch import APPLY, apply_patch
 from phalanx.kube.queueobjects import admit as admit_queue
@@ -402,7 +402,7 @@ class Resources:
                     "Required value: is required for apply patch"
                 )
             if current is None:
-                owned = field_set(patch) if isinstance(patch, dict) else {}
+                owned = field_set(patch, keyed=builtin) if isinstance(patch, dict) else {}
                 obj = self._prepare(req, patch)
                 self._check_name(req, obj)
                 obj["metadata"]["managedFields"] = [self._managed(manager, "Apply", kind, owned)]
@@ -418,8 +418,13 @@ class Resources:
             # another applier's fields: a conflict unless forced (``managedfields``)
             entries = [dict(m) for m in current["metadata"].get("managedFields") or ()]
             force = _flag(req.query, "force")
-            check_apply(req.query["fieldManager"], patch, current, entries, force=force)
+            check_apply(
+                req.query["fieldManager"], patch, current, entries, force=force, keyed=builtin
+            )
         patched = apply_patch(content_type, current, patch, builtin=builtin)
+        owned = field_set(patch, keyed=builtin) if isinstance(patch, dict) else {}
+        if content_type == APPLY:  # what the applier applied before and not now goes
+            let_go(req.query["fieldManager"], owned, entries, patched)
         patched = self._prepare(req, patched)
         self._check_name(req, patched)
         _own_annotations(patched, self._current(req), req.user)
@@ -430,7 +435,6 @@ class Resources:
                 for m in entries
                 if not (m.get("manager") == manager and m.get("operation") == "Apply")
             ]
-            owned = field_set(patch) if isinstance(patch, dict) else {}
             mine = self._managed(manager, "Apply", kind, owned)
             patched["metadata"]["managedFields"] = [*fields, mine]
         if req.subresource == "status":

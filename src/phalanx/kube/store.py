@@ -264,13 +264,21 @@ class ObjectStore(ObjectIndex):
             self._subscribers.remove(callback)
 
     def create(
-        self, obj: dict[str, Any], *, dry_run: bool = False, copy: bool = True
+        self,
+        obj: dict[str, Any],
+        *,
+        dry_run: bool = False,
+        copy: bool = True,
+        keep_uid: bool = False,
     ) -> dict[str, Any]:
         """Store a new object; fills uid, resourceVersion, creationTimestamp, generation (and a
         name from ``generateName``). ``AlreadyExists``, ``Invalid`` (a bad name), ``NotFound``
         (its namespace does not exist). ``copy=False``: the store takes ``obj`` itself (the
         caller never touches it again) and returns its own object (never mutate it): the API
-        server's requests, whose bodies are theirs alone, save two deep copies."""
+        server's requests, whose bodies are theirs alone, save two deep copies.
+        ``keep_uid``: the uid ``obj`` has, if any, is kept (the workload runner's pods, whose
+        environment was resolved with it; a client's is never kept, as kube-apiserver keeps
+        none)."""
         kind = self._kind_of(obj)
         new = copy_obj(obj) if copy else obj
         meta = new.setdefault("metadata", {})
@@ -302,6 +310,7 @@ class ObjectStore(ObjectIndex):
             meta["name"] = name
         if self.peek(kind.resource, ns, name) is not None:
             raise AlreadyExists(kind.resource, name)
+        given = meta.get("uid") if keep_uid else None
         for field in (
             "uid",
             "resourceVersion",
@@ -310,7 +319,7 @@ class ObjectStore(ObjectIndex):
             "selfLink",
         ):
             meta.pop(field, None)
-        meta["uid"] = str(uuid.uuid4())
+        meta["uid"] = given if isinstance(given, str) and given else str(uuid.uuid4())
         meta["creationTimestamp"] = timestamp(self._clock())
         if kind.kind not in ("Namespace", "Event", "ConfigMap", "Secret"):
             meta["generation"] = 1

@@ -7,13 +7,15 @@ They are views: computed again every tick from the engine's jobs (the owner's po
 jobs; a Slurm job itself) with ``phalanx.workloads.kueue_workload``, and written only where
 they changed; nothing reads them back to decide anything, so they cannot drift. A Workload
 of a Kubernetes owner is owned by it (deleted with it); a Slurm job's is deleted when the
-engine forgets the job (``MinJobAge``). Unlike a batch Job's, they do not suspend their
-owner: admission is the engine's either way.
+engine forgets the job (``MinJobAge``). A queued owner's (one labelled
+``kueue.x-k8s.io/queue-name``) is no view: the workload runner writes it as it admits and
+suspends the owner (``phalanx.kube.kueue_workloads``).
 
 A Slurm job is an engine job no Kubernetes workload made (those carry their container
 image in ``JobSpec.extra``). Its Workload, ``slurm-ID`` in the namespace of its account
 (made if missing; an account that is no valid namespace name gets none), has one pod set
-``main`` of its tasks with each task's requests, and the queue name of its LocalQueue.
+``main`` of its tasks with each task's requests, the name of the LocalQueue that counts it
+(``queuestatus.local_queue_of``), and once admitted the flavors its nodes are of.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from phalanx.domain.queues import queue_name
 from phalanx.domain.state import JobState
 from phalanx.kube.errors import KubeError
 from phalanx.kube.kueue_workloads import quietly, write_workload
+from phalanx.kube.queuestatus import local_queue_of
 from phalanx.kube.workload_ports import (
     JOBS,
     JOBSETS,
@@ -38,11 +41,12 @@ from phalanx.kube.workload_ports import (
     engine_job,
 )
 from phalanx.kube.workload_ports import Store as StorePort
+from phalanx.policies.clusterqueue.usage import flavor_of
 from phalanx.sched.job import Job
 from phalanx.workloads import jobset, training, volcano
 from phalanx.workloads import kueue_workload as kw
-from phalanx.workloads.conditions import condition, is_true
 from phalanx.workloads.job import CONTROLLER_UID
+from phalanx.workloads.kueue_owners import finished_of, pod_sets
 from phalanx.workloads.plan import ANNOTATION_JOB_ID, EngineJob
 from phalanx.workloads.podspec import LOCALHOST
 
@@ -72,58 +76,11 @@ jobs (a controller's first tick after a start) is written over several ticks rat
 holding the event loop for one long one."""
 _DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
 """A namespace's name (RFC 1123 label)."""
-_VOLCANO_DONE = {"Completed": True, "Failed": False, "Aborted": False, "Terminated": False}
 
 
 def is_slurm_job(job: Job) -> bool:
     """An engine job no Kubernetes workload made (module docstring)."""
     return not any(k == "image" for k, _ in job.spec.extra)
-
-
-def pod_sets(obj: Mapping[str, Any]) -> list[dict[str, Any]]:
-    """Kueue's ``spec.podSets`` of a PyTorchJob (one per replica type, lower-cased), a
-    JobSet (one per replicated Job: replicas x parallelism pods) or a Volcano Job (one per
-    task)."""
-    spec = obj.get("spec") or {}
-    kind = obj.get("kind")
-    out: list[dict[str, Any]] = []
-    if kind == "PyTorchJob":
-        for name, rs in (spec.get("pytorchReplicaSpecs") or {}).items():
-            count = int((rs or {}).get("replicas", 1) or 0)
-            out.append({"name": str(name).lower(), "count": count, "template": _t(rs)})
-    elif kind == "JobSet":
-        for rj in spec.get("replicatedJobs") or ():
-            job_spec = ((rj or {}).get("template") or {}).get("spec") or {}
-            count = int(rj.get("replicas", 1) or 0) * int(job_spec.get("parallelism", 1) or 0)
-            out.append({"name": str(rj.get("name")), "count": count, "template": _t(job_spec)})
-    else:
-        for task in spec.get("tasks") or ():
-            count = int((task or {}).get("replicas", 1) or 0)
-            out.append({"name": str(task.get("name")), "count": count, "template": _t(task)})
-    return out
-
-
-def _t(holder: Mapping[str, Any] | None) -> dict[str, Any]:
-    template = (holder or {}).get("template")
-    return dict(template) if isinstance(template, dict) else {}
-
-
-def finished_of(obj: Mapping[str, Any]) -> tuple[bool, str] | None:
-    """(succeeded, message) once the owner is done, else None."""
-    status = obj.get("status") or {}
-    if obj.get("kind") == "Job" and obj.get("apiVersion", "").startswith("batch.volcano.sh"):
-        phase = str((status.get("state") or {}).get("phase") or "")
-        if phase in _VOLCANO_DONE:
-            return _VOLCANO_DONE[phase], f"Job {phase.lower()}"
-        return None
-    conditions = status.get("conditions") or ()
-    done = "Succeeded" if obj.get("kind") == "PyTorchJob" else "Completed"
-    for kind, ok in ((done, True), ("Failed", False)):
-        if is_true(conditions, kind):
-            found = condition(conditions, kind) or {}
-            default = "Job finished successfully" if ok else "Job failed"
-            return ok, str(found.get("message") or default)
-    return None
 
 
 class WorkloadViews:
@@ -181,23 +138,18 @@ class WorkloadViews:
 
     def _owner(self, obj: Obj) -> None:
         meta = obj["metadata"]
-        if meta.get("deletionTimestamp"):
-            return
-        jobs = self._engine_jobs(self._pods(obj))
         queue = kw.queue_of(obj)
+        if meta.get("deletionTimestamp") or queue is not None:
+            return  # a queued owner's Workload is the runner's (``kueue_workloads``)
+        jobs = self._engine_jobs(self._pods(obj))
         namespace = str(meta.get("namespace", "default"))
-        verdict = kw.judge(jobs, "" if queue is None else f"LocalQueue {queue} doesn't exist")
-        placement = self._placement(namespace, queue) if verdict.admitted else None
+        verdict = kw.judge(jobs)
+        placement = kw.Placement("") if verdict.admitted else None  # no queue named
         stored = self._stored(namespace, {kw.JOB_UID_LABEL: str(meta.get("uid"))})
         made = kw.workload(
             obj, pod_sets(obj), verdict, placement, finished_of(obj), stored, self.clock()
         )
         self._write(made, stored)
-
-    def _placement(self, namespace: str, queue: str | None) -> kw.Placement:
-        queues = self.engine.cluster.queues
-        local = queues.local_queues.get((namespace, queue or ""))
-        return kw.Placement(local.cluster_queue if local is not None else "")
 
     # -- Slurm jobs ----------------------------------------------------------------------
 
@@ -263,7 +215,10 @@ class WorkloadViews:
         viewed = engine_job(job, cluster, lambda _: LOCALHOST)
         verdict = kw.judge([viewed])
         cq, problem = cluster.cluster_queue_of(spec)
-        placement = kw.Placement(cq.name if cq is not None else "")
+        flavors: dict[str, str] = {}
+        if cq is not None and job.alloc is not None:
+            flavors = flavor_of(cluster.queues, cluster, cq, set(job.alloc.nodes))
+        placement = kw.Placement(cq.name if cq is not None else "", flavors)
         if not verdict.admitted and problem and cluster.queues.cluster_queues:
             verdict = kw.Verdict(False, verdict.message or problem, verdict.evicted)
         finished: tuple[bool, str] | None = None
@@ -277,7 +232,11 @@ class WorkloadViews:
         meta["labels"] = {SLURM_JOB_LABEL: str(job.id)}
         if stored is None:
             meta["name"] = f"slurm-{job.id}"
-        made["spec"]["queueName"] = queue_name(spec) if cluster.queues.cluster_queues else ""
+        local = local_queue_of(cluster, spec)  # the LocalQueue whose counts hold it
+        if not cluster.queues.cluster_queues:
+            made["spec"]["queueName"] = ""
+        else:
+            made["spec"]["queueName"] = local[1] if local is not None else queue_name(spec)
         self._write(made, stored)
 
     # -- writing -------------------------------------------------------------------------

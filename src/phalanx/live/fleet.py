@@ -419,7 +419,14 @@ class Fleet:
 
     def _commands(self, cmd: Launch, limit: int | None = None) -> dict[str, AgentCommand]:
         first = self.registry[self.cluster.nodes[cmd.alloc.nodes[0]].name].address
-        return launch_commands(self.cluster, cmd, first, as_user=self._as_user, limit=limit)
+
+        def address(node: str) -> str:
+            found = self.registry.agents.get(node)
+            return found.address if found is not None else ""
+
+        return launch_commands(
+            self.cluster, cmd, first, as_user=self._as_user, limit=limit, address=address
+        )
 
 
 DEAD_AFTER: Duration = 60 * SECOND

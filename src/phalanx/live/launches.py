@@ -6,8 +6,10 @@ from __future__ import annotations
 
 import os
 import pwd
+from collections.abc import Callable
 
 from phalanx.domain.cluster import Cluster
+from phalanx.domain.jobspec import NODE_ADDRESS_AT_LAUNCH, NODE_NAME_AT_LAUNCH
 from phalanx.engine import Launch
 from phalanx.live.probecodec import probes_wire
 from phalanx.live.taskenv import expand_pattern, task_environment, task_places
@@ -16,6 +18,8 @@ from phalanx.protocol.agent import AgentCommand, TaskSpec
 __all__ = ["DEFAULT_PATH", "launch_commands", "master_port"]
 
 DEFAULT_PATH = "/usr/local/bin:/usr/bin:/bin"
+_MARK = "$(phalanx.node."
+"""What ``NODE_NAME_AT_LAUNCH`` and ``NODE_ADDRESS_AT_LAUNCH`` begin with."""
 
 _HOST = os.uname().nodename.split(".")[0]
 """This controller's host, short, as Slurm names hosts (``SLURM_WORKING_CLUSTER``)."""
@@ -34,10 +38,12 @@ def launch_commands(
     *,
     as_user: bool,
     limit: int | None = None,
+    address: Callable[[str], str] | None = None,
 ) -> dict[str, AgentCommand]:
     """node name -> its launch command (seq and epoch not set: sending sets them).
-    ``limit``: a step of that many tasks. Raises ``KeyError`` for a user unknown here when
-    tasks must run as the submitter (``as_user``)."""
+    ``limit``: a step of that many tasks. ``address``: a node's address (None: 127.0.0.1),
+    for ``NODE_ADDRESS_AT_LAUNCH``. Raises ``KeyError`` for a user unknown here when tasks
+    must run as the submitter (``as_user``)."""
     spec = cmd.spec
     names = [cluster.nodes[i].name for i in cmd.alloc.nodes]
     uid = gid = None
@@ -103,6 +109,10 @@ def launch_commands(
             output = own.output or output
             restart = own.restart
             probes = probes_wire(own.probes) if own.probes is not None else None
+        if _MARK in "".join((*env.values(), *argv)):
+            at = address(node) if address is not None else ""
+            argv = [_placed(a, node, at) for a in argv]
+            env = {k: _placed(v, node, at) for k, v in env.items()}
         command = per_node.get(node)
         if command is None:
             command = per_node[node] = AgentCommand(
@@ -146,3 +156,11 @@ def _open_mode(extra: tuple[tuple[str, str], ...], run: int, position: int) -> s
     if run > 1 or position > 0 or dict(extra).get("open_mode") == "append":
         return "append"
     return "truncate"
+
+
+def _placed(text: str, node: str, address: str) -> str:
+    """``text`` with the node known at launch in place of its markers."""
+    if _MARK not in text:
+        return text
+    text = text.replace(NODE_NAME_AT_LAUNCH, node)
+    return text.replace(NODE_ADDRESS_AT_LAUNCH, address or "127.0.0.1")

@@ -104,6 +104,9 @@ class Workloads:
         made = self.queues.seed(queue_objects)
         if made:
             log.info("created %d queue objects of the queues file", made)
+        swept = self.runner.sweep()  # held pods' engine jobs its predecessor left
+        if swept:
+            log.info("cancelled %d engine jobs of queued workloads no pod claims", len(swept))
         self.queues.start()
         self.nodes.start()
         self._leading = True

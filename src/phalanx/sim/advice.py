@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import statistics
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from phalanx.sim.metrics import SIZE_CLASSES
 from phalanx.sim.report import format_duration_s
@@ -81,6 +81,8 @@ class SetupFigures:
     rejected: float
     unfinished: float
     serving_nodes: int | None
+    jct_by_size: Mapping[str, float] = field(default_factory=dict)
+    """Size class -> median over seeds of the mean JCT (s) of its finished jobs."""
 
 
 def summarise(
@@ -128,6 +130,10 @@ def _figures(
         },
         jct_mean_s_by_class={
             c: Stat.of([r.jct_mean_s_by_class.get(c, 0.0) for r in runs]) for c in classes
+        },
+        jct_by_size={
+            size: float(statistics.median(m.jct_by_size.get(size, 0.0) for m in ms))
+            for size in SIZE_CLASSES
         },
         gpu_hours_by_class={
             c: float(statistics.median(r.gpu_hours_by_class.get(c, 0.0) for r in runs))

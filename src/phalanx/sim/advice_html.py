@@ -17,6 +17,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 from phalanx.sim.advice import Advice, SetupFigures, reference_load
+from phalanx.sim.advice_report import size_cell
 from phalanx.sim.metrics import SIZE_CLASSES
 from phalanx.sim.report import format_duration_s
 
@@ -50,7 +51,7 @@ def advice_html(advice: Advice, title: str) -> str:
         "</ul>",
         "<h2>Figures</h2>",
         _main_table(summary, rec.setup),
-        "<h2>Queue wait by job size (GPUs), mean / p95, at the reference load</h2>",
+        "<h2>Queue wait by job size (GPUs), mean / p95, and mean JCT, at the reference load</h2>",
         _wait_table(summary, rec.setup),
         "<h2>Common claims</h2><ul>",
     ]
@@ -119,12 +120,7 @@ def _wait_table(summary: Mapping[str, Mapping[float, SetupFigures]], best: str) 
         f = _ref(by_load)
         cells = [name]
         for size in SIZE_CLASSES:
-            w = f.wait_by_size[size]
-            cells.append(
-                "-"
-                if w["jobs"] == 0
-                else f"{format_duration_s(w['mean_s'])} / {format_duration_s(w['p95_s'])}"
-            )
+            cells.append(size_cell(f, size))
         rows.append(_row(cells, name == best))
     rows.append("</table>")
     return "\n".join(rows)

@@ -3,7 +3,7 @@
 The JSON (``advice_json``) is::
 
     {"setups": {NAME: {"eta_sched", "theta_overhead", "utilization", "jct_mean_s",
-                       "wait_by_size", "slo_attainment", "productive_gpu_hours",
+                       "wait_by_size", "jct_by_size", "slo_attainment", "productive_gpu_hours",
                        "cost_per_productive_gpu_hour", "makespan_s", "jct_mean_s_by_class",
                        "gpu_hours_by_class", "rejected", "unfinished", "seeds", "load",
                        "serving_nodes", "spread": {figure: [low, high]}, "description",
@@ -32,7 +32,7 @@ from phalanx.sim.metrics import SIZE_CLASSES, to_json_dict
 from phalanx.sim.report import format_duration_s
 from phalanx.sim.setups import SETUPS
 
-__all__ = ["advice_json", "print_advice"]
+__all__ = ["advice_json", "print_advice", "size_cell"]
 
 _SPREAD = (
     "eta_sched",
@@ -98,6 +98,7 @@ def _figures(f: SetupFigures) -> dict[str, Any]:
         spread[key] = None if stat is None else [stat.low, stat.high]
     out.update(
         wait_by_size={k: dict(v) for k, v in f.wait_by_size.items()},
+        jct_by_size=dict(f.jct_by_size),
         jct_mean_s_by_class={k: v.median for k, v in f.jct_mean_s_by_class.items()},
         gpu_hours_by_class=dict(f.gpu_hours_by_class),
         rejected=f.rejected,
@@ -157,9 +158,10 @@ def main_table(summary: Mapping[str, Mapping[float, SetupFigures]], title: str) 
 
 
 def wait_table(summary: Mapping[str, Mapping[float, SetupFigures]]) -> Table:
-    """Per set-up at the reference load: mean and p95 wait by size class (medians)."""
+    """Per set-up at the reference load: mean and p95 wait, and mean JCT, by size class
+    (medians over seeds)."""
     table = Table(
-        title="queue wait by job size (GPUs), mean / p95, at the reference load",
+        title="queue wait by job size (GPUs), mean / p95, and mean JCT, at the reference load",
         box=box.SIMPLE_HEAD,
         pad_edge=False,
         padding=(0, 1),
@@ -171,14 +173,19 @@ def wait_table(summary: Mapping[str, Mapping[float, SetupFigures]]) -> Table:
         f = by_load[reference_load(list(by_load))]
         cells = []
         for size in SIZE_CLASSES:
-            w = f.wait_by_size[size]
-            cells.append(
-                "-"
-                if w["jobs"] == 0
-                else f"{format_duration_s(w['mean_s'])} / {format_duration_s(w['p95_s'])}"
-            )
+            cells.append(size_cell(f, size))
         table.add_row(name, *cells)
     return table
+
+
+def size_cell(f: SetupFigures, size: str) -> str:
+    """``mean / p95 wait, JCT mean`` of a size class, or ``-`` where no job of it started."""
+    w = f.wait_by_size[size]
+    if w["jobs"] == 0:
+        return "-"
+    wait = f"{format_duration_s(w['mean_s'])} / {format_duration_s(w['p95_s'])}"
+    jct = f.jct_by_size.get(size)
+    return wait if not jct else f"{wait}, JCT {format_duration_s(jct)}"
 
 
 def print_advice(advice: Advice, title: str, console: Console | None = None) -> None:

@@ -21,6 +21,7 @@ those jobs (all GPU x milliseconds):
   are in none): jobs started, mean, p95 and max in seconds. A job's time pending is its queue
   wait plus ``requeue_wait_ms``, the waits after its requeues: a preempted gang waiting again is
   waiting, and a policy that preempts must not look better for it.
+- ``jct_by_size``: mean JCT in seconds of the finished jobs of each size class (0 without).
 - ``idle_while_pending``: the integral of ``run.idle_pending_timeline`` (min(idle GPUs, GPUs
   asked by pending jobs)) over [first submit, last end] divided by ``total_gpus`` x that span:
   the share of capacity left idle while it could have served waiting work.
@@ -53,6 +54,7 @@ __all__ = [
     "PolicyMetrics",
     "SizeWait",
     "alloc_integral",
+    "jct_by_size",
     "per_account",
     "summarize",
     "to_json_dict",
@@ -115,6 +117,8 @@ class PolicyMetrics:
     multinode_extra_leaves: int = 0
     wait_by_size: Mapping[str, SizeWait] = dataclasses.field(default_factory=dict)
     """By size class (``SIZE_CLASSES``, every class present)."""
+    jct_by_size: Mapping[str, float] = dataclasses.field(default_factory=dict)
+    """Mean JCT (s) of the finished jobs by size class (``SIZE_CLASSES``, every class)."""
     queues: Mapping[str, Mapping[str, float | int]] = dataclasses.field(default_factory=dict)
     """By ClusterQueue, under queues (``phalanx.sim.queue_metrics``); empty without."""
 
@@ -130,6 +134,8 @@ def to_json_dict(m: PolicyMetrics) -> dict[str, Any]:
         value = getattr(m, f.name)
         if f.name == "wait_by_size":
             value = {k: dataclasses.asdict(v) for k, v in value.items()}
+        elif f.name == "jct_by_size":
+            value = dict(value)
         elif f.name == "queues":
             if not value:
                 continue  # a run without ClusterQueues keeps its keys as they were
@@ -227,6 +233,12 @@ def wait_by_size(gpus: FloatArray, waits_ms: FloatArray) -> dict[str, SizeWait]:
             max_s=float(w.max()) / SECOND if w.size else 0.0,
         )
     return out
+
+
+def jct_by_size(gpus: FloatArray, jcts_ms: FloatArray) -> dict[str, float]:
+    """Mean JCT (s) of finished jobs grouped by their GPUs into ``SIZE_CLASSES``."""
+    cls = np.digitize(gpus, _SIZE_EDGES, right=True)  # as ``wait_by_size``
+    return {name: _mean(jcts_ms[cls == k]) / SECOND for k, name in enumerate(SIZE_CLASSES, start=1)}
 
 
 def per_account(run: RunRecord, bounded_slowdown_tau_s: float = 10.0) -> dict[str, PolicyMetrics]:
@@ -354,6 +366,7 @@ def _summarize(
         idle_while_pending=idle_pending,
         multinode_extra_leaves=int((c.extra_leaves > 0).sum()),
         wait_by_size=wait_by_size(c.gpus[started], wait + c.requeue_wait[started]),
+        jct_by_size=jct_by_size(c.gpus[finished], jct),
     )
 
 

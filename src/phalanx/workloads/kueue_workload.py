@@ -1,22 +1,25 @@
 """Kueue's view of a queued workload: the ``Workload`` object and the owner's ``suspend`` flag,
 built from the engine's decisions (sans-IO).
 
-Kueue's integration for ``batch/v1`` Job (docs "Run a Kubernetes Job"): a Job labelled
-``kueue.x-k8s.io/queue-name`` is created suspended (its webhook sets ``spec.suspend``:
-``suspend_on_create``); Kueue makes a ``Workload`` owned by the Job, named
-``job-NAME-HASH``, with the Job's pod set; once its ClusterQueue admits it, the Workload gets
-``status.admission`` and the conditions QuotaReserved and Admitted, and the Job is unsuspended.
-Pending, the Workload says why with QuotaReserved False (reason ``Pending``); finished, it gets
-Finished; sent back to the queue after it ran, Evicted.
+Kueue's integrations for ``batch/v1`` Job, Kubeflow PyTorchJob and JobSet (docs "Run a
+Kubernetes Job", "Run a PyTorchJob", "Run a JobSet"): a workload labelled
+``kueue.x-k8s.io/queue-name`` is created suspended (its webhook sets the suspend flag:
+``kueue_owners.suspend_on_create``); Kueue makes a ``Workload`` owned by it, named
+``KIND-NAME-HASH``, with its pod sets; once its ClusterQueue admits it, the Workload gets
+``status.admission`` and the conditions QuotaReserved and Admitted, and the owner is
+unsuspended. Pending, the Workload says why with QuotaReserved False (reason ``Pending``);
+finished, it gets Finished; sent back to the queue after it ran, Evicted, and the owner is
+suspended again. Phalanx does the same for a Volcano Job with the label (it has no flag).
 
 Phalanx admits with the engine's ``admit/clusterqueue`` (no second admission logic here):
-each of a Job's pods is an engine job that waits in the engine's queue with the quota reason,
-so the reconciler runs a queued Job as if unsuspended (``as_reconciled``) and this module only
+the owner's pods' engine jobs wait in the engine's queue with the quota reason, so the
+reconciler runs a queued owner as if unsuspended (``as_reconciled``) and this module only
 mirrors what the engine decided: the Workload is admitted when every live engine job of the
-owner has started (and one has), and the owner's ``spec.suspend`` is the opposite. The
-difference from Kueue that shows: the pods of a pending Workload exist (Pending, with the
-engine's reason) where Kueue's suspended Job has none. ``spec.active: false`` on the Workload
-(Kueue's way to deactivate one) suspends the owner for real: its pods are cancelled.
+owner has started (and one has), and the owner's suspend flag is the opposite. The pods of an
+engine job that has not started are held back by the runner (``phalanx.kube.podgate``), so a
+pending Workload's owner has no pods, as Kueue's suspended one has none. ``spec.active:
+false`` on the Workload (Kueue's way to deactivate one) suspends the owner for real: its
+engine jobs are cancelled.
 """
 
 from __future__ import annotations
@@ -28,11 +31,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from phalanx.domain.quantity import format_quantity, parse_quantity
-from phalanx.domain.queues import QUEUE_NAME_LABEL
 from phalanx.domain.state import JobState
 from phalanx.domain.time import Instant
 from phalanx.errors import InputError
 from phalanx.workloads.conditions import is_true, set_condition
+from phalanx.workloads.kueue_owners import queue_of, suspend_on_create, with_suspend
 from phalanx.workloads.plan import EngineJob
 
 __all__ = [
@@ -44,6 +47,7 @@ __all__ = [
     "judge",
     "queue_of",
     "suspend_on_create",
+    "with_suspend",
     "workload",
     "workload_name",
 ]
@@ -54,31 +58,11 @@ _HASH_LENGTH = 5
 _MAX_PREFIX = 253 - _HASH_LENGTH - 1  # a Workload's name stays a valid object name
 
 
-def queue_of(obj: Mapping[str, Any]) -> str | None:
-    """The LocalQueue the object's ``kueue.x-k8s.io/queue-name`` label names, or None; None
-    too for a Job that another workload controls (a JobSet's child: Kueue's Job integration
-    leaves it to its parent's)."""
-    meta = obj.get("metadata") or {}
-    if any(r.get("controller") for r in meta.get("ownerReferences") or ()):
-        return None
-    value = (meta.get("labels") or {}).get(QUEUE_NAME_LABEL)
-    return str(value) if value else None
-
-
-def suspend_on_create(obj: dict[str, Any]) -> None:
-    """Kueue's webhook on a new Job with a queue name: ``spec.suspend`` becomes true."""
-    spec = obj.get("spec")
-    if queue_of(obj) is not None and isinstance(spec, dict):
-        spec["suspend"] = True
-
-
 def as_reconciled(obj: Mapping[str, Any], active: bool) -> dict[str, Any]:
-    """The Job as its reconciler should see it: a queued Job's ``suspend`` is Kueue's mirror
-    of admission, not a request to stop, so it reads false unless the Workload was
+    """The owner as its reconciler should see it: a queued workload's suspend flag is Kueue's
+    mirror of admission, not a request to stop, so it reads false unless the Workload was
     deactivated (``active`` false)."""
-    shown = copy.copy(dict(obj))
-    shown["spec"] = {**(obj.get("spec") or {}), "suspend": not active}
-    return shown
+    return with_suspend(obj, not active)
 
 
 def workload_name(kind: str, group: str, name: str, uid: str) -> str:

@@ -15,6 +15,7 @@ their engine job's outcome: its exit code is the one the engine keeps (the worst
 from __future__ import annotations
 
 import copy
+import hashlib
 from collections.abc import Mapping
 from typing import Any
 
@@ -24,6 +25,7 @@ from phalanx.workloads.conditions import condition, set_condition
 from phalanx.workloads.events import event
 from phalanx.workloads.plan import (
     ANNOTATION_JOB_ID,
+    ANNOTATION_KEY,
     ANNOTATION_RANK,
     ANNOTATION_RESTARTS,
     EngineJob,
@@ -43,6 +45,7 @@ __all__ = [
     "phase",
     "pod_events",
     "pod_status",
+    "pod_uid",
     "ready_since",
     "refresh",
 ]
@@ -79,7 +82,8 @@ def new_pod(
     restart_policy: str | None = None,
 ) -> dict[str, Any]:
     """A pod of ``owner`` from its template: the template's labels and annotations with the
-    controller's added, owned by ``owner`` (controller, blocking its deletion), Pending."""
+    controller's added, owned by ``owner`` (controller, blocking its deletion), Pending, with
+    its uid (``pod_uid``) already."""
     meta = template.get("metadata") or {}
     spec = copy.deepcopy(dict(template.get("spec") or {}))
     if hostname is not None:
@@ -88,14 +92,17 @@ def new_pod(
         spec["restartPolicy"] = restart_policy
     spec.setdefault("restartPolicy", "Always")
     spec.setdefault("schedulerName", "phalanx")
-    namespace = (owner.get("metadata") or {}).get("namespace", "default")
+    owner_meta = owner.get("metadata") or {}
+    namespace = owner_meta.get("namespace", "default")
     image = _image(spec)
+    key = str(annotations.get(ANNOTATION_KEY, ""))
     return {
         "apiVersion": "v1",
         "kind": "Pod",
         "metadata": {
             "name": name,
             "namespace": namespace,
+            "uid": pod_uid(str(owner_meta.get("uid", "")), name, key, now),
             "labels": {**(meta.get("labels") or {}), **labels},
             "annotations": {**(meta.get("annotations") or {}), **annotations},
             "ownerReferences": [controller_ref(owner)],
@@ -107,6 +114,18 @@ def new_pod(
             "qosClass": "BestEffort",
         },
     }
+
+
+def pod_uid(owner_uid: str, name: str, key: str, now: Instant) -> str:
+    """The uid of a pod a controller makes, known before the pod is stored, so that its
+    environment can hold it (``fieldRef: metadata.uid``): a UUID (version 5 in form) drawn
+    from the owner's uid, the pod's name, its submission key and the time it is made, so
+    that a plan carried out twice makes the same pod, and a pod made again a new one."""
+    digest = bytearray(hashlib.sha1(f"{owner_uid}/{name}/{key}/{now}".encode()).digest()[:16])
+    digest[6] = (digest[6] & 0x0F) | 0x50  # version 5
+    digest[8] = (digest[8] & 0x3F) | 0x80  # RFC 4122 variant
+    text = digest.hex()
+    return f"{text[:8]}-{text[8:12]}-{text[12:16]}-{text[16:20]}-{text[20:]}"
 
 
 def engine_id(pod: Mapping[str, Any]) -> int | None:

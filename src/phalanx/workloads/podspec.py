@@ -5,8 +5,9 @@ ENTRYPOINT and ``args`` its CMD, so ``command + args`` is the argv (``args`` alo
 is no ``command``; neither is an error, since an image's entrypoint cannot run on the host).
 ``$(VAR)`` in them expands to the container's variables (``$$`` escapes), as the kubelet does.
 ``env`` values are taken as given; ``valueFrom.fieldRef`` resolves what is known before the pod
-runs (its name, namespace, uid, labels, annotations, service account; ``status.podIP`` and
-``status.hostIP`` as 127.0.0.1, since tasks run as host processes); ``secretKeyRef`` and
+runs (its name, namespace, uid, labels, annotations, service account) and marks what is known
+only once it is placed, which the launch fills in (``spec.nodeName``; ``status.podIP`` and
+``status.hostIP`` as the node's address, since tasks run as host processes); ``secretKeyRef`` and
 ``configMapKeyRef`` read the key of a Secret (decoded) or ConfigMap of the pod's namespace
 when the pod is made (a missing one, unless ``optional``, is an error naming the field, as
 the kubelet's CreateContainerConfigError names it). Resources come from
@@ -21,6 +22,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from phalanx.domain.jobspec import NODE_ADDRESS_AT_LAUNCH, NODE_NAME_AT_LAUNCH
 from phalanx.domain.probes import Probes
 from phalanx.domain.quantity import GPU, MILLI_UNITS, parse_quantity
 from phalanx.errors import InputError
@@ -199,11 +201,11 @@ def _value_from(
         "metadata.namespace": meta.get("namespace"),
         "metadata.uid": meta.get("uid"),
         "spec.serviceAccountName": spec.get("serviceAccountName", "default"),
-        "spec.nodeName": None,
-        "status.podIP": LOCALHOST,
-        "status.hostIP": LOCALHOST,
-        "status.podIPs": LOCALHOST,
-        "status.hostIPs": LOCALHOST,
+        "spec.nodeName": NODE_NAME_AT_LAUNCH,
+        "status.podIP": NODE_ADDRESS_AT_LAUNCH,
+        "status.hostIP": NODE_ADDRESS_AT_LAUNCH,
+        "status.podIPs": NODE_ADDRESS_AT_LAUNCH,
+        "status.hostIPs": NODE_ADDRESS_AT_LAUNCH,
     }
     if path in simple:
         return str(simple[path] or "")

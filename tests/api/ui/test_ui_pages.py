@@ -87,6 +87,22 @@ def test_a_drained_node_shows_its_reason(ui: Ui) -> None:
     assert "drained" in node[:300] and "bad fan" in node[:2000]
 
 
+def test_a_down_node_and_a_draining_one_show_their_state_and_reason(ui: Ui) -> None:
+    from phalanx.domain.caller import Caller
+
+    root = Caller(0, "root", True)
+    job = ui.submit(gpus_per_task=8)  # fills gpu001
+    ui.controller.update_nodes(["gpu001"], "drain", "ecc errors", root)  # its job runs on
+    ui.controller.update_nodes(["gpu002"], "down", "psu failed", root)
+    ui.run()
+    page = ui.client().get("/ui", headers=USER).text
+    first = page[page.index('id="node-gpu001"') : page.index('id="node-gpu002"')]
+    second = page[page.index('id="node-gpu002"') :]
+    assert 'class="node draining"' in page and "ecc errors" in first
+    assert f'href="/ui/jobs/{job}"' in first  # the draining node's GPUs still show the job
+    assert 'class="node down"' in page and "psu failed" in second[:2000]
+
+
 def test_the_queue_shows_reasons_expected_starts_priorities_and_filters(ui: Ui) -> None:
     running = ui.submit(gpus_per_task=8, nodes="2", time="1:00:00")
     waiting = ui.submit(gpus_per_task=8, nodes="2", time="10:00")

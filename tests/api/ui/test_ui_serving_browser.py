@@ -8,8 +8,10 @@ serving page is open scales its Deployment from 1 to its ``minReplicas`` 2 (the 
 from -> to and why, appears; the second replica becomes ready); requests through the router
 show as load (requests per second, p50/p99 latency); on the accounts page a ClusterQueue
 borrowing from its cohort shows its GPUs used against nominal, and a job's end shows in the
-fair-share table. Screenshots as ``test_ui_browser`` (``PHALANX_SCREENSHOTS``). Skipped where
-chromium, Playwright or kubectl is absent.
+fair-share table; with Kueue's fair sharing on (the queues file's Configuration), each
+ClusterQueue's weight and weighted share show, and the share grows as a job starts.
+Screenshots as ``test_ui_browser`` (``PHALANX_SCREENSHOTS``). Skipped where chromium,
+Playwright or kubectl is absent.
 """
 
 from __future__ import annotations
@@ -48,30 +50,44 @@ partitions:
 accounts:
   - {name: research, shares: 60}
   - {name: prod, shares: 40}
-queues:
-  - {apiVersion: kueue.x-k8s.io/v1beta1, kind: ResourceFlavor, metadata: {name: h100}}
-  - apiVersion: kueue.x-k8s.io/v1beta1
-    kind: ClusterQueue
-    metadata: {name: training}
-    spec:
-      cohort: lab
-      namespaceSelector: {}
-      resourceGroups:
-      - coveredResources: [cpu, nvidia.com/gpu]
-        flavors:
-        - name: h100
-          resources: [{name: cpu, nominalQuota: 64}, {name: nvidia.com/gpu, nominalQuota: 8}]
-  - apiVersion: kueue.x-k8s.io/v1beta1
-    kind: ClusterQueue
-    metadata: {name: inference}
-    spec:
-      cohort: lab
-      namespaceSelector: {}
-      resourceGroups:
-      - coveredResources: [cpu, nvidia.com/gpu]
-        flavors:
-        - name: h100
-          resources: [{name: cpu, nominalQuota: 64}, {name: nvidia.com/gpu, nominalQuota: 8}]
+"""
+
+# The queues file (``--queues``): training and inference share the cohort ``lab``, Kueue's fair
+# sharing on (its Configuration), training weighing twice inference.
+QUEUES = """\
+apiVersion: config.kueue.x-k8s.io/v1beta1
+kind: Configuration
+fairSharing: {enable: true}
+---
+apiVersion: kueue.x-k8s.io/v1beta1
+kind: ResourceFlavor
+metadata: {name: h100}
+---
+apiVersion: kueue.x-k8s.io/v1beta1
+kind: ClusterQueue
+metadata: {name: training}
+spec:
+  cohort: lab
+  namespaceSelector: {}
+  fairSharing: {weight: 2}
+  resourceGroups:
+  - coveredResources: [cpu, nvidia.com/gpu]
+    flavors:
+    - name: h100
+      resources: [{name: cpu, nominalQuota: 64}, {name: nvidia.com/gpu, nominalQuota: 8}]
+---
+apiVersion: kueue.x-k8s.io/v1beta1
+kind: ClusterQueue
+metadata: {name: inference}
+spec:
+  cohort: lab
+  namespaceSelector: {}
+  fairSharing: {weight: 1}
+  resourceGroups:
+  - coveredResources: [cpu, nvidia.com/gpu]
+    flavors:
+    - name: h100
+      resources: [{name: cpu, nominalQuota: 64}, {name: nvidia.com/gpu, nominalQuota: 8}]
 """
 
 SERVER = """\
@@ -188,10 +204,12 @@ class Stack(LocalCluster):
 def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Stack, str]]:
     root = tmp_path_factory.mktemp("phalanx-serving")
     root.chmod(0o755)
+    queues = root / "queues.yaml"
+    queues.write_text(QUEUES)
     local = Stack(
         root / "state",
         CLUSTER,
-        extra_args=("--horizontal-pod-autoscaler-sync-period", "2"),
+        extra_args=("--horizontal-pod-autoscaler-sync-period", "2", "--queues", str(queues)),
     )
     try:
         local.up()
@@ -332,6 +350,30 @@ def test_serving_and_queue_usage_in_chromium(
             timeout=30_000,
         )
         assert page.evaluate("window.__same_page") is True
+
+        # Kueue's fair sharing: training borrows 4 of the cohort's 16 GPUs, 250 per mille,
+        # over its weight 2: 125; inference borrows nothing. A 2-GPU training job more: 6 of
+        # 16, 375 / 2 = 187, shown without a reload.
+        share = "#fair-sharing tr[data-queue='{}'] td.{}"
+        assert _cell(page, share.format("training", "weight")) == "2"
+        assert _cell(page, share.format("training", "share")) == "125"
+        assert _cell(page, share.format("inference", "weight")) == "1"
+        assert _cell(page, share.format("inference", "share")) == "0"
+        more = local.submit(
+            **base,
+            name="more",
+            command=["sleep", "300"],
+            gpus_per_task=2,
+            time="10:00",
+            account="research",
+        )[0]
+        page.wait_for_function(
+            "document.querySelector(\"#fair-sharing tr[data-queue='training'] td.share\")"
+            ".textContent === '187'",
+            timeout=30_000,
+        )
+        page.wait_for_selector("#fair-chart polyline", state="attached", timeout=30_000)
+        assert page.evaluate("window.__same_page") is True
         time.sleep(6)
         _shot(page, "accounts-queues")
         assert admin.errors == [], admin.errors
@@ -340,3 +382,4 @@ def test_serving_and_queue_usage_in_chromium(
             load.stop()
         admin.close()
     local.call("DELETE", f"/v1/jobs/{train}")
+    local.call("DELETE", f"/v1/jobs/{more}")

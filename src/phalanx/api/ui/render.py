@@ -24,6 +24,7 @@ from phalanx.api.ui.views import (
     select_jobs,
 )
 from phalanx.domain.hostlist import compress
+from phalanx.domain.state import JobState
 from phalanx.sched.job import Job
 
 __all__ = [
@@ -172,10 +173,10 @@ def _largest(samples: list[Sample], keys: Any, size: Any) -> list[str]:
 
 def accounts_fragment(service: Service, series: Series) -> str:
     rows = service.fairshare()
-    running = service.jobs(states=["RUNNING"])
+    jobs = service.jobs()  # not final: quota is held by more than RUNNING jobs
     in_use: dict[str, float] = {}
-    for job in running:
-        if job.alloc is not None:
+    for job in jobs:
+        if job.state is JobState.RUNNING and job.alloc is not None:
             in_use[job.account] = in_use.get(job.account, 0.0) + job.alloc.gpus
     samples = list(series.samples)
     ranked = _largest(samples, lambda s: s.by_account, lambda s, a: s.by_account.get(a, 0.0))
@@ -189,10 +190,24 @@ def accounts_fragment(service: Service, series: Series) -> str:
 
         return lines(_over(samples, ["used", "nominal", "borrowed"], at), y_label=name)
 
+    def weighted(s: Sample, name: str) -> float | None:
+        use = s.by_queue.get(name)
+        return None if use is None else use.weighted_share
+
+    quotas = quota_rows(service.cluster, jobs)
+    fair = [q for q in quotas if q.weighted_share is not None]
+    finite = [q.weighted_share for q in fair if q.weighted_share is not None and not q.unbounded]
     return ENV.get_template("_accounts.html").render(
         rows=rows,
         in_use=in_use,
-        quotas=quota_rows(service.cluster, running),
+        quotas=quotas,
+        fair=fair,
+        # Bars against a share of 1000 (a weight-1 queue borrowing all its cohort lends),
+        # or the largest share where one is above it.
+        fair_scale=max([1000, *finite]),
+        fair_chart=lines(_over(samples, queues, weighted), y_label="weighted share")
+        if fair
+        else None,
         share_bars=bars({r.account: r.fairshare for r in rows if r.parent is not None}),
         usage_chart=lines(
             _over(samples, ranked, lambda s, a: s.by_account.get(a, 0.0)),

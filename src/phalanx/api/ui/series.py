@@ -21,6 +21,8 @@ from dataclasses import dataclass, field
 from phalanx.api.service import Service
 from phalanx.api.serving import Served, ServingSource
 from phalanx.api.ui.views import quota_rows
+from phalanx.domain.state import JobState
+from phalanx.policies.clusterqueue.fairshare import UNBOUNDED
 
 __all__ = ["EFFICIENCY_WINDOW_MS", "QueueUse", "Sample", "Series", "take_sample"]
 
@@ -37,6 +39,8 @@ class QueueUse:
 
     used: float
     nominal: float
+    weighted_share: float | None = None
+    """Its weighted share then (Kueue's fair sharing; None while that is off)."""
 
     @property
     def borrowed(self) -> float:
@@ -76,6 +80,12 @@ class Sample:
         return max(0.0, self.gpus - self.gpus_alloc) / self.gpus
 
 
+def _finite(share: int | None) -> float | None:
+    # A weight-0 queue that borrows has Kueue's MaxInt: drawn at no height rather than
+    # flattening every other line.
+    return None if share is None or share == UNBOUNDED else float(share)
+
+
 def take_sample(service: Service, at_ms: int, serving: ServingSource | None = None) -> Sample:
     """One sample of ``service`` (and of ``serving``, where given) at ``at_ms``."""
     cluster = service.cluster
@@ -99,12 +109,15 @@ def take_sample(service: Service, at_ms: int, serving: ServingSource | None = No
         elif state == "RUNNING":
             running += n
     by_account: dict[str, float] = {}
-    jobs = service.jobs(states=["RUNNING"])
+    jobs = service.jobs()  # not final: those holding quota, as the ClusterQueue status counts
     for job in jobs:
-        if job.alloc is not None:
+        if job.state is JobState.RUNNING and job.alloc is not None:
             by_account[job.account] = by_account.get(job.account, 0.0) + job.alloc.gpus
     fairshare = {r.account: r.fairshare for r in service.fairshare() if r.parent is not None}
-    by_queue = {q.name: QueueUse(q.used, q.nominal) for q in quota_rows(cluster, jobs)}
+    by_queue = {
+        q.name: QueueUse(q.used, q.nominal, _finite(q.weighted_share))
+        for q in quota_rows(cluster, jobs)
+    }
     served = tuple(serving.served()) if serving is not None else ()
     eta, theta = service.efficiency(EFFICIENCY_WINDOW_MS)
     return Sample(

@@ -1,5 +1,6 @@
 """What the dashboard's pages show, read from the service port: the cluster map by topology,
-the queue, and quota use per ClusterQueue. Plain values for the templates; nothing here
+the queue, and quota use per ClusterQueue (with Kueue's fair sharing, each queue's weighted
+share). Plain values for the templates; nothing here
 changes the controller, and each function reads what it needs once per render."""
 
 from __future__ import annotations
@@ -13,6 +14,8 @@ from phalanx.domain.cluster import Cluster
 from phalanx.domain.quantity import GPU, MILLI_UNITS
 from phalanx.domain.queues import queue_name
 from phalanx.domain.state import JobState
+from phalanx.policies.clusterqueue.fairshare import UNBOUNDED
+from phalanx.policies.clusterqueue.usage import queue_usage, weighted_shares
 from phalanx.sched.job import Job
 
 __all__ = [
@@ -174,7 +177,8 @@ def select_jobs(service: Service, wanted: QueueFilter) -> tuple[list[Job], list[
 @dataclass(frozen=True, slots=True)
 class QuotaRow:
     """A ClusterQueue's GPUs: nominal quota, what its running jobs use, and the part of it
-    borrowed from the cohort (use above nominal)."""
+    borrowed from the cohort (use above nominal); with Kueue's fair sharing on, its weight
+    and weighted share."""
 
     kind: str
     name: str
@@ -184,23 +188,41 @@ class QuotaRow:
     limit: float | None
     """Most it may borrow; None: no limit."""
     used: float
+    weight: float = 1.0
+    """Its ``fairSharing.weight``."""
+    weighted_share: int | None = None
+    """Kueue's ``status.fairSharing.weightedShare`` (``policies.clusterqueue.usage``): what
+    it borrows, on its dominant resource, in thousandths of what its cohort lends, over its
+    weight; None while fair sharing is off."""
 
     @property
     def borrowed(self) -> float:
         return max(0.0, self.used - self.nominal)
 
+    @property
+    def unbounded(self) -> bool:
+        """A weight-0 queue that borrows: the largest share there is (Kueue's MaxInt)."""
+        return self.weighted_share == UNBOUNDED
 
-def quota_rows(cluster: Cluster, running: Iterable[Job]) -> list[QuotaRow]:
-    """One row per configured ClusterQueue (none without Kueue queues)."""
+
+def quota_rows(cluster: Cluster, jobs: Iterable[Job]) -> list[QuotaRow]:
+    """One row per configured ClusterQueue (none without Kueue queues), from ``jobs`` (the
+    controller's jobs that are not final; those running with an allocation count), with the
+    weighted shares the ClusterQueue status reports."""
     queues = cluster.queues
+    if not queues.cluster_queues:
+        return []
+    jobs = list(jobs)
     used: dict[str, float] = {}
-    for job in running:
-        if job.alloc is None:
+    for job in jobs:
+        if job.state.is_final or job.state is JobState.PENDING or job.alloc is None:
             continue
-        if queues.cluster_queues:
-            cq, _ = cluster.cluster_queue_of(job.spec)
-            if cq is not None:
-                used[cq.name] = used.get(cq.name, 0.0) + job.alloc.gpus
+        cq, _ = cluster.cluster_queue_of(job.spec)
+        if cq is not None:
+            used[cq.name] = used.get(cq.name, 0.0) + job.alloc.gpus
+    shares = (
+        weighted_shares(queues, queue_usage(cluster, jobs)) if queues.fair_sharing.enable else {}
+    )
     rows = []
     for cq in queues.cluster_queues.values():
         gpu = [q for _, q in cq.quotas() if q.name == GPU]
@@ -215,6 +237,8 @@ def quota_rows(cluster: Cluster, running: Iterable[Job]) -> list[QuotaRow]:
                 if any(x is None for x in limits)
                 else sum(x or 0 for x in limits) / MILLI_UNITS,
                 used.get(cq.name, 0.0),
+                cq.fair_sharing_weight,
+                shares.get(cq.name),
             )
         )
     return rows
