@@ -9,6 +9,9 @@ Three sections, each one can be skipped:
    10,000 pending) on the same cluster at 90% of its GPUs allocated, built as
    ``sched_pass.py`` builds its state.
 
+With ``--queues FILE`` (Kueue's and Volcano's queue objects, as ``phalanx simulate --queues``:
+``examples/philly_queues.py`` writes the Philly trace's), the cluster has those queues.
+
 With ``--hash``, each run also prints a digest of its decision log and of every job's record
 (first start, end, state): two versions of the code decide alike on a trace when their
 digests are equal (how an optimisation is shown to change no decision).
@@ -25,13 +28,15 @@ jobs/s against the targets (>= 5,000 jobs/s for phalanx at load 1; at the deep l
 met or not, and prints PASS or FAIL.
 
     .venv/bin/python bench/sim_speed.py [--limit N] [--repeat N] [--policy NAME ...]
-        [--deep-policy NAME ...] [--skip throughput|deep|pass ...] [--hash] [--why]
+        [--deep-policy NAME ...] [--skip throughput|deep|pass ...] [--queues FILE] [--hash]
+        [--why]
 """
 
 from __future__ import annotations
 
 import argparse
 import copy
+import dataclasses
 import gc
 import hashlib
 import os
@@ -42,11 +47,13 @@ import time
 from pathlib import Path
 
 from phalanx.config.clusterspec import regular_cluster
+from phalanx.config.queues import queues_from_file
 from phalanx.domain.cluster import Cluster
 from phalanx.domain.time import HOUR
 from phalanx.engine import CleanupDone, Event, Submit, TasksExited, TimerFired
 from phalanx.engine.decisions import Preempted, Started
 from phalanx.engine.timers import LimitTimer, PassTimer, RecalcTimer
+from phalanx.errors import InputError
 from phalanx.policies.catalog import POLICIES, profile
 from phalanx.sim.records import RunRecord
 from phalanx.sim.simulator import Simulator
@@ -112,6 +119,12 @@ def _args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--pass-samples", type=int, default=3, help="passes per depth (3)")
     parser.add_argument(
         "--skip", action="append", choices=SECTIONS, default=[], help="skip a section"
+    )
+    parser.add_argument(
+        "--queues",
+        type=Path,
+        default=None,
+        help="queue objects (YAML) for the cluster, as phalanx simulate --queues",
     )
     parser.add_argument(
         "--hash",
@@ -282,9 +295,17 @@ def main(argv: list[str] | None = None) -> int:
     args = _args(argv)
     print("$", shlex.join([_python(), *sys.argv]))
     cluster = regular_cluster(args.nodes, args.gpus_per_node, args.nodes_per_switch)
+    if args.queues is not None:
+        try:
+            queues = queues_from_file(str(args.queues))
+        except InputError as exc:
+            print(f"sim_speed: {exc}", file=sys.stderr)
+            return 2
+        cluster = dataclasses.replace(cluster, queues=queues)
     print(
         f"cluster: {args.nodes} nodes x {args.gpus_per_node} GPUs, "
         f"{args.nodes_per_switch} nodes per leaf switch"
+        + ("" if args.queues is None else f", queues from {args.queues}")
     )
     verdicts: list[tuple[str, str, float]] = []
     sections = [
