@@ -9,9 +9,17 @@ Three sections, each one can be skipped:
    10,000 pending) on the same cluster at 90% of its GPUs allocated, built as
    ``sched_pass.py`` builds its state.
 
+With ``--queues FILE`` (Kueue's and Volcano's queue objects, as ``phalanx simulate --queues``:
+``examples/philly_queues.py`` writes the Philly trace's), the cluster has those queues.
+
 With ``--hash``, each run also prints a digest of its decision log and of every job's record
 (first start, end, state): two versions of the code decide alike on a trace when their
 digests are equal (how an optimisation is shown to change no decision).
+
+With ``--why``, each run also prints its passes by what came before them (only submissions,
+an end, a priority recalculation) and what they did (started a job, preempted, nothing),
+with the CPU seconds they took, and the CPU seconds spent outside passes: where skipping
+passes could save time, and how much there is to save.
 
 Only ``Simulator.run()`` (or the one pass) is timed; reading the trace is timed and printed
 apart. Each policy is run ``--repeat`` times on a fresh simulator; the verdicts use the median
@@ -20,13 +28,15 @@ jobs/s against the targets (>= 5,000 jobs/s for phalanx at load 1; at the deep l
 met or not, and prints PASS or FAIL.
 
     .venv/bin/python bench/sim_speed.py [--limit N] [--repeat N] [--policy NAME ...]
-        [--deep-policy NAME ...] [--skip throughput|deep|pass ...] [--hash]
+        [--deep-policy NAME ...] [--skip throughput|deep|pass ...] [--queues FILE] [--hash]
+        [--why]
 """
 
 from __future__ import annotations
 
 import argparse
 import copy
+import dataclasses
 import gc
 import hashlib
 import os
@@ -37,9 +47,13 @@ import time
 from pathlib import Path
 
 from phalanx.config.clusterspec import regular_cluster
+from phalanx.config.queues import queues_from_file
 from phalanx.domain.cluster import Cluster
 from phalanx.domain.time import HOUR
-from phalanx.engine import TimerFired
+from phalanx.engine import CleanupDone, Event, Submit, TasksExited, TimerFired
+from phalanx.engine.decisions import Preempted, Started
+from phalanx.engine.timers import LimitTimer, PassTimer, RecalcTimer
+from phalanx.errors import InputError
 from phalanx.policies.catalog import POLICIES, profile
 from phalanx.sim.records import RunRecord
 from phalanx.sim.simulator import Simulator
@@ -107,9 +121,20 @@ def _args(argv: list[str] | None) -> argparse.Namespace:
         "--skip", action="append", choices=SECTIONS, default=[], help="skip a section"
     )
     parser.add_argument(
+        "--queues",
+        type=Path,
+        default=None,
+        help="queue objects (YAML) for the cluster, as phalanx simulate --queues",
+    )
+    parser.add_argument(
         "--hash",
         action="store_true",
         help="print a digest of each run's decision log and job records",
+    )
+    parser.add_argument(
+        "--why",
+        action="store_true",
+        help="print the passes by what came before them and what they did, with CPU time",
     )
     args = parser.parse_args(argv)
     if args.repeat < 1 or args.pass_samples < 1:
@@ -133,6 +158,65 @@ def digest(sim: Simulator, record: RunRecord) -> str:
     return h.hexdigest()[:16]
 
 
+def _before(event: Event) -> str:
+    """What kind of input ``event`` is, for ``--why``."""
+    if type(event) is Submit:
+        return "submit"
+    if type(event) is TasksExited or type(event) is CleanupDone:
+        return "end"
+    if isinstance(event, TimerFired):
+        if type(event.key) is LimitTimer:
+            return "limit"  # a limit timer alone changes nothing a pass reads
+        if type(event.key) is RecalcTimer:
+            return "recalc"
+    return "other"
+
+
+class PassTable:
+    """``--why``: wraps a simulator's driver so each pass is timed (CPU) and classed."""
+
+    CAUSES = ("submissions only", "an end", "a recalculation", "other")
+    OUTCOMES = ("started", "preempted", "nothing")
+
+    def __init__(self, sim: Simulator) -> None:
+        self.since: set[str] = set()
+        self.rows: dict[tuple[str, str], list[float]] = {}
+        self.entries = sim.engine.decisions.entries
+        self.handle = sim.driver.handle
+        sim.driver.handle = self.timed  # type: ignore[method-assign]
+
+    def timed(self, event: Event) -> object:
+        if not isinstance(event, TimerFired) or type(event.key) is not PassTimer:
+            self.since.add(_before(event))
+            return self.handle(event)
+        logged = len(self.entries)
+        c0 = time.process_time()
+        out = self.handle(event)
+        cpu = time.process_time() - c0
+        new = {type(d) for d in self.entries[logged:]}
+        outcome = "started" if Started in new else "preempted" if Preempted in new else "nothing"
+        since = self.since - {"limit"}
+        cause = (
+            "an end" if "end" in since
+            else "a recalculation" if "recalc" in since
+            else "submissions only" if since <= {"submit"}
+            else "other"
+        )  # fmt: skip
+        row = self.rows.setdefault((cause, outcome), [0, 0.0])
+        row[0] += 1
+        row[1] += cpu
+        self.since = set()
+        return out
+
+    def print(self, total_cpu: float) -> None:
+        print(f"       {'passes after':<18}" + "".join(f"  {o:>19}" for o in self.OUTCOMES))
+        for cause in self.CAUSES:
+            cells = [self.rows.get((cause, o), [0, 0.0]) for o in self.OUTCOMES]
+            print(f"       {cause:<18}" + "".join(f"  {int(n):>9,} {t:>7.2f} s" for n, t in cells))
+        inside = sum(t for _, t in self.rows.values())
+        print(f"       CPU in passes {inside:.2f} s, outside passes {total_cpu - inside:.2f} s")
+
+
 def _replay(
     section: str,
     names: list[str],
@@ -140,6 +224,7 @@ def _replay(
     workload: list[TraceJob],
     repeat: int,
     with_hash: bool = False,
+    why: bool = False,
 ) -> list[tuple[str, str, float]]:
     """Run each policy ``repeat`` times over ``workload``; (section, policy, median jobs/s)."""
     verdicts: list[tuple[str, str, float]] = []
@@ -152,6 +237,7 @@ def _replay(
         )
         for i in range(repeat):
             sim = Simulator(cluster, profile(name), workload, keep_segments=False)
+            table = PassTable(sim) if why else None
             t0, c0 = time.perf_counter(), time.process_time()
             record = sim.run()
             wall, cpu = time.perf_counter() - t0, time.process_time() - c0
@@ -164,6 +250,8 @@ def _replay(
                 f"{per_cpu:>10,.0f}  {record.passes:>8,}"
                 + (f"  {digest(sim, record)}" if with_hash else "")
             )
+            if table is not None:
+                table.print(cpu)
         median = statistics.median(rates)
         verdicts.append((section, name, median))
         print(f"  median {median:,.0f} jobs/s")
@@ -207,9 +295,17 @@ def main(argv: list[str] | None = None) -> int:
     args = _args(argv)
     print("$", shlex.join([_python(), *sys.argv]))
     cluster = regular_cluster(args.nodes, args.gpus_per_node, args.nodes_per_switch)
+    if args.queues is not None:
+        try:
+            queues = queues_from_file(str(args.queues))
+        except InputError as exc:
+            print(f"sim_speed: {exc}", file=sys.stderr)
+            return 2
+        cluster = dataclasses.replace(cluster, queues=queues)
     print(
         f"cluster: {args.nodes} nodes x {args.gpus_per_node} GPUs, "
         f"{args.nodes_per_switch} nodes per leaf switch"
+        + ("" if args.queues is None else f", queues from {args.queues}")
     )
     verdicts: list[tuple[str, str, float]] = []
     sections = [
@@ -231,7 +327,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"== {section}: load {load:g}")
         print(f"trace: {args.trace} ({len(workload):,} jobs) read in {read_s:.2f} s")
         print()
-        verdicts += _replay(section, names, cluster, workload, args.repeat, args.hash)
+        verdicts += _replay(section, names, cluster, workload, args.repeat, args.hash, args.why)
     if "pass" not in args.skip:
         print("== pass cost against queue depth (90% of GPUs allocated)")
         print()

@@ -190,3 +190,51 @@ def test_a_refused_reservation_is_undone_in_reverse_and_the_job_waits(
     assert d.state(one) is JobState.RUNNING and d.state(two) is JobState.PENDING
     assert d.job(two).reason_plugin == "reserve/b"
     assert d.engine.state.free_gpus == 7  # the refused placement was never taken
+
+
+class Quiet:
+    """A pre-filter and reserve plugin that says, per its ``idle`` parameter, whether it has
+    anything to check (``Idle``); it refuses job 2 wherever it is asked."""
+
+    def __init__(self, params: Mapping[str, object]) -> None:
+        self.idle_now = bool(params["idle"])
+
+    def idle(self, ctx: PassContext) -> bool:
+        calls.append(("idle",))
+        return self.idle_now
+
+    def pre_filter(self, job: Job, ctx: PassContext) -> Status:
+        calls.append(("pre-filter", job.id))
+        return Status.wait(Reason.QOS_QUOTA, "admit/quiet") if job.id == 2 else OK
+
+    def reserve(self, job: Job, alloc: Allocation, ctx: PassContext) -> Status:
+        calls.append(("reserve", job.id))
+        return OK
+
+    def unreserve(self, job: Job, ctx: PassContext) -> None:
+        pass
+
+
+@pytest.mark.parametrize("idle", [True, False])
+def test_an_idle_pre_filter_and_reserve_plugin_is_not_called_in_that_pass(
+    logging_profile: catalog.Profile, idle: bool
+) -> None:
+    catalog.REGISTRY.register("admit/quiet", Quiet)
+    profile = dataclasses.replace(
+        logging_profile,
+        pre_filter=("admit/quiet",),
+        reserve=("admit/quiet",),
+        params={"admit/quiet": {"idle": idle}},
+    )
+    d = EngineDriver(small_cluster(nodes=1, gpus=8, per_leaf=1), profile)
+    one, two = (d.submit(make_job(gpus=1))[0] for _ in range(2))
+    d.settle()
+    asked = [c for c in calls if c[0] in ("pre-filter", "reserve")]
+    assert ("idle",) in calls  # asked once per pass, at its start
+    if idle:
+        assert asked == []
+        assert d.state(one) is JobState.RUNNING and d.state(two) is JobState.RUNNING
+    else:
+        assert asked == [("pre-filter", one), ("reserve", one), ("pre-filter", two)]
+        assert d.state(one) is JobState.RUNNING and d.state(two) is JobState.PENDING
+        assert d.job(two).reason_plugin == "admit/quiet"

@@ -20,6 +20,7 @@ from phalanx.domain.cluster import Cluster
 from phalanx.domain.state import JobState
 from phalanx.domain.time import HOUR
 from phalanx.errors import ConfigError
+from phalanx.policies.clusterqueue.admission import ClusterQueueAdmission
 from phalanx.testing import EngineDriver, make_job
 
 BASE = """
@@ -177,3 +178,17 @@ def test_the_slurm_profile_holds_limits_but_not_kueues_cluster_queues() -> None:
     phalanx = EngineDriver(limited, "phalanx")
     jobs = [submit(phalanx, 1, user="u", account="teamb") for _ in range(2)]
     assert [phalanx.state(i) for i in jobs] == [JobState.RUNNING, JobState.PENDING]
+
+
+@pytest.mark.parametrize("profile", ["slurm", "phalanx"])
+def test_admission_is_idle_only_with_nothing_to_check(profile: str) -> None:
+    """``admit/clusterqueue`` says it is ``Idle`` (the pass then does not ask it) only on a
+    cluster with no limit and no ClusterQueue."""
+
+    def idle(cluster: Cluster) -> bool:
+        engine = EngineDriver(cluster, profile).engine
+        [plugin] = [p for p in engine.points.pre_filter if isinstance(p, ClusterQueueAdmission)]
+        return plugin.idle(engine.view)
+
+    assert idle(cluster_from_yaml(BASE.split("qos:")[0]))
+    assert not idle(cluster())

@@ -7,6 +7,8 @@ from __future__ import annotations
 import dataclasses
 import textwrap
 
+import pytest
+
 from phalanx.config.clusterspec import cluster_from_yaml
 from phalanx.config.queues import queues_from_yaml
 from phalanx.domain.cluster import Cluster
@@ -15,6 +17,7 @@ from phalanx.domain.queues import PRIORITY_CLASS_LABEL, QUEUE_NAME_LABEL
 from phalanx.domain.state import JobState, Reason
 from phalanx.domain.time import HOUR
 from phalanx.policies.catalog import POLICIES
+from phalanx.policies.clusterqueue.admission import ClusterQueueAdmission
 from phalanx.sched.profile import Profile
 from phalanx.testing import EngineDriver, make_job, small_cluster
 
@@ -413,3 +416,16 @@ def test_a_job_waiting_for_quota_says_when_it_expects_to_start() -> None:
     # Two CPUs more than any end frees within the cohort's 21: none makes room.
     [big] = submit(d, cpu_job("team-a", cpus=22), 1)
     assert d.job(big).reason_message.endswith("no running job's end makes room for it")
+
+
+@pytest.mark.parametrize("profile", ["kueue", "phalanx"])
+def test_admission_is_never_idle_with_cluster_queues(profile: str) -> None:
+    """With ClusterQueues the pass asks ``admit/clusterqueue`` for every job; without them
+    only a profile that admits every job then (``without_queues: none``) skips it."""
+    queued = with_queues(small_cluster(nodes=2, gpus=8), FLAVOR, cpu_queue("team-a-cq", 9))
+    for cluster, expected in ((queued, False), (small_cluster(nodes=2, gpus=8), None)):
+        engine = EngineDriver(cluster, profile).engine
+        [plugin] = [p for p in engine.points.pre_filter if isinstance(p, ClusterQueueAdmission)]
+        if expected is None:
+            expected = profile == "phalanx"  # kueue falls back to admit/quota
+        assert plugin.idle(engine.view) is expected

@@ -210,3 +210,63 @@ def test_las_running_order_over_columns_is_the_order_job_by_job() -> None:
     one_by_one = las._by_queue_unordered(running, now)
     assert columns == one_by_one
     assert {q for q, _, _ in columns} == {0, 1, 2}  # every queue is represented
+
+
+def test_only_a_job_that_waited_job_min_wait_displaces_a_run() -> None:
+    # The newcomer arrives a minute after the run's checkpoint: with 10 minutes' patience it
+    # does not displace it then, but does in a pass right after the next checkpoint (2.5 h;
+    # a submission makes that pass).
+    d, long, new = _displace(_phalanx_with(job_min_wait_ms=10 * MINUTE), 8)
+    assert not d.decisions(Preempted) and d.state(new) is JobState.PENDING
+    d.advance(2 * HOUR + 31 * MINUTE)
+    assert not d.decisions(Preempted)
+    d.submit(make_job(gpus=8, time_limit=20 * HOUR))
+    d.settle()
+    assert [e.job_id for e in d.decisions(Preempted)] == [long]
+    assert d.state(new) is JobState.RUNNING
+
+
+def _gang_needs_a_leaf(prof: Profile, free_elsewhere: bool) -> tuple[EngineDriver, int, int]:
+    """Leaf A (nodes 0, 1) and leaf B (nodes 2, 3), each node run by an 8-GPU job; a long one
+    on node 0 checkpoints every 30 minutes. Right after its checkpoint the run on node 1 ends
+    (and, ``free_elsewhere``, the one on node 3), and a 16-GPU gang arrives that wants one
+    leaf (``phalanx`` lets a gang wait 30 minutes for the fewest leaves)."""
+    d = EngineDriver(small_cluster(nodes=4, gpus=8, per_leaf=2), prof)
+    [long] = d.submit(make_job(gpus=8, time_limit=20 * HOUR, checkpoint_interval=30 * MINUTE))
+    d.settle()
+    on: dict[int, int] = {}
+    for _ in range(3):
+        [other] = d.submit(make_job(gpus=8, time_limit=20 * HOUR))
+        d.settle()
+        alloc = d.job(other).alloc
+        assert alloc is not None
+        on[alloc.nodes[0]] = other
+    alloc = d.job(long).alloc
+    assert alloc is not None and alloc.nodes == (0,) and sorted(on) == [1, 2, 3]
+    d.advance(2 * HOUR + MINUTE)
+    d.finish(on[1])
+    if free_elsewhere:
+        d.finish(on[3])
+    d.settle()
+    [gang] = d.submit(make_job(gpus=8, nodes=2, time_limit=HOUR))
+    d.settle()
+    return d, long, gang
+
+
+def test_a_whole_node_victim_is_taken_only_where_it_restarts_at_once() -> None:
+    covered = _phalanx_with(covered_victim_gpus=1)
+    # A node of leaf B is free: the long run moves there and the gang takes leaf A.
+    d, long, gang = _gang_needs_a_leaf(covered, True)
+    assert [e.job_id for e in d.decisions(Preempted)] == [long]
+    d.settle()
+    assert d.state(gang) is JobState.RUNNING
+    alloc = d.job(gang).alloc
+    assert alloc is not None and alloc.nodes == (0, 1)
+    d.advance(d.now + MINUTE)
+    assert d.state(long) is JobState.RUNNING and d.job(long).restarts == 1
+    # No free node: the long run would wait for one, so it is spared (and without the bound
+    # it is not).
+    d, long, gang = _gang_needs_a_leaf(covered, False)
+    assert not d.decisions(Preempted) and d.state(gang) is JobState.PENDING
+    d, long, gang = _gang_needs_a_leaf(named_profile("phalanx"), False)
+    assert [e.job_id for e in d.decisions(Preempted)] == [long]

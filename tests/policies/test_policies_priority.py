@@ -120,3 +120,25 @@ def test_a_requeued_job_counts_as_fully_aged_with_requeued_full_age() -> None:
     assert plugin.compute(j, engine, 6 * HOUR)[1]["age"] == pytest.approx(250)
     j.restarts = 1
     assert plugin.compute(j, engine, 6 * HOUR)[1]["age"] == 1000
+
+
+def test_short_cap_ms_counts_longer_limits_as_the_cap() -> None:
+    engine = Engine(small_cluster(), POLICIES["slurm"])
+    limits = (HOUR, DAY // 2, 3 * DAY, 7 * DAY)
+    jobs = [job(engine, i, "root", time_limit=t) for i, t in enumerate(limits, 1)]
+    hour, half_day, days, week = jobs
+    params = {"weight_short": 7000, "short_horizon_ms": 7 * DAY}
+    plain = MultifactorPriority(params)
+    capped = MultifactorPriority({**params, "short_cap_ms": DAY})
+
+    def short(plugin: MultifactorPriority, j: Job) -> float:
+        return plugin.compute(j, engine, 0)[1]["short"]
+
+    # Below the cap nothing changes; from it on every limit counts as one day (1000 per day).
+    for j in (hour, half_day):
+        assert short(capped, j) == pytest.approx(short(plain, j))
+    assert short(plain, half_day) == pytest.approx(6500)
+    assert short(plain, days) == pytest.approx(4000) and short(plain, week) == pytest.approx(0)
+    assert short(capped, days) == pytest.approx(6000) and short(capped, week) == pytest.approx(6000)
+    with pytest.raises(TypeError, match="short_cap_ms"):
+        MultifactorPriority({**params, "short_cap_ms": 0})

@@ -7,6 +7,7 @@ from __future__ import annotations
 import datetime
 import importlib
 import json
+import re
 from typing import Any
 
 from starlette.responses import Response
@@ -34,13 +35,7 @@ ACCEPTED = (JSON, YAML, PROTOBUF)
 
 
 def dumps(value: Any) -> bytes:
-    text = json.dumps(value, separators=(",", ":"), ensure_ascii=False)
-    try:
-        return text.encode()
-    except UnicodeEncodeError:
-        # A lone surrogate (a request's undecodable bytes, echoed in a message) has no
-        # UTF-8: JSON's \u escapes carry it instead.
-        return json.dumps(value, separators=(",", ":")).encode()
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False).encode()
 
 
 def media(content_type: str | None) -> str:
@@ -72,17 +67,35 @@ def decode_body(content_type: str | None, body: bytes) -> Any:
     if kind in ("", JSON, "text/json") or (kind in PATCH_TYPES and kind != APPLY):
         try:
             # Keeps duplicate keys visible to field validation (the last one wins, as in Go).
-            return loads_strict(body)
+            return _valid_text(loads_strict(body), body)
         except (ValueError, UnicodeDecodeError) as exc:
             raise BadRequest(f"json parse error: {exc}") from None
     if kind in (YAML, "application/x-yaml", "text/yaml", APPLY):
         import yaml
 
         try:
-            return _jsonable(yaml.safe_load(body))
+            return _valid_text(_jsonable(yaml.safe_load(body)), body)
         except yaml.YAMLError as exc:
             raise BadRequest(f"yaml parse error: {exc}".replace("\n", " ")) from None
     raise UnsupportedMediaType(kind, ACCEPTED)
+
+
+_SURROGATE_ESCAPE = re.compile(rb"\\[uU]0{0,4}[dD][89a-fA-F]")
+
+
+def _valid_text(value: Any, body: bytes) -> Any:
+    """``value`` with every lone surrogate (an escape such as ``\\ud800`` that pairs with
+    nothing) made U+FFFD, as Go's decoders do: such a string has no UTF-8 form, so it could
+    be neither stored nor sent back. Only a body that escapes a surrogate is walked."""
+    if not _SURROGATE_ESCAPE.search(body):
+        return value
+    if isinstance(value, str):
+        return value.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+    if isinstance(value, dict):
+        return {_valid_text(k, body): _valid_text(v, body) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_valid_text(v, body) for v in value]
+    return value
 
 
 def _jsonable(value: Any) -> Any:

@@ -252,6 +252,25 @@ POLICIES: dict[str, Profile] = {
             # too few 1-GPU runs. Tiresias' 0.1 s come from 1-GPU jobs preempting 2-, 4- and
             # 8-GPU runs, whose requeue waits give its 2-4 and 5-8 GPU jobs 297 s and 47 s
             # (slurm 0.4 s, 16.4 s).
+            # Two rules against the requeue waits of whole-node victims, measured for issue 9
+            # and left off: a job may displace cheap victims only once it has waited
+            # job_min_wait_ms (one that finds room within minutes passes no wait on), and
+            # victims of more GPUs than covered_victim_gpus go only where they can start again
+            # at once beside the job (moved, not queued). Full trace on 1,024 GPUs (mean JCT;
+            # mean wait of 1, 2-4, 5-8, 9-64 GPUs): as is 13,150.7 s; 11.4, 0.0, 9.1, 1.4 s;
+            # job_min_wait 10 min 13,150.2 s; 11.5, 0.2, 5.9, 6.8 s; 30 min 13,150.2 s; 11.7,
+            # 0.2, 5.0, 19.0 s; covered_victim_gpus 1 13,150.9 s; 11.6, 0.2, 3.8, 19.7 s
+            # (slurm 13,150.1 s; 11.8, 0.1, 3.5, 18.1 s). Sparing whole-node victims turns
+            # their requeue waits back into first waits: with covered_victim_gpus 1 the 5-8 GPU
+            # jobs wait 5,693 s in all before their first starts (72 s as is, slurm 5,798 s)
+            # and 548 s after requeues (14,930 s as is). On 512 GPUs a full cluster has no room
+            # for the victim, so it is max_victim_gpus 1 again: on the first 30,000 jobs
+            # 37,260 s; 5.4, 10.3, 73.1, 58.0 h (as is 27,820 s; 2.6, 6.1, 78.7, 61.2 h).
+            # job_min_wait 10 min on the full trace on 512 GPUs: 30,177 s; 2.6, 5.2, 98.7,
+            # 28.7 h, 65+ 9.8 h (as is 29,435 s; 2.3, 5.1, 100.6, 31.3, 12.8 h). No ratio with
+            # suspend_grace 1 min on 1,024 GPUs: 13,145.2 s; 3.3, 41.5, 56.1, 14.8 s; with
+            # max_loss_ms 30 min as well 13,144.9 s; 3.4, 29.5, 65.2, 10.2 s (tiresias
+            # 13,143.8 s).
             "preempt/clusterqueue": {
                 "opportunistic": True,
                 "job_attained_gpu_ms": 1 * HOUR,
@@ -290,7 +309,16 @@ POLICIES: dict[str, Profile] = {
             # Putting requeued jobs first (requeued_full_age), so that victims wait less after
             # their requeues: on the first 30,000 jobs on 512 GPUs it cut the 9-64 GPU wait
             # (61.2 -> 51.7 h) but hardly the 2-4 GPU one (6.06 -> 5.99 h), and raised the
-            # mean JCT from 27,820 s to 31,783 s and the 1-GPU wait from 2.6 h to 3.8 h.
+            # mean JCT from 27,820 s to 31,783 s and the 1-GPU wait from 2.6 h to 3.8 h. On
+            # 1,024 GPUs (full trace) 13,150.7 s; 1, 2-4, 5-8, 9-64 GPUs 11.4, 0.0, 8.1, 0.6 s:
+            # put first, the 10 whole-node victims still wait 1,326 s each for a node to drain.
+            # Capping the time limit the short factor sees (short_cap_ms, off), so that a 3-day
+            # job is held behind fresh 1-hour jobs for at most 2.6 h (24 h cap) or 1.3 h (12 h)
+            # of waiting instead of 8 h: full trace on 512 GPUs (mean JCT; 1, 2-4, 5-8, 9-64,
+            # 65+ GPUs) 24 h gave 48,917 s; 7.5, 12.3, 114.0, 35.2, 0.5 h; 12 h 51,119 s; 8.2,
+            # 12.4, 110.5, 43.4, 0.5 h. Jobs over the cap then tie on it, so a 7-day job no
+            # longer waits behind 2-day ones and holds its GPUs for days while the queue is
+            # deep: every class but the 65+ GPU gangs waits longer, the 2-4 GPU jobs too.
             "priority/multifactor": {
                 **_SLURM_WEIGHTS,
                 "queues_first": True,  # under ClusterQueues only

@@ -112,12 +112,23 @@ class CheckpointPreempt:
         self.job_max_limit = int(limit) if isinstance(limit, int | float) else None
         """Only a job whose time limit is at most this may displace cheap victims (None: any).
         Displacing a run for a job as long as itself only moves the wait onto the victim."""
+        self.job_min_wait = _ms(params, "job_min_wait_ms", 0)
+        """Only a job that has waited this long since its submission may displace cheap
+        victims. A requeued victim waits again for room of its own shape, for as long as the
+        queue ahead of it takes; a job that would have found room within minutes anyway does
+        not pass that wait on (on a lightly loaded cluster, most jobs)."""
         ratio = params.get("max_victim_gpu_ratio")
         self.max_ratio = float(ratio) if isinstance(ratio, int | float) else None
         """Cheap victims may hold at most this many GPUs per GPU of the job that preempts them
         (None: no bound). What a victim frees beyond what the job uses stands idle while the
         victim, requeued, waits for room of its own shape: a 1-GPU job that displaces an 8-GPU
         run leaves 7 GPUs idle and a whole-node job pending."""
+        covered = params.get("covered_victim_gpus")
+        self.covered_gpus = float(covered) if isinstance(covered, int | float) else None
+        """Cheap victims holding more than this many GPUs are taken only if they could start
+        again at once elsewhere, beside the job placed where the victims were (None: no such
+        check). Such a preemption moves the victim rather than queueing it: it loses at most
+        ``max_loss_ms`` and its restart, never a wait for room of its own shape."""
         most = params.get("max_victim_gpus")
         self.max_victim_gpus = float(most) if isinstance(most, int | float) else None
         """Cheap victims may hold at most this many GPUs (None: no bound). A requeued victim
@@ -238,6 +249,7 @@ class CheckpointPreempt:
         cheap = (
             self.opportunistic
             and job.attained_at(now) < self.job_attained
+            and now - job.submit >= self.job_min_wait
             and (self.job_max_limit is None or job.time_limit <= self.job_max_limit)
         )
         if not can and not cheap:
@@ -356,7 +368,37 @@ class CheckpointPreempt:
                 budget.put(r)
         if self.max_ratio is not None and not can and not self._worth_it(job, chosen):
             return None
+        covered = self.covered_gpus is not None and not can and placed
+        if covered and not self._restart_covered(job, ctx, cap, chosen, budget):
+            return None
         return chosen
+
+    def _restart_covered(
+        self,
+        job: Job,
+        ctx: PassContext,
+        cap: Capacity,
+        victims: list[Job],
+        budget: VictimBudget | None,
+    ) -> bool:
+        """Whether every victim over ``covered_victim_gpus`` fits in ``cap`` (the victims
+        gone) once the job and the victims placed before it are placed there."""
+        assert self.covered_gpus is not None
+        big = [v for v in victims if v.alloc is not None and v.alloc.gpus > self.covered_gpus]
+        if not big:
+            return True
+        room = cap.copy()
+        alloc = ctx.place(job, room if budget is None else budget.capacity(room))
+        if alloc is None:
+            return False
+        room.take(alloc)
+        for v in big:
+            assert v.alloc is not None
+            again = ctx.place_shape(v.shape, len(v.alloc.nodes), room)
+            if again is None:
+                return False
+            room.take(again)
+        return True
 
     def _worth_it(self, job: Job, victims: list[Job]) -> bool:
         """Whether cheap victims free no more than ``max_victim_gpu_ratio`` GPUs per GPU the job

@@ -54,6 +54,13 @@ class MultifactorPriority:
         self.age_exp = _num(params, "age_size_exponent", 0.0)
         self.requeued_full_age = bool(params.get("requeued_full_age", False))
         self.max_limit = int(_num(params, "short_horizon_ms", 7 * DAY))
+        cap = params.get("short_cap_ms")
+        if cap is not None and (not isinstance(cap, int | float) or cap <= 0):
+            raise TypeError("priority/multifactor: short_cap_ms must be a positive number")
+        self.short_cap = self.max_limit if cap is None else min(int(cap), self.max_limit)
+        """Time limits beyond this count as this long in the short factor (Phalanx's own; default
+        the horizon): the factor then tells minutes from hours from half-days, and every job
+        longer than the cap loses the same, bounded, place to fresh short jobs."""
         self.favor_small = bool(params.get("favor_small", False))
         self.queues_first = bool(params.get("queues_first", False))
         """Under ClusterQueues, jobs that fit their queue's nominal quota go before those that
@@ -107,7 +114,8 @@ class MultifactorPriority:
         qos = cluster.qos_for(job.spec.qos)
         max_qos = self._max_qos
         qos_f = (qos.priority / max_qos) if qos is not None and max_qos > 0 else 0.0
-        short = max(0.0, 1.0 - job.time_limit / self.max_limit) if self.w_short else 0.0
+        limit = min(job.time_limit, self.short_cap)
+        short = max(0.0, 1.0 - limit / self.max_limit) if self.w_short else 0.0
         parts = (self.w_size * size, self.w_part * part_f, self.w_qos * qos_f, self.w_short * short)
         age_weight = self.w_age
         if self.age_exp:

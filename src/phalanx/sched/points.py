@@ -30,6 +30,7 @@ from phalanx.sched.status import Status
 __all__ = [
     "Compacts",
     "FilterPlugin",
+    "Idle",
     "PermitPlugin",
     "PostFilterPlugin",
     "PreFilterPlugin",
@@ -50,6 +51,17 @@ class Compacts(Protocol):
     that a state saved after it and restored decides as the one that goes on."""
 
     def compact(self) -> None: ...
+
+
+@runtime_checkable
+class Idle(Protocol):
+    """A pre-filter or reserve plugin that may have nothing to check on some clusters (Kueue's
+    ClusterQueues on a cluster that has none). ``idle`` is asked once at the start of each
+    pass; True promises that each of its ``pre_filter`` and ``reserve`` calls in that pass
+    would return SUCCESS and change nothing, and the pass then makes none (a deep queue
+    asks every job's pre-filter)."""
+
+    def idle(self, ctx: PassContext) -> bool: ...
 
 
 class QueueSortPlugin(Protocol):

@@ -34,7 +34,7 @@ from phalanx.engine.scheduling.statuses import Statuses
 from phalanx.sched.capacity import Allocation, Capacity
 from phalanx.sched.job import Job
 from phalanx.sched.members import member_count, merge, pod_shape
-from phalanx.sched.points import ReservationStep
+from phalanx.sched.points import Idle, PreFilterPlugin, ReservationStep, ReservePlugin
 from phalanx.sched.shape import Shape
 from phalanx.sched.status import OK, Status
 
@@ -44,6 +44,10 @@ __all__ = ["Recipe"]
 class Recipe:
     """Runs one pass over the engine's eligible queue (``run``), calling the profile's
     plugins at their points. Owns nothing between passes but a cache of pod shapes."""
+
+    _may_idle: tuple[Idle, ...] | None = None
+    """The pre-filter and reserve plugins that may be ``Idle`` (found on the first pass;
+    a class default, so a recipe pickled before it existed finds them too)."""
 
     def __init__(
         self,
@@ -61,6 +65,9 @@ class Recipe:
         self.holds = holds
         self.preemption = preemption
         self._pods: dict[tuple[object, int], Shape] = {}
+        self._pre: tuple[PreFilterPlugin, ...] = points.pre_filter
+        self._res: tuple[ReservePlugin, ...] = points.reserve
+        """This pass's pre-filter and reserve plugins: the profile's but the ``Idle``."""
 
     def connect(
         self,
@@ -85,7 +92,7 @@ class Recipe:
             status = self.limits.check(job)
             if not status.ok:
                 return status
-        for plugin in self.points.pre_filter:
+        for plugin in self._pre:
             status = plugin.pre_filter(job, self.view)
             if not status.ok:
                 return status
@@ -94,7 +101,7 @@ class Recipe:
     def reserve(self, job: Job, alloc: Allocation) -> Status:
         """Step 3d: the reserve plugins, in order; on a refusal, those that had reserved are
         told to unreserve, in reverse order."""
-        plugins = self.points.reserve
+        plugins = self._res
         for i, plugin in enumerate(plugins):
             status = plugin.reserve(job, alloc, self.view)
             if not status.ok:
@@ -114,7 +121,18 @@ class Recipe:
         nominations.begin()
         could = preemption.could_preempt if preemption.preemptors > 0 else None
         step = points.reservation.begin(view, could_preempt=could)
-        reserve, permit, post_filter = points.reserve, points.permit, points.post_filter
+        self._pre, self._res = points.pre_filter, points.reserve
+        may_idle = self._may_idle
+        if may_idle is None:
+            may_idle = self._may_idle = tuple(
+                p for p in (*points.pre_filter, *points.reserve) if isinstance(p, Idle)
+            )
+        if may_idle:
+            idle = {id(p) for p in may_idle if p.idle(view)}
+            if idle:
+                self._pre = tuple(p for p in self._pre if id(p) not in idle)
+                self._res = tuple(p for p in self._res if id(p) not in idle)
+        reserve, permit, post_filter = self._res, points.permit, points.post_filter
         if permit is not None:
             permit.begin(view)
         # 2. Queue sort.
@@ -124,7 +142,7 @@ class Recipe:
             order = nominations.first(pending, order, self._settle)
         # 3-5. Each job in order.
         wait, start = statuses.wait, self._start
-        checks = bool(points.pre_filter) or self.limits.any_rules
+        checks = bool(self._pre) or self.limits.any_rules
         pods = points.pods
         # No node has more free GPUs than this (starts only lower it): a cheap test before
         # a placement is tried.
@@ -242,7 +260,7 @@ class Recipe:
         alloc = view.place(job, step.view(job))
         if alloc is None:
             return False  # cannot happen: shrinking checked the placement
-        status = self.reserve(job, alloc) if self.points.reserve else OK
+        status = self.reserve(job, alloc) if self._res else OK
         if not status.ok:
             self.statuses.wait(job, status)
             return True
@@ -308,7 +326,7 @@ class Recipe:
             if alloc is None:
                 full.add(shape)
                 break
-            if self.points.reserve:
+            if self._res:
                 refused = self.reserve(job, alloc)
                 if not refused.ok:
                     if not job.holds:

@@ -54,7 +54,6 @@ from phalanx.domain.queues import (
     PreemptionPolicy,
     QueueingStrategy,
     Queues,
-    ResourceGroup,
     StopPolicy,
     queue_name,
 )
@@ -62,7 +61,7 @@ from phalanx.domain.queues.model import has_queue_name
 from phalanx.domain.queues.quota import FlavorResource, QuotaNode, QuotaTree
 from phalanx.domain.state import Reason
 from phalanx.errors import ConfigError
-from phalanx.policies.clusterqueue.amounts import held, requested
+from phalanx.policies.clusterqueue.amounts import requested
 from phalanx.policies.clusterqueue.assign import (
     Assignment,
     MaskCache,
@@ -70,6 +69,7 @@ from phalanx.policies.clusterqueue.assign import (
     assign,
     quota_reason,
 )
+from phalanx.policies.clusterqueue.charge import Charge, charge_of, retally
 from phalanx.policies.clusterqueue.forecast import Ending, quota_start, said
 from phalanx.policies.clusterqueue.limits import Ledger, job_tres, limits_apply
 from phalanx.policies.quota import QuotaAdmission
@@ -109,9 +109,29 @@ class Static:
         self.by_spec: dict[int, tuple[JobSpec, tuple[ClusterQueue | None, str]]] = {}
         """``targets`` by job spec (a spec never changes; kept with it, so an id reused
         after it is gone is told apart), bounded: every pass asks for every running job."""
-        self.charges: dict[tuple[int, int], tuple[Allocation, dict[FlavorResource, int]]] = {}
-        """What each running job's run (and allocation) counts against its queue, as of the
-        last pass."""
+        self.charges: dict[tuple[int, int], Charge] = {}
+        """(job id, run) -> what the run counts against its ClusterQueue, for the running
+        jobs the pass's accounting counted (none signalled for preemption at its start)."""
+        self.totals: dict[str, dict[FlavorResource, int]] = {}
+        """ClusterQueue -> the sum of ``charges`` of its runs (no zero amounts kept)."""
+        self.facts: dict[int, tuple[JobSpec, ClusterQueue | None, int]] = {}
+        """Job id -> (its spec, its ClusterQueue, its WorkloadPriorityClass value): what a
+        victim search asks of every running job (bounded as ``by_spec``)."""
+
+    def facts_of(self, job: Job) -> tuple[JobSpec, ClusterQueue | None, int]:
+        """``facts``' entry for ``job``, made on first sight of its spec."""
+        spec = job.spec
+        found = self.facts.get(job.id)
+        if found is None or found[0] is not spec:
+            if len(self.facts) > _SPECS_KEPT:
+                self.facts.clear()
+            queues = self.cluster.queues
+            found = self.facts[job.id] = (
+                spec,
+                self.target(queues, job)[0],
+                queues.priority_of(spec),
+            )
+        return found
 
     def request(self, job: Job) -> dict[str, int]:
         """``requested`` at the job's largest shape, once per kind of job (read-only)."""
@@ -211,30 +231,32 @@ class ClusterQueueAdmission:
             node.usage.clear()
         queues = ctx.cluster.queues
         # What each run holds never changes while it runs: computed once per run (a pass
-        # looks at every running job), and added up per queue before the tree is walked
-        # (taking a sum at once counts in the parent what taking its parts in turn would).
+        # looks at every running job), and the sums per queue kept from pass to pass, with
+        # only the runs that came or went since applied (few, where a pass follows a pass).
+        # The tree then takes each sum at once (which counts in the parent what taking its
+        # parts in turn would).
         known = static.charges
-        charges: dict[tuple[int, int], tuple[Allocation, dict[FlavorResource, int]]] = {}
-        totals: dict[str, dict[FlavorResource, int]] = {}
+        charges: dict[tuple[int, int], Charge] = {}
+        replaced: list[tuple[tuple[int, int], Charge]] = []
+        is_preempting = ctx.is_preempting
         for job in ctx.running():
             alloc = job.alloc
-            if alloc is None or ctx.is_preempting(job):
+            if alloc is None or is_preempting(job):
                 # On its way out: what it holds is counted for the job nominated for it
                 # (``_hold_nominated``), as the pass that preempted it counted it.
                 continue
-            cq, _ = static.target(queues, job)
-            if cq is None:
-                continue
             run = (job.id, job.run)
             cached = known.get(run)
-            if cached is not None and cached[0] is alloc:
-                charge = cached[1]
-            else:
-                charge = self._held_charge(static, cq, job, alloc)
-            charges[run] = (alloc, charge)
-            total = totals.setdefault(cq.name, {})
-            for fr, amount in charge.items():
-                total[fr] = total.get(fr, 0) + amount
+            if cached is None or cached.alloc is not alloc or cached.spec is not job.spec:
+                cq, _ = static.target(queues, job)
+                if cq is None:
+                    continue
+                if cached is not None:
+                    replaced.append((run, cached))
+                cached = Charge(alloc, job.spec, cq, self._held_charge(static, cq, job, alloc))
+            charges[run] = cached
+        totals = static.totals
+        retally(totals, known, charges, replaced)
         static.charges = charges
         for name in sorted(totals):
             node = static.tree.queues[name]
@@ -275,21 +297,7 @@ class ClusterQueueAdmission:
     def _held_charge(
         static: Static, cq: ClusterQueue, job: Job, alloc: Allocation
     ) -> dict[FlavorResource, int]:
-        """What ``alloc`` counts against ``cq``: each resource in the first flavor of its
-        group whose nodes hold the whole allocation (else the first holding any of it, else
-        the group's first). Resources ``cq`` does not cover count nowhere."""
-        nodes = list(alloc.nodes)
-        charge: dict[FlavorResource, int] = {}
-        chosen: dict[int, str] = {}  # by group: one look at the masks per group, not resource
-        for resource, amount in held(job, alloc).items():
-            group = cq.group_of(resource)
-            if group is None:
-                continue
-            flavor = chosen.get(id(group))
-            if flavor is None:
-                flavor = chosen[id(group)] = _flavor_holding(static, group, nodes)
-            charge[(flavor, resource)] = charge.get((flavor, resource), 0) + amount
-        return charge
+        return charge_of(static.masks, cq, job, alloc)
 
     def accounting(self, ctx: PassContext) -> tuple[Static, Pass]:
         """The pass's quota accounting (set up by the first plugin to look), for the
@@ -302,8 +310,8 @@ class ClusterQueueAdmission:
         if alloc is None:
             return {}
         known = static.charges.get((job.id, job.run))
-        if known is not None and known[0] is alloc:
-            return known[1]
+        if known is not None and known.alloc is alloc and known.cq is cq:
+            return known.charge
         return self._held_charge(static, cq, job, alloc)
 
     # -- queue order --------------------------------------------------------------------
@@ -381,6 +389,17 @@ class ClusterQueueAdmission:
                     ledger.add(running, job_tres(running, running.alloc))
         ctx.scratch[_LEDGER] = ledger
         return ledger
+
+    def idle(self, ctx: PassContext) -> bool:
+        """``Idle``: with no ClusterQueue and no association or QOS limit, and every job
+        admitted without them (``without_queues: none``, or ``cluster_queues: false``),
+        ``pre_filter`` and ``reserve`` answer SUCCESS and keep nothing."""
+        cluster = ctx.cluster
+        if self._limits_of is not cluster:
+            self._limits_of, self._any_limits = cluster, limits_apply(cluster)
+        if self._any_limits or cluster.queues.cluster_queues:
+            return False
+        return not self._cluster_queues or self._without_queues == "none"
 
     # -- pre-filter -----------------------------------------------------------------------
     def pre_filter(self, job: Job, ctx: PassContext) -> Status:
@@ -485,13 +504,13 @@ class ClusterQueueAdmission:
         """The running jobs' expected ends with their charges (``forecast``), once a pass."""
         if current.endings is None:
             found: list[Ending] = []
+            charges, queues = static.charges, static.tree.queues
             for job in ctx.running():
-                known = static.charges.get((job.id, job.run))
-                cq, _ = static.target(ctx.cluster.queues, job)
-                if known is None or cq is None or job.start is None:
+                known = charges.get((job.id, job.run))
+                if known is None or job.start is None:
                     continue
-                holder = static.tree.queues[cq.name]
-                found.append((job.start + job.time_limit, job.id, holder, known[1]))
+                holder = queues[known.cq.name]
+                found.append((job.start + job.time_limit, job.id, holder, known.charge))
             found.sort(key=lambda e: (e[0], e[1]))
             current.endings = found
         return current.endings
@@ -537,18 +556,6 @@ class ClusterQueueAdmission:
     def unreserve(self, job: Job, ctx: PassContext) -> None:
         """Nothing: an admitted job keeps its quota for the rest of the pass."""
         del job, ctx
-
-
-def _flavor_holding(static: Static, group: ResourceGroup, nodes: list[int]) -> str:
-    """The first flavor of ``group`` whose nodes hold all of ``nodes`` (else the first
-    holding any, else the group's first); a group of one flavor has no choice to make."""
-    names = [f.name for f in group.flavors]
-    if len(names) == 1:
-        return names[0]
-    flavor = next((f for f in names if static.masks[f][nodes].all()), None)
-    if flavor is None:
-        flavor = next((f for f in names if static.masks[f][nodes].any()), names[0])
-    return flavor
 
 
 def may_preempt(cq: ClusterQueue) -> bool:

@@ -38,6 +38,7 @@ def quota_start(
     """(when, after which job's end) ``request`` first fits ``cq``'s quota, or None if the
     running jobs of its cohort tree ending do not make room for it."""
     root = node.cohort_root()
+    short = _shortfalls(cq, request)
     undo: list[tuple[QuotaNode, FlavorResource, int]] = []
     try:
         for end, job_id, holder, charge in endings:  # in order of expected end
@@ -46,6 +47,8 @@ def quota_start(
             for fr, amount in charge.items():
                 holder.remove(fr, amount)
                 undo.append((holder, fr, amount))
+            if any(all(amount > node.available(fr) for fr in options) for options, amount in short):
+                continue  # ``assign`` would refuse: no flavor has room for this resource yet
             result = assign(
                 cq, node, request, queues.flavors, masks, allowed, lambda mask: True, within
             )
@@ -55,6 +58,21 @@ def quota_start(
     finally:
         for holder, fr, amount in reversed(undo):
             holder.add(fr, amount)
+
+
+def _shortfalls(
+    cq: ClusterQueue, request: Mapping[str, int]
+) -> list[tuple[list[FlavorResource], int]]:
+    """Per requested resource ``cq`` covers: the (flavor, resource) pairs it may take it from
+    and the amount. A flavor fits only where each of these has room (``assign``'s
+    ``_fits``), so while one resource has room in none, ``assign`` refuses: a cheap test
+    that spares the whole assignment after most of the ends ``quota_start`` walks past."""
+    out = []
+    for resource, amount in request.items():
+        group = cq.group_of(resource)
+        if group is not None:
+            out.append(([(f.name, resource) for f in group.flavors], amount))
+    return out
 
 
 def said(found: tuple[Instant, int] | None, now: Instant) -> str:

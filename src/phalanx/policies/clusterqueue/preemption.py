@@ -61,7 +61,6 @@ from phalanx.policies.clusterqueue.admission import (
     Static,
     may_preempt,
 )
-from phalanx.policies.clusterqueue.amounts import requested
 from phalanx.policies.clusterqueue.assign import Assignment, assign
 from phalanx.policies.clusterqueue.fairshare import guess_charge, may_preempt_from, share
 from phalanx.policies.preempt_checkpoint import CheckpointPreempt, lost_work
@@ -252,7 +251,7 @@ class _QuotaBudget:
         self.ctx = ctx
         self.admitted = admitted
         self.node = static.tree.queues[cq.name]
-        self.request = requested(job, job.shape.nodes_max)
+        self.request = static.request(job)
         self.needed: set[FlavorResource] = set()
         for resource in self.request:
             group = cq.group_of(resource)
@@ -266,8 +265,10 @@ class _QuotaBudget:
         self.mode = _OWN
         self.strategy: FairSharingStrategy | None = None
         """With fair sharing (mode ``_FAIR``): the preemption strategy being tried."""
-        self.own_charge = {} if admitted else guess_charge(cq, self.node, self.request)
-        """The job's charge for its share after admission (already counted if admitted)."""
+        fair = queues.fair_sharing.enable
+        self.own_charge = {} if admitted or not fair else guess_charge(cq, self.node, self.request)
+        """With fair sharing, the job's charge for its share after admission (already
+        counted if admitted)."""
         self._mine: int | None = None
         """Its queue's share after admission, while no victim of its own queue changes it."""
 
@@ -296,26 +297,49 @@ class _QuotaBudget:
         borrowing queues' of the cohort by ``reclaimWithinCohort``, and with ``_BORROW`` by
         ``borrowWithinCohort`` too."""
         p = self.cq.preemption
-        tree, queues, job = self.static.tree, self.queues, self.job
+        static, job = self.static, self.job
+        tree = static.tree.queues
         root = self.node.cohort_root() if self.node.parent is not None else None
         borrow = p.borrow_within_cohort
         reclaim = p.reclaim_within_cohort
         self.mode = mode
+        mine, newer_than = self.cq.name, job.seq
+        # Another queue's jobs are candidates only while it borrows, in the job's cohort
+        # tree: one look per queue, not per running job (no usage changes in this loop).
+        others: dict[str, bool] = {}
+        if p.within_cluster_queue is PreemptionPolicy.NEVER:
+            if mode == _OWN or root is None:
+                return []
+            for name, rnode in tree.items():
+                if name != mine:
+                    others[name] = rnode.cohort_root() is root and self._borrowing(rnode)
+            if not any(others.values()):
+                return []  # no queue may lose a job: no running job to look at
+        facts, facts_of = static.facts, static.facts_of
+        held_charge, needed = self.admission.held_charge, self.needed
+        is_preempting = ctx.is_preempting
         out: list[Job] = []
         for r in ctx.running():
-            if r.alloc is None or r.id == job.id or ctx.is_preempting(r):
+            if r.alloc is None or r.id == job.id:
                 continue
-            rcq, _ = self.static.target(queues, r)
+            known = facts.get(r.id)
+            if known is None or known[0] is not r.spec:
+                known = facts_of(r)
+            _, rcq, prio = known
             if rcq is None:
                 continue
-            prio = queues.priority_of(r.spec)
-            if rcq.name == self.cq.name:
-                ok = _within_ok(p.within_cluster_queue, prio, self.priority, r.seq > job.seq)
+            if rcq.name == mine:
+                ok = _within_ok(p.within_cluster_queue, prio, self.priority, r.seq > newer_than)
             elif mode == _OWN or root is None:
                 continue
             else:
-                rnode = tree.queues[rcq.name]
-                if rnode.cohort_root() is not root or not self._borrowing(rnode):
+                lends = others.get(rcq.name)
+                if lends is None:
+                    rnode = tree[rcq.name]
+                    lends = others[rcq.name] = rnode.cohort_root() is root and self._borrowing(
+                        rnode
+                    )
+                if not lends:
                     continue
                 ok = reclaim is PreemptionPolicy.ANY or (
                     reclaim is PreemptionPolicy.LOWER_PRIORITY and prio < self.priority
@@ -323,12 +347,10 @@ class _QuotaBudget:
                 if mode == _BORROW:
                     limit = borrow.max_priority_threshold
                     ok = ok and prio < self.priority and (limit is None or prio <= limit)
-            if not ok:
+            if not ok or is_preempting(r):
                 continue
-            if not self.admitted:
-                charge = self.admission.held_charge(self.static, rcq, r)
-                if not self.needed.intersection(charge):
-                    continue  # frees none of the quota the job lacks
+            if not self.admitted and needed.isdisjoint(held_charge(static, rcq, r)):
+                continue  # frees none of the quota the job lacks
             self.queue_of[r.id] = rcq
             out.append(r)
         return out
