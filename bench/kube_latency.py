@@ -43,6 +43,7 @@ def main() -> int:
     state = Path(tempfile.mkdtemp(prefix="phalanx-kube-bench-", dir=args.dir))
     env = {**os.environ, "PHALANX_STATE_DIR": str(state)}
     phalanx = [sys.executable, "-m", "phalanx"]
+    stopping = threading.Event()
     subprocess.run(
         [*phalanx, "up", "--port", "0", "--kube-port", "0", "--detach"],
         env=env,
@@ -62,14 +63,18 @@ def main() -> int:
         seen = threading.Event()
 
         def watch_pods() -> None:
-            for event in watch.Watch().stream(
-                core.list_namespaced_pod, "default", _request_timeout=600
-            ):
-                pod: Any = event["object"]
-                job = (pod.metadata.labels or {}).get("job-name")
-                if job and pod.status and pod.status.phase == "Running" and job not in running:
-                    running[job] = time.perf_counter()
-                    seen.set()
+            try:
+                for event in watch.Watch().stream(
+                    core.list_namespaced_pod, "default", _request_timeout=600
+                ):
+                    pod: Any = event["object"]
+                    job = (pod.metadata.labels or {}).get("job-name")
+                    if job and pod.status and pod.status.phase == "Running" and job not in running:
+                        running[job] = time.perf_counter()
+                        seen.set()
+            except Exception:  # the cluster stopping ends the watch: done
+                if not stopping.is_set():
+                    raise
 
         threading.Thread(target=watch_pods, daemon=True).start()
         time.sleep(0.5)
@@ -125,6 +130,7 @@ def main() -> int:
         print(f"  of which the create's round trip: p50 {_percentile(created, 0.5):.1f} ms")
         print(("PASS" if p50 <= TARGET_P50_MS else "FAIL") + f": p50 target {TARGET_P50_MS} ms")
     finally:
+        stopping.set()
         subprocess.run([*phalanx, "down"], env=env, capture_output=True, check=False)
         shutil.rmtree(state, ignore_errors=True)
     return 0
