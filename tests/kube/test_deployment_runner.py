@@ -7,45 +7,18 @@ from __future__ import annotations
 import os
 import signal
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from runner_loop import Loop
 
 from phalanx.domain.caller import Caller
 from phalanx.kube.controllers import DEPLOYMENTS, PODS, REPLICASETS, WorkloadRunner
 from phalanx.kube.store import ObjectStore
 from phalanx.testing.builders import make_job
 from phalanx.testing.live import LiveStack, live_stack
-
-
-class Loop:
-    """The controller's loop, played by the test: deferred calls run on ``step``."""
-
-    def __init__(self, stack: LiveStack) -> None:
-        self.stack = stack
-        self.calls: list[Callable[[], None]] = []
-
-    def defer(self, fn: Callable[[], None]) -> None:
-        self.calls.append(fn)
-
-    def step(self) -> None:
-        self.stack.step()
-        while self.calls:
-            calls, self.calls = self.calls, []
-            for fn in calls:
-                fn()
-
-    def run(self, until: Callable[[], bool], timeout: float) -> bool:
-        deadline = time.monotonic() + timeout
-        while not until():
-            if time.monotonic() > deadline:
-                return False
-            self.step()
-            time.sleep(0.02)
-        return True
-
 
 World = tuple[ObjectStore, WorkloadRunner, Loop, LiveStack, Path]
 

@@ -10,12 +10,12 @@ from __future__ import annotations
 import itertools
 import socket
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from runner_loop import Loop
 
 from phalanx.domain.caller import Caller
 from phalanx.domain.jobspec import JobSpec
@@ -92,35 +92,11 @@ def _pytorchjob(script: Path, log: Path, ckpt: Path, port: int) -> dict[str, Any
     }
 
 
-class Loop:
-    """The controller's loop, played by the test: deferred calls run on ``step``."""
-
-    def __init__(self, stack: LiveStack) -> None:
-        self.stack = stack
-        self.calls: list[Any] = []
-
-    def defer(self, fn: Any) -> None:
-        self.calls.append(fn)
-
-    def run(self, until: Any, timeout: float) -> bool:
-        deadline = time.monotonic() + timeout
-        while not until():
-            if time.monotonic() > deadline:
-                return False
-            self.stack.step()
-            while self.calls:
-                calls, self.calls = self.calls, []
-                for fn in calls:
-                    fn()
-            time.sleep(0.05)
-        return True
-
-
 @pytest.fixture
 def world(tmp_path: Path) -> Iterator[tuple[ObjectStore, Loop, LiveStack]]:
     stack = live_stack(nodes=4, gpus=1)
     store = ObjectStore()
-    loop = Loop(stack)
+    loop = Loop(stack, pause=0.05)
     runner = WorkloadRunner(
         store,
         stack.controller,

@@ -6,13 +6,13 @@ waits; a preempted one is suspended again and its pods go, its engine job keepin
 from __future__ import annotations
 
 import dataclasses
-import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
+from runner_loop import Loop
 
 from phalanx.config.clusterspec import regular_cluster
 from phalanx.config.queues import queues_from_file
@@ -61,28 +61,6 @@ CONTAINER = {
     "image": "busybox",
     "resources": {"requests": {"cpu": "1", "memory": "200Mi"}},
 }
-
-
-class Loop:
-    def __init__(self, stack: LiveStack) -> None:
-        self.stack = stack
-        self.calls: list[Callable[[], None]] = []
-
-    def defer(self, fn: Callable[[], None]) -> None:
-        self.calls.append(fn)
-
-    def run(self, until: Callable[[], bool], timeout: float) -> bool:
-        deadline = time.monotonic() + timeout
-        while not until():
-            if time.monotonic() > deadline:
-                return False
-            self.stack.step()
-            while self.calls:
-                calls, self.calls = self.calls, []
-                for fn in calls:
-                    fn()
-            time.sleep(0.02)
-        return True
 
 
 class World:

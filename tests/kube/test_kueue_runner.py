@@ -6,13 +6,13 @@ the next."""
 from __future__ import annotations
 
 import dataclasses
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
+from runner_loop import Loop
 
 from phalanx.config.clusterspec import regular_cluster
 from phalanx.config.queues import queues_from_file
@@ -59,28 +59,6 @@ spec: {clusterQueue: no-such-cq}
 """
 """Stored only: the engine's set-up refuses a LocalQueue of an unknown ClusterQueue, as
 ``phalanx up --queues`` does, while the API server stores one (Kueue shows it inactive)."""
-
-
-class Loop:
-    def __init__(self, stack: LiveStack) -> None:
-        self.stack = stack
-        self.calls: list[Callable[[], None]] = []
-
-    def defer(self, fn: Callable[[], None]) -> None:
-        self.calls.append(fn)
-
-    def run(self, until: Callable[[], bool], timeout: float) -> bool:
-        deadline = time.monotonic() + timeout
-        while not until():
-            if time.monotonic() > deadline:
-                return False
-            self.stack.step()
-            while self.calls:
-                calls, self.calls = self.calls, []
-                for fn in calls:
-                    fn()
-            time.sleep(0.02)
-        return True
 
 
 @pytest.fixture

@@ -5,13 +5,13 @@ in command and args, run to completion; their pods' output is where ``log_path``
 from __future__ import annotations
 
 import sys
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
+from runner_loop import Loop
 
 from phalanx.domain.caller import Caller
 from phalanx.kube.controllers import (
@@ -31,33 +31,6 @@ SAMPLE_JOB = EXAMPLES / "kueue/site/static/examples/jobs/sample-job.yaml"
 SIMPLE_PYTORCH = EXAMPLES / "training-operator/examples/pytorch/simple.yaml"
 VOLCANO_JOB = EXAMPLES / "volcano/example/job.yaml"
 PARALLEL_JOBS = EXAMPLES / "jobset/site/static/examples/simple/paralleljobs.yaml"
-
-
-class Loop:
-    """The controller's loop, played by the test: deferred calls run on ``step``."""
-
-    def __init__(self, stack: LiveStack) -> None:
-        self.stack = stack
-        self.calls: list[Callable[[], None]] = []
-
-    def defer(self, fn: Callable[[], None]) -> None:
-        self.calls.append(fn)
-
-    def step(self) -> None:
-        self.stack.step()
-        while self.calls:
-            calls, self.calls = self.calls, []
-            for fn in calls:
-                fn()
-
-    def run(self, until: Callable[[], bool], timeout: float) -> bool:
-        deadline = time.monotonic() + timeout
-        while not until():
-            if time.monotonic() > deadline:
-                return False
-            self.step()
-            time.sleep(0.02)
-        return True
 
 
 @pytest.fixture
