@@ -31,6 +31,7 @@ written to the store directly).
 from __future__ import annotations
 
 import contextlib
+import itertools
 import logging
 from collections import deque
 from collections.abc import Callable, Mapping, Sequence
@@ -108,6 +109,10 @@ ceil(waiting / TICK_LOOKS) ticks. Unbounded, 10,000 pending pods cost a reconcil
 tick, more than a core; kube-scheduler, too, retries an unschedulable pod on a cluster event
 or after a while (``podMaxInUnschedulablePodsDuration``), not continuously."""
 
+DRAIN_BATCH = 64
+"""How many workloads one drain reconciles at most (about 10-20 ms of work): a burst's
+thousand Jobs are caught up in batches, between which the loop serves requests."""
+
 
 class WorkloadRunner:
     """Carries the reconcilers out (module docstring). Runs on the controller's loop
@@ -130,6 +135,7 @@ class WorkloadRunner:
         later: Callable[[Callable[[], None]], Any] | None = None,
         known_user: Callable[[str], bool] = known_user,
         containers: Containers | None = None,
+        batch: int = DRAIN_BATCH,
     ) -> None:
         self.store = store
         self.engine = engine
@@ -142,7 +148,9 @@ class WorkloadRunner:
         self.names = names
         self.known_user = known_user
         self.containers = containers
-        self.dirty: set[Key] = set()
+        self.dirty: dict[Key, None] = {}
+        """The workloads to reconcile, in the order they were marked (an ordered set)."""
+        self.batch = batch
         self.assigned: dict[tuple[str, str], tuple[str, int, int]] = {}
         """(namespace, pod) -> (submission key, engine job id, rank), kept here rather than
         written at once: the pod carries them in its annotations from its next write on (a
@@ -266,13 +274,13 @@ class WorkloadRunner:
                 self._mark(key)
 
     def _mark(self, key: Key) -> None:
-        self.dirty.add(key)
+        self.dirty[key] = None
         if not self._scheduled:
             self._scheduled = True
             self.defer(self.drain)
 
     def _forget(self, key: Key, obj: Obj) -> None:
-        self.dirty.discard(key)
+        self.dirty.pop(key, None)
         self.gate.forget(key)
         self.kueue.refused.pop(key, None)
         self.waiting.discard(key)
@@ -285,10 +293,18 @@ class WorkloadRunner:
     # -- reconciling ---------------------------------------------------------------------
 
     def drain(self) -> None:
-        """Reconcile every dirty workload once (those its own writes dirty again wait for
-        the next drain, which is deferred)."""
+        """Reconcile the dirty workloads once each, at most ``batch`` of them, those marked
+        longest ago (the rest, and those its own writes dirty again, wait for the next
+        drain, which is deferred: the loop's other work runs between two batches)."""
         self._scheduled = False
-        batch, self.dirty = self.dirty, set()
+        if len(self.dirty) <= self.batch:
+            batch, self.dirty = list(self.dirty), {}
+        else:
+            batch = list(itertools.islice(self.dirty, self.batch))
+            for key in batch:
+                del self.dirty[key]
+            self._scheduled = True
+            self.defer(self.drain)
         self._draining = True  # the pods' submissions wait for its end: one journal write
         try:
             for key in sorted(batch):

@@ -103,9 +103,13 @@ class KubeApp:
         is_open: Callable[[], bool] = lambda: True,
         clock: Callable[[], float] = time.time,
         durable: Durable | None = None,
+        on_request: Callable[[], None] | None = None,
     ) -> None:
         self.store = store
         self.durable = durable
+        self.on_request = on_request
+        """Called as each request arrives (``phalanx.kube.pace``: controllers wait for a
+        pause in them)."""
         self.tokens = tokens
         self.authorize = authorize
         self.is_open = is_open
@@ -123,6 +127,8 @@ class KubeApp:
                     return
         if scope["type"] != "http":
             return
+        if self.on_request is not None:
+            self.on_request()
         http = HttpRequest(scope, receive)
         try:
             response = await self._handle(http)
