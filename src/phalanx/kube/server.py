@@ -10,10 +10,10 @@ import time
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
-from starlette.requests import Request as HttpRequest
 from starlette.responses import Response, StreamingResponse
 
 from phalanx.kube import discovery, kinds, openapi, reviews
+from phalanx.kube.calls import Call, ClientGone
 from phalanx.kube.errors import (
     BadRequest,
     Forbidden,
@@ -129,13 +129,15 @@ class KubeApp:
             return
         if self.on_request is not None:
             self.on_request()
-        http = HttpRequest(scope, receive)
+        http = Call(scope, receive)
         try:
             response = await self._handle(http)
         except KubeError as exc:
             response = error_response(exc)
+        except ClientGone:
+            return  # no one to answer
         except Exception as exc:  # a bug must not take the server down: 500, logged
-            log.exception("kube API: %s %s", http.method, http.url.path)
+            log.exception("kube API: %s %s", http.method, http.path)
             response = json_response(
                 {
                     "kind": "Status",
@@ -149,25 +151,26 @@ class KubeApp:
                 },
                 500,
             )
-        shows_store = getattr(http.state, "shows_store", False)
-        if self.durable is not None and shows_store and not isinstance(response, StreamingResponse):
+        if (
+            self.durable is not None
+            and http.shows_store
+            and not isinstance(response, StreamingResponse)
+        ):
             try:
                 await self.durable(self.store.resource_version)
             except KubeError as exc:
                 response = error_response(exc)
         await response(scope, receive, send)
 
-    def _user(self, http: HttpRequest) -> User:
+    def _user(self, http: Call) -> User:
         scheme, _, token = http.headers.get("authorization", "").partition(" ")
         user = self.tokens.get(token.strip()) if scheme.lower() == "bearer" else None
         if user is None:
             raise Unauthorized()
         return user
 
-    async def _handle(self, http: HttpRequest) -> Response:
-        # The scope's path (percent-decoded) as it is: ``http.url`` would build a whole URL
-        # and split it again, for each request.
-        path = str(http.scope["path"]).rstrip("/") or "/"
+    async def _handle(self, http: Call) -> Response:
+        path = http.path.rstrip("/") or "/"
         if not self.is_open():
             raise Unavailable("this controller does not lead: the Kubernetes API is on the leader")
         if path in _OPEN_PATHS:
@@ -219,7 +222,7 @@ class KubeApp:
             return json_response(listing)
         return await self._resource(http, user, group, version, rest)
 
-    def _openapi(self, http: HttpRequest, path: str) -> Response:
+    def _openapi(self, http: Call, path: str) -> Response:
         # Without built documents: an empty v3 index, which kubectl reads as "no schemas" (it
         # then needs --validate=false).
         if not openapi.available():
@@ -266,14 +269,14 @@ class KubeApp:
         return kind, ns, name, sub
 
     async def _resource(
-        self, http: HttpRequest, user: User, group: str, version: str, rest: list[str]
+        self, http: Call, user: User, group: str, version: str, rest: list[str]
     ) -> Response:
         # Whatever this answers (an object, a list, AlreadyExists...) shows the store: it
         # waits until that is on disk (``durable``); discovery and the like do not.
-        http.state.shows_store = True
+        http.shows_store = True
         kind, ns, name, sub = self._parse(group, version, rest)
         resource = f"{kind.plural}/{sub}" if sub else kind.plural
-        query = dict(http.query_params)
+        query = http.query
         req = Request(
             kind,
             ns,

@@ -21,7 +21,7 @@ from typing import Any
 
 from phalanx.kube.openapi import catalog, fielderror, names
 from phalanx.kube.openapi.fielderror import FieldError
-from phalanx.kube.openapi.walker import Walk, type_name
+from phalanx.kube.openapi.walker import Resolved, Walk, type_name
 
 MODES = ("Strict", "Warn", "Ignore")
 
@@ -112,7 +112,7 @@ def prune(obj: Any) -> list[str]:
 
 
 @functools.cache
-def _resolved(group_version: str) -> dict[int, tuple[dict[str, Any], str]]:
+def _resolved(group_version: str) -> dict[int, Resolved]:
     """The resolve cache shared by every walk over one document's schemas (which live as
     long as the process: the catalog keeps them)."""
     return {}
