@@ -336,8 +336,6 @@ class KubeApp:
                 if verb == "delete"
                 else api.delete_collection(req, options)
             )
-        if isinstance(result, dict) and result.get("kind") == kind.kind:
-            result = req.as_served(result)
         headers = (
             # warn-code 299, agent "-", the text quoted as Go's strconv.Quote does it (a
             # warning such as `unknown field "spec.x"` carries quotes of its own).
@@ -347,7 +345,24 @@ class KubeApp:
         )
         if isinstance(result, dict) and result.get("kind") == "Status":
             return json_response(result, 200, headers)
-        return json_response(result, status, headers)
+        return Response(
+            self._encoded(req, result), status_code=status, media_type=JSON, headers=headers
+        )
+
+    def _encoded(self, req: Request, result: Any) -> bytes:
+        """``result`` in JSON, as the request's version serves it. The object store's own
+        object (what a create, update or patch stored) is encoded once per version of it
+        (``ObjectStore.json_of``): lists, watches and the group commit's row use the same
+        bytes. Anything else (a dry run's object, which has the stored one's
+        resourceVersion) is encoded afresh."""
+        if not isinstance(result, dict) or result.get("kind") != req.kind.kind:
+            return dumps(result)
+        meta = result.get("metadata") or {}
+        own = self.store.peek(req.kind.resource, meta.get("namespace"), str(meta.get("name")))
+        served = req.as_served(result)
+        if own is not result:
+            return dumps(served)
+        return self.store.json_of(served)
 
 
 def create_app(
