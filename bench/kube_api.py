@@ -125,6 +125,7 @@ def _until_idle(pid: int | None, start: float) -> float:
     the seconds from ``start`` to the end of its last busy tenth of a second (NaN without
     a pid)."""
     if pid is None:
+        time.sleep(2)  # no CPU to watch: a while, as the bench waited before
         return float("nan")
     busy_until = time.perf_counter()
     quiet = 0
