@@ -454,19 +454,13 @@ class ClusterQueueAdmission:
         node = static.tree.queues[cq.name]
         shape = job.shape
         allowed = ctx.state.static_mask(shape)
+        request = static.request(job)
 
         def placeable(mask: BoolArray) -> bool:
             return ctx.place(job, _only(ctx, mask)) is not None
 
         result = assign(
-            cq,
-            node,
-            static.request(job),
-            queues.flavors,
-            static.masks,
-            allowed,
-            placeable,
-            static.within,
+            cq, node, request, queues.flavors, static.masks, allowed, placeable, static.within
         )
         if isinstance(result, Refusal):
             if cq.queueing_strategy is QueueingStrategy.STRICT_FIFO:
@@ -476,7 +470,7 @@ class ClusterQueueAdmission:
                 found = quota_start(
                     cq,
                     node,
-                    static.request(job),
+                    request,
                     queues,
                     static.masks,
                     allowed,
