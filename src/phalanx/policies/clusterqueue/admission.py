@@ -44,6 +44,7 @@ Every profile that has the plugin also holds Slurm's association and QOS limits
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from operator import itemgetter
 
 import numpy as np
 
@@ -84,6 +85,8 @@ __all__ = ["ClusterQueueAdmission", "Pass", "Static", "may_preempt"]
 PLUGIN = "admit/clusterqueue"
 _LEDGER = "admit/clusterqueue:limits"
 _SPECS_KEPT = 200_000
+_END_ORDER = itemgetter(0, 1)
+"""An ending's (expected end, job id): the forecast's order."""
 
 
 class Static:
@@ -505,7 +508,7 @@ class ClusterQueueAdmission:
                     continue
                 holder = queues[known.cq.name]
                 found.append((job.start + job.time_limit, job.id, holder, known.charge))
-            found.sort(key=lambda e: (e[0], e[1]))
+            found.sort(key=_END_ORDER)
             current.endings = found
         return current.endings
 
