@@ -255,7 +255,7 @@ class BackfillStep:
             if self.reserved + len(self.unreserved) - self.by_class < self.depth:
                 self._take(job, by_class=False)
                 return status
-            if self._class_free(job):
+            if self.n_classes and self._class_free(job):
                 self._take(job, by_class=True)
                 return status
         status = self.conf.priority
