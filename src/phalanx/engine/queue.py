@@ -11,6 +11,7 @@ from __future__ import annotations
 import bisect
 from collections.abc import Collection, Iterator, Mapping
 from operator import attrgetter
+from typing import TypeGuard
 
 import numpy as np
 
@@ -37,7 +38,7 @@ _REPRIORITIZES: dict[type, bool] = {}
 protocol's members (a recalculation's largest fixed cost), and a class's answer never changes."""
 
 
-def _reprioritizes(sort: QueueSortPlugin) -> bool:
+def _reprioritizes(sort: QueueSortPlugin) -> TypeGuard[Reprioritizes]:
     cls = type(sort)
     known = _REPRIORITIZES.get(cls)
     if known is None:
