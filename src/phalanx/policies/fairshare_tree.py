@@ -113,7 +113,10 @@ class FairShareTree:
                 ranked.append((-(s / u) if u > 0 else -_INF, k))
             ranked.sort()
             for _, k in ranked:
-                walk(k)
+                if children.get(k):
+                    walk(k)
+                else:
+                    leaves.append(k)  # ``walk``'s own first step, without the call
 
         walk("root")
         n = len(leaves)
