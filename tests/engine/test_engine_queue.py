@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pickle
+import random
 
 from phalanx.domain.jobspec import JobSpec
 from phalanx.engine.queue import PendingQueue
@@ -123,3 +124,18 @@ def test_to_back_queues_a_job_behind_its_priority_and_ahead_of_later_ones() -> N
     q.to_back(a)  # not queued: nothing
     assert a not in q.jobs()
     assert not q.resort()  # the order is the one the keys give
+
+
+def test_resort_gives_the_order_of_the_keys_over_one_tier_and_several() -> None:
+    rng = random.Random(3)
+    for tiers in ((1,), (1, 2, 5)):
+        q = PendingQueue()
+        jobs = [_job(i, float(rng.randint(0, 4)), rng.choice(tiers)) for i in range(1, 60)]
+        for job in jobs:
+            q.insert(job)
+        for _ in range(5):
+            for job in jobs:
+                job.priority = float(rng.randint(0, 4))  # ties: submit order decides
+            q.resort()
+            expected = sorted(jobs, key=lambda j: (-j.tier, -j.priority, j.queue_seq))
+            assert q.jobs() == expected

@@ -11,6 +11,7 @@ from __future__ import annotations
 import bisect
 from collections.abc import Collection, Iterator, Mapping
 from operator import attrgetter
+from typing import TypeGuard
 
 import numpy as np
 
@@ -30,6 +31,19 @@ _seq = attrgetter("queue_seq")
 
 def _key(job: Job) -> Key:
     return (-job.tier, -job.priority, job.queue_seq)
+
+
+_REPRIORITIZES: dict[type, bool] = {}
+"""Whether a queue sort's class is ``Reprioritizes``: a runtime protocol check walks the
+protocol's members (a recalculation's largest fixed cost), and a class's answer never changes."""
+
+
+def _reprioritizes(sort: QueueSortPlugin) -> TypeGuard[Reprioritizes]:
+    cls = type(sort)
+    known = _REPRIORITIZES.get(cls)
+    if known is None:
+        known = _REPRIORITIZES[cls] = isinstance(sort, Reprioritizes)
+    return known
 
 
 class PendingQueue:
@@ -120,7 +134,7 @@ class PendingQueue:
         """New priorities for every queued job (``sort``'s, or a job's fixed one), then the
         order restored; True if it changed."""
         jobs = self._settle()
-        quick = sort.priorities(jobs, ctx, now) if isinstance(sort, Reprioritizes) else None
+        quick = sort.priorities(jobs, ctx, now) if _reprioritizes(sort) else None
         if quick is None:
             results = sort.compute_many(jobs, ctx, now)
             quick = [priority for priority, _ in results]
@@ -148,13 +162,13 @@ class PendingQueue:
         )
         # _key's order, over columns: lexsort sorts by the last key first. Float negation is
         # exact and sequences are unique, so the order is the one sorting the tuples gives.
-        order = np.lexsort(
-            (
-                np.fromiter(map(_seq, jobs), np.int64, n),
-                -prio,
-                -np.fromiter(map(_tier, jobs), np.int64, n),
-            )
-        )
+        # The queue is still in tier order (a job's tier never changes): with its first and
+        # last job of one tier, every job is, and the tier column orders nothing.
+        seqs = np.fromiter(map(_seq, jobs), np.int64, n)
+        if jobs[0].tier == jobs[-1].tier:
+            order = np.lexsort((seqs, -prio))
+        else:
+            order = np.lexsort((seqs, -prio, -np.fromiter(map(_tier, jobs), np.int64, n)))
         if not (order[1:] < order[:-1]).any():
             return False  # ascending: already in order
         self._jobs = [jobs[i] for i in order.tolist()]

@@ -194,22 +194,26 @@ class BackfillStep:
     def pass_over(
         self, jobs: Iterator[Job], wait: Callable[[Job, Status], None], bound: int = -1
     ) -> tuple[int, Job | None]:
-        # ``known`` for each job in turn, inlined (the tail of a deep queue is mostly this).
-        failed = self.failed
+        # ``known`` for each job in turn, inlined (the tail of a deep queue is mostly this);
+        # ``searched`` counts the jobs passed over once at the end (nothing here reads it).
+        get = self.failed.get
         could = self.could_preempt if self.preemptors else None
         passed = 0
+        after: Job | None = None
         for job in jobs:
             if passed == bound:
-                return passed, job  # beyond the bound (bf_max_job_test): not looked at
-            known = failed.get(job.key)
+                after = job  # beyond the bound (bf_max_job_test): not looked at
+                break
+            known = get(job.key)
             if known is None or job.time_limit < known[0] or (could is not None and could(job)):
-                return passed, job
+                after = job
+                break
             passed += 1
-            self.searched += 1
             status = known[1]
             if job.reason is not status.reason:
                 wait(job, status)
-        return passed, None
+        self.searched += passed
+        return passed, after
 
     def view(self, job: Job) -> Capacity | None:
         timeline = self.timeline
@@ -251,7 +255,7 @@ class BackfillStep:
             if self.reserved + len(self.unreserved) - self.by_class < self.depth:
                 self._take(job, by_class=False)
                 return status
-            if self._class_free(job):
+            if self.n_classes and self._class_free(job):
                 self._take(job, by_class=True)
                 return status
         status = self.conf.priority

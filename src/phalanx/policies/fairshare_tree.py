@@ -16,6 +16,8 @@ from phalanx.sched.usage import Usage
 
 __all__ = ["FairShareTree"]
 
+_INF = float("inf")
+
 
 class FairShareTree:
     """Factors for every account, recomputed from a ``Usage`` on demand."""
@@ -42,9 +44,21 @@ class FairShareTree:
         acct = self.cluster.accounts.get(account)
         return acct.shares if acct is not None else 1
 
+    _ensured: set[str] | None = None
+    """Accounts ``refresh`` has placed in the tree already (a class default, so a tree
+    pickled before it existed makes its own on first use)."""
+
     def refresh(self, accounts: set[str]) -> None:
-        for a in sorted(accounts):
-            self._ensure(a)
+        # Only accounts new since the last refresh can change the tree (a placed one stays),
+        # and they are placed in the same sorted order as ever.
+        ensured = self._ensured
+        if ensured is None:
+            ensured = self._ensured = set()
+        new = accounts - ensured
+        if new:
+            for a in sorted(new):
+                self._ensure(a)
+            ensured |= new
         if self.algorithm == "classic":
             self._factors = self._classic()
         else:
@@ -76,22 +90,33 @@ class FairShareTree:
 
     def _fair_tree(self) -> dict[str, float]:
         leaves: list[str] = []
+        children = self._children
+        accounts = self.cluster.accounts
+        raw = self.usage.raw
 
         def walk(parent: str) -> None:
-            kids = self._children.get(parent, [])
+            kids = children.get(parent, [])
             if not kids:
                 leaves.append(parent)
                 return
-            share_total = sum(self._shares(k) for k in kids) or 1
-            use_total = sum(self.usage.of(k) for k in kids)
-
-            def level_fs(k: str) -> float:
-                s = self._shares(k) / share_total
-                u = self.usage.of(k) / use_total if use_total > 0 else 0.0
-                return s / u if u > 0 else float("inf")
-
-            for k in sorted(kids, key=lambda k: (-level_fs(k), k)):
-                walk(k)
+            # Each kid's shares and usage read once (``_shares``, ``Usage.of``), the sums over
+            # them in the same order: the same floats as computing them per comparison.
+            shares = [a.shares if (a := accounts.get(k)) is not None else 1 for k in kids]
+            uses = [raw.get(k, 0.0) for k in kids]
+            share_total = sum(shares) or 1
+            use_total = sum(uses)
+            ranked = []
+            for k, sh, us in zip(kids, shares, uses, strict=True):
+                s = sh / share_total
+                u = us / use_total if use_total > 0 else 0.0
+                # Siblings by level fair share S/U, highest first, then by name (unique).
+                ranked.append((-(s / u) if u > 0 else -_INF, k))
+            ranked.sort()
+            for _, k in ranked:
+                if children.get(k):
+                    walk(k)
+                else:
+                    leaves.append(k)  # ``walk``'s own first step, without the call
 
         walk("root")
         n = len(leaves)

@@ -164,7 +164,9 @@ class CheckpointPreempt:
         their checkpoint interval, updated with the runs that started or ended since (most
         running jobs are far from a checkpoint, and this is asked in every contended pass).
         In no useful order."""
-        running = list(ctx.running())
+        running = ctx.running()
+        if not isinstance(running, list):
+            running = list(running)  # the engine's view hands a fresh list already
         state = ctx.state
         signature = (id(state), state.starts, len(running))
         if signature != self._phase_signature:

@@ -216,7 +216,10 @@ class MultifactorPriority:
         w_fs = self.w_fs
         names = self._rows.accounts
         table = np.zeros(len(names))
-        for a in np.unique(accounts).tolist():
+        # The accounts present, ascending (as ``np.unique`` gives them, without its sort).
+        present = np.zeros(len(names), np.bool_)
+        present[accounts] = True
+        for a in np.flatnonzero(present).tolist():
             table[a] = w_fs * self._fairshare_of(names[a], ctx)
         return table[accounts]
 
