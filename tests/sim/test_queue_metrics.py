@@ -103,7 +103,9 @@ def test_generator_splits_gpus_by_gpu_hours_and_writes_readable_queues(
     volcano = queues.volcano_queues
     assert {name: q.weight for name, q in volcano.items()} == {"vc1": 8, "vc2": 2, "vc3": 1}
     assert all(q.reclaimable for q in volcano.values())
-    assert all(not q.guarantee and not q.capability and q.deserved is None for q in volcano.values())
+    assert all(
+        not q.guarantee and not q.capability and q.deserved is None for q in volcano.values()
+    )
 
 
 def test_generator_refuses_a_bad_row_naming_its_line(tmp_path: Path) -> None:
