@@ -297,6 +297,30 @@ def test_rollout_property(replicas: int, surge: int, unavailable: int, starts: l
     assert conditions(bench)["Progressing"] == ("True", "NewReplicaSetAvailable")
 
 
+def test_a_scale_down_mid_rollout_that_moves_nothing_still_lets_the_rollout_finish() -> None:
+    """2 -> 1 replicas while the rollout holds 1 old + 1 new: maxSurge 1 allows 2 in all, so
+    the scale moves nothing, but it must still re-annotate both ReplicaSets (as Kubernetes'
+    scale() does), or the Deployment takes itself for mid-scale for ever and stays at 1 + 1.
+    Hypothesis found this history."""
+    bench = AppsBench(make_deployment(replicas=2, strategy={"type": "RollingUpdate"}))
+    now = bench.settle(T0)
+    bench.set_image("v2")
+    bench.step(now)
+    now += SECOND
+    bench.start_pending(now, limit=1)
+    bench.step(now)
+    now += SECOND
+    bench.step(now)
+    now += SECOND
+    assert sorted(sizes(bench).values()) == [1, 1]
+    bench.change(replicas=1)
+    bench.step(now)
+    bench.settle(now + SECOND, steps=20)
+    new = next(n for n, b in bench.benches.items() if revisions(bench)[n] == "2")
+    assert sizes(bench)[new] == 1 and sum(sizes(bench).values()) == 1
+    assert bench.counts() == (1, 1)
+
+
 _ACTIONS = st.lists(
     st.one_of(
         st.tuples(st.just("start"), st.integers(0, 4)),

@@ -290,6 +290,11 @@ class _Pass:
         allowed = self.replicas + self.surge
         to_add = allowed - sum(_replicas(r) for r in active)
         if to_add == 0:
+            # Nothing to move, but the sizes still carry the old count's annotations: as
+            # Kubernetes' scale() does, write the new ones, or is_scaling() stays true and the
+            # rollout never resumes (a scale from 2 to 1 mid-rollout left 1 + 1 for good).
+            for rs in active:
+                self.scale(_name(rs), _replicas(rs))
             return
         # growing: the largest first, the newer on ties; shrinking: the largest, the older
         sign = -1 if to_add > 0 else 1
