@@ -1,7 +1,24 @@
-"""Kueue queues for the Philly trace: one ClusterQueue per virtual cluster (the trace's
-``cluster`` column, which is each job's account and so its namespace), nominal GPU quotas
-proportional to each virtual cluster's GPU-hours in the trace (largest remainders, summing to
-the cluster's GPUs), all in one cohort with borrowing and ``reclaimWithinCohort: Any``.
+"""Kueue and Volcano queues for the Philly trace: one queue per virtual cluster (the trace's
+``cluster`` column, which is each job's account and so its namespace), each guaranteed a share
+of the GPUs proportional to its virtual cluster's GPU-hours in the trace (largest remainders,
+summing to the cluster's GPUs), free to borrow what others leave idle, and reclaiming it when
+its own jobs need it. The same intent, written as each system's users write it:
+
+- Kueue: a ClusterQueue per virtual cluster with that share as its ``nominalQuota``, all in
+  one cohort (borrowing without limit) with ``reclaimWithinCohort: Any``, and a LocalQueue
+  ``default`` in the virtual cluster's namespace pointing at it;
+- Volcano (``scheduling.volcano.sh/v1beta1`` Queue, read by the ``volcano`` profile's
+  proportion plugin): a Queue named as the virtual cluster with ``weight`` = that share (1
+  where the share is 0 GPUs: Volcano's webhook turns weight 0 into 1), ``reclaimable: true``,
+  no ``capability`` (borrowing without limit) and no ``guarantee``. Volcano's weight is the
+  share: the proportion plugin water-fills the cluster over the weights of the queues that
+  have jobs, capped by what each asks, so an idle queue's share goes to the others and comes
+  back by reclaim (the ``reclaim`` action evicts from queues above their deserved share).
+  ``guarantee`` is not that: it reserves resources no other queue may use even while idle
+  (every other queue's real capability is the cluster less the others' guarantees), so
+  guarantees equal to these shares, which sum to the whole cluster, would forbid borrowing.
+  A job goes to the Queue named as its account (namespace), as a PodGroup's ``spec.queue``
+  set per namespace would (``policies/proportion.py``).
 
     .venv/bin/python examples/philly_queues.py ../shared/traces/philly/philly.csv \\
         --gpus 512 > philly-queues.yaml
@@ -27,6 +44,7 @@ from typing import Any
 
 COHORT = "philly"
 API = "apiVersion: kueue.x-k8s.io/v1beta1\n"
+VOLCANO_API = "apiVersion: scheduling.volcano.sh/v1beta1\n"
 
 
 def gpu_hours(path: str) -> dict[str, float]:
@@ -63,6 +81,7 @@ def nominal_quotas(hours: Mapping[str, float], gpus: int) -> dict[str, int]:
 
 
 def queues_yaml(quotas: Mapping[str, int]) -> str:
+    """The Kueue objects and the Volcano Queues for ``quotas`` (GPUs by virtual cluster)."""
     docs = [API + "kind: ResourceFlavor\nmetadata: {name: gpu}\n"]
     for vc in sorted(quotas):
         docs.append(
@@ -82,6 +101,12 @@ def queues_yaml(quotas: Mapping[str, int]) -> str:
         docs.append(
             API + f"kind: LocalQueue\nmetadata: {{name: default, namespace: {vc}}}\n"
             f"spec: {{clusterQueue: {vc}}}\n"
+        )
+    for vc in sorted(quotas):
+        # weight >= 1: Volcano's webhook sets an unset (0) weight to 1 (module docstring).
+        docs.append(
+            VOLCANO_API + f"kind: Queue\nmetadata: {{name: {vc}}}\n"
+            f"spec: {{weight: {max(quotas[vc], 1)}, reclaimable: true}}\n"
         )
     return "---\n".join(docs)
 
@@ -130,8 +155,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except OSError as exc:
         return _bad(f"{args.trace}: {exc.strerror}")
     sys.stdout.write(
-        f"# One ClusterQueue per Philly virtual cluster, nominal GPUs by GPU-hours "
-        f"({args.gpus} GPUs)\n" + queues_yaml(nominal_quotas(hours, args.gpus))
+        f"# One ClusterQueue and one Volcano Queue per Philly virtual cluster, GPU shares by "
+        f"GPU-hours ({args.gpus} GPUs)\n" + queues_yaml(nominal_quotas(hours, args.gpus))
     )
     return 0
 

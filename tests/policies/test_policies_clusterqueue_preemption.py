@@ -332,3 +332,50 @@ def test_quota_other_victims_freed_admits_a_job_that_then_waits_for_them() -> No
     d.advance(d.now + GRACE)
     d.settle()
     assert running(d, q1) == 11
+
+
+# -- beyond Kueue: a queue just below its nominal quota tops up (top_up) ----------------------
+
+
+def _topping_up(profile: str, q0_jobs: int) -> tuple[EngineDriver, list[int], int]:
+    """4 nodes x 8 GPUs; ClusterQueues q0, q1, q2 (nominal 8, 12, 12) of one cohort, all
+    reclaiming ``Any``. q1 runs one 8-GPU job (4 below its nominal); q0 runs ``q0_jobs``
+    1-GPU jobs (borrowing), q2 1-GPU jobs on the rest (within its nominal): the cluster is
+    full. Then q1 asks 8 more GPUs: 16 > 12, so Kueue's reclaim does not apply to it."""
+    cluster = with_queues(
+        small_cluster(nodes=4, gpus=8, preempt_mode=PreemptMode.REQUEUE, grace_time=GRACE),
+        FLAVOR,
+        *(
+            gpu_queue(f"q{i}", nominal, cohort="c", spec=preemption(reclaim="Any"))
+            for i, nominal in enumerate((8, 12, 12))
+        ),
+        *(local(f"q{i}", f"q{i}") for i in range(3)),
+    )
+    d = EngineDriver(cluster, profile)
+    submit(d, make_job(gpus=8, account="q1", time_limit=100 * HOUR), 1)
+    q0 = submit(d, make_job(gpus=1, account="q0", time_limit=100 * HOUR), q0_jobs)
+    submit(d, make_job(gpus=1, account="q2", time_limit=100 * HOUR), 24 - q0_jobs)
+    assert running(d, q0) == q0_jobs
+    [job] = submit(d, make_job(gpus=8, account="q1", time_limit=HOUR), 1)
+    return d, q0, job
+
+
+def test_a_queue_below_its_nominal_quota_tops_up_from_a_queue_borrowing_more() -> None:
+    """q0 borrows 16; q1 will borrow 4 with its second job: eight of q0's jobs make room
+    (q0 still borrows 8 >= 4), and the job starts after the grace; under ``kueue`` (Kueue's
+    rule: reclaim only for a job within its nominal quota) nothing is preempted."""
+    d, q0, job = _topping_up("phalanx", 24)
+    victims = preempted(d)
+    assert len(victims) == 8 and set(victims) <= set(q0)
+    d.advance(d.now + GRACE)
+    d.settle()
+    assert d.state(job) is JobState.RUNNING
+    d, _, job = _topping_up("kueue", 24)
+    assert preempted(d) == [] and d.state(job) is JobState.PENDING
+
+
+def test_topping_up_never_leaves_the_lender_borrowing_less_than_the_reclaimer() -> None:
+    """q0 borrows 6: after any eight of its jobs it would borrow -2, less than q1's 4, so
+    nothing is preempted and q1's job waits."""
+    d, _, job = _topping_up("phalanx", 14)
+    assert preempted(d) == [] and d.state(job) is JobState.PENDING

@@ -98,6 +98,14 @@ def test_generator_splits_gpus_by_gpu_hours_and_writes_readable_queues(
         cq.preemption.reclaim_within_cohort.value == "Any" for cq in queues.cluster_queues.values()
     )
     assert queues.local_queues[("vc2", "default")].cluster_queue == "vc2"
+    # The same shares as Volcano Queues: weight = the share (at least 1), reclaimable, and
+    # neither guarantee (it would reserve the GPUs, forbidding borrowing) nor capability.
+    volcano = queues.volcano_queues
+    assert {name: q.weight for name, q in volcano.items()} == {"vc1": 8, "vc2": 2, "vc3": 1}
+    assert all(q.reclaimable for q in volcano.values())
+    assert all(
+        not q.guarantee and not q.capability and q.deserved is None for q in volcano.values()
+    )
 
 
 def test_generator_refuses_a_bad_row_naming_its_line(tmp_path: Path) -> None:
@@ -121,3 +129,23 @@ def test_table_sums_the_queues_of_each_policy() -> None:
     }
     rows = philly_queues.table(result).splitlines()
     assert rows[2] == "| phalanx | 90.0 s | 2.0 min | 1.5 | 4.0 | 6 | 1 of 2 |"
+
+
+def test_the_generated_volcano_queues_drive_the_volcano_profile() -> None:
+    """The generator's file read by ``volcano``: jobs go to the Queue named as their account,
+    a queue borrows the idle cluster, and the other takes its weight's share back by reclaim
+    (12 and 4 GPUs of 16, by weights 3 and 1)."""
+    import dataclasses
+
+    from phalanx.domain.state import JobState
+    from phalanx.testing import EngineDriver, make_job, small_cluster
+
+    queues = queues_from_yaml(philly_queues.queues_yaml({"a": 3, "b": 1}))
+    d = EngineDriver(dataclasses.replace(small_cluster(nodes=2, gpus=8), queues=queues), "volcano")
+    b = [d.submit(make_job(gpus=1, account="b", time_limit=HOUR))[0] for _ in range(16)]
+    d.settle()
+    assert sum(d.state(i) is JobState.RUNNING for i in b) == 16  # borrowing all of it
+    a = [d.submit(make_job(gpus=1, account="a", time_limit=HOUR))[0] for _ in range(16)]
+    d.run(d.now + HOUR // 2)
+    held = [sum(d.state(i) is JobState.RUNNING for i in ids) for ids in (a, b)]
+    assert held == [12, 4]

@@ -161,7 +161,7 @@ POLICIES: dict[str, Profile] = {
         # victims in Kueue's order.
         post_filter="preempt/clusterqueue",
         reservation="sched/greedy",
-        params={"preempt/clusterqueue": {"order": "kueue", "placement": False}},
+        params={"preempt/clusterqueue": {"order": "kueue", "placement": False, "top_up": False}},
         calc_period=0,  # submit order never changes
         description="Kueue: gang admission against quota with cohort borrowing, BestEffortFIFO.",
     ),
