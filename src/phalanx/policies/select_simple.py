@@ -41,6 +41,10 @@ class _NodeOrderSelect:
         if shape.milli:
             free = np.where(cap.dev[idx] >= shape.milli, cap.dev[idx], 1 << 30).min(axis=1)
         primary = -free if self.most_free_first else free
+        if nodes == 1:
+            # The sort's first: the least ``primary``, the lowest index among ties (``idx``
+            # ascends, and ``argmin`` takes the first): one scan, not a sort per start.
+            return [int(idx[int(np.argmin(primary))])]
         order = np.lexsort((idx, primary))
         return [int(i) for i in idx[order[:nodes]]]
 

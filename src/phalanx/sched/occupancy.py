@@ -122,8 +122,12 @@ class Occupancy:
 
     def static_mask(self, shape: Shape) -> BoolArray:
         """Like ``base_mask`` but ignoring node health: where the job could ever run."""
-        self.base_mask(shape)
-        return self._masks[(shape.partition, shape.models, shape.features)]
+        key = (shape.partition, shape.models, shape.features)
+        mask = self._masks.get(key)
+        if mask is None:
+            self.base_mask(shape)  # made and kept there (its ``up`` copy not needed)
+            mask = self._masks[key]
+        return mask
 
     def eligible(self, cap: Capacity, shape: Shape) -> BoolArray:
         """Nodes that can take one node's share of ``shape`` out of ``cap``."""

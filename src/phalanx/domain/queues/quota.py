@@ -42,6 +42,7 @@ class QuotaNode:
         "lendable",
         "name",
         "parent",
+        "plain",
         "quotas",
         "subtree",
         "usage",
@@ -59,6 +60,11 @@ class QuotaNode:
         }
         self.subtree: dict[FlavorResource, int] = {}
         self.usage: dict[FlavorResource, int] = {}
+        self.plain = False
+        """No lending or borrowing limit on any of its quotas (set by ``QuotaTree``, once
+        ``subtree`` is known): then its ``local`` quota is 0 everywhere, so what it may take is
+        its parent's, and all it uses counts in the parent too (the methods' short way).
+        """
         self.lendable: dict[str, int] = {}
         """What the root of this node's tree holds of each resource, over its flavors (its
         subtree quota, lending limits applied): what fair sharing's shares are of."""
@@ -82,6 +88,8 @@ class QuotaNode:
         parent = self.parent
         if parent is None:
             return self.subtree.get(fr, 0) - self.usage.get(fr, 0)
+        if self.plain:  # ``local`` is 0: ``local_available`` is 0 unless usage went below
+            return max(0, -self.usage.get(fr, 0)) + parent.available(fr)
         from_parent = parent.available(fr)
         q = self.quotas.get(fr)
         if q is not None and q.borrowing_limit is not None:
@@ -104,6 +112,13 @@ class QuotaNode:
 
     def add(self, fr: FlavorResource, amount: int) -> None:
         """Take ``amount`` more: what exceeds the unused local quota counts in the parent."""
+        if self.plain:
+            used = self.usage.get(fr, 0)
+            self.usage[fr] = used + amount
+            local_available = max(0, -used)  # ``local`` is 0
+            if self.parent is not None and amount > local_available:
+                self.parent.add(fr, amount - local_available)
+            return
         local_available = self.local_available(fr)
         self.usage[fr] = self.usage.get(fr, 0) + amount
         if self.parent is not None and amount > local_available:
@@ -111,6 +126,12 @@ class QuotaNode:
 
     def remove(self, fr: FlavorResource, amount: int) -> None:
         """Give back ``amount``: the parent gets back what was counted there."""
+        if self.plain:
+            stored = self.usage.get(fr, 0)  # ``local`` is 0: all of it counted in the parent
+            self.usage[fr] = stored - amount
+            if stored > 0 and self.parent is not None:
+                self.parent.remove(fr, min(amount, stored))
+            return
         stored_in_parent = self.usage.get(fr, 0) - self.local(fr)
         self.usage[fr] = self.usage.get(fr, 0) - amount
         if stored_in_parent > 0 and self.parent is not None:
@@ -146,6 +167,11 @@ class QuotaTree:
         roots += [n for n in self.queues.values() if n.parent is None]
         for root in roots:
             _fill_subtree(root)
+        for node in (*self.cohorts.values(), *self.queues.values()):
+            node.plain = all(
+                q.lending_limit is None and q.borrowing_limit is None for q in node.quotas.values()
+            )
+        for root in roots:
             lendable: dict[str, int] = {}
             for (_, resource), amount in root.subtree.items():
                 lendable[resource] = lendable.get(resource, 0) + amount

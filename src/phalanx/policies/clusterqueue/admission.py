@@ -44,6 +44,7 @@ Every profile that has the plugin also holds Slurm's association and QOS limits
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from operator import itemgetter
 
 import numpy as np
 
@@ -84,6 +85,8 @@ __all__ = ["ClusterQueueAdmission", "Pass", "Static", "may_preempt"]
 PLUGIN = "admit/clusterqueue"
 _LEDGER = "admit/clusterqueue:limits"
 _SPECS_KEPT = 200_000
+_END_ORDER = itemgetter(0, 1)
+"""An ending's (expected end, job id): the forecast's order."""
 
 
 class Static:
@@ -454,19 +457,13 @@ class ClusterQueueAdmission:
         node = static.tree.queues[cq.name]
         shape = job.shape
         allowed = ctx.state.static_mask(shape)
+        request = static.request(job)
 
         def placeable(mask: BoolArray) -> bool:
             return ctx.place(job, _only(ctx, mask)) is not None
 
         result = assign(
-            cq,
-            node,
-            static.request(job),
-            queues.flavors,
-            static.masks,
-            allowed,
-            placeable,
-            static.within,
+            cq, node, request, queues.flavors, static.masks, allowed, placeable, static.within
         )
         if isinstance(result, Refusal):
             if cq.queueing_strategy is QueueingStrategy.STRICT_FIFO:
@@ -476,7 +473,7 @@ class ClusterQueueAdmission:
                 found = quota_start(
                     cq,
                     node,
-                    static.request(job),
+                    request,
                     queues,
                     static.masks,
                     allowed,
@@ -511,7 +508,7 @@ class ClusterQueueAdmission:
                     continue
                 holder = queues[known.cq.name]
                 found.append((job.start + job.time_limit, job.id, holder, known.charge))
-            found.sort(key=lambda e: (e[0], e[1]))
+            found.sort(key=_END_ORDER)
             current.endings = found
         return current.endings
 

@@ -80,6 +80,11 @@ def assign(
     ``placeable`` whether the job has a placement now within a mask. ``within_cache`` keeps
     each flavor's nodes within a set of allowed nodes (``MaskCache``) across calls."""
     cache: MaskCache = {} if within_cache is None else within_cache
+    only = cq.resource_groups
+    if len(only) == 1 and len(only[0].flavors) == 1:
+        found = _one_flavor(cq, only[0], node, request, flavors, masks, allowed, cache)
+        if found is not None:
+            return found
     groups: list[ResourceGroup] = []
     for resource in request:
         group = cq.group_of(resource)
@@ -110,6 +115,46 @@ def assign(
         within = fit.mask
     narrowed = None if within is None or _every(within, cache) else within
     return Assignment(chosen, charge, narrowed, borrowing)
+
+
+def _one_flavor(
+    cq: ClusterQueue,
+    group: ResourceGroup,
+    node: QuotaNode,
+    request: Mapping[str, int],
+    flavors: Mapping[str, ResourceFlavor],
+    masks: Mapping[str, BoolArray],
+    allowed: BoolArray,
+    cache: MaskCache,
+) -> Assignment | None:
+    """``assign``'s answer where ``cq`` has one resource group of one flavor and the request
+    fits it (most ClusterQueues, most jobs), without the general walk's lists and choice;
+    None where the general walk must answer (a refusal says why in its own words)."""
+    covered = group.covered_resources
+    for resource in request:
+        if resource not in covered and resource != PODS:
+            return None  # refused: no group covers it
+    name = group.flavors[0].name
+    if flavors[name].node_taints:
+        return None
+    mask, any_ = _within(name, masks, allowed, cache)
+    if not any_:
+        return None
+    charge: dict[FlavorResource, int] = {}
+    borrowing = False
+    for resource in covered:
+        amount = request.get(resource)
+        if amount is None:
+            continue
+        fr = (name, resource)
+        if amount > node.available(fr):
+            return None
+        borrowing = borrowing or node.usage.get(fr, 0) + amount > node.nominal(fr)
+        charge[fr] = amount
+    if not charge:
+        return None  # nothing the group covers: the general walk narrows nothing
+    narrowed = None if _every(mask, cache) else mask
+    return Assignment({r: name for _, r in charge}, charge, narrowed, borrowing)
 
 
 MaskCache = dict[tuple[object, int], tuple[BoolArray, BoolArray, bool]]

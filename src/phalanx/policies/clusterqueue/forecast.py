@@ -47,7 +47,7 @@ def quota_start(
             for fr, amount in charge.items():
                 holder.remove(fr, amount)
                 undo.append((holder, fr, amount))
-            if any(all(amount > node.available(fr) for fr in options) for options, amount in short):
+            if not _room(node, short):
                 continue  # ``assign`` would refuse: no flavor has room for this resource yet
             result = assign(
                 cq, node, request, queues.flavors, masks, allowed, lambda mask: True, within
@@ -73,6 +73,18 @@ def _shortfalls(
         if group is not None:
             out.append(([(f.name, resource) for f in group.flavors], amount))
     return out
+
+
+def _room(node: QuotaNode, short: list[tuple[list[FlavorResource], int]]) -> bool:
+    """Whether each resource of ``short`` (``_shortfalls``) has room in one of its flavors
+    (loops, not generators: this is asked after every end ``quota_start`` walks past)."""
+    for options, amount in short:
+        for fr in options:
+            if amount <= node.available(fr):
+                break
+        else:
+            return False
+    return True
 
 
 def said(found: tuple[Instant, int] | None, now: Instant) -> str:
