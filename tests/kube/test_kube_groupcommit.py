@@ -275,6 +275,11 @@ def test_suffixes_and_uids_are_drawn_fresh_each_time() -> None:
     assert len(suffixes) > 1900  # 27**5 = 14.3 million: a few repeats at most
     assert all(len(x) == 5 and set(x) <= set("bcdfghjklmnpqrstvwxz2456789") for x in suffixes)
     assert all(u[14] == "4" and u[19] in "89ab" for u in uids)  # version 4, RFC 4122 variant
+    import uuid
+
+    parsed = [uuid.UUID(u) for u in uids]  # written as uuid writes them
+    assert all(str(p) == u and p.version == 4 for p, u in zip(parsed, uids, strict=True))
+    assert all(p.variant == uuid.RFC_4122 for p in parsed)
 
 
 def test_a_timestamp_is_the_second_it_falls_in() -> None:

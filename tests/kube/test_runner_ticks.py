@@ -32,15 +32,15 @@ def test_a_tick_marks_at_most_tick_looks_waiting_workloads_and_a_round_covers_al
     seen: list[set[Any]] = []
     for _ in range(3):
         runner.tick()
-        seen.append(runner.dirty)
-        runner.dirty = set()
+        seen.append(set(runner.dirty))
+        runner.dirty = {}
     assert [len(s) for s in seen] == [LOOKS, LOOKS, LOOKS // 4]
     assert seen[0] | seen[1] | seen[2] == set(keys)
     assert sorted(seen[0]) == keys[:LOOKS]  # in key order
     # one that stopped waiting meanwhile is skipped; the next round starts over
     runner.waiting.discard(keys[0])
     runner.tick()
-    assert runner.dirty == set(keys[1 : LOOKS + 1])
+    assert set(runner.dirty) == set(keys[1 : LOOKS + 1])
     assert len(deferred) == 1  # one drain scheduled, not one per key
 
 

@@ -31,6 +31,7 @@ written to the store directly).
 from __future__ import annotations
 
 import contextlib
+import itertools
 import logging
 from collections import deque
 from collections.abc import Callable, Mapping, Sequence
@@ -40,7 +41,7 @@ from phalanx.domain.caller import Caller
 from phalanx.domain.jobspec import JobSpec
 from phalanx.domain.time import Instant
 from phalanx.errors import PhalanxError
-from phalanx.kube import podsubmit
+from phalanx.kube import parents, podsubmit
 from phalanx.kube.containerstatus import container_view
 from phalanx.kube.contexts import context_of
 from phalanx.kube.errors import KubeError
@@ -59,7 +60,6 @@ from phalanx.kube.workload_ports import (
     Engine,
     Key,
     Obj,
-    Resource,
     Store,
     engine_job,
     key_of,
@@ -69,7 +69,7 @@ from phalanx.kube.workload_ports import (
     random_name,
     status_only,
 )
-from phalanx.workloads import barepod, deployment, jobset, pytorchjob, replicaset, vcjob, volcano
+from phalanx.workloads import barepod, pytorchjob, replicaset, vcjob, volcano
 from phalanx.workloads import job as batch_job
 from phalanx.workloads import training as pytorch_labels
 from phalanx.workloads.plan import (
@@ -108,6 +108,10 @@ ceil(waiting / TICK_LOOKS) ticks. Unbounded, 10,000 pending pods cost a reconcil
 tick, more than a core; kube-scheduler, too, retries an unschedulable pod on a cluster event
 or after a while (``podMaxInUnschedulablePodsDuration``), not continuously."""
 
+DRAIN_BATCH = 64
+"""How many workloads one drain reconciles at most (about 10-20 ms of work): a burst's
+thousand Jobs are caught up in batches, between which the loop serves requests."""
+
 
 class WorkloadRunner:
     """Carries the reconcilers out (module docstring). Runs on the controller's loop
@@ -130,6 +134,7 @@ class WorkloadRunner:
         later: Callable[[Callable[[], None]], Any] | None = None,
         known_user: Callable[[str], bool] = known_user,
         containers: Containers | None = None,
+        batch: int = DRAIN_BATCH,
     ) -> None:
         self.store = store
         self.engine = engine
@@ -142,7 +147,9 @@ class WorkloadRunner:
         self.names = names
         self.known_user = known_user
         self.containers = containers
-        self.dirty: set[Key] = set()
+        self.dirty: dict[Key, None] = {}
+        """The workloads to reconcile, in the order they were marked (an ordered set)."""
+        self.batch = batch
         self.assigned: dict[tuple[str, str], tuple[str, int, int]] = {}
         """(namespace, pod) -> (submission key, engine job id, rank), kept here rather than
         written at once: the pod carries them in its annotations from its next write on (a
@@ -156,6 +163,8 @@ class WorkloadRunner:
         """The waiting workloads this round of ticks has yet to look at, in key order."""
         self.wakes: dict[Key, Instant] = {}
         self._scheduled = False
+        self._writing: Key | None = None
+        """The batch Job whose status ``flush`` is writing (its own change: not marked)."""
         self.later = later
         self.backlog: dict[Key, Obj] = {}
         """Workloads' statuses not written yet (the latest of each), and below, events: they
@@ -220,7 +229,7 @@ class WorkloadRunner:
         if key is not None:
             if kind == "DELETED":
                 self._forget(key, obj)
-            else:
+            elif key != self._writing:
                 self._mark(key)
             parent = owner_of(obj)  # a JobSet's child Job
             if parent is not None:
@@ -266,13 +275,13 @@ class WorkloadRunner:
                 self._mark(key)
 
     def _mark(self, key: Key) -> None:
-        self.dirty.add(key)
+        self.dirty[key] = None
         if not self._scheduled:
             self._scheduled = True
             self.defer(self.drain)
 
     def _forget(self, key: Key, obj: Obj) -> None:
-        self.dirty.discard(key)
+        self.dirty.pop(key, None)
         self.gate.forget(key)
         self.kueue.refused.pop(key, None)
         self.waiting.discard(key)
@@ -285,10 +294,18 @@ class WorkloadRunner:
     # -- reconciling ---------------------------------------------------------------------
 
     def drain(self) -> None:
-        """Reconcile every dirty workload once (those its own writes dirty again wait for
-        the next drain, which is deferred)."""
+        """Reconcile the dirty workloads once each, at most ``batch`` of them, those marked
+        longest ago (the rest, and those its own writes dirty again, wait for the next
+        drain, which is deferred: the loop's other work runs between two batches)."""
         self._scheduled = False
-        batch, self.dirty = self.dirty, set()
+        if len(self.dirty) <= self.batch:
+            batch, self.dirty = list(self.dirty), {}
+        else:
+            batch = list(itertools.islice(self.dirty, self.batch))
+            for key in batch:
+                del self.dirty[key]
+            self._scheduled = True
+            self.defer(self.drain)
         self._draining = True  # the pods' submissions wait for its end: one journal write
         try:
             for key in sorted(batch):
@@ -313,11 +330,22 @@ class WorkloadRunner:
         for (resource, namespace, name), status in sorted(backlog.items()):
             current = self.store.peek(resource, namespace, name)  # only read
             if current is not None and current.get("status") != status:
-                # (copy=False: what it returns is not kept, so no copy of that either)
-                self._quietly(self.store.update_status, status_only(current, status), copy=False)
+                # A batch Job's own status, written here, is not news to its controller: the
+                # pass that computed it saw it already (``reconcile`` reads the backlog), and
+                # a Job's pass decides from its spec, pods and engine jobs. Without this, every
+                # Job was reconciled twice, the second time to find nothing to do (and, for one
+                # that cannot run, to record its FailedCreate twice).
+                self._writing = (resource, namespace, name) if resource == JOBS else None
+                try:
+                    # (copy=False: what it returns is not kept, so no copy of that either)
+                    self.quietly(
+                        self.store.update_status, status_only(current, status), copy=False
+                    )
+                finally:
+                    self._writing = None
         for one in events:
             # made here for the store alone: it takes them as they are
-            self._quietly(self.store.create, one, copy=False)
+            self.quietly(self.store.create, one, copy=False)
 
     def reconcile(self, key: Key) -> Plan | None:
         resource, namespace, name = key
@@ -335,9 +363,9 @@ class WorkloadRunner:
             obj["status"] = self.backlog[key]  # as it will be written
         uid = (obj.get("metadata") or {}).get("uid")
         if resource == JOBSETS:
-            return self._reconcile_jobset(key, obj, str(uid))
+            return parents.jobset_pass(self, key, obj, str(uid))
         if resource == DEPLOYMENTS:
-            return self._reconcile_deployment(key, obj, str(uid))
+            return parents.deployment_pass(self, key, obj, str(uid))
         if resource == PODS:
             return self._reconcile_pod(key, obj)
         # the controllers' own labels narrow the list (only what matches is copied)
@@ -367,7 +395,7 @@ class WorkloadRunner:
             for j in (self.engine.jobs(finished=True, ids=sorted(ids)) if ids else ())
         }
         now = self.clock()
-        ctx = self._context(obj)
+        ctx = self.context(obj)
         shown = self.kueue.view(key, obj)
         if gated:  # a queued JobSet's child: its pods queue as the JobSet does
             labels = {**(obj["metadata"].get("labels") or {}), **gated}
@@ -400,62 +428,9 @@ class WorkloadRunner:
             found = self.engine.jobs(finished=True, ids=[job_id])
             if found:
                 job = engine_job(found[0], self.engine.cluster, self.address, self.containers)
-        plan = barepod.reconcile(pod, job, self.clock(), self._context(pod))
+        plan = barepod.reconcile(pod, job, self.clock(), self.context(pod))
         self.reconciles += 1
         self._carry_out(key, [stored], plan)
-        return plan
-
-    def _reconcile_jobset(self, key: Key, obj: Obj, uid: str) -> Plan:
-        """A JobSet's pass: its plan creates and deletes child Jobs, not pods."""
-        children = self._children(JOBS, key[1], {jobset.JOBSET_NAME: key[2]}, uid)
-        shown = self.kueue.view(key, obj)
-        plan = jobset.reconcile(shown, children, self.clock(), self._context(obj))
-        self._carry_out_children(key, JOBS, plan)
-        if self.kueue.queued(key, obj):
-            mine = {(JOBS, key[1], str(c["metadata"]["name"])) for c in children}
-            ids = sorted(i for i, owner in self.owners.items() if owner in mine)
-            found = self.engine.jobs(finished=True, ids=ids) if ids else []
-            jobs = {j.id: engine_job(j, self.engine.cluster, self.address) for j in found}
-            self.kueue.sync(key, obj, plan.status or obj.get("status"), jobs)
-        return plan
-
-    def _reconcile_deployment(self, key: Key, obj: Obj, uid: str) -> Plan:
-        """A Deployment's pass: its plan creates, scales and deletes ReplicaSets."""
-        labels = match_labels((obj.get("spec") or {}).get("selector"))
-        children = self._children(REPLICASETS, key[1], labels, uid)
-        plan = deployment.reconcile(obj, children, self.clock(), self._context(obj))
-        return self._carry_out_children(key, REPLICASETS, plan)
-
-    def _children(
-        self, resource: Resource, namespace: str, labels: Mapping[str, str], uid: str
-    ) -> list[Obj]:
-        """The objects of ``resource`` whose controller is the object ``uid``."""
-        return self.store.owned(resource, namespace, uid, labels)
-
-    def _carry_out_children(self, key: Key, child: Resource, plan: Plan) -> Plan:
-        resource, namespace, name = key
-        self.reconciles += 1
-        for made in plan.create:
-            self._quietly(self.store.create, made)
-        for changed in plan.update:  # a JobSet's spec.suspend, a ReplicaSet's replicas
-            meta = {k: v for k, v in changed["metadata"].items() if k != "resourceVersion"}
-            self._quietly(self.store.update, {**changed, "metadata": meta})
-        for child_name in plan.delete:
-            self._quietly(self.store.delete, child, namespace, child_name)
-        if plan.annotate:
-            current = self.store.get(resource, namespace, name)
-            if current is not None:
-                meta = current["metadata"]
-                meta["annotations"] = {**(meta.get("annotations") or {}), **plan.annotate}
-                meta.pop("resourceVersion", None)
-                self._quietly(self.store.update, current)
-        if plan.status is not None:
-            self.backlog[key] = plan.status
-        self.backlog_events.extend(plan.events)
-        if plan.wake_at is not None:
-            self.wakes[key] = plan.wake_at
-        if plan.delete_self:
-            self._quietly(self.store.delete, resource, namespace, name)
         return plan
 
     def _with_job(self, namespace: str, pod: Obj) -> Obj:
@@ -469,7 +444,7 @@ class WorkloadRunner:
         annotations = {**notes, ANNOTATION_JOB_ID: str(job_id), ANNOTATION_RANK: str(rank)}
         return {**pod, "metadata": {**meta, "annotations": annotations}}
 
-    def _context(self, obj: Obj) -> Context:
+    def context(self, obj: Obj) -> Context:
         return context_of(
             self.store,
             self.engine,
@@ -489,12 +464,12 @@ class WorkloadRunner:
             # The plan's pods are its own: the store takes them as they are (no copies),
             # with the uid its reconciler gave it (its environment may hold it, ``fieldRef``).
             wanted = pod.get("status")
-            made = self._quietly(self.store.create, pod, keep_uid=True, copy=False)
+            made = self.quietly(self.store.create, pod, keep_uid=True, copy=False)
             if made is not None and made.get("status") != wanted:
                 fixed = {k: v for k, v in made.items() if k != "status"}
                 if wanted is not None:
                     fixed["status"] = wanted
-                self._quietly(self.store.update_status, fixed)
+                self.quietly(self.store.update_status, fixed)
         for sub in plan.submit:
             self._submit(key, namespace, sub.key, sub.spec, sub.pods)
         before = {str(p["metadata"]["name"]): p for p in pods}
@@ -505,18 +480,18 @@ class WorkloadRunner:
                 "metadata": {k: v for k, v in pod["metadata"].items() if k != "resourceVersion"},
             }
             # (its status copied here, copy=False: what it returns is not kept)
-            self._quietly(self.store.update_status, status_only(pod, pod.get("status")), copy=False)
+            self.quietly(self.store.update_status, status_only(pod, pod.get("status")), copy=False)
             old = before.get(str(pod["metadata"]["name"]))
             if (
                 old is None
                 or old.get("spec") != pod.get("spec")
                 or (old["metadata"].get("annotations") != pod["metadata"].get("annotations"))
             ):
-                self._quietly(self.store.update, pod)
+                self.quietly(self.store.update, pod)
         for job_id in plan.cancel:
             self._cancel(job_id)
         for pod_name in plan.delete:
-            self._quietly(self.store.delete, PODS, namespace, pod_name)
+            self.quietly(self.store.delete, PODS, namespace, pod_name)
             self.assigned.pop((namespace, pod_name), None)
         if plan.status is not None:
             self.backlog[key] = plan.status
@@ -534,7 +509,7 @@ class WorkloadRunner:
         else:
             self.waiting.discard(key)
         if plan.delete_self:
-            self._quietly(self.store.delete, resource, namespace, name)
+            self.quietly(self.store.delete, resource, namespace, name)
 
     def _submit(
         self, key: Key, namespace: str, request: str, spec: JobSpec, pods: Sequence[str]
@@ -568,7 +543,7 @@ class WorkloadRunner:
     def _refused(self, key: Key, namespace: str, pods: Sequence[str], e: PhalanxError) -> None:
         """A request that can never run here: its pods say so and stay Pending; a queued
         owner's held-back pods (``PodGate``), through its Workload, as Kueue's would."""
-        why = (namespace, pods, str(e), self.clock(), self._quietly, self.gate.held.get(key, {}))
+        why = (namespace, pods, str(e), self.clock(), self.quietly, self.gate.held.get(key, {}))
         events, held = podsubmit.unschedulable(self.store, *why)
         self.backlog_events.extend(events)
         if held:
@@ -579,7 +554,7 @@ class WorkloadRunner:
             self.engine.cancel(job_id, self.caller)
 
     @staticmethod
-    def _quietly(call: Callable[..., Any], *args: Any, **options: Any) -> Any:
+    def quietly(call: Callable[..., Any], *args: Any, **options: Any) -> Any:
         """A write that may have been done before (a plan carried out twice), or whose object
         is gone: logged, not raised (None returned)."""
         try:

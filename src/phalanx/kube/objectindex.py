@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import bisect
 import builtins
+import json
 from collections.abc import Callable
 from typing import Any
 
@@ -19,6 +20,10 @@ Key = tuple[str, str]
 """(namespace, name); namespace "" for cluster-scoped objects."""
 Objects = list[dict[str, Any]]
 _MISSING = object()
+
+
+def _dumps(value: Any) -> bytes:
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False).encode()
 
 
 class ObjectIndex:
@@ -115,6 +120,23 @@ class ObjectIndex:
         found = entry[1].get(slot, _MISSING)
         if found is _MISSING:
             found = entry[1][slot] = compute(obj)
+        return found
+
+    def json_of(self, obj: dict[str, Any]) -> bytes:
+        """``obj``'s JSON (compact, UTF-8, as the API writes it), kept for this version of
+        the object (``memo``): a create's answer, a list, a watch event and the group
+        commit's row are the same bytes, encoded once. ``obj`` is the store's own, or its
+        conversion to another version (``apiVersion`` tells them apart)."""
+        encoded: bytes = self.memo(obj, ("json", obj.get("apiVersion")), _dumps)
+        return encoded
+
+    def kept_json(self, obj: dict[str, Any]) -> bytes | None:
+        """``json_of(obj)`` if it was kept already, else None (nothing is computed)."""
+        meta = obj.get("metadata") or {}
+        entry = self._cache.get(meta.get("uid") or "")
+        if entry is None or entry[0] != meta.get("resourceVersion"):
+            return None
+        found: bytes | None = entry[1].get(("json", obj.get("apiVersion")))
         return found
 
     def _alive(self, uid: str | None) -> bool:

@@ -4,13 +4,15 @@ through (``ObjectTable``) and its in-memory twin. The controller's database tabl
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from typing import Any, Protocol
 
 __all__ = ["MemoryObjects", "ObjectTable", "Write"]
 
-Write = tuple[str, str, str, int, dict[str, Any] | None]
-"""(resource "group/plural", namespace, name, rv, body or None for a removal)."""
+Write = tuple[str, str, str, int, dict[str, Any] | bytes | None]
+"""(resource "group/plural", namespace, name, rv, body or None for a removal). A body may
+be its JSON already (UTF-8), made for an answer (``ObjectStore.take_pending``)."""
 
 
 class ObjectTable(Protocol):
@@ -39,6 +41,8 @@ class MemoryObjects:
         for resource, ns, name, _, body in writes:
             if body is None:
                 self.rows.pop((resource, ns, name), None)
+            elif isinstance(body, bytes):
+                self.rows[(resource, ns, name)] = json.loads(body)
             else:
                 self.rows[(resource, ns, name)] = body  # the store never mutates it
 

@@ -286,8 +286,8 @@ class Resources:
                 "items": [],
             }
         )
-        slot = ("json", req.api_version)
-        body = b",".join(memo(o, slot, _dumps) for o in items)
+        json_of = self.store.json_of
+        body = b",".join(json_of(o) for o in items)
         return head[:-2] + body + head[-2:]
 
     # -- writes --------------------------------------------------------------------------

@@ -9,10 +9,10 @@ import time
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
-from starlette.requests import Request as HttpRequest
 from starlette.responses import Response, StreamingResponse
 
 from phalanx.kube import discovery, kinds, openapi, reviews
+from phalanx.kube.calls import Call, ClientGone
 from phalanx.kube.errors import (
     BadRequest,
     Forbidden,
@@ -99,9 +99,13 @@ class KubeApp:
         is_open: Callable[[], bool] = lambda: True,
         clock: Callable[[], float] = time.time,
         durable: Durable | None = None,
+        on_request: Callable[[], None] | None = None,
     ) -> None:
         self.store = store
         self.durable = durable
+        self.on_request = on_request
+        """Called as each request arrives (``phalanx.kube.pace``: controllers wait for a
+        pause in them)."""
         self.tokens = tokens
         self.authorize = authorize
         self.is_open = is_open
@@ -119,13 +123,17 @@ class KubeApp:
                     return
         if scope["type"] != "http":
             return
-        http = HttpRequest(scope, receive)
+        if self.on_request is not None:
+            self.on_request()
+        http = Call(scope, receive)
         try:
             response = await self._handle(http)
         except KubeError as exc:
             response = error_response(exc)
+        except ClientGone:
+            return  # no one to answer
         except Exception as exc:  # a bug must not take the server down: 500, logged
-            log.exception("kube API: %s %s", http.method, http.url.path)
+            log.exception("kube API: %s %s", http.method, http.path)
             response = json_response(
                 {
                     "kind": "Status",
@@ -139,25 +147,26 @@ class KubeApp:
                 },
                 500,
             )
-        shows_store = getattr(http.state, "shows_store", False)
-        if self.durable is not None and shows_store and not isinstance(response, StreamingResponse):
+        if (
+            self.durable is not None
+            and http.shows_store
+            and not isinstance(response, StreamingResponse)
+        ):
             try:
                 await self.durable(self.store.resource_version)
             except KubeError as exc:
                 response = error_response(exc)
         await response(scope, receive, send)
 
-    def _user(self, http: HttpRequest) -> User:
+    def _user(self, http: Call) -> User:
         scheme, _, token = http.headers.get("authorization", "").partition(" ")
         user = self.tokens.get(token.strip()) if scheme.lower() == "bearer" else None
         if user is None:
             raise Unauthorized()
         return user
 
-    async def _handle(self, http: HttpRequest) -> Response:
-        # The scope's path (percent-decoded) as it is: ``http.url`` would build a whole URL
-        # and split it again, for each request.
-        path = str(http.scope["path"]).rstrip("/") or "/"
+    async def _handle(self, http: Call) -> Response:
+        path = http.path.rstrip("/") or "/"
         if not self.is_open():
             raise Unavailable("this controller does not lead: the Kubernetes API is on the leader")
         if path in _OPEN_PATHS:
@@ -209,7 +218,7 @@ class KubeApp:
             return json_response(listing)
         return await self._resource(http, user, group, version, rest)
 
-    def _openapi(self, http: HttpRequest, path: str) -> Response:
+    def _openapi(self, http: Call, path: str) -> Response:
         # Without built documents: an empty v3 index, which kubectl reads as "no schemas" (it
         # then needs --validate=false).
         if not openapi.available():
@@ -256,14 +265,14 @@ class KubeApp:
         return kind, ns, name, sub
 
     async def _resource(
-        self, http: HttpRequest, user: User, group: str, version: str, rest: list[str]
+        self, http: Call, user: User, group: str, version: str, rest: list[str]
     ) -> Response:
         # Whatever this answers (an object, a list, AlreadyExists...) shows the store: it
         # waits until that is on disk (``durable``); discovery and the like do not.
-        http.state.shows_store = True
+        http.shows_store = True
         kind, ns, name, sub = self._parse(group, version, rest)
         resource = f"{kind.plural}/{sub}" if sub else kind.plural
-        query = dict(http.query_params)
+        query = http.query
         req = Request(
             kind,
             ns,
@@ -323,13 +332,28 @@ class KubeApp:
                 if verb == "delete"
                 else api.delete_collection(req, options)
             )
-        if isinstance(result, dict) and result.get("kind") == kind.kind:
-            result = req.as_served(result)
         warning = warning_header(req.warnings)
         headers = {"Warning": warning} if warning is not None else None
         if isinstance(result, dict) and result.get("kind") == "Status":
             return json_response(result, 200, headers)
-        return json_response(result, status, headers)
+        return Response(
+            self._encoded(req, result), status_code=status, media_type=JSON, headers=headers
+        )
+
+    def _encoded(self, req: Request, result: Any) -> bytes:
+        """``result`` in JSON, as the request's version serves it. The object store's own
+        object (what a create, update or patch stored) is encoded once per version of it
+        (``ObjectStore.json_of``): lists, watches and the group commit's row use the same
+        bytes. Anything else (a dry run's object, which has the stored one's
+        resourceVersion) is encoded afresh."""
+        if not isinstance(result, dict) or result.get("kind") != req.kind.kind:
+            return dumps(result)
+        meta = result.get("metadata") or {}
+        own = self.store.peek(req.kind.resource, meta.get("namespace"), str(meta.get("name")))
+        served = req.as_served(result)
+        if own is not result:
+            return dumps(served)
+        return self.store.json_of(served)
 
 
 def create_app(

@@ -126,8 +126,14 @@ class ObjectStore(ObjectIndex):
         self._deferred = True
 
     def take_pending(self) -> tuple[int, builtins.list[Write]]:
-        """The writes waiting (cleared) and the resourceVersion they bring the table to."""
-        writes = builtins.list(self._pending.values())
+        """The writes waiting (cleared) and the resourceVersion they bring the table to. A
+        body whose JSON was made already (a create's answer: ``json_of``) is that JSON."""
+        writes = [
+            w
+            if not isinstance(w[4], dict) or (done := self.kept_json(w[4])) is None
+            else (*w[:4], done)
+            for w in self._pending.values()
+        ]
         self._pending.clear()
         return self._rv, writes
 

@@ -7,7 +7,6 @@ from __future__ import annotations
 import math
 import os
 import threading
-import uuid
 from datetime import UTC, datetime
 from typing import Any
 
@@ -67,8 +66,14 @@ def suffix() -> str:
 
 
 def new_uid() -> str:
-    """A random (version 4) UUID, as kube-apiserver gives every object."""
-    return str(uuid.UUID(bytes=_entropy.take(16), version=4))
+    """A random (version 4) UUID, as kube-apiserver gives every object: what
+    ``str(uuid.UUID(bytes=..., version=4))`` writes, without building the UUID object (a few
+    percent of the API's CPU in a burst of creations)."""
+    raw = bytearray(_entropy.take(16))
+    raw[6] = (raw[6] & 0x0F) | 0x40  # version 4
+    raw[8] = (raw[8] & 0x3F) | 0x80  # RFC 4122 variant
+    h = raw.hex()
+    return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
 
 
 def copy_json(value: Any) -> Any:

@@ -80,6 +80,8 @@ def open_watch(
 def _frame(api: Resources, req: Request, verb: str, obj: dict[str, Any]) -> bytes:
     if verb != "BOOKMARK":
         obj = req.as_served(obj)
+        if not req.table:  # the object's JSON as its create's answer and lists have it
+            return b'{"type":"%s","object":%s}\n' % (verb.encode(), api.store.json_of(obj))
     if req.table and verb != "BOOKMARK":
         obj = table(
             req.kind,

@@ -14,8 +14,16 @@ from phalanx.live.journal import JournalError, open_state_db
 
 __all__ = ["PostgresObjects", "SqliteObjects", "open_objects"]
 
-Write = tuple[str, str, str, int, dict[str, Any] | None]
-"""(resource "group/plural", namespace, name, rv, body or None for a removal)."""
+Write = tuple[str, str, str, int, dict[str, Any] | bytes | None]
+"""(resource "group/plural", namespace, name, rv, body (or its JSON) or None for a
+removal): ``phalanx.kube.persist.Write``."""
+
+
+def _text(body: dict[str, Any] | bytes) -> str:
+    """A row's body: the object's JSON (made already for an answer, or now)."""
+    if isinstance(body, bytes):
+        return body.decode()
+    return json.dumps(body, separators=(",", ":"))
 
 
 _TABLE = (
@@ -56,7 +64,7 @@ class SqliteObjects:
                 else:
                     db.execute(
                         "INSERT OR REPLACE INTO kube_objects VALUES (?, ?, ?, ?, ?)",
-                        (resource, ns, name, wrv, json.dumps(body, separators=(",", ":"))),
+                        (resource, ns, name, wrv, _text(body)),
                     )
             db.execute("INSERT OR REPLACE INTO kube_meta VALUES ('rv', ?)", (rv,))
             db.execute("COMMIT")
@@ -103,7 +111,7 @@ class PostgresObjects:
                             "INSERT INTO kube_objects VALUES (%s, %s, %s, %s, %s)"
                             " ON CONFLICT (resource, namespace, name) DO UPDATE"
                             " SET rv = excluded.rv, body = excluded.body",
-                            (resource, ns, name, wrv, json.dumps(body, separators=(",", ":"))),
+                            (resource, ns, name, wrv, _text(body)),
                         )
                 self._conn.execute(
                     "INSERT INTO kube_meta VALUES ('rv', %s)"

@@ -17,6 +17,7 @@ import uvicorn
 
 from phalanx.kube.groupcommit import GroupCommit
 from phalanx.kube.kubeconfig import read_tokens
+from phalanx.kube.pace import Pace
 from phalanx.kube.server import KubeApp, User, create_app
 from phalanx.kube.store import ObjectStore
 from phalanx.kube.tls import ensure_certificates
@@ -87,6 +88,9 @@ class KubeServer:
         self, app: KubeApp, config: uvicorn.Config, sock: socket.socket, commits: GroupCommit
     ) -> None:
         self.app = app
+        self.pace = Pace(asyncio.get_running_loop())
+        """The pace of the controllers behind this API (``phalanx.kube.pace``)."""
+        app.on_request = self.pace.request
         self.server = uvicorn.Server(config)
         self.sock = sock
         self.port: int = sock.getsockname()[1]

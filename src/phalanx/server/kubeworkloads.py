@@ -19,6 +19,7 @@ from phalanx.kube.controllers import WorkloadRunner
 from phalanx.kube.endpointrunner import EndpointsRunner
 from phalanx.kube.inferenceservices import InferenceServices
 from phalanx.kube.nodeviews import NodeViews
+from phalanx.kube.pace import Pace
 from phalanx.kube.queueobjects import QueueObjects
 from phalanx.kube.queuestatus import QueueStatus
 from phalanx.kube.servingview import ServingView
@@ -54,6 +55,7 @@ class Workloads:
         user: str,
         *,
         hpa_sync_ms: Duration = HPA_SYNC,
+        pace: Pace | None = None,
     ):
         self.controller = controller
         registry = controller.fleet.registry
@@ -65,16 +67,19 @@ class Workloads:
                 return LOCALHOST
 
         loop = asyncio.get_running_loop()
+        # Behind the API's requests (``pace``), as kube-controller-manager's queues lag
+        # behind kube-apiserver; without one, at the loop's next turn.
+        defer = pace.defer if pace is not None else loop.call_soon
         self.runner = WorkloadRunner(
             store,
             controller,
             clock=controller.clock.now,
-            defer=loop.call_soon,
+            defer=defer,
             log_dir=str(state.root / "kube-logs"),
             workdir=str(state.root),
             default_user=user,
             address=address,
-            later=lambda fn: loop.call_later(FLUSH_S, fn),
+            later=lambda fn: loop.call_later(FLUSH_S, defer, fn),
             containers=controller.fleet.containers.get,
         )
         self.metrics = RouterMetrics(controller.clock.now, state.root, cpu=self._cpu)

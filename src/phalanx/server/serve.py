@@ -189,7 +189,12 @@ async def serve(opts: ControllerOptions) -> None:
         from phalanx.server.kubeworkloads import Workloads
 
         workloads = Workloads(
-            kube.app.store, controller, state, tokens[token], hpa_sync_ms=opts.hpa_sync_ms
+            kube.app.store,
+            controller,
+            state,
+            tokens[token],
+            hpa_sync_ms=opts.hpa_sync_ms,
+            pace=kube.pace,
         )
         workloads.start()
         attach_serving(api, workloads.view)

@@ -15,7 +15,6 @@ Status counts are those of the pods the Job has: ``active`` (Pending or Running)
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -34,7 +33,7 @@ from phalanx.workloads.plan import (
     Plan,
     Submission,
 )
-from phalanx.workloads.pods import engine_id, is_active, new_pod, phase, refresh
+from phalanx.workloads.pods import engine_id, is_active, json_copy, new_pod, phase, refresh
 from phalanx.workloads.podspec import pod_task
 from phalanx.workloads.specs import log_file, pod_spec, priority
 from phalanx.workloads.timestamps import parse_time, rfc3339
@@ -159,7 +158,7 @@ def reconcile(
 ) -> Plan:
     """One pass of the Job controller over ``obj`` and the pods it owns (module docstring)."""
     plan = Plan()
-    status: dict[str, Any] = copy.deepcopy(dict(obj.get("status") or {}))
+    status: dict[str, Any] = json_copy(obj.get("status") or {})
     conditions: list[dict[str, Any]] = list(status.get("conditions") or [])
     status["conditions"] = conditions
     try:

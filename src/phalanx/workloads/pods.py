@@ -41,6 +41,7 @@ __all__ = [
     "engine_id",
     "is_active",
     "is_ready",
+    "json_copy",
     "new_pod",
     "phase",
     "pod_events",
@@ -53,6 +54,22 @@ __all__ = [
 ACTIVE_PHASES = frozenset({"Pending", "Running"})
 RUNS_ON_HOST = "phalanx.io/RunsOnHost"
 """A pod condition saying that its image was recorded and its command runs on the host."""
+
+
+def json_copy(obj: Mapping[str, Any]) -> dict[str, Any]:
+    """A deep copy of a JSON object (dicts, lists, scalars), several times faster than
+    ``copy.deepcopy``, which also keeps identities and copies any type: reconcilers copy
+    templates and statuses read from the object store, which hold JSON values only."""
+    return {k: _copy_value(v) for k, v in obj.items()}
+
+
+def _copy_value(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _copy_value(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_copy_value(v) for v in value]
+    return value
+
 
 _WAITING = frozenset({JobState.PENDING, JobState.REQUEUED, JobState.PREEMPTED, JobState.SUSPENDED})
 _RUNNING = frozenset({JobState.RUNNING, JobState.COMPLETING})
@@ -85,7 +102,7 @@ def new_pod(
     controller's added, owned by ``owner`` (controller, blocking its deletion), Pending, with
     its uid (``pod_uid``) already."""
     meta = template.get("metadata") or {}
-    spec = copy.deepcopy(dict(template.get("spec") or {}))
+    spec = json_copy(template.get("spec") or {})
     if hostname is not None:
         spec["hostname"] = hostname
     if restart_policy is not None:
@@ -170,8 +187,8 @@ def pod_status(pod: Mapping[str, Any], job: EngineJob | None, now: Instant) -> d
     that has ended stays as it ended (pods never leave Succeeded or Failed)."""
     old = pod.get("status") or {}
     if old.get("phase") in ("Succeeded", "Failed"):
-        return copy.deepcopy(dict(old))
-    status = copy.deepcopy(dict(old))
+        return json_copy(old)
+    status = json_copy(old)
     conditions: list[dict[str, Any]] = status.setdefault("conditions", [])
     if job is None or job.state in _WAITING:
         status["phase"] = "Pending"
@@ -276,7 +293,7 @@ def refresh(
         node = job.nodes[rank] if rank < len(job.nodes) else None
     if status == pod.get("status") and node == spec.get("nodeName"):
         return None, []
-    new = copy.deepcopy(dict(pod))
+    new = json_copy(pod)
     new["status"] = status
     if node is not None:
         new.setdefault("spec", {})["nodeName"] = node

@@ -21,7 +21,7 @@ from typing import Any
 
 from phalanx.kube.openapi import catalog, fielderror, names
 from phalanx.kube.openapi.fielderror import FieldError
-from phalanx.kube.openapi.walker import Walk, type_name
+from phalanx.kube.openapi.walker import Resolved, Walk, type_name
 
 MODES = ("Strict", "Warn", "Ignore")
 
@@ -41,9 +41,10 @@ class StrictDict(dict[str, Any]):
     duplicates: tuple[str, ...] = ()
 
 
-def _pairs(pairs: list[tuple[str, Any]]) -> StrictDict:
-    out = StrictDict(pairs)
+def _pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    out = dict(pairs)  # (a plain dict where no key repeats: the common case, and cheaper)
     if len(out) != len(pairs):
+        out = StrictDict(pairs)
         seen: set[str] = set()
         duplicates: list[str] = []
         for key, _ in pairs:
@@ -54,10 +55,20 @@ def _pairs(pairs: list[tuple[str, Any]]) -> StrictDict:
     return out
 
 
+_DECODER = json.JSONDecoder(object_pairs_hook=_pairs)
+"""One decoder for every body: ``json.loads`` with a hook would build one (and its scanner)
+per call."""
+
+
 def loads_strict(body: bytes | str) -> Any:
     """``json.loads`` that keeps duplicate keys visible to :func:`validate` (the last one wins,
     as in Go). Raises ``ValueError`` on malformed JSON, as ``json.loads`` does."""
-    return json.loads(body, object_pairs_hook=_pairs)
+    if isinstance(body, bytes | bytearray):
+        # as json.loads reads bytes: UTF-8, -16 or -32, told by the first bytes
+        body = body.decode(json.detect_encoding(body), "surrogatepass")
+    elif body.startswith("\ufeff"):
+        raise json.JSONDecodeError("Unexpected UTF-8 BOM (decode using utf-8-sig)", body, 0)
+    return _DECODER.decode(body)
 
 
 def _get(obj: Any, path: tuple[str, ...]) -> Any:
@@ -112,7 +123,7 @@ def prune(obj: Any) -> list[str]:
 
 
 @functools.cache
-def _resolved(group_version: str) -> dict[int, tuple[dict[str, Any], str]]:
+def _resolved(group_version: str) -> dict[int, Resolved]:
     """The resolve cache shared by every walk over one document's schemas (which live as
     long as the process: the catalog keeps them)."""
     return {}

@@ -76,12 +76,32 @@ def type_name(value: Any) -> str:
     return type(value).__name__
 
 
+Resolved = tuple[dict[str, Any], str, type | None, bool]
+"""A schema with its ``$ref`` and ``allOf`` folded in; the last name it referenced; the one
+Python type its values must have where that is the whole type check (None: see
+``Walk._type_ok``); whether it has constraints (``enum``, ``pattern``, ...). Computed once
+per schema: a walk asks this of every value it meets."""
+
+_SIMPLE_TYPES: dict[str, type] = {"object": dict, "array": list, "string": str}
+
+
+def _type_of(s: dict[str, Any], name: str) -> type | None:
+    if name == _QUANTITY or s.get("x-kubernetes-int-or-string"):
+        return None
+    if s.get("format") == "int-or-string":
+        return None
+    want = s.get("type")
+    if want is None and "properties" in s:
+        want = "object"
+    return _SIMPLE_TYPES.get(want) if isinstance(want, str) else None
+
+
 class Walk:
     def __init__(
         self,
         schemas: dict[str, Any],
         crd: bool,
-        resolved: dict[int, tuple[dict[str, Any], str]] | None = None,
+        resolved: dict[int, Resolved] | None = None,
     ) -> None:
         """``resolved`` is a cache of :meth:`resolve` by schema identity, which walks over the
         same ``schemas`` may share: every schema walked must then outlive the cache (the
@@ -92,12 +112,16 @@ class Walk:
         self.strict: list[FieldError] = []
         self.unknown: list[tuple[dict[str, Any], str]] = []
         """(object, key) of every unknown field, for pruning."""
-        self._resolved: dict[int, tuple[dict[str, Any], str]] = {} if resolved is None else resolved
+        self._resolved: dict[int, Resolved] = {} if resolved is None else resolved
 
     def resolve(self, schema: Any) -> tuple[dict[str, Any], str]:
         """A schema with its ``$ref`` and ``allOf`` folded in, and the last referenced name."""
+        found = self._resolve(schema)
+        return found[0], found[1]
+
+    def _resolve(self, schema: Any) -> Resolved:
         if not isinstance(schema, dict):
-            return {}, ""
+            return {}, "", None, False
         cached = self._resolved.get(id(schema))
         if cached is not None:
             return cached
@@ -120,8 +144,9 @@ class Walk:
         for k, v in schema.items():
             if k not in ("$ref", "allOf"):
                 out[k] = v
-        self._resolved[id(schema)] = (out, name)
-        return out, name
+        done = (out, name, _type_of(out, name), bool(_CONSTRAINTS.intersection(out)))
+        self._resolved[id(schema)] = done
+        return done
 
     def error(self, err: FieldError) -> None:
         self.errors.append(err)
@@ -129,10 +154,13 @@ class Walk:
     def walk(self, value: Any, schema: Any, path: Path, owner: str) -> None:
         """Check ``value`` at ``path`` against ``schema``; ``owner`` is the Go struct that holds
         the field (for decoding errors' wording)."""
-        s, name = self.resolve(schema)
+        s, name, simple, constrained = self._resolve(schema)
         if value is None or not s:
             return  # null is "unset" to Go's decoder; no schema: nothing declared to check
-        if not self._type_ok(value, s, name, path, owner):
+        # (``_type_ok``: the whole check, and the error's wording, where a type is not enough)
+        if (simple is None or not isinstance(value, simple)) and not self._type_ok(
+            value, s, name, path, owner
+        ):
             return
         if isinstance(value, dict):
             self._object(value, s, path, name.rpartition(".")[2] if name else owner)
@@ -147,7 +175,8 @@ class Walk:
             items = s.get("items")
             for i, item in enumerate(value):
                 self.walk(item, items, (*path, i), owner)
-        self._constraints(value, s, path)
+        if constrained:
+            self._constraints(value, s, path)
 
     def _type_ok(self, value: Any, s: dict[str, Any], name: str, path: Path, owner: str) -> bool:
         want = s.get("type")
