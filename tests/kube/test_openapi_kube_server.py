@@ -123,6 +123,21 @@ def test_warn_creates_and_warns(kubeconfig: Path) -> None:
     assert "bogusHoldoutField" not in json.loads(got.stdout)["spec"]  # dropped, as upstream
 
 
+def test_an_unknown_field_named_in_any_script_is_warned_in_utf8(kubeconfig: Path) -> None:
+    """The Warning header travels as UTF-8, as Go writes it (it was a 500: Starlette encodes
+    a header as latin-1); kubectl prints it as it is."""
+    path = kubeconfig.parent / "cjk-job.yaml"
+    path.write_text(
+        "apiVersion: batch/v1\nkind: Job\nmetadata:\n  name: cjk\nspec:\n  名前: 1\n"
+        "  template:\n    spec:\n      restartPolicy: Never\n"
+        "      containers: [{name: c, image: busybox}]\n",
+        encoding="utf-8",
+    )
+    done = _kubectl(kubeconfig, "create", "--validate=warn", "-f", str(path))
+    assert done.returncode == 0, done.stderr
+    assert 'Warning: unknown field "spec.名前"' in done.stderr
+
+
 def test_every_adapted_manifest_passes_strict_validation(kubeconfig: Path) -> None:
     # (kubectl create namespace would send protobuf; a manifest goes as JSON.)
     ns = kubeconfig.parent / "ns.yaml"

@@ -4,7 +4,6 @@ hook. ``create_app`` builds it; the controller serves it on its own TLS port."""
 
 from __future__ import annotations
 
-import json
 import logging
 import time
 from collections.abc import Awaitable, Callable, Mapping
@@ -35,6 +34,7 @@ from phalanx.kube.wire import (
     json_response,
     media,
     wants_table,
+    warning_header,
 )
 
 __all__ = ["Authorizer", "Durable", "KubeApp", "User", "allow_all", "create_app"]
@@ -60,10 +60,6 @@ def allow_all(
 ) -> bool:
     """The authorizer until RBAC is evaluated: every authenticated user may do everything."""
     return True
-
-
-def dumps_text(text: str) -> str:
-    return json.dumps(text, ensure_ascii=False)
 
 
 _POD_LOG = ("pods", "log")
@@ -336,13 +332,8 @@ class KubeApp:
                 if verb == "delete"
                 else api.delete_collection(req, options)
             )
-        headers = (
-            # warn-code 299, agent "-", the text quoted as Go's strconv.Quote does it (a
-            # warning such as `unknown field "spec.x"` carries quotes of its own).
-            {"Warning": ", ".join(f"299 - {dumps_text(w)}" for w in req.warnings)}
-            if req.warnings
-            else None
-        )
+        warning = warning_header(req.warnings)
+        headers = {"Warning": warning} if warning is not None else None
         if isinstance(result, dict) and result.get("kind") == "Status":
             return json_response(result, 200, headers)
         return Response(

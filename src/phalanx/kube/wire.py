@@ -8,6 +8,8 @@ import datetime
 import importlib
 import json
 import re
+import unicodedata
+from collections.abc import Iterable
 from typing import Any
 
 from starlette.responses import Response
@@ -26,6 +28,7 @@ __all__ = [
     "json_response",
     "media",
     "wants_table",
+    "warning_header",
 ]
 
 JSON = "application/json"
@@ -138,6 +141,26 @@ def wants_table(accept: str | None) -> bool:
         if "as=Table" in params and "g=meta.k8s.io" in params:
             return True
     return False
+
+
+def _warn_text(text: str) -> str | None:
+    # k8s.io/apimachinery's NewWarningHeader refuses a text that is not UTF-8 or holds a
+    # control character (C0, DEL, C1), and the apiserver's recorder then drops the warning;
+    # else only `"` and `\` are escaped (makeQuotedString), the rest goes as it is.
+    if any(unicodedata.category(ch) in ("Cc", "Cs") for ch in text):
+        return None
+    return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def warning_header(texts: Iterable[str]) -> str | None:
+    """The ``Warning`` header kube-apiserver sends for ``texts``: ``299 - "<text>"`` each,
+    comma-separated (one header, as RFC 9110 allows for a list), or None if none is left.
+    Go writes a header's bytes as they are (UTF-8); Starlette encodes a header as latin-1, so
+    the value returned is the str whose latin-1 encoding is those UTF-8 bytes."""
+    quoted = [q for q in map(_warn_text, texts) if q is not None]
+    if not quoted:
+        return None
+    return ", ".join(f"299 - {q}" for q in quoted).encode().decode("latin-1")
 
 
 def json_response(value: Any, status: int = 200, headers: dict[str, str] | None = None) -> Response:

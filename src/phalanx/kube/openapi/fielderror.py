@@ -90,12 +90,46 @@ def field_error(path: str, reason: str, value: Any = None, detail: str = "") -> 
     return FieldError(path, reason, f"{path}: {body}")
 
 
-def unknown_field(path: str) -> FieldError:
-    return FieldError(path, UNKNOWN, f'unknown field "{path}"')
+_GO_ESCAPES = {"\a": "\\a", "\b": "\\b", "\f": "\\f", "\n": "\\n", "\r": "\\r",
+               "\t": "\\t", "\v": "\\v", '"': '\\"', "\\": "\\\\"}
+
+
+def go_quote(text: str) -> str:
+    """Go's ``strconv.Quote``: double quotes; ``"`` and ``\\`` escaped; printable runes (Go's
+    ``unicode.IsPrint``: letters, marks, numbers, punctuation, symbols and the ASCII space,
+    the set ``str.isprintable`` keeps too) as they are; every other rune as ``\\a`` ..
+    ``\\v``, ``\\xHH`` (below U+0080), ``\\uHHHH`` or ``\\UHHHHHHHH``; a lone surrogate (not
+    UTF-8 at all) byte by byte as ``\\xHH``."""
+    out = ['"']
+    for ch in text:
+        code = ord(ch)
+        if ch in _GO_ESCAPES:
+            out.append(_GO_ESCAPES[ch])
+        elif ch.isprintable():
+            out.append(ch)
+        elif 0xD800 <= code <= 0xDFFF:
+            out.extend(f"\\x{b:02x}" for b in ch.encode("utf-8", "surrogatepass"))
+        elif code < 0x80:
+            out.append(f"\\x{code:02x}")
+        elif code < 0x10000:
+            out.append(f"\\u{code:04x}")
+        else:
+            out.append(f"\\U{code:08x}")
+    out.append('"')
+    return "".join(out)
+
+
+def unknown_field(path: str, crd: bool = False) -> FieldError:
+    """A built-in kind's unknown field as sigs.k8s.io/json words it (``strconv.Quote`` of the
+    path); a CRD's as apiextensions-apiserver's pruning does (``unknown field "%s"``: the
+    path as it is, which may hold a control character: ``Warning`` then drops it)."""
+    quoted = f'"{path}"' if crd else go_quote(path)
+    return FieldError(path, UNKNOWN, f"unknown field {quoted}")
 
 
 def duplicate_field(path: str) -> FieldError:
-    return FieldError(path, DUPLICATE, f'duplicate field "{path}"')
+    # Both kinds of object are decoded by sigs.k8s.io/json first, which finds duplicates.
+    return FieldError(path, DUPLICATE, f"duplicate field {go_quote(path)}")
 
 
 def decode_error(path: str, json_kind: str, owner: str, dotted: str, go_type: str) -> FieldError:

@@ -270,7 +270,9 @@ class Walk:
             ):
                 continue
             else:
-                self.strict.append(fielderror.unknown_field(_strict_path((*path, key))))
+                self.strict.append(
+                    fielderror.unknown_field(_strict_path((*path, key)), crd=self.crd)
+                )
                 self.unknown.append((value, key))
         for req in s.get("required", ()):
             if req in value:
