@@ -179,8 +179,12 @@ def test_deferred_removal_keeps_the_queue_a_removal_at_once_keeps(
 ) -> None:
     """Insert, remove, send to the back, or look (len, list, a pickled copy) in any order:
     the queue holds what a plain sorted list with removals at once holds."""
-    jobs = [_job(i + 1, float(i % 3)) for i in range(8)]
     q = PendingQueue()
+    jobs = [_job(i + 1, float(i % 3)) for i in range(8)]
+    for job in jobs:
+        # Numbered by the queue, as the engine numbers submissions: a sequence taken by a
+        # later to_back never equals a job's own (equal keys would make the order arbitrary).
+        job.queue_seq = q.next_seq()
     ref: list[Job] = []
 
     def key(job: Job) -> tuple[int, float, int]:
