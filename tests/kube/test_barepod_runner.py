@@ -5,12 +5,12 @@
 from __future__ import annotations
 
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from runner_loop import Loop
 
 from phalanx.domain.caller import Caller
 from phalanx.kube.controllers import PODS, WorkloadRunner
@@ -22,13 +22,13 @@ class World:
     def __init__(self, tmp_path: Path) -> None:
         self.stack: LiveStack = live_stack(nodes=1, gpus=1, backoff_s=0.05)
         self.store = ObjectStore()
-        self.calls: list[Any] = []
+        self.loop = Loop(self.stack)
         fleet = self.stack.controller.fleet
         self.runner = WorkloadRunner(
             self.store,
             self.stack.controller,
             clock=self.stack.controller.clock.now,
-            defer=lambda fn: self.calls.append(fn),
+            defer=self.loop.defer,
             log_dir=str(tmp_path / "logs"),
             workdir=str(tmp_path),
             default_user="tester",
@@ -39,18 +39,10 @@ class World:
         fleet.containers.subscribe(self.runner.on_jobs)
 
     def step(self) -> None:
-        self.stack.step()
-        while self.calls:
-            calls, self.calls = self.calls, []
-            for fn in calls:
-                fn()
+        self.loop.step()
 
     def until(self, done: Any, timeout: float = 20) -> None:
-        deadline = time.monotonic() + timeout
-        while not done():
-            assert time.monotonic() < deadline, "timed out"
-            self.step()
-            time.sleep(0.02)
+        assert self.loop.run(done, timeout), "timed out"
 
     def pod(self, name: str) -> dict[str, Any]:
         found = self.store.get(PODS, "default", name)
