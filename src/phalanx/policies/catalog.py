@@ -279,6 +279,7 @@ POLICIES: dict[str, Profile] = {
                 "max_victim_restarts": 1,
                 "lease_ms": 5 * MINUTE,
                 "max_victim_gpu_ratio": 1,
+                "spared_victim_gpus": [2, 4],
             },
             # Small and short jobs first (what lowers mean JCT), but a job that has waited a
             # day outranks any newcomer, so long jobs are not pushed to the end of the trace.
@@ -325,7 +326,7 @@ POLICIES: dict[str, Profile] = {
                 "favor_small": True,
                 "weight_jobsize": 4000,
                 "weight_short": 20000,
-                "weight_age": 25000,
+                "weight_age": 22500,
                 "max_age_ms": 1 * DAY,
                 "age_size_exponent": 0.01,
             },

@@ -15,6 +15,7 @@ from typing import Protocol
 
 from phalanx.domain.cluster import Cluster, PreemptMode
 from phalanx.domain.time import HOUR, MINUTE, Instant
+from phalanx.errors import ConfigError
 from phalanx.sched.capacity import Capacity
 from phalanx.sched.context import PassContext
 from phalanx.sched.job import Job
@@ -129,6 +130,13 @@ class CheckpointPreempt:
         again at once elsewhere, beside the job placed where the victims were (None: no such
         check). Such a preemption moves the victim rather than queueing it: it loses at most
         ``max_loss_ms`` and its restart, never a wait for room of its own shape."""
+        spared = params.get("spared_victim_gpus")
+        self.spared = _gpu_range(spared)
+        """Cheap victims holding from ``low`` to ``high`` GPUs (a ``[low, high]`` pair, both
+        included; None: none spared) are never taken. A requeued victim of a few GPUs on one
+        node waits again for that many GPUs free on one node, which the one-GPU jobs that fill
+        every gap keep taking before it, while whole-node victims are few and get the node a
+        gang of their size reserves."""
         most = params.get("max_victim_gpus")
         self.max_victim_gpus = float(most) if isinstance(most, int | float) else None
         """Cheap victims may hold at most this many GPUs (None: no bound). A requeued victim
@@ -233,6 +241,11 @@ class CheckpointPreempt:
         if most is not None and (victim.alloc is None or victim.alloc.gpus > most):
             return False
         if victim.start is None or now - victim.start < self.lease:
+            return False
+        spared = self.spared
+        if spared is not None and victim.alloc is not None and (
+            spared[0] <= victim.alloc.gpus <= spared[1]
+        ):
             return False
         if (now - victim.start) % interval > self.max_loss:
             return False
@@ -408,6 +421,23 @@ class CheckpointPreempt:
         assert self.max_ratio is not None
         freed = sum(v.alloc.gpus for v in victims if v.alloc is not None)
         return freed <= self.max_ratio * job.shape.gpu_equivalent(job.shape.nodes_min)
+
+
+def _gpu_range(value: object) -> tuple[float, float] | None:
+    """``[low, high]`` GPUs as a pair, None for None; anything else is a configuration error."""
+    if value is None:
+        return None
+    if (
+        isinstance(value, list | tuple)
+        and len(value) == 2
+        and all(isinstance(v, int | float) and not isinstance(v, bool) for v in value)
+        and 0 <= value[0] <= value[1]
+    ):
+        return (float(value[0]), float(value[1]))
+    raise ConfigError(
+        f"spared_victim_gpus must be [low, high] GPUs with 0 <= low <= high, got {value!r}",
+        field="preempt/checkpoint.spared_victim_gpus",
+    )
 
 
 def _devices(job: Job) -> int:
