@@ -4,12 +4,16 @@ from __future__ import annotations
 
 import dataclasses
 
+import pytest
+
 from phalanx.domain.cluster import PreemptMode
 from phalanx.domain.state import JobState
 from phalanx.domain.time import HOUR, MINUTE, SECOND
 from phalanx.engine.commands import Kill, Signal
 from phalanx.engine.decisions import Preempted, Requeued
+from phalanx.errors import ConfigError
 from phalanx.policies.catalog import profile as named_profile
+from phalanx.policies.preempt_checkpoint import CheckpointPreempt
 from phalanx.policies.tiresias import LasPreempt
 from phalanx.sched.capacity import Allocation
 from phalanx.sched.job import Job
@@ -181,6 +185,40 @@ def test_a_victim_over_max_victim_gpus_is_not_displaced() -> None:
     assert d.state(long) is JobState.RUNNING and d.state(new) is JobState.PENDING
     d, long, new = _displace(_phalanx_with(max_victim_gpus=8), 8)
     assert [e.job_id for e in d.decisions(Preempted)] == [long]
+
+
+def _displace_on(prof: Profile, gpus: int) -> tuple[EngineDriver, int, int]:
+    """``_displace`` on a node of ``gpus`` GPUs that a run of ``gpus`` GPUs fills for 5 hours
+    (at least the 10 GPU-hours of service a cheap victim has had); the newcomer asks for as
+    many GPUs."""
+    d = EngineDriver(small_cluster(nodes=1, gpus=gpus, per_leaf=1), prof)
+    [long] = d.submit(make_job(gpus=gpus, time_limit=20 * HOUR, checkpoint_interval=30 * MINUTE))
+    d.settle()
+    d.advance(5 * HOUR + MINUTE)
+    [new] = d.submit(make_job(gpus=gpus, time_limit=HOUR))
+    d.settle()
+    return d, long, new
+
+
+def test_a_victim_of_spared_victim_gpus_is_not_displaced() -> None:
+    # The phalanx default spares runs of 2 to 4 GPUs: requeued, such a run waits again for
+    # that many GPUs on one node, which one-GPU jobs keep taking first.
+    d, long, new = _displace_on(named_profile("phalanx"), 4)
+    assert not d.decisions(Preempted)
+    assert d.state(long) is JobState.RUNNING and d.state(new) is JobState.PENDING
+    d, long, new = _displace_on(_phalanx_with(spared_victim_gpus=[2, 3]), 4)
+    assert [e.job_id for e in d.decisions(Preempted)] == [long]
+    d, long, new = _displace_on(_phalanx_with(spared_victim_gpus=None), 2)
+    assert [e.job_id for e in d.decisions(Preempted)] == [long]
+    # Whole-node victims are still taken (as in the test above).
+    d, long, new = _displace(named_profile("phalanx"), 8)
+    assert [e.job_id for e in d.decisions(Preempted)] == [long]
+
+
+def test_a_malformed_spared_victim_gpus_is_a_configuration_error() -> None:
+    for bad in ([4, 2], [2], "2-4", [True, 4], [-1, 4]):
+        with pytest.raises(ConfigError, match="spared_victim_gpus"):
+            CheckpointPreempt({"spared_victim_gpus": bad})
 
 
 def test_only_a_short_job_displaces_a_run_with_job_max_limit() -> None:

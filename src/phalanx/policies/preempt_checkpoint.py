@@ -243,8 +243,10 @@ class CheckpointPreempt:
         if victim.start is None or now - victim.start < self.lease:
             return False
         spared = self.spared
-        if spared is not None and victim.alloc is not None and (
-            spared[0] <= victim.alloc.gpus <= spared[1]
+        if (
+            spared is not None
+            and victim.alloc is not None
+            and (spared[0] <= victim.alloc.gpus <= spared[1])
         ):
             return False
         if (now - victim.start) % interval > self.max_loss:
