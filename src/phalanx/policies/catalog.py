@@ -271,6 +271,21 @@ POLICIES: dict[str, Profile] = {
             # suspend_grace 1 min on 1,024 GPUs: 13,145.2 s; 3.3, 41.5, 56.1, 14.8 s; with
             # max_loss_ms 30 min as well 13,144.9 s; 3.4, 29.5, 65.2, 10.2 s (tiresias
             # 13,143.8 s).
+            # Runs of 2 to 4 GPUs are never cheap victims (spared_victim_gpus): on the full
+            # trace on 512 GPUs their requeue waits were 0.5 h of the 2-4 GPU class's 5.1 h
+            # (slurm 4.0 h; 618 such victims), and sparing them leaves the mean JCT as it was
+            # (29,434.7 -> 29,430.8 s; 1, 2-4, 5-8, 9-64, 65+ GPU waits 2.3, 4.6, 104.6, 29.6,
+            # 13.7 h). Sparing whole-node victims too ([2, 8]) cost the gangs (with the age
+            # weight below: 28,802 s; 9-64 GPUs 72.6 h against 31.3 h) and, on 1,024 GPUs,
+            # raised the 2-4 and 9-64 GPU waits above slurm's (0.2 s, 20.8 s).
+            # Tried for issue 9 on 1,024 GPUs, where phalanx's mean JCT trails tiresias' by
+            # 6.7 s: 1-GPU victims only, suspended with a checkpoint at the signal (suspend_grace
+            # 1 min, max_loss_ms 30 min, victim_attained 2 GPU-h), moved 1-GPU wait from the
+            # jobs of the bursts to their victims without shortening it (victims +172.7 h,
+            # preemptors -169.8 h; 1-GPU wait 11.4 -> 11.5 s): the bursts are of 3-hour jobs,
+            # no shorter than what is left of the runs they displace. tiresias' lead comes from
+            # 1-GPU jobs displacing 2-8 GPU runs (its 2-4 and 5-8 GPU jobs wait 63.5 s and 43.1 s
+            # against slurm's 0.1 s and 3.5 s), which the size classes leave no room for.
             "preempt/clusterqueue": {
                 "opportunistic": True,
                 "job_attained_gpu_ms": 1 * HOUR,
@@ -283,6 +298,17 @@ POLICIES: dict[str, Profile] = {
             },
             # Small and short jobs first (what lowers mean JCT), but a job that has waited a
             # day outranks any newcomer, so long jobs are not pushed to the end of the trace.
+            # weight_age 22,500 (25,000 until issue 9's size classes were measured): with the
+            # spared victims above, full trace on 512 GPUs, mean JCT 27,572.1 s; 1, 2-4, 5-8,
+            # 9-64, 65+ GPU waits 1.6, 3.4, 112.6, 31.3, 12.4 h, utilisation 72.12 % (slurm
+            # 37,060 s; 3.5, 4.0, 145.5, 84.6, 38.2 h; 71.59 %); first 30,000 jobs 24,858 s;
+            # 1.8, 4.0, 80.7, 65.4 h (25,000: 27,820 s; 2.6, 6.1, 78.7, 61.2 h; slurm 39,177 s;
+            # 5.5, 7.0, 99.8, 99.9 h). 20,000 gave 28,128 s; 1.7, 3.2, 116.4, 31.6, 9.3 h but
+            # utilisation 71.12 % (weight_short 25,000 instead: 27,967 s, 71.06 %): the last
+            # job to end, a 12-day 8-GPU run submitted at hour 2011, starts later, and with it
+            # the makespan. Aging faster is worse for every class (37,500 over 1.5 days:
+            # 36,779 s; 50,000 over 2 days: 52,698 s), as is a smaller weight_short (15,000:
+            # 35,414 s; 2-4 GPUs 7.1 h).
             # The age weight grows slightly with the GPUs asked (age_size_exponent 0.01: a
             # 64-GPU gang ages 4 % faster than a 1-GPU job), which settles who goes first among
             # jobs that have all waited the day out, in the big gangs' favour. Measured on the
@@ -293,8 +319,9 @@ POLICIES: dict[str, Profile] = {
             # 7.5 h; 0.05 gave 32,716 s; 3.4, 5.7, 97.0, 25.8, 4.5 h; 0.5 (with requeued_full_age)
             # 72,402 s with 14.0 h for 1-GPU jobs: a gang that outranks every small job holds
             # the one reservation. On 1,024 GPUs the exponent (0.01 to 0.15) changes nothing.
-            # The 2-4 GPU jobs still wait longer than under slurm (5.0 h against 4.0 h).
-            # Per-job records of the full run on 512 GPUs say why (5.1 h since nominations):
+            # With weight_age 25,000 and no spared victims the 2-4 GPU jobs waited longer than
+            # under slurm (5.0 h against 4.0 h). Per-job records of the full run on 512 GPUs
+            # said why (5.1 h since nominations):
             # 4.6 h are first waits, and those are the long jobs' (the 738 4-GPU and 228 2-GPU
             # jobs with time limits of 48 h or more wait 13.0 h and 12.6 h; 1-GPU jobs that
             # long 5.3 h, 4-GPU jobs under 2 h 3.0 h): weight_short keeps a 3-day job behind
