@@ -135,8 +135,9 @@ class CheckpointPreempt:
         """Cheap victims holding from ``low`` to ``high`` GPUs (a ``[low, high]`` pair, both
         included; None: none spared) are never taken. A requeued victim of a few GPUs on one
         node waits again for that many GPUs free on one node, which the one-GPU jobs that fill
-        every gap keep taking before it, while whole-node victims are few and get the node a
-        gang of their size reserves."""
+        every gap keep taking before it; on Philly (``policies/catalog.py``) sparing runs of 2-4
+        GPUs cut their class's wait at no cost in mean JCT, sparing whole nodes too cost the
+        gangs that displace them."""
         most = params.get("max_victim_gpus")
         self.max_victim_gpus = float(most) if isinstance(most, int | float) else None
         """Cheap victims may hold at most this many GPUs (None: no bound). A requeued victim
