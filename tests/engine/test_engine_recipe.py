@@ -9,6 +9,7 @@ from collections.abc import Iterable, Mapping, Sequence
 import pytest
 
 from phalanx.domain.state import JobState, Reason
+from phalanx.domain.time import Instant
 from phalanx.policies import catalog
 from phalanx.policies.filter_fit import FitFilter
 from phalanx.policies.priority_simple import BasicPriority
@@ -24,7 +25,22 @@ from phalanx.testing import EngineDriver, make_job, small_cluster
 calls: list[tuple[object, ...]] = []
 
 
-class Order(BasicPriority):
+# The logging plugins wrap the built-in ones rather than subclass them: the built-ins may be
+# compiled (tools/native.py), and a Python class cannot inherit from a compiled one.
+class Order:
+    def __init__(self, params: Mapping[str, object]) -> None:
+        self.inner = BasicPriority(params)
+
+    def compute(
+        self, job: Job, ctx: PassContext, now: Instant
+    ) -> tuple[float, Mapping[str, float]]:
+        return self.inner.compute(job, ctx, now)
+
+    def compute_many(
+        self, jobs: Sequence[Job], ctx: PassContext, now: Instant
+    ) -> list[tuple[float, Mapping[str, float]]]:
+        return self.inner.compute_many(jobs, ctx, now)
+
     def order(self, jobs: Sequence[Job], ctx: PassContext) -> Iterable[Job]:
         calls.append(("queue sort", tuple(j.id for j in jobs)))
         return jobs
@@ -39,13 +55,19 @@ class Admit:
         return Status.wait(Reason.QOS_QUOTA, "admit/log") if job.id == self.refuse else OK
 
 
-class Filter(FitFilter):
+class Filter:
+    def __init__(self, params: Mapping[str, object]) -> None:
+        self.inner = FitFilter(params)
+
     def filter(self, state: Occupancy, cap: Capacity, shape: Shape) -> BoolArray:
         calls.append(("filter",))
-        return super().filter(state, cap, shape)
+        return self.inner.filter(state, cap, shape)
 
 
-class Score(TopologySelect):
+class Score:
+    def __init__(self, params: Mapping[str, object]) -> None:
+        self.inner = TopologySelect(params)
+
     def place(
         self,
         state: Occupancy,
@@ -56,7 +78,7 @@ class Score(TopologySelect):
         max_leaves: int | None,
     ) -> list[int] | None:
         calls.append(("score",))
-        return super().place(state, cap, shape, mask, nodes, max_leaves)
+        return self.inner.place(state, cap, shape, mask, nodes, max_leaves)
 
 
 class Victims:

@@ -72,7 +72,7 @@ class MultifactorPriority:
         self._rows = FactorRows()
         self._max_part: int | None = None
         self._max_qos = 0
-        self._tree_version = -1.0
+        self._tree_version: Instant = -1
         self._fs: dict[str, float] = {}
 
     def _fairshare(self, job: Job, ctx: PassContext) -> float:
