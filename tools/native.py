@@ -35,7 +35,10 @@ FAILED = ROOT / "build" / "native" / "failed"
 
 # The modules of a simulated run's hot path (profiles: README "Benchmarks"). Left pure:
 # package __init__ files; sched/points.py (runtime-checkable protocols, which mypyc does not
-# support); modules only read at set-up (registry, catalog, profile, idempotency);
+# support); the inputs, outputs and timers of the engine (events, decisions, commands,
+# timers: frozen dataclasses, pickled in snapshots, that a compiled module would unpickle
+# through their refusing ``__setattr__``); modules only read at set-up (registry, catalog,
+# profile, idempotency);
 # policies/clusterqueue/assign.py, whose shortcut a property test turns off by patching the
 # module (a compiled module's calls to its own functions are bound when it is compiled).
 PACKAGES = (
@@ -53,6 +56,10 @@ PURE = (
     "sched/profile.py",
     "policies/catalog.py",
     "engine/idempotency.py",
+    "engine/events.py",
+    "engine/decisions.py",
+    "engine/commands.py",
+    "engine/timers.py",
     "policies/clusterqueue/assign.py",
 )
 

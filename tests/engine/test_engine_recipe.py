@@ -9,7 +9,6 @@ from collections.abc import Iterable, Mapping, Sequence
 import pytest
 
 from phalanx.domain.state import JobState, Reason
-from phalanx.domain.time import Instant
 from phalanx.policies import catalog
 from phalanx.policies.filter_fit import FitFilter
 from phalanx.policies.priority_simple import BasicPriority
@@ -25,22 +24,7 @@ from phalanx.testing import EngineDriver, make_job, small_cluster
 calls: list[tuple[object, ...]] = []
 
 
-# The logging plugins wrap the built-in ones rather than subclass them: the built-ins may be
-# compiled (tools/native.py), and a Python class cannot inherit from a compiled one.
-class Order:
-    def __init__(self, params: Mapping[str, object]) -> None:
-        self.inner = BasicPriority(params)
-
-    def compute(
-        self, job: Job, ctx: PassContext, now: Instant
-    ) -> tuple[float, Mapping[str, float]]:
-        return self.inner.compute(job, ctx, now)
-
-    def compute_many(
-        self, jobs: Sequence[Job], ctx: PassContext, now: Instant
-    ) -> list[tuple[float, Mapping[str, float]]]:
-        return self.inner.compute_many(jobs, ctx, now)
-
+class Order(BasicPriority):
     def order(self, jobs: Sequence[Job], ctx: PassContext) -> Iterable[Job]:
         calls.append(("queue sort", tuple(j.id for j in jobs)))
         return jobs
@@ -55,19 +39,13 @@ class Admit:
         return Status.wait(Reason.QOS_QUOTA, "admit/log") if job.id == self.refuse else OK
 
 
-class Filter:
-    def __init__(self, params: Mapping[str, object]) -> None:
-        self.inner = FitFilter(params)
-
+class Filter(FitFilter):
     def filter(self, state: Occupancy, cap: Capacity, shape: Shape) -> BoolArray:
         calls.append(("filter",))
-        return self.inner.filter(state, cap, shape)
+        return super().filter(state, cap, shape)
 
 
-class Score:
-    def __init__(self, params: Mapping[str, object]) -> None:
-        self.inner = TopologySelect(params)
-
+class Score(TopologySelect):
     def place(
         self,
         state: Occupancy,
@@ -78,7 +56,7 @@ class Score:
         max_leaves: int | None,
     ) -> list[int] | None:
         calls.append(("score",))
-        return self.inner.place(state, cap, shape, mask, nodes, max_leaves)
+        return super().place(state, cap, shape, mask, nodes, max_leaves)
 
 
 class Victims:
