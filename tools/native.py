@@ -38,7 +38,9 @@ FAILED = ROOT / "build" / "native" / "failed"
 # support); the inputs, outputs and timers of the engine (events, decisions, commands,
 # timers: frozen dataclasses, pickled in snapshots, that a compiled module would unpickle
 # through their refusing ``__setattr__``); modules only read at set-up (registry, catalog,
-# profile, idempotency);
+# profile, idempotency); runtime/ports.py, whose ``Journal`` protocol live/journal.py extends
+# with a runtime-checkable one (compiled, a protocol gains ``__getstate__``, ``__setstate__``
+# and ``__mypyc_attrs__``, which ``isinstance`` then looks for on every journal);
 # policies/clusterqueue/assign.py, whose shortcut a property test turns off by patching the
 # module (a compiled module's calls to its own functions are bound when it is compiled).
 PACKAGES = (
@@ -60,6 +62,7 @@ PURE = (
     "engine/decisions.py",
     "engine/commands.py",
     "engine/timers.py",
+    "runtime/ports.py",
     "policies/clusterqueue/assign.py",
 )
 

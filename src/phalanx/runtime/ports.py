@@ -12,8 +12,6 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from typing import Protocol
 
-from mypy_extensions import mypyc_attr
-
 from phalanx.domain.time import Instant
 from phalanx.engine import Cleanup, Command, Event, Kill, Launch, Resize, Signal
 from phalanx.engine.decisions import Decision
@@ -66,7 +64,6 @@ class Journal(Protocol):
         """Every committed event, in the order written."""
 
 
-@mypyc_attr(allow_interpreted_subclasses=True)
 class MemoryJournal:
     """The in-memory twin of a durable journal."""
 
