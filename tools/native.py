@@ -133,6 +133,7 @@ def build() -> bool:
             "from setuptools import setup\n"
             "from mypyc.build import mypycify\n"
             "tmp, group, *paths = sys.argv[1:]\n"
+            "paths = ['--cache-dir', tmp + '/mypy-cache', *paths]  # not src/.mypy_cache\n"
             "setup(name='phalanx-native', py_modules=[],\n"
             "      ext_modules=mypycify(paths, opt_level='3', group_name=group,\n"
             "                           target_dir=tmp + '/c'),\n"
