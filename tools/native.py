@@ -5,7 +5,7 @@
     python tools/native.py clean    # remove the .so files: pure Python again
     python tools/native.py stale    # list the .so files older than their .py (exit 1 if any)
 
-The simulator runs the same code either way; compiled it is about twice as fast (README,
+The simulator runs the same code either way; compiled it is 1.3 to 1.5 times as fast (README,
 "Benchmarks"). Python imports an extension module in preference to the .py beside it, so a
 stale .so would run old code: ``make`` rebuilds them when a listed module changes, and the
 tests refuse to start with a stale one. ``PHALANX_PURE=1`` makes ``ensure`` remove them.
