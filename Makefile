@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: run simulate test lint bench clean
+.PHONY: run simulate test lint bench clean native pure
 
 $(STAMP): pyproject.toml
 	@test -n "$(PY)" || { echo "make: no python3.11 or python3 found; set PY=" >&2; exit 2; }
@@ -48,37 +48,52 @@ $(STAMP): pyproject.toml
 	    apt-get install -y -q kubernetes-client >/dev/null 2>&1 || \
 	    echo "make: no kubectl: the kubectl tests will be skipped" >&2; }
 	@touch $(STAMP)
+	@# The scheduling core's hot modules compiled with mypyc (C extensions beside their .py);
+	@# without a C compiler, or if mypyc fails, they stay Python: never an install failure.
+	@$(BIN)/python tools/native.py ensure || echo "make: the scheduling core stays pure Python" >&2
+
+# Keeps the compiled modules up to date with their .py (a stale .so would run old code, and
+# the tests refuse to start with one): rebuilt when a compiled module's source is newer,
+# which takes a few minutes; nothing to do otherwise. PHALANX_PURE=1 removes them instead.
+native: $(STAMP)
+	@$(BIN)/python tools/native.py ensure || echo "make: the scheduling core stays pure Python" >&2
+
+# Removes the compiled modules until the next `make native` (or test, run, simulate, bench);
+# PHALANX_PURE=1 keeps them away for good.
+pure:
+	$(BIN)/python tools/native.py clean
 
 # A live Phalanx on this machine: the controller and four emulated 8-GPU nodes (one agent
 # process each), with a demo workload; `.venv/bin/phalanx down` stops it.
-run: $(STAMP)
+run: native
 	$(BIN)/phalanx demo
 
 # The first 20,000 jobs of the Philly trace on 64 nodes x 8 GPUs under all seven policies;
 # without the shared traces, a week of the seeded synthetic AI workload instead.
-simulate: $(STAMP)
+simulate: native
 	@if [ -f $(TRACE) ]; then workload="--trace $(TRACE) --limit 20000"; \
 	else echo "($(TRACE) not found: using the synthetic workload generator)"; \
 	workload="--generate 7"; fi; \
 	$(BIN)/phalanx simulate $$workload --nodes 64 --gpus-per-node 8 --nodes-per-switch 8
 
 lint: $(STAMP)
-	$(BIN)/ruff check src tests bench
+	$(BIN)/ruff check src tests bench tools
 	$(BIN)/mypy
 	$(BIN)/lint-imports
 
-test: $(STAMP)
-	$(BIN)/ruff check src tests bench
+test: native
+	$(BIN)/ruff check src tests bench tools
 	$(BIN)/mypy
 	$(BIN)/lint-imports
 	# CI=true: hypothesis replays examples derived from each test (tests/conftest.py), so a
 	# run is repeatable; exploring new examples is for local runs (plain pytest).
 	CI=true $(BIN)/python -m pytest -q -p no:cacheprovider
 
-bench: $(STAMP)
+bench: native
 	$(BIN)/python bench/sim_speed.py
 	$(BIN)/python bench/sched_pass.py
 	$(BIN)/python bench/sim_report.py
 
 clean:
 	rm -rf $(VENV) build src/*.egg-info
+	find src -name "*.so" -delete

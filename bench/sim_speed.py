@@ -19,7 +19,8 @@ digests are equal (how an optimisation is shown to change no decision).
 With ``--why``, each run also prints its passes by what came before them (only submissions,
 an end, a priority recalculation) and what they did (started a job, preempted, nothing),
 with the CPU seconds they took, and the CPU seconds spent outside passes: where skipping
-passes could save time, and how much there is to save.
+passes could save time, and how much there is to save. It wraps the driver, so it needs the
+pure-Python core (``make pure``; ``make native`` compiles it again).
 
 Only ``Simulator.run()`` (or the one pass) is timed; reading the trace is timed and printed
 apart. Each policy is run ``--repeat`` times on a fresh simulator; the verdicts use the median
@@ -46,6 +47,7 @@ import sys
 import time
 from pathlib import Path
 
+import phalanx.runtime.driver as driver_module
 from phalanx.config.clusterspec import regular_cluster
 from phalanx.config.queues import queues_from_file
 from phalanx.domain.cluster import Cluster
@@ -293,6 +295,14 @@ def _pass_cost(args: argparse.Namespace, names: list[str]) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     args = _args(argv)
+    if args.why and not str(driver_module.__file__).endswith(".py"):
+        # --why wraps the driver's handle per simulator, which a compiled class refuses.
+        print(
+            "sim_speed: --why needs the pure-Python driver; the scheduling core is compiled "
+            "(tools/native.py): run `make pure` first (`make native` compiles it again)",
+            file=sys.stderr,
+        )
+        return 2
     print("$", shlex.join([_python(), *sys.argv]))
     cluster = regular_cluster(args.nodes, args.gpus_per_node, args.nodes_per_switch)
     if args.queues is not None:

@@ -1,8 +1,9 @@
-"""Test-wide settings: CI replays the same hypothesis examples on every run; the state
-stores every store test runs on."""
+"""Test-wide settings: no stale compiled module; CI replays the same hypothesis examples on
+every run; the state stores every store test runs on."""
 
 from __future__ import annotations
 
+import importlib.util
 import os
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -13,6 +14,26 @@ from hypothesis import settings
 from phalanx.live.dburl import sqlite_url
 from phalanx.live.store import Store, open_store
 from phalanx.testing.postgres import TempPostgres, pg_bin_dir
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Refuse to test stale compiled modules: Python imports a module's .so (tools/native.py)
+    before its .py, so an edited .py beside an old .so would test the old code."""
+    spec = importlib.util.spec_from_file_location(
+        "native", Path(__file__).resolve().parents[1] / "tools" / "native.py"
+    )
+    assert spec is not None and spec.loader is not None
+    native = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(native)
+    reasons = native.stale()
+    if reasons:
+        raise pytest.UsageError(
+            "stale compiled modules (mypyc):\n  "
+            + "\n  ".join(reasons)
+            + "\nrun `make native` (make test does) to rebuild them, or `make pure` to remove"
+            " them"
+        )
+
 
 # Locally, each run explores new examples (and keeps failures in .hypothesis/ to replay);
 # in CI (CI=true) the examples are derived from the test itself, so a run is repeatable.

@@ -9,12 +9,14 @@ from dataclasses import dataclass, field
 from phalanx.domain.time import MINUTE
 from phalanx.policies.preempt_checkpoint import CheckpointPreempt
 from phalanx.sched.job import Job
-from phalanx.testing import make_job
+from phalanx.sched.occupancy import Occupancy
+from phalanx.testing import make_job, small_cluster
 
 
-@dataclass
-class _State:
-    starts: int = 0
+def _state() -> Occupancy:
+    # A real one (of which only ``starts`` is read): compiled (tools/native.py), the plugin
+    # checks the type of what it is given.
+    return Occupancy(small_cluster(nodes=1, gpus=8, per_leaf=1))
 
 
 @dataclass
@@ -22,7 +24,7 @@ class _Ctx:
     """The part of a pass context ``_near_checkpoint`` reads."""
 
     now: int = 0
-    state: _State = field(default_factory=_State)
+    state: Occupancy = field(default_factory=_state)
     jobs: list[Job] = field(default_factory=list)
 
     def running(self) -> list[Job]:

@@ -13,7 +13,6 @@
 from __future__ import annotations
 
 import pickle
-from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
@@ -37,7 +36,11 @@ from phalanx.engine.queue import PendingQueue
 from phalanx.policies.clusterqueue import assign as assign_module
 from phalanx.policies.clusterqueue.assign import Assignment, Refusal, assign
 from phalanx.policies.select_simple import BinpackSelect, SpreadSelect
+from phalanx.sched.capacity import Capacity
 from phalanx.sched.job import Job
+from phalanx.sched.occupancy import Occupancy
+from phalanx.sched.shape import Shape
+from phalanx.testing import small_cluster
 
 GPU = "nvidia.com/gpu"
 RESOURCES = (GPU, "cpu", "pods")
@@ -154,11 +157,15 @@ def test_one_flavor_assignment_answers_as_the_general_walk(
 def test_one_node_pick_is_the_sorts_first(free: list[int], data: st.DataObject) -> None:
     n = len(free)
     mask = np.array(data.draw(st.lists(st.booleans(), min_size=n, max_size=n)))
-    cap = SimpleNamespace(gpus=np.array(free, dtype=np.int64))
-    shape = SimpleNamespace(milli=0)
+    # Real values, not stand-ins: compiled (tools/native.py), the plugins check the types of
+    # their arguments. Only the free GPUs and the shape's share are read.
+    zeros = np.zeros(n, dtype=np.int64)
+    cap = Capacity(np.array(free, dtype=np.int64), zeros, zeros, np.zeros((n, 8), np.int64))
+    shape = Shape.of(JobSpec(), "gpu")
+    state = Occupancy(small_cluster(nodes=n, gpus=8, per_leaf=1))
     idx = np.flatnonzero(mask)
     for select, sign in ((SpreadSelect({}), -1), (BinpackSelect({}), 1)):
-        got = select.place(None, cap, shape, mask, 1, None)  # type: ignore[arg-type]
+        got = select.place(state, cap, shape, mask, 1, None)
         if not len(idx):
             assert got is None
             continue

@@ -84,7 +84,7 @@ def test_an_occupancy_saved_before_the_runs_were_kept_rebuilds_them() -> None:
     rng = random.Random(1)
     for job_id in range(1, 6):
         _start(state, rng, job_id, 0)
-    saved = dict(state.__dict__)
+    saved = state.__getstate__()  # a copy (compiled, an Occupancy has no __dict__)
     for key in ("node_runs", "node_version", "ready"):
         del saved[key]
     old = Occupancy.__new__(Occupancy)

@@ -3,6 +3,8 @@ preemption, a node failure, its time limit), and the state it ends in once its t
 
 from __future__ import annotations
 
+from mypy_extensions import mypyc_attr
+
 from phalanx.domain.cluster import Cluster, PreemptMode
 from phalanx.domain.state import JobState
 from phalanx.domain.time import Duration
@@ -11,6 +13,7 @@ from phalanx.sched.job import Job
 __all__ = ["Endings", "preempt_mode"]
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)
 class Endings:
     """The marks on running jobs, by id, that decide their end state."""
 

@@ -11,6 +11,8 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Sequence
 
+from mypy_extensions import mypyc_attr
+
 from phalanx.domain.cluster import Cluster
 from phalanx.domain.jobspec import SIGNALS, JobSpec
 from phalanx.domain.state import JobState, Reason, transition
@@ -94,6 +96,7 @@ from phalanx.sched.usage import Usage
 __all__ = ["Engine"]
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)
 class Engine:
     """One scheduling core for the simulator and the live controller."""
 

@@ -10,6 +10,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from mypy_extensions import mypyc_attr
+
 from phalanx.domain.state import JobState
 from phalanx.domain.time import Instant
 from phalanx.engine.commands import Command, Kill
@@ -25,6 +27,7 @@ UPDATE_STATES = ("drain", "down", "resume")
 """What ``NodeUpdate.state`` may say (``undrain`` is ``resume`` to the engine)."""
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)
 @dataclass(frozen=True, slots=True)
 class NodeNote:
     """Why an administrator (or a health check) took a node out of service."""
@@ -35,7 +38,13 @@ class NodeNote:
     user: str
     at: Instant
 
+    def __reduce__(self) -> tuple[type[NodeNote], tuple[object, ...]]:
+        # Pickled as a call of the class with its fields: compiled (tools/native.py), the
+        # default unpickling would set them through the frozen class's ``__setattr__``.
+        return NodeNote, (self.state, self.reason, self.user, self.at)
 
+
+@mypyc_attr(allow_interpreted_subclasses=True)
 class NodeStates:
     """Per node: whether its agent is up, and the administrator's note on it, if any."""
 
@@ -65,6 +74,7 @@ class NodeStates:
         return had
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)
 class Nodes(NodeStates):
     """The engine's side of node events: jobs on a failed node end, a node out of service
     takes no new jobs (and its reservations go), one back in service asks for a pass."""

@@ -14,6 +14,7 @@ from operator import attrgetter
 from typing import TypeGuard
 
 import numpy as np
+from mypy_extensions import mypyc_attr
 
 from phalanx.domain.time import Instant
 from phalanx.sched.context import PassContext
@@ -46,6 +47,7 @@ def _reprioritizes(sort: QueueSortPlugin) -> TypeGuard[Reprioritizes]:
     return known
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)
 class PendingQueue:
     """The jobs in order of ``_key``. The keys are read from the jobs themselves when a
     bisection needs them (a few per insert), not kept beside them: a recalculation would

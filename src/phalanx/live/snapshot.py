@@ -39,6 +39,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
+import phalanx.engine.engine as engine_module
 from phalanx.domain.time import SECOND, Duration, Instant
 from phalanx.engine import Event, Forget, Launch
 from phalanx.live.accounting import AccountingTable, AcctRow
@@ -61,8 +62,10 @@ __all__ = [
 
 log = logging.getLogger("phalanx.controller")
 
-FORMAT = 4
-"""Bumped whenever what a snapshot holds changes shape."""
+FORMAT: tuple[int, bool] = (4, not str(engine_module.__file__).endswith(".py"))
+"""Bumped whenever what a snapshot holds changes shape; with whether the scheduling core is
+compiled (``tools/native.py``): its compiled classes pickle their state otherwise (a dict of
+attributes, where Python's slots give a pair), so a snapshot of the other kind is ignored."""
 
 SNAPSHOT_EVERY = 5_000
 """Inputs journaled between two snapshots (at most): a restart replays at most this many

@@ -31,6 +31,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Mapping
 from functools import partial
 
+from mypy_extensions import mypyc_attr
+
 from phalanx.domain.state import Reason
 from phalanx.domain.time import Instant
 from phalanx.errors import ConfigError
@@ -78,6 +80,7 @@ def _positive(params: Mapping[str, object], key: str) -> int | None:
     return value
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)
 class BackfillScheduler:
     plugin = "sched/backfill"
 
@@ -129,6 +132,7 @@ def _never(job: Job) -> bool:
     return False
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)
 class BackfillStep:
     """One pass of ``BackfillScheduler`` (``phalanx.sched.points.ReservationStep``)."""
 
@@ -319,6 +323,7 @@ class BackfillStep:
             ctx.expect(job, res.start if res is not None else None)
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)
 class MainStep:
     """Slurm's main scheduler between backfill passes, over its first ``queue_depth`` jobs
     (default_queue_depth): jobs in order start where they fit, or preempt where they may;
@@ -377,6 +382,7 @@ class MainStep:
         pass
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)
 class FifoScheduler(BackfillScheduler):
     plugin = "sched/builtin"
 
@@ -384,6 +390,7 @@ class FifoScheduler(BackfillScheduler):
         super().__init__({**params, "reserve": False, "stop_at_blocked": True})
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)
 class GreedyScheduler(BackfillScheduler):
     plugin = "sched/greedy"
 

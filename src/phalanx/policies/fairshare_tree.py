@@ -10,6 +10,8 @@ account's factor is its rank normalised to (0, 1] (the best ranked gets 1).
 
 from __future__ import annotations
 
+from mypy_extensions import mypyc_attr
+
 from phalanx.domain.cluster import Cluster
 from phalanx.domain.fairshare import classic_factor
 from phalanx.sched.usage import Usage
@@ -19,6 +21,7 @@ __all__ = ["FairShareTree"]
 _INF = float("inf")
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)
 class FairShareTree:
     """Factors for every account, recomputed from a ``Usage`` on demand."""
 

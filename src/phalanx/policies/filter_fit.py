@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from mypy_extensions import mypyc_attr
+
 from phalanx.sched.capacity import Capacity
 from phalanx.sched.occupancy import BoolArray, Occupancy
 from phalanx.sched.shape import Shape
@@ -15,6 +17,7 @@ from phalanx.sched.shape import Shape
 __all__ = ["FitFilter"]
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)
 class FitFilter:
     plugin = "filter/fit"
 

@@ -18,6 +18,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from mypy_extensions import mypyc_attr
+
 from phalanx.domain.state import Reason
 from phalanx.domain.time import MINUTE
 from phalanx.sched.context import GangContext
@@ -28,6 +30,7 @@ from phalanx.sched.status import OK, Status
 __all__ = ["PodGroupPermit"]
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)
 class PodGroupPermit:
     plugin = "permit/pod-group"
 

@@ -13,6 +13,8 @@ import bisect
 from collections.abc import Mapping
 from typing import Protocol
 
+from mypy_extensions import mypyc_attr
+
 from phalanx.domain.cluster import Cluster, PreemptMode
 from phalanx.domain.time import HOUR, MINUTE, Instant
 from phalanx.errors import ConfigError
@@ -82,6 +84,7 @@ def _ms(params: Mapping[str, object], key: str, default: int) -> int:
     return int(value) if isinstance(value, int | float) else default
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)
 class CheckpointPreempt:
     """``preempt/checkpoint`` (post-filter). Victims by QOS or partition tier; with
     ``opportunistic``, also checkpointing jobs that

@@ -23,6 +23,7 @@ from collections.abc import Iterable, Mapping, Sequence
 
 import numpy as np
 import numpy.typing as npt
+from mypy_extensions import mypyc_attr
 
 from phalanx.domain.time import DAY, Instant
 from phalanx.policies.clusterqueue.admission import ClusterQueueAdmission
@@ -41,6 +42,7 @@ def _num(params: Mapping[str, object], key: str, default: float) -> float:
     return float(value)
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)
 class MultifactorPriority:
     def __init__(self, params: Mapping[str, object]) -> None:
         self.w_age = _num(params, "weight_age", 1000)
@@ -72,7 +74,7 @@ class MultifactorPriority:
         self._rows = FactorRows()
         self._max_part: int | None = None
         self._max_qos = 0
-        self._tree_version = -1.0
+        self._tree_version: Instant = -1
         self._fs: dict[str, float] = {}
 
     def _fairshare(self, job: Job, ctx: PassContext) -> float:

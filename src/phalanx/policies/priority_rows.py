@@ -17,6 +17,7 @@ from collections.abc import Iterator, Mapping
 
 import numpy as np
 import numpy.typing as npt
+from mypy_extensions import mypyc_attr
 
 __all__ = ["FactorRows", "Factors", "Static"]
 
@@ -26,6 +27,7 @@ Static = tuple[float, float, float, float, float, float]
 _NAMES = ("age", "fairshare", "jobsize", "partition", "qos", "short", "nice")
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)
 class FactorRows:
     """Per-job columns. ``gen`` is the calculation a row's static factors were last
     confirmed in: they are reused only if the job was in the last calculation or was
@@ -133,6 +135,7 @@ class FactorRows:
             view.row = i
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)
 class Factors(Mapping[str, float]):
     """One job's breakdown, as ``sprio`` prints it: a view of its row until the row is given
     up, then the values it had."""

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 
+from mypy_extensions import mypyc_attr
+
 from phalanx.domain.time import SECOND, Instant
 from phalanx.sched.context import PassContext
 from phalanx.sched.job import Job
@@ -17,6 +19,7 @@ from phalanx.sched.job import Job
 __all__ = ["BasicPriority", "LasPriority", "las_queue"]
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)
 class BasicPriority:
     """Everyone equal: order falls back to the submit sequence."""
 
@@ -52,6 +55,7 @@ def las_queue(attained_gpu_ms: int, thresholds: Sequence[int]) -> int:
     return len(thresholds)
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)
 class LasPriority:
     """Discretised 2D-LAS with starvation promotion, as the authors' release does it
     (``run_sim.py: dlas_sim_jobs``): a job's LAS service is the GPU-time it attained since it

@@ -32,6 +32,8 @@ from __future__ import annotations
 import heapq
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 
+from mypy_extensions import mypyc_attr
+
 from phalanx.domain.cluster import Cluster
 from phalanx.domain.quantity import GPU, MILLI_UNITS
 from phalanx.domain.queues import Queues, VolcanoQueue
@@ -77,6 +79,7 @@ def _asks(job: Job) -> Amounts:
     return {r: float(a) for r, a in out.items() if r != PODS}
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)
 class Shares:
     """One pass's proportion state: each queue's deserved and allocated resources."""
 
@@ -176,6 +179,7 @@ def _shares(jobs: Sequence[Job], ctx: PassContext) -> Shares | None:
     return shares
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)
 class ProportionOrder(DrfOrder):
     """``priority/proportion``: queues by share, lowest first (module docstring); without
     Volcano Queues, Volcano's DRF order between accounts (``priority/drf``)."""
@@ -212,6 +216,7 @@ class ProportionOrder(DrfOrder):
                     break
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)
 class ProportionAdmission:
     """``admit/proportion`` (module docstring); admits every job without Volcano Queues."""
 
@@ -238,6 +243,7 @@ class ProportionAdmission:
         return OK
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)
 class ProportionReclaim:
     """``preempt/proportion`` (module docstring); finds nothing without Volcano Queues."""
 

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from mypy_extensions import mypyc_attr
+
 from phalanx.domain.state import Reason
 from phalanx.sched.context import PassContext
 from phalanx.sched.job import Job
@@ -18,6 +20,7 @@ from phalanx.sched.status import OK, Status
 __all__ = ["QuotaAdmission"]
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)
 class QuotaAdmission:
     plugin = "admit/quota"
 

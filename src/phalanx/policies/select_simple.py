@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 import numpy as np
+from mypy_extensions import mypyc_attr
 
 from phalanx.sched.capacity import Capacity
 from phalanx.sched.occupancy import BoolArray, Occupancy
@@ -18,6 +19,7 @@ from phalanx.sched.shape import Shape
 __all__ = ["BinpackSelect", "SpreadSelect"]
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)
 class _NodeOrderSelect:
     most_free_first = False
 
@@ -49,9 +51,11 @@ class _NodeOrderSelect:
         return [int(i) for i in idx[order[:nodes]]]
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)
 class SpreadSelect(_NodeOrderSelect):
     most_free_first = True
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)
 class BinpackSelect(_NodeOrderSelect):
     most_free_first = False

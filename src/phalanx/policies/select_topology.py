@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 import numpy as np
+from mypy_extensions import mypyc_attr
 
 from phalanx.sched.capacity import Capacity, IntArray
 from phalanx.sched.occupancy import BoolArray, Occupancy
@@ -42,6 +43,7 @@ def _best_fit_nodes(cap: Capacity, candidates: IntArray, count: int) -> list[int
     return [int(i) for i in candidates[order[:count]]]
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)
 class TopologySelect:
     def __init__(self, params: Mapping[str, object]) -> None:
         self.topology = bool(params.get("topology", True))

@@ -18,6 +18,7 @@ from collections.abc import Iterable, Mapping
 from operator import itemgetter
 
 import numpy as np
+from mypy_extensions import mypyc_attr
 
 from phalanx.domain.time import MINUTE, Instant
 from phalanx.policies.backfill import GreedyScheduler
@@ -31,6 +32,7 @@ __all__ = ["LasPreempt", "TiresiasStep"]
 _first_two = itemgetter(0, 1)
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)
 class LasPreempt:
     plugin = "preempt/las"
 
@@ -142,6 +144,7 @@ class LasPreempt:
         return None
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)
 class _PassRunning:
     """One pass's running jobs by LAS queue and the allocations already on their way out."""
 
@@ -152,6 +155,7 @@ class _PassRunning:
         self.coming = coming
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)
 class TiresiasStep(GreedyScheduler):
     """``sched/tiresias``: the reservation step of Tiresias' profile: nothing reserved, every
     blocked job waits for Resources after asking the post-filter for victims."""

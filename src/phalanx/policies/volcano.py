@@ -13,6 +13,8 @@ from __future__ import annotations
 import heapq
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 
+from mypy_extensions import mypyc_attr
+
 from phalanx.domain.state import JobState
 from phalanx.domain.time import Instant
 from phalanx.policies.priority_simple import BasicPriority
@@ -22,6 +24,7 @@ from phalanx.sched.job import Job
 __all__ = ["DrfOrder"]
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)
 class DrfOrder(BasicPriority):
     plugin = "priority/drf"
 

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from typing import Protocol
 
+from mypy_extensions import mypyc_attr
+
 from phalanx.domain.time import Instant
 
 __all__ = ["Clock", "FakeClock", "VirtualClock"]
@@ -24,6 +26,7 @@ class Clock(Protocol):
         Called with non-decreasing ``at`` by one driver."""
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)
 class VirtualClock:
     """Simulated time: it is always the instant of the next event (it jumps there)."""
 
@@ -41,6 +44,7 @@ class VirtualClock:
         return True
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)
 class FakeClock:
     """A clock that moves only when told to (``set`` never goes backwards)."""
 

@@ -24,6 +24,8 @@ import heapq
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
+from mypy_extensions import mypyc_attr
+
 from phalanx.domain.jobspec import JobSpec
 from phalanx.domain.time import Instant
 from phalanx.engine import (
@@ -48,6 +50,7 @@ from phalanx.runtime.ports import Executor, Journal, MemoryJournal, Observer
 __all__ = ["Checkpoint", "Driver"]
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)
 @dataclasses.dataclass
 class Checkpoint:
     """Everything a driver and its engine hold between two events: the engine itself and
@@ -64,6 +67,7 @@ class Checkpoint:
     handled: int
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)
 class Driver:
     def __init__(
         self,

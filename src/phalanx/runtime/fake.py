@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 
+from mypy_extensions import mypyc_attr
+
 from phalanx.domain.time import Duration, Instant
 from phalanx.engine import (
     Cleanup,
@@ -19,6 +21,7 @@ from phalanx.engine import (
 __all__ = ["FakeExecutor"]
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)
 class FakeExecutor:
     """Jobs that run for their runtime (``runtimes[job_id]``, else ``default_runtime``;
     None: until killed) after a fixed launch latency, ignore signals, die at once when

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import numpy.typing as npt
+from mypy_extensions import mypyc_attr
 
 from phalanx.domain.jobspec import MILLI
 
@@ -18,6 +19,7 @@ __all__ = ["Allocation", "Capacity", "IntArray"]
 IntArray = npt.NDArray[np.int64]
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)
 @dataclass(frozen=True, slots=True)
 class Allocation:
     """Resources held by one job: the same CPUs and memory on every node it spans."""
@@ -36,10 +38,16 @@ class Allocation:
         held = self.milli / MILLI if self.milli else float(sum(len(d) for d in self.devices))
         object.__setattr__(self, "gpus", held)
 
+    def __reduce__(self) -> tuple[type[Allocation], tuple[object, ...]]:
+        # Pickled as a call of the class with its fields: compiled (tools/native.py), the
+        # default unpickling would set them through the frozen class's ``__setattr__``.
+        return Allocation, (self.nodes, self.devices, self.milli, self.cpus, self.mem_mb)
+
     def gpus_on(self, position: int) -> float:
         return self.milli / MILLI if self.milli else float(len(self.devices[position]))
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)
 class Capacity:
     """Free resources per node. ``dev`` is free thousandths per GPU device (-1: no device)."""
 

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from mypy_extensions import mypyc_attr
+
 from phalanx.domain.jobspec import JobSpec
 from phalanx.domain.jobstep import StepRecord
 from phalanx.domain.rusage import RunUsage
@@ -18,6 +20,7 @@ from phalanx.sched.shape import Shape
 __all__ = ["Job"]
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)
 class Job:
     __slots__ = (
         "alloc",

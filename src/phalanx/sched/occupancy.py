@@ -11,6 +11,7 @@ import bisect
 
 import numpy as np
 import numpy.typing as npt
+from mypy_extensions import mypyc_attr
 
 from phalanx.domain.cluster import Cluster
 from phalanx.domain.jobspec import MILLI
@@ -23,6 +24,7 @@ __all__ = ["BoolArray", "Occupancy", "Running"]
 BoolArray = npt.NDArray[np.bool_]
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)
 class Running:
     """One running job as the snapshot sees it: its allocation and when it must end by."""
 
@@ -34,6 +36,7 @@ class Running:
         self.end = end
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)
 class Occupancy:
     """Free resources now plus what the running jobs hold, by node, leaf switch and spine."""
 
@@ -88,9 +91,18 @@ class Occupancy:
         """The timeline's per-node ready instants (``phalanx.sched.ready``), kept across
         passes; made on first use."""
 
+    def __getstate__(self) -> dict[str, object]:
+        # Compiled (tools/native.py) an Occupancy has no ``__dict__``: mypyc lists its
+        # attributes on the class. Either way the state is the same dict of attributes.
+        names = getattr(type(self), "__mypyc_attrs__", None)
+        if names is None:
+            return dict(vars(self))
+        return {name: getattr(self, name) for name in names if hasattr(self, name)}
+
     def __setstate__(self, saved: dict[str, object]) -> None:
         # A snapshot saved before the per-node runs were kept: derived from the running jobs.
-        self.__dict__.update(saved)
+        for name, value in saved.items():
+            setattr(self, name, value)
         if "node_runs" not in saved:
             self.ready = None
             self.node_version = [0] * self.n

@@ -12,6 +12,8 @@ job's allocation (which a deep, busy cluster paid after every change).
 
 from __future__ import annotations
 
+from mypy_extensions import mypyc_attr
+
 from phalanx.domain.time import Duration, Instant
 from phalanx.sched.occupancy import Occupancy
 from phalanx.sched.shape import Shape
@@ -27,6 +29,7 @@ _SHAPES = 256
 """Per-node needs kept at most (each costs two lists of a node count)."""
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)
 class ReadyIndex:
     """Per (nodes a shape may use, per-node need, resolution): each node's ready instant and
     the ``node_version`` it was computed at."""

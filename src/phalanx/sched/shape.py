@@ -8,11 +8,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from mypy_extensions import mypyc_attr
+
 from phalanx.domain.jobspec import MILLI, JobSpec
 
 __all__ = ["Shape"]
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)
 @dataclass(frozen=True, slots=True)
 class Shape:
     partition: str
@@ -28,6 +31,23 @@ class Shape:
     features: frozenset[str]
     exclusive: bool
     switches: int | None
+
+    def __reduce__(self) -> tuple[type[Shape], tuple[object, ...]]:
+        # Pickled as a call of the class with its fields: compiled (tools/native.py), the
+        # default unpickling would set them through the frozen class's ``__setattr__``.
+        return Shape, (
+            self.partition,
+            self.nodes_min,
+            self.nodes_max,
+            self.gpus,
+            self.milli,
+            self.cpus,
+            self.mem_mb,
+            self.models,
+            self.features,
+            self.exclusive,
+            self.switches,
+        )
 
     @staticmethod
     def of(spec: JobSpec, partition: str) -> Shape:

@@ -9,6 +9,8 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass
 
+from mypy_extensions import mypyc_attr
+
 __all__ = ["OK", "Code", "Status"]
 
 
@@ -20,6 +22,7 @@ class Code(enum.Enum):
     """Can never go on as asked (bigger than the cluster, unknown partition)."""
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)
 @dataclass(frozen=True, slots=True)
 class Status:
     code: Code
@@ -32,6 +35,11 @@ class Status:
     """A pre-filter's WAIT that preemption may resolve, so the post-filter is asked for
     victims (Kubernetes' ``Unschedulable``, against ``UnschedulableAndUnresolvable``): a
     ClusterQueue short of quota that may reclaim or preempt."""
+
+    def __reduce__(self) -> tuple[type[Status], tuple[object, ...]]:
+        # Pickled as a call of the class with its fields: compiled (tools/native.py), the
+        # default unpickling would set them through the frozen class's ``__setattr__``.
+        return Status, (self.code, self.reason, self.plugin, self.message, self.resolvable)
 
     @property
     def ok(self) -> bool:

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 
+from mypy_extensions import mypyc_attr
+
 from phalanx.domain.time import Duration, Instant
 from phalanx.sched.capacity import Allocation, Capacity
 from phalanx.sched.occupancy import Occupancy
@@ -30,6 +32,7 @@ def ready_index(state: Occupancy) -> ReadyIndex:
     return index
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)
 class Reservation:
     __slots__ = ("alloc", "end", "extra", "job_id", "start")
 
@@ -44,6 +47,7 @@ class Reservation:
         """Free at ``start`` after every reservation active then: what others may still use."""
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)
 class Timeline:
     """The reservations of one pass, over the running jobs of ``state``."""
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from mypy_extensions import mypyc_attr
+
 from phalanx.domain.cluster import Cluster
 from phalanx.domain.fairshare import DEFAULT_HALF_LIFE, decay_multiplier
 from phalanx.domain.time import Duration, Instant
@@ -9,6 +11,7 @@ from phalanx.domain.time import Duration, Instant
 __all__ = ["Usage"]
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)
 class Usage:
     """GPU-milliseconds used per account (and its ancestors), halving every ``half_life``."""
 

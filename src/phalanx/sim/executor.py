@@ -24,6 +24,8 @@ import math
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
+from mypy_extensions import mypyc_attr
+
 from phalanx.domain.jobspec import SIGNALS
 from phalanx.domain.time import SECOND, Duration, Instant
 from phalanx.engine.decisions import (
@@ -56,6 +58,7 @@ CHECKPOINT_RESTORE_MS: Duration = 15 * SECOND
 """Time a job that resumes from a checkpoint takes to load it before it does work again."""
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)
 class RunState:
     __slots__ = (
         "alloc_nodes",
@@ -90,6 +93,7 @@ class RunState:
         """The natural end queued for this run (a resize replaces it)."""
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)
 class SimulatedExecutor:
     def __init__(
         self,

@@ -13,6 +13,8 @@ import gc
 import time
 from collections.abc import Callable, Sequence
 
+from mypy_extensions import mypyc_attr
+
 from phalanx.domain.cluster import Cluster
 from phalanx.domain.time import SECOND, Instant
 from phalanx.engine import (
@@ -47,6 +49,7 @@ _OVER = (RecalcTimer, LimitTimer, KillTimer, ReleaseTimer)
 """Timers that start nothing once no run is left (``Simulator.stalled``)."""
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)
 class Simulator:
     def __init__(
         self,
@@ -199,6 +202,7 @@ class Simulator:
             self.executor.scaling[job_id] = tj.scaling
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)
 class SimulatedRuns:
     """The simulator's executor port over ``SimulatedExecutor``: what a command becomes is
     computed at once and queued for its instant (``deliver``, not journaled: nothing here

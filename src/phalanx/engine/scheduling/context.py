@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
 
+from mypy_extensions import mypyc_attr
+
 from phalanx.domain.cluster import Cluster
 from phalanx.domain.time import Instant
 from phalanx.engine.scheduling.members import Holds
@@ -23,6 +25,7 @@ from phalanx.sched.usage import Usage
 __all__ = ["PassView"]
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)
 class PassView:
     """Implements ``GangContext`` (and so ``PassContext``) over the engine's state."""
 

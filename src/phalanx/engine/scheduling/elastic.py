@@ -29,6 +29,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import numpy as np
+from mypy_extensions import mypyc_attr
 
 from phalanx.domain.cluster import Cluster
 from phalanx.domain.state import JobState
@@ -66,6 +67,7 @@ def without(alloc: Allocation, count: int) -> Allocation:
     return part_of(alloc, range(len(alloc.nodes) - count))
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)
 class Elastic:
     """The running elastic jobs, and the grow and shrink steps of a pass."""
 

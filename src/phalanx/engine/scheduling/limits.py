@@ -6,6 +6,8 @@ A job array's ``%N`` throttle, a partition's MaxTime and a QOS's per-account GPU
 
 from __future__ import annotations
 
+from mypy_extensions import mypyc_attr
+
 from phalanx.domain.cluster import Cluster
 from phalanx.domain.state import Reason
 from phalanx.sched.job import Job
@@ -15,6 +17,7 @@ from phalanx.sched.status import OK, Status
 __all__ = ["ClusterLimits"]
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)
 class ClusterLimits:
     plugin = "engine"
 

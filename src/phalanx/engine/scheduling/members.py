@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from mypy_extensions import mypyc_attr
+
 from phalanx.domain.time import Instant
 from phalanx.engine.decisions import Deadlocked, DecisionLog, Held, Unheld
 from phalanx.sched.capacity import Allocation
@@ -18,6 +20,7 @@ from phalanx.sched.occupancy import Occupancy
 __all__ = ["Holds"]
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)
 class Holds:
     def __init__(
         self, state: Occupancy, decisions: DecisionLog, now: Callable[[], Instant]

@@ -29,6 +29,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator
 
 import numpy as np
+from mypy_extensions import mypyc_attr
 
 from phalanx.domain.jobspec import MILLI
 from phalanx.sched.capacity import Allocation, Capacity
@@ -71,6 +72,7 @@ def subtract(cap: Capacity, parts: Iterable[Allocation]) -> None:
         cap.gpus[nodes] = (cap.dev[nodes] == MILLI).sum(axis=1)
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)
 class Nominations:
     """The engine's nominations (module docstring) and, during a pass, their holds."""
 

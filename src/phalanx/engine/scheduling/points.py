@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from mypy_extensions import mypyc_attr
+
 from phalanx.policies.catalog import REGISTRY
 from phalanx.sched.points import (
     Compacts,
@@ -21,6 +23,7 @@ from phalanx.sched.profile import Profile
 __all__ = ["Points"]
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)
 class Points:
     """Plugin instances by point. Empty points are empty tuples or None, so the pass can
     skip them without a call."""

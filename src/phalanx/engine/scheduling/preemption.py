@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
+from mypy_extensions import mypyc_attr
+
 from phalanx.domain.cluster import Cluster, PreemptMode
 from phalanx.domain.jobspec import SIGNALS
 from phalanx.domain.time import Duration, Instant
@@ -28,6 +30,7 @@ from phalanx.sched.points import PostFilterPlugin
 __all__ = ["Preemption"]
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)
 class Preemption:
     def __init__(
         self,

@@ -23,6 +23,8 @@ from __future__ import annotations
 import itertools
 from collections.abc import Callable, Iterator
 
+from mypy_extensions import mypyc_attr
+
 from phalanx.domain.state import Reason
 from phalanx.engine.scheduling.context import PassView
 from phalanx.engine.scheduling.elastic import Elastic
@@ -41,6 +43,7 @@ from phalanx.sched.status import OK, Status
 __all__ = ["Recipe"]
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)
 class Recipe:
     """Runs one pass over the engine's eligible queue (``run``), calling the profile's
     plugins at their points. Owns nothing between passes but a cache of pod shapes."""

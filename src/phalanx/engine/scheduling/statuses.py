@@ -3,6 +3,8 @@ start, cheaply (a full cluster must not cost a walk over a long queue)."""
 
 from __future__ import annotations
 
+from mypy_extensions import mypyc_attr
+
 from phalanx.domain.state import JobState, Reason
 from phalanx.domain.time import Instant
 from phalanx.sched.job import Job
@@ -11,6 +13,7 @@ from phalanx.sched.status import Status
 __all__ = ["Statuses"]
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)
 class Statuses:
     def __init__(self, jobs: dict[int, Job], waiting: dict[int, Job]) -> None:
         self._jobs = jobs

@@ -47,6 +47,7 @@ from collections.abc import Mapping, Sequence
 from operator import itemgetter
 
 import numpy as np
+from mypy_extensions import mypyc_attr
 
 from phalanx.domain.cluster import Cluster
 from phalanx.domain.jobspec import JobSpec
@@ -89,6 +90,7 @@ _END_ORDER = itemgetter(0, 1)
 """An ending's (expected end, job id): the forecast's order."""
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)
 class Static:
     """What the queues say about one cluster, derived once: flavor node masks and the
     quota tree (its usage emptied at every pass)."""
@@ -166,6 +168,7 @@ class Static:
         return target
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)
 class Pass:
     """One pass's accounting, shared by the plugin's instances (pre-filter, reserve, the
     queue order) through ``ctx.scratch``: the first to look sets it up."""
@@ -194,6 +197,7 @@ class Pass:
         pass's start until it is looked at."""
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)
 class ClusterQueueAdmission:
     plugin = PLUGIN
 

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
+from mypy_extensions import mypyc_attr
+
 from phalanx.domain.jobspec import JobSpec
 from phalanx.domain.queues import ClusterQueue, ResourceGroup
 from phalanx.domain.queues.quota import FlavorResource
@@ -20,6 +22,7 @@ Run = tuple[int, int]
 """(job id, run): one run of a job."""
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)
 class Charge:
     """What one run of a running job counts against its ClusterQueue ``cq``: unchanged while
     the job runs on the same allocation with the same spec (an elastic job grown or shrunk

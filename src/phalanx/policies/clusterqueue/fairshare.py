@@ -19,6 +19,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
+from mypy_extensions import mypyc_attr
+
 from phalanx.domain.queues import ClusterQueue, FairSharingStrategy
 from phalanx.domain.queues.quota import FlavorResource, QuotaNode
 from phalanx.policies.clusterqueue.admission import ClusterQueueAdmission, Static
@@ -86,6 +88,7 @@ def may_preempt_from(
     return mine_after < theirs_before
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)
 class _Lane:
     """One ClusterQueue's jobs, last to take first, and its head's share while it holds."""
 

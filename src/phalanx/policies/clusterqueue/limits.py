@@ -15,6 +15,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from mypy_extensions import mypyc_attr
+
 from phalanx.domain.associations import (
     GPU_TRES,
     Associations,
@@ -73,6 +75,7 @@ def _over(limit: Tres, used: Counts | None, asked: Counts, skip: Iterable[str] =
     return ""
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)
 class Ledger:
     """One pass's usage against the limits (module docstring)."""
 

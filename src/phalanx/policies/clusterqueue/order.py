@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 
+from mypy_extensions import mypyc_attr
+
 from phalanx.policies.clusterqueue.admission import ClusterQueueAdmission
 from phalanx.policies.clusterqueue.fairshare import fair_order
 from phalanx.policies.priority_simple import BasicPriority
@@ -20,6 +22,7 @@ from phalanx.sched.job import Job
 __all__ = ["KueueOrder"]
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)
 class KueueOrder(BasicPriority):
     plugin = "priority/kueue"
 

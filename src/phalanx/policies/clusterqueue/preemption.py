@@ -55,6 +55,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 import numpy as np
+from mypy_extensions import mypyc_attr
 
 from phalanx.domain.cluster import Cluster
 from phalanx.domain.queues import (
@@ -86,6 +87,7 @@ __all__ = ["ClusterQueuePreempt"]
 PLUGIN = "preempt/clusterqueue"
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)
 class ClusterQueuePreempt(CheckpointPreempt):
     plugin = PLUGIN
 
@@ -241,6 +243,7 @@ def _first_node(job: Job) -> int:
 _BORROW, _RECLAIM, _TOP_UP, _OWN, _FAIR = "borrow", "reclaim", "top-up", "own", "fair"
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)
 class _QuotaBudget:
     """The quota side of a victim search for ``job`` of ``cq`` (``VictimBudget``): which
     running jobs are candidates, and whether the job's quota fits with some of them gone.
