@@ -14,6 +14,7 @@ from phalanx.domain.queues import PRIORITY_CLASS_LABEL
 from phalanx.domain.state import JobState
 from phalanx.domain.time import HOUR, MINUTE, SECOND
 from phalanx.engine.decisions import Preempted
+from phalanx.policies.catalog import profile as named_profile
 from phalanx.testing import EngineDriver, make_job, small_cluster
 
 KUEUE = "apiVersion: kueue.x-k8s.io/v1beta1\n"
@@ -379,3 +380,62 @@ def test_topping_up_never_leaves_the_lender_borrowing_less_than_the_reclaimer() 
     nothing is preempted and q1's job waits."""
     d, _, job = _topping_up("phalanx", 14)
     assert preempted(d) == [] and d.state(job) is JobState.PENDING
+
+
+# -- a reclaim spares the guarantees of other queues where it can (spare_guarantees) ----------
+
+
+def _sparing(spare: bool) -> tuple[EngineDriver, list[int], list[int], int]:
+    """4 nodes x 8 GPUs; ClusterQueues qa, qb, qc (nominal 12, 4, 16) of one cohort, all
+    reclaiming ``Any``. qb runs twelve 1-GPU jobs (borrowing 8), qc four (12 below its
+    nominal), qa an 8-GPU job; 20 minutes later qa's second 8-GPU job starts on the last node
+    (qa borrows 4, as after a top-up). A minute later qc asks one GPU: within its nominal, it
+    reclaims. qa's second job has lost the least work (8 GPU-minutes against 20 for each of
+    qb's), but taking it leaves qa 4 below its nominal with that job pending again."""
+    cluster = with_queues(
+        small_cluster(nodes=4, gpus=8, preempt_mode=PreemptMode.REQUEUE, grace_time=GRACE),
+        FLAVOR,
+        *(
+            gpu_queue(name, nominal, cohort="c", spec=preemption(reclaim="Any"))
+            for name, nominal in (("qa", 12), ("qb", 4), ("qc", 16))
+        ),
+        *(local(name, name) for name in ("qa", "qb", "qc")),
+    )
+    base = named_profile("phalanx")
+    params = dict(base.params)
+    params["preempt/clusterqueue"] = {
+        **params.get("preempt/clusterqueue", {}),
+        "spare_guarantees": spare,
+    }
+    d = EngineDriver(cluster, dataclasses.replace(base, params=params))
+    qb = submit(d, make_job(gpus=1, account="qb", time_limit=100 * HOUR), 12)
+    submit(d, make_job(gpus=1, account="qc", time_limit=100 * HOUR), 4)
+    first = submit(d, make_job(gpus=8, account="qa", time_limit=100 * HOUR), 1)
+    d.advance(d.now + 20 * MINUTE)
+    second = submit(d, make_job(gpus=8, account="qa", time_limit=100 * HOUR), 1)
+    assert running(d, qb) == 12 and running(d, first + second) == 2
+    d.advance(d.now + MINUTE)
+    [job] = submit(d, make_job(gpus=1, account="qc", time_limit=HOUR), 1)
+    return d, qb, second, job
+
+
+def test_a_reclaim_takes_a_borrower_that_stays_at_its_nominal_before_one_that_would_not() -> None:
+    """With ``spare_guarantees`` (the ``phalanx`` default) qc's job takes one of qb's, which
+    still borrows 7 after: qa keeps its quota and both its jobs run. Without it, it takes
+    qa's second job (the least work lost): qa stands 4 below its nominal quota with that job
+    pending (no top-up frees a whole node for it: qb's jobs share their nodes with qc's), a
+    guarantee violation moved from qc to qa, until qc's job ends."""
+    d, qb, [second], job = _sparing(True)
+    victims = preempted(d)
+    assert len(victims) == 1 and set(victims) <= set(qb)
+    d.advance(d.now + GRACE)
+    d.settle()
+    assert d.state(job) is JobState.RUNNING and d.state(second) is JobState.RUNNING
+    assert len(preempted(d)) == 1
+
+    d, qb, [second], job = _sparing(False)
+    assert preempted(d) == [second]
+    d.advance(d.now + GRACE)
+    d.settle()
+    assert d.state(job) is JobState.RUNNING and d.state(second) is JobState.PENDING
+    assert running(d, qb) == 12

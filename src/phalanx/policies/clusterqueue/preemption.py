@@ -98,6 +98,14 @@ class ClusterQueuePreempt(CheckpointPreempt):
             )
         self.placed = bool(params.get("placement", True))
         self.top_up = bool(params.get("top_up", True))
+        gap = params.get("top_up_min_gap", 0.0)
+        if not isinstance(gap, int | float) or not 0 <= gap <= 1:
+            raise ConfigError(
+                f"top_up_min_gap must be a number from 0 to 1, got {gap!r}",
+                field=f"{PLUGIN}.top_up_min_gap",
+            )
+        self.top_up_min_gap = float(gap)
+        self.spare_guarantees = bool(params.get("spare_guarantees", False))
         self._admission = ClusterQueueAdmission({"without_queues": "none"})
 
     _routes: dict[tuple[str, str | None, str | None, str | None], bool] | None = None
@@ -175,7 +183,7 @@ class ClusterQueuePreempt(CheckpointPreempt):
             modes.append(_BORROW)
         if budget.within_nominal:
             modes.append(_RECLAIM)
-        elif self.top_up and budget.below_nominal():
+        elif self.top_up and budget.below_nominal(self.top_up_min_gap):
             modes.append(_TOP_UP)
         modes.append(_OWN)
         tried: list[list[int]] = []
@@ -188,6 +196,10 @@ class ClusterQueuePreempt(CheckpointPreempt):
             tried.append(ids)
             if self.order == "kueue":
                 candidates.sort(key=budget.kueue_key)
+            elif self.spare_guarantees:
+                candidates.sort(
+                    key=lambda r: (budget.breaks(r), lost_work(r, now), *budget.kueue_key(r))
+                )
             else:
                 candidates.sort(key=lambda r: (lost_work(r, now), *budget.kueue_key(r)))
             found = self._search(job, ctx, candidates, True, budget)
@@ -303,18 +315,40 @@ class _QuotaBudget:
                 return False
         return True
 
-    def below_nominal(self) -> bool:
+    def below_nominal(self, min_gap: float = 0.0) -> bool:
         """Whether the job's queue uses less than its nominal quota of every resource the
-        job asks, in some flavor (the ``top_up`` case, module docstring)."""
+        job asks, in some flavor, by at least ``min_gap`` of what the job asks (the
+        ``top_up`` case, module docstring)."""
         node = self.node
-        for resource in self.request:
+        for resource, amount in self.request.items():
             group = self.cq.group_of(resource)
             if group is None:
                 continue
             own = [(f.name, resource) for f in group.flavors]
-            if not any(node.usage.get(fr, 0) < node.nominal(fr) for fr in own):
+            if not any(
+                node.usage.get(fr, 0) < node.nominal(fr)
+                and node.nominal(fr) - node.usage.get(fr, 0) >= min_gap * amount
+                for fr in own
+            ):
                 return False
         return True
+
+    def breaks(self, r: Job) -> bool:
+        """Whether taking ``r`` alone would push its queue (another one), from at or above
+        its nominal quota of something the job needs, below it: a victim that moves a
+        guarantee violation from one queue to another (``spare_guarantees`` tries those
+        last)."""
+        rcq = self.queue_of[r.id]
+        if rcq.name == self.cq.name:
+            return False
+        node = self.static.tree.queues[rcq.name]
+        charge = self.admission.held_charge(self.static, rcq, r)
+        return any(
+            n > 0
+            and fr in self.needed
+            and node.usage.get(fr, 0) - n < node.nominal(fr) <= node.usage.get(fr, 0)
+            for fr, n in charge.items()
+        )
 
     def _borrowed_after(self) -> dict[FlavorResource, int]:
         """What the job's queue will borrow of each flavor-resource it may take, with the
