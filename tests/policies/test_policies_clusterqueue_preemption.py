@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import dataclasses
 
+import pytest
+
 from phalanx.config.queues import queues_from_yaml
 from phalanx.domain.cluster import Cluster, PreemptMode
 from phalanx.domain.jobspec import JobSpec
@@ -14,7 +16,9 @@ from phalanx.domain.queues import PRIORITY_CLASS_LABEL
 from phalanx.domain.state import JobState
 from phalanx.domain.time import HOUR, MINUTE, SECOND
 from phalanx.engine.decisions import Preempted
+from phalanx.errors import ConfigError
 from phalanx.policies.catalog import profile as named_profile
+from phalanx.policies.clusterqueue import ClusterQueuePreempt
 from phalanx.sched.profile import Profile
 from phalanx.testing import EngineDriver, make_job, small_cluster
 
@@ -384,8 +388,8 @@ def test_a_queue_tops_up_only_to_recover_at_least_half_what_the_job_asks() -> No
     """q1 runs 8 + 2 GPUs, 2 below its nominal 12: its 8-GPU job would borrow 6 to recover 2
     (``top_up_min_gap`` 0.5, the default, asks 4): it waits, nothing is preempted. With the
     bound off (0) eight of q0's jobs go for it, as before the bound; on the first 20,000
-    Philly jobs such top-ups (1 or 2 GPUs recovered for an 8-GPU job, 212 of 341) were
-    most of a reclaim storm (module docstring)."""
+    Philly jobs such top-ups (1 or 2 GPUs recovered: 212 of 341) were most of a reclaim
+    storm (module docstring)."""
     d, _, job = _topping_up("phalanx", 22, (8, 2))
     assert preempted(d) == [] and d.state(job) is JobState.PENDING
     base = named_profile("phalanx")
@@ -460,3 +464,9 @@ def test_a_reclaim_takes_a_borrower_that_stays_at_its_nominal_before_one_that_wo
     d.settle()
     assert d.state(job) is JobState.RUNNING and d.state(second) is JobState.PENDING
     assert running(d, qb) == 12
+
+
+def test_top_up_min_gap_must_be_a_fraction() -> None:
+    for bad in (-0.1, 1.5, "half"):
+        with pytest.raises(ConfigError, match="top_up_min_gap"):
+            ClusterQueuePreempt({"top_up_min_gap": bad})
