@@ -78,6 +78,21 @@ def test_gang_shape(gpus: int, shape: tuple[int, int]) -> None:
     assert gang_shape(gpus) == shape
 
 
+def test_gang_shape_is_the_fewest_nodes_that_split_evenly() -> None:
+    for per_node in (1, 2, 4, 8, 16):
+        for gpus in range(per_node + 1, 2_000):
+            nodes = -(-gpus // per_node)
+            while gpus % nodes:
+                nodes += 1
+            assert gang_shape(gpus, per_node) == (nodes, gpus // nodes)
+
+
+def test_gang_shape_of_a_huge_prime_count_is_immediate() -> None:
+    # 99,999,999,977 is prime: searching node counts upwards took ~10^11 steps (a hung reader).
+    assert gang_shape(99_999_999_977) == (99_999_999_977, 1)
+    assert gang_shape(99_999_999_999) == (33_333_333_333, 3)
+
+
 def test_select_orders_windows_limits_and_compresses() -> None:
     submits = [5_000, 1_000, 3_000, 1_000, 9_001]
     assert select(submits, TraceOptions()) == [(1, 0), (3, 0), (2, 2_000), (0, 4_000), (4, 8_001)]
