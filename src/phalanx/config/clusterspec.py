@@ -276,7 +276,7 @@ def _node_indexes(field: YamlField, index: dict[str, int]) -> list[int]:
 
 def _natural_key(name: str) -> tuple[tuple[int, int | str], ...]:
     """``gpu9`` before ``gpu10``: digit runs compare as numbers."""
-    return tuple((0, int(p)) if p.isdigit() else (1, p) for p in re.split(r"(\d+)", name) if p)
+    return tuple((0, int(p)) if p.isdecimal() else (1, p) for p in re.split(r"(\d+)", name) if p)
 
 
 def _auto_tree(

@@ -379,7 +379,7 @@ def _enforce_qos(where: ConfValue | None) -> bool:
 
 
 def _duration(where: ConfValue, plain_unit: Duration) -> Duration | None:
-    if where.text.isdigit():
+    if where.text.isdecimal():
         return int(where.text) * plain_unit
     try:
         return parse_duration(where.text, field=where.key)

@@ -132,7 +132,7 @@ class YamlField:
         """A Slurm time (``UNLIMITED`` -> None); a plain number counts ``plain_unit``: minutes
         for Slurm's time limits, seconds for its GraceTime."""
         value = self.text()
-        if value.isdigit():
+        if value.isdecimal():
             return int(value) * plain_unit
         try:
             return parse_duration(value, field=self.path)

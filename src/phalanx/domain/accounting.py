@@ -59,7 +59,7 @@ def _count(own: Mapping[str, str], key: str, default: int) -> int:
     value = own.get(key)
     if value is None:
         return default
-    if not value.isdigit():
+    if not value.isdecimal():
         raise AccountingError(f" Bad {key} value: {value}")
     return int(value)
 

@@ -98,7 +98,7 @@ def parse_signal(text: str) -> int:
     import signal
 
     value = text.strip().upper()
-    if value.isdigit() and 0 < int(value) < 65:
+    if value.isdecimal() and 0 < int(value) < 65:
         return int(value)
     name = value if value.startswith("SIG") else f"SIG{value}"
     try:
@@ -147,18 +147,18 @@ def _one_id(text: str, word: str) -> list[JobId]:
     bad = CommandLineError([f"{PROG}: error: Invalid job id {word}"], 1)
     job_text, _, step = text.partition(".")
     base, under, task = job_text.partition("_")
-    if not base.isdigit() or (step and not step.isdigit() and step not in ("batch", "extern")):
+    if not base.isdecimal() or (step and not step.isdecimal() and step not in ("batch", "extern")):
         raise bad
     if not under:
         return [(int(base), None)]
-    if task.isdigit():
+    if task.isdecimal():
         return [(int(base), int(task))]
     if not (task.startswith("[") and task.endswith("]")):
         raise bad
     out: list[JobId] = []
     for piece in task[1:-1].split("%")[0].split(","):
         lo, dash, hi = piece.partition("-")
-        if not lo.isdigit() or (dash and not hi.isdigit()):
+        if not lo.isdecimal() or (dash and not hi.isdecimal()):
             raise bad
         out += [(int(base), i) for i in range(int(lo), int(hi if dash else lo) + 1)]
     return out

@@ -297,7 +297,7 @@ def _job_ids(args: list[str]) -> list[str]:
 def _resolve(text: str) -> int:
     """The Phalanx job id of ``123`` or ``123_4``; ``Fail`` if there is none."""
     head, _, tail = text.partition("_")
-    if not head.isdigit() or (tail and not tail.isdigit()):
+    if not head.isdecimal() or (tail and not tail.isdecimal()):
         raise Fail(f"Invalid job id specified for job {text}")
     if not tail:
         return int(head)

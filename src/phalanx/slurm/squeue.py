@@ -459,7 +459,7 @@ def resort(jobs: list[Job], keys: list[tuple[str, bool]], now: int) -> list[Job]
             if isinstance(value, int | float):
                 return (0, float(value), "")
             text = str(value)
-            return (0, float(text), "") if text.isdigit() else (1, 0.0, text)
+            return (0, float(text), "") if text.isdecimal() else (1, 0.0, text)
 
         return key
 
