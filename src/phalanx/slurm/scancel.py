@@ -30,9 +30,12 @@ if TYPE_CHECKING:
     from collections.abc import Sequence
     from typing import Any
 
-__all__ = ["main", "parse_job_ids", "parse_signal"]
+__all__ = ["MAX_ARRAY_SIZE", "main", "parse_job_ids", "parse_signal"]
 
 PROG = "scancel"
+MAX_ARRAY_SIZE = 1001
+"""Slurm's default MaxArraySize, as ``phalanx.domain.request.MAX_ARRAY_TASKS`` (not imported:
+this command must start fast): array task ids are below it."""
 TABLE = SCANCEL
 """scancel's options (``phalanx.slurm.querytables``)."""
 _STATES = {
@@ -159,6 +162,10 @@ def _one_id(text: str, word: str) -> list[JobId]:
     for piece in task[1:-1].split("%")[0].split(","):
         lo, dash, hi = piece.partition("-")
         if not lo.isdecimal() or (dash and not hi.isdecimal()):
+            raise bad
+        # Slurm reads the list into a bitmap of MaxArraySize bits: a task id past it is an
+        # invalid id (1_[1-99999999999] made a list of 10^11 ids here, tens of GB).
+        if int(hi if dash else lo) >= MAX_ARRAY_SIZE:
             raise bad
         out += [(int(base), i) for i in range(int(lo), int(hi if dash else lo) + 1)]
     return out
