@@ -1,6 +1,6 @@
 """Values no Slurm command can use are refused with Slurm's message and exit status, never a
-traceback: Unicode digits that ``str.isdigit`` takes and ``int`` refuses (``²``), and field
-widths too wide to build in memory. All are refused before the controller is asked, so no
+traceback: Unicode digits that ``str.isdigit`` takes and ``int`` refuses (``²``), field
+widths too wide to build in memory, node lists that are none. All are refused before the controller is asked, so no
 cluster runs here (the state directory does not exist)."""
 
 from __future__ import annotations
@@ -26,6 +26,16 @@ import pytest
         (["sbatch", "-N", "²", "--wrap", "true"], '"²" is not a valid node count', 255),
         (["sbatch", "--switches=²", "--wrap", "true"], "Invalid --switches specification", 255),
         (["scontrol", "show", "job", "²"], "Invalid job id specified", 1),
+        # A node list that is none: hostlist's ConfigError went up as a traceback.
+        (["squeue", "-w", "n[1-"], "'n[1-' invalid entry for --nodelist", 1),
+        (["sinfo", "-n", "n[1-"], "'n[1-' invalid entry for --nodes", 1),
+        (["sacct", "-N", "n[1-"], "'n[1-' invalid entry for --nodelist", 1),
+        (["scancel", "-w", "n[1-"], "'n[1-' invalid entry for --nodelist", 1),
+        (
+            ["scontrol", "update", "NodeName=n[1-", "State=drain", "Reason=x"],
+            "slurm_update error: Invalid node name specified",
+            1,
+        ),
     ],
 )
 def test_refused_with_slurms_message(

@@ -43,7 +43,13 @@ from phalanx.client.wirecall import (
 )
 from phalanx.slurm import acctdb, jobids
 from phalanx.slurm.acctfields import FIELDS, LONG_FIELDS, VALUES, Row, cpu_time, rss
-from phalanx.slurm.commandline import CommandLineError, Usage, clusters_reached, parse_args
+from phalanx.slurm.commandline import (
+    CommandLineError,
+    Usage,
+    clusters_reached,
+    node_list,
+    parse_args,
+)
 from phalanx.slurm.format import (
     LONG_STATE,
     MAX_WIDTH,
@@ -141,7 +147,7 @@ def _one_of(field: str, value: str) -> Callable[[Job], bool]:
 
 
 def _on_nodes(value: str) -> Callable[[Job], bool]:
-    wanted = set(expand(value))
+    wanted = set(node_list("sacct", "nodelist", value))
     return lambda job: bool(wanted.intersection(expand(job.get("nodelist") or "")))
 
 

@@ -19,6 +19,7 @@ from phalanx.slurm import UNREACHABLE
 from phalanx.slurm.commandline import (
     CommandLineError,
     clusters_reached,
+    node_list,
     parse_args,
     unreachable_clusters,
 )
@@ -81,6 +82,8 @@ def _scancel(argv: list[str], caller: WireCaller | None) -> int:
         raise unreachable_clusters(PROG, clusters)
     ids = parse_job_ids(words)
     filters = {k: v for k, v in options.values.items() if k in _FILTERS}
+    if "nodelist" in filters:
+        node_list(PROG, "nodelist", filters["nodelist"])  # refused before any job is asked for
     if "me" in options and "user" not in filters:
         filters["user"] = _me()
     if not ids and not filters:

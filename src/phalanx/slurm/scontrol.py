@@ -123,7 +123,10 @@ def _time_or_none(ms: int | None) -> str:
 def show_node(arg: str | None) -> list[Record]:
     nodes: list[dict[str, Any]] = call("GET", "/v1/nodes")
     if arg is not None:
-        wanted = set(expand(arg))
+        try:
+            wanted = set(expand(arg))
+        except PhalanxError:  # no host list: as a name no node has
+            wanted = set()
         nodes = [n for n in nodes if n["name"] in wanted]
         if not nodes:
             raise Fail(f"Node {arg} not found")
@@ -368,7 +371,7 @@ def update_nodes(args: list[str]) -> int:
         return 1
     try:
         names = expand(fields.get("nodename", ""))
-    except ValueError:
+    except PhalanxError:  # expand's ConfigError (n[1-)
         names = []
     if not names:
         print("slurm_update error: Invalid node name specified", file=sys.stderr)
