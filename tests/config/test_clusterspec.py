@@ -340,6 +340,7 @@ def test_regular_cluster_spines_and_names() -> None:
     ("kwargs", "flag"),
     [
         ({"nodes": 0}, "--nodes"),
+        ({"nodes": 10**11}, "--nodes"),  # built node by node until killed
         ({"gpus_per_node": -1}, "--gpus-per-node"),
         ({"nodes_per_switch": 0}, "--nodes-per-switch"),
         ({"leaves_per_spine": 0}, "--leaves-per-spine"),

@@ -119,6 +119,10 @@ def test_jsonl_matches_csv(tmp_path: Path) -> None:
         ({"submit": 1, "runtime": 1, "gpus": 10**400}, "gpus"),
         ({"submit": 1, "runtime": 10**400, "gpus": 1}, "runtime"),
         ({"submit": 1, "runtime": 1, "gpus": 1, "mem_mb": 2**53 + 2}, "mem_mb"),
+        # Times past 10^12 s: a submit of 1e300 s overflowed the policies' int64 columns.
+        ({"submit": 1e300, "runtime": 1, "gpus": 1}, "submit"),
+        ({"submit": 1, "runtime": 1e13, "gpus": 1}, "runtime"),
+        ({"submit": 1, "runtime": 1, "gpus": 1, "time_limit": 1e300}, "time_limit"),
         # A list is no name (it made an account called "['a']").
         ({"submit": 1, "runtime": 1, "gpus": 1, "account": ["a"]}, "account"),
         ({"submit": 1, "runtime": 1, "gpus": 1, "user": {"a": 1}}, "user"),

@@ -72,7 +72,7 @@ from phalanx.config.queues import queues_from_documents
 from phalanx.config.yamlfield import YamlField, compose_yaml, optional
 from phalanx.domain.cluster import Account, Cluster, Node, Partition, PreemptMode, Qos, Switch
 from phalanx.domain.health import DEFAULT_FATAL_XIDS, HealthCheck
-from phalanx.domain.hostlist import compress, expand
+from phalanx.domain.hostlist import MAX_HOSTS, compress, expand
 from phalanx.domain.queues import Queues
 from phalanx.domain.time import MINUTE, SECOND, Duration
 from phalanx.errors import ConfigError
@@ -547,6 +547,8 @@ def regular_cluster(
     Raises ``ConfigError`` whose field is the command-line flag (``--nodes``) of a bad argument.
     """
     _check_positive(nodes, "--nodes")
+    if nodes > MAX_HOSTS:  # the bound of a YAML hostlist; 10^11 nodes were built until killed
+        raise ConfigError(f"at most {MAX_HOSTS:,} nodes, got {nodes:,}", field="--nodes")
     _check_positive(gpus_per_node, "--gpus-per-node")
     _check_positive(nodes_per_switch, "--nodes-per-switch")
     if leaves_per_spine is not None:

@@ -80,7 +80,7 @@ def _parse(values: dict[str, str], path: str, line: int) -> _Row:
 
 
 def _checked(cells: Cells) -> _Row:
-    runtime = seconds_to_ms(cells.number("duration"))
+    runtime = seconds_to_ms(cells.seconds("duration"))
     if runtime < 0:
         raise cells.error(f"duration cannot be negative: {cells.text('duration')}", "duration")
     return _Row(

@@ -19,6 +19,7 @@ from phalanx.errors import TraceError
 
 __all__ = [
     "MAX_COUNT",
+    "MAX_SECONDS",
     "Cells",
     "csv_records",
     "csv_rows",
@@ -32,6 +33,12 @@ __all__ = [
 MAX_COUNT = 2**53
 """The largest count (GPUs, CPUs, nodes, MB) a trace may give: beyond it a float, which the
 simulator sums GPUs in, no longer holds every whole number (and past 10^308 none at all)."""
+
+
+MAX_SECONDS = 1e12
+"""The largest time (submit, run time, limit) a trace may give, in seconds: about 31,700
+years. Beyond it the milliseconds no longer fit the int64 columns the policies keep them in
+(a finite 1e300 s ended the replay in an OverflowError)."""
 
 
 def seconds_to_ms(seconds: float) -> Duration:
@@ -130,6 +137,19 @@ class Cells:
         if not math.isfinite(number):
             raise self.error(f"not a finite number: {value!r}", field)
         return number
+
+    def seconds(self, field: str) -> float:
+        """A time in seconds: a number within ``MAX_SECONDS`` either side of zero."""
+        value = self.opt_seconds(field)
+        if value is None:
+            raise self.error("missing value", field)
+        return value
+
+    def opt_seconds(self, field: str) -> float | None:
+        value = self.opt_number(field)
+        if value is not None and abs(value) > MAX_SECONDS:
+            raise self.error(f"beyond 10^12 seconds (31,700 years): {value:g}", field)
+        return value
 
     def integer(self, field: str) -> int:
         value = self.opt_integer(field)
