@@ -372,3 +372,9 @@ def test_health_check() -> None:
         cluster_from_yaml(NODE + "health_check:\n  interval: 60\n")
     with pytest.raises(ConfigError, match=r"health_check\.fatal_xids\[0\]"):
         cluster_from_yaml(NODE + "health_check:\n  fatal_xids: [abc]\n")
+
+
+def test_yaml_nested_past_the_parsers_recursion_is_a_config_error() -> None:
+    # PyYAML's composer recursed once per level: 5,000 levels were a RecursionError traceback.
+    with pytest.raises(ConfigError, match="nested too deeply"):
+        cluster_from_yaml("name: x\nnodes: " + "[" * 5_000 + "]" * 5_000 + "\n")

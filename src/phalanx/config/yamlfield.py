@@ -33,6 +33,8 @@ def compose_yaml(text: str, source: str) -> YamlField:
         raise ConfigError(f"invalid YAML: {exc.problem}", source=source, line=line) from None
     except yaml.YAMLError as exc:
         raise ConfigError(f"invalid YAML: {exc}", source=source) from None
+    except RecursionError:  # PyYAML's composer recurses once per level: [[[...]]] 5,000 deep
+        raise ConfigError("invalid YAML: nested too deeply", source=source) from None
     if root is None:
         raise ConfigError("empty document", source=source, line=1)
     return YamlField(root, "", source)
