@@ -1,7 +1,7 @@
 """Values no Slurm command can use are refused with Slurm's message and exit status, never a
 traceback: Unicode digits that ``str.isdigit`` takes and ``int`` refuses (``²``), field
-widths too wide to build in memory, node lists that are none. All are refused before the controller is asked, so no
-cluster runs here (the state directory does not exist)."""
+widths too wide to build in memory, node lists that are none. All are refused before the
+controller is asked, so no cluster runs here (the state directory does not exist)."""
 
 from __future__ import annotations
 
