@@ -145,3 +145,9 @@ def test_a_body_nested_past_the_parsers_recursion_is_400(content_type: str) -> N
         headers={"Content-Type": content_type},
     )
     assert r.status_code == 400 and "nested too deeply" in r.text, r.text
+
+
+def test_a_watch_from_a_resource_version_of_unicode_digits_is_400() -> None:
+    # "²".isdigit() is true and int("²") raises: the watch answered 500.
+    r = request("GET", "/api/v1/namespaces?watch=true&timeoutSeconds=1&resourceVersion=²")
+    assert r.status_code == 400 and "invalid resource version" in r.text, r.text
