@@ -340,6 +340,8 @@ def test_regular_cluster_spines_and_names() -> None:
     ("kwargs", "flag"),
     [
         ({"nodes": 0}, "--nodes"),
+        ({"nodes": 10**11}, "--nodes"),  # built node by node until killed
+        ({"gpus_per_node": 10**30}, "--gpus-per-node"),  # overflowed int64 node columns
         ({"gpus_per_node": -1}, "--gpus-per-node"),
         ({"nodes_per_switch": 0}, "--nodes-per-switch"),
         ({"leaves_per_spine": 0}, "--leaves-per-spine"),
@@ -371,3 +373,24 @@ def test_health_check() -> None:
         cluster_from_yaml(NODE + "health_check:\n  interval: 60\n")
     with pytest.raises(ConfigError, match=r"health_check\.fatal_xids\[0\]"):
         cluster_from_yaml(NODE + "health_check:\n  fatal_xids: [abc]\n")
+
+
+def test_yaml_nested_past_the_parsers_recursion_is_a_config_error() -> None:
+    # PyYAML's composer recursed once per level: 5,000 levels were a RecursionError traceback.
+    with pytest.raises(ConfigError, match="nested too deeply"):
+        cluster_from_yaml("name: x\nnodes: " + "[" * 5_000 + "]" * 5_000 + "\n")
+
+
+@pytest.mark.parametrize(
+    ("replace", "field"),
+    [
+        # A node of 10^30 GPUs, CPUs or MB overflowed the scheduler's int64 node columns.
+        (("gpus: 1", "gpus: " + "9" * 30), "nodes[0].gpus"),
+        (("cpus: 1", "cpus: 2147483648"), "nodes[0].cpus"),
+        (("memory: 1G", "memory: " + "9" * 30 + "G"), "nodes[0].memory"),
+    ],
+)
+def test_numbers_past_the_columns_are_refused(replace: tuple[str, str], field: str) -> None:
+    with pytest.raises(ConfigError) as info:
+        cluster_from_yaml(NODE.replace(*replace))
+    assert info.value.field == field

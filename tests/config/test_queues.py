@@ -367,3 +367,10 @@ def test_the_example_file_reads() -> None:
     q = queues_from_yaml(path.read_text(), str(path))
     assert set(q.cluster_queues) == {"research", "production"}
     assert q.cluster_queues["production"].queueing_strategy is QueueingStrategy.STRICT_FIFO
+
+
+def test_yaml_nested_past_the_parsers_recursion_is_a_config_error() -> None:
+    # PyYAML's composer recursed once per level: 5,000 levels were a RecursionError traceback.
+    with pytest.raises(ConfigError, match="nested too deeply") as info:
+        queues_from_yaml("a: " + "[" * 5_000 + "]" * 5_000 + "\n", "q.yaml")
+    assert info.value.source == "q.yaml"

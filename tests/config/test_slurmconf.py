@@ -264,6 +264,17 @@ def test_include_errors() -> None:
         ("NodeName=a\n", "SwitchName=s\n", None, "topology.conf:1", "Nodes="),
         ("NodeName=a Gres=gpu\n", None, "Name=gpu Type=a\nName=gpu Type=b\n", "gres.conf", "b)"),
         ("NodeName=a\n", None, "Nmae=gpu\n", "gres.conf:1, field 'Nmae'", "unknown"),
+        # Past 2^31 - 1 a node's count overflowed the scheduler's int64 columns downstream.
+        ("NodeName=a Gres=gpu:h100:" + "9" * 30 + "\n", None, None, "field 'Gres'", "over"),
+        ("NodeName=a CPUs=" + "9" * 30 + "\n", None, None, "field 'CPUs'", "at most"),
+        ("NodeName=a RealMemory=" + "9" * 30 + "\n", None, None, "field 'RealMemory'", "at most"),
+        (
+            "NodeName=a Sockets=2 CoresPerSocket=2147483647\n",
+            None,
+            None,
+            "'CoresPerSocket'",
+            "CPUs",
+        ),
     ],
 )
 def test_errors_name_the_file_the_line_and_the_key(

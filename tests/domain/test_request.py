@@ -81,6 +81,7 @@ def test_array_refuses_ids_past_the_limit(text: str) -> None:
         "0-3%-1",
         "%4",
         "1.5",
+        "0-3%²",  # str.isdigit takes "²", int() refused it: a ValueError, not a SpecError
     ],
 )
 def test_array_errors_name_the_field(text: str) -> None:
@@ -181,7 +182,8 @@ def test_signal_default_lead_is_sixty_seconds() -> None:
 
 
 @pytest.mark.parametrize(
-    "text", ["FOO", "SIGFOO", "0", "65", "-1", "B:", "", "USR1@x", "USR1@-5", "USR1@65536"]
+    "text",
+    ["FOO", "SIGFOO", "0", "65", "-1", "B:", "", "USR1@x", "USR1@-5", "USR1@65536", "²", "USR1@²"],
 )
 def test_signal_errors_name_the_field(text: str) -> None:
     with pytest.raises(SpecError) as info:

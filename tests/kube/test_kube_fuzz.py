@@ -40,6 +40,7 @@ def _close_the_client() -> Iterator[None]:
     _LOOP.run_until_complete(_CLIENT.aclose())
     _LOOP.close()
 
+
 json_values = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=8),
     lambda inner: (
@@ -130,3 +131,23 @@ def test_garbage_bodies_are_400(body: bytes, content_type: str) -> None:
         headers={"Content-Type": content_type},
     )
     assert 400 <= r.status_code < 500, r.text
+
+
+@pytest.mark.parametrize("content_type", ["application/json", "application/yaml"])
+def test_a_body_nested_past_the_parsers_recursion_is_400(content_type: str) -> None:
+    # [[[...]]] 100,000 deep: the JSON decoder's and PyYAML's RecursionError was a 500.
+    body = b'{"apiVersion": "batch/v1", "kind": "Job", "spec": ' + b"[" * 100_000
+    body += b"]" * 100_000 + b"}"
+    r = request(
+        "POST",
+        "/apis/batch/v1/namespaces/default/jobs",
+        content=body,
+        headers={"Content-Type": content_type},
+    )
+    assert r.status_code == 400 and "nested too deeply" in r.text, r.text
+
+
+def test_a_watch_from_a_resource_version_of_unicode_digits_is_400() -> None:
+    # "²".isdigit() is true and int("²") raises: the watch answered 500.
+    r = request("GET", "/api/v1/namespaces?watch=true&timeoutSeconds=1&resourceVersion=²")
+    assert r.status_code == 400 and "invalid resource version" in r.text, r.text

@@ -78,6 +78,30 @@ def test_gang_shape(gpus: int, shape: tuple[int, int]) -> None:
     assert gang_shape(gpus) == shape
 
 
+def test_gang_shape_is_the_fewest_nodes_that_split_evenly() -> None:
+    for per_node in (1, 2, 4, 8, 16):
+        for gpus in range(per_node + 1, 2_000):
+            nodes = -(-gpus // per_node)
+            while gpus % nodes:
+                nodes += 1
+            assert gang_shape(gpus, per_node) == (nodes, gpus // nodes)
+
+
+def test_gang_shape_of_a_huge_prime_count_is_immediate() -> None:
+    # 99,999,999,977 is prime: searching node counts upwards took ~10^11 steps (a hung reader).
+    assert gang_shape(99_999_999_977) == (99_999_999_977, 1)
+    assert gang_shape(99_999_999_999) == (33_333_333_333, 3)
+
+
+def test_a_load_that_stretches_submits_past_any_instant_is_refused() -> None:
+    # 1e-300 made int(inf) raise OverflowError; 1e-12 made instants past int64 milliseconds.
+    for load in (1e-300, 1e-12):
+        with pytest.raises(TraceError, match="stretches the submit times") as info:
+            select([0, 5_000], TraceOptions(load=load))
+        assert info.value.field == "load"
+    assert select([0, 5_000], TraceOptions(load=1e-9)) == [(0, 0), (1, 5_000_000_000_000)]
+
+
 def test_select_orders_windows_limits_and_compresses() -> None:
     submits = [5_000, 1_000, 3_000, 1_000, 9_001]
     assert select(submits, TraceOptions()) == [(1, 0), (3, 0), (2, 2_000), (0, 4_000), (4, 8_001)]

@@ -115,6 +115,17 @@ def test_jsonl_matches_csv(tmp_path: Path) -> None:
             {"submit": 1, "runtime": 1, "gpus": 1, "checkpoint_on_signal": "maybe"},
             "checkpoint_on_signal",
         ),
+        # Integers beyond a float (an OverflowError traceback) or beyond 2^53 (inexact).
+        ({"submit": 1, "runtime": 1, "gpus": 10**400}, "gpus"),
+        ({"submit": 1, "runtime": 10**400, "gpus": 1}, "runtime"),
+        ({"submit": 1, "runtime": 1, "gpus": 1, "mem_mb": 2**53 + 2}, "mem_mb"),
+        # Times past 10^12 s: a submit of 1e300 s overflowed the policies' int64 columns.
+        ({"submit": 1e300, "runtime": 1, "gpus": 1}, "submit"),
+        ({"submit": 1, "runtime": 1e13, "gpus": 1}, "runtime"),
+        ({"submit": 1, "runtime": 1, "gpus": 1, "time_limit": 1e300}, "time_limit"),
+        # A list is no name (it made an account called "['a']").
+        ({"submit": 1, "runtime": 1, "gpus": 1, "account": ["a"]}, "account"),
+        ({"submit": 1, "runtime": 1, "gpus": 1, "user": {"a": 1}}, "user"),
     ],
 )
 def test_malformed_rows_name_line_and_field(
@@ -148,6 +159,35 @@ def test_bad_json_and_missing_csv_column(tmp_path: Path) -> None:
     assert info.value.line == 1
     with pytest.raises(TraceError) as info:
         read_trace(write(tmp_path, "bad.csv", "submit,runtime\n1,2\n"))
+    assert (info.value.line, info.value.field) == (1, "gpus")
+
+
+@pytest.mark.parametrize(
+    ("line", "message"),
+    [
+        ("[" * 100_000 + "]" * 100_000, "nested too deeply"),  # was a RecursionError
+        ('{"submit": 0, "runtime": 1, "gpus": 1' + "0" * 5_000 + "}", "4,300 digits"),
+    ],
+)
+def test_json_that_python_cannot_parse_is_a_trace_error(
+    tmp_path: Path, line: str, message: str
+) -> None:
+    with pytest.raises(TraceError, match=message) as info:
+        read_trace(
+            write(tmp_path, "bad.jsonl", f'{{"submit": 0, "runtime": 1, "gpus": 1}}\n{line}\n')
+        )
+    assert info.value.line == 2
+
+
+def test_a_csv_with_a_byte_order_mark_reads_its_first_column(tmp_path: Path) -> None:
+    path = tmp_path / "excel.csv"
+    path.write_bytes("submit,runtime,gpus\n0,10,1\n".encode("utf-8-sig"))
+    assert [job.runtime for job in read_trace(str(path))] == [10 * SECOND]
+
+
+def test_a_column_named_twice_is_refused(tmp_path: Path) -> None:
+    with pytest.raises(TraceError, match="column given twice") as info:
+        read_trace(write(tmp_path, "dup.csv", "submit,runtime,gpus,gpus\n0,10,1,2\n"))
     assert (info.value.line, info.value.field) == (1, "gpus")
 
 

@@ -66,6 +66,10 @@ def test_options(tmp_path: Path) -> None:
         ("2017-10-09 07:01:55,nan,1,66.0,11cb48", "duration", "finite"),
         ("2017-10-09 07:01:55,-3,1,66.0,11cb48", "duration", "negative"),
         ("2017-10-09 07:01:55,66.0,1", "cluster", "missing"),
+        # 10^400 GPUs passed int() and overflowed the simulator's float GPU sums.
+        ("2017-10-09 07:01:55,66.0,1" + "0" * 400 + ",66.0,11cb48", "num_gpus", "finite"),
+        ("2017-10-09 07:01:55,66.0,9007199254740994,66.0,11cb48", "num_gpus", "too large"),
+        ("2017-10-09 07:01:55,1e300,1,66.0,11cb48", "duration", "beyond 10^12 seconds"),
     ],
 )
 def test_malformed_rows_name_line_and_field(

@@ -65,6 +65,7 @@ def test_options(tmp_path: Path) -> None:
         ("6 90 0 sixty 8 -1 -1 8 -1 -1 1 3 1 -1 1 -1 -1 -1", "run_time"),
         ("6 90 0 60 8 -1 -1 2.5 -1 -1 1 3 1 -1 1 -1 -1 -1", "requested_processors"),
         ("6 -90 0 60 8 -1 -1 8 -1 -1 1 3 1 -1 1 -1 -1 -1", "submit_time"),
+        ("6 90 0 1e300 8 -1 -1 8 -1 -1 1 3 1 -1 1 -1 -1 -1", "run_time"),  # past int64 ms
     ],
 )
 def test_malformed_lines_name_line_and_field(tmp_path: Path, line: str, field: str) -> None:

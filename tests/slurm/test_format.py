@@ -8,6 +8,7 @@ import sys
 import pytest
 
 from phalanx.slurm.format import (
+    MAX_WIDTH,
     Spec,
     clock,
     fit,
@@ -20,6 +21,7 @@ from phalanx.slurm.format import (
     render,
     sacct_cut,
     template,
+    width,
 )
 
 
@@ -105,6 +107,27 @@ def test_parse_long_reads_sizes_and_suffixes() -> None:
     specs, bad = parse_long("JobID:|,name:30,State,Bogus", ["JobID", "Name", "State"])
     assert specs == [Spec("JobID", 0, False, "|"), Spec("Name", 30), Spec("State", 20)]
     assert bad == ["Bogus"]
+
+
+def test_a_field_wider_than_the_limit_is_refused_as_a_bad_field() -> None:
+    # %999999999i over 200 jobs built 14 GB of lines; 30 digits raised "width too big".
+    _, specs, bad = parse_percent(f"%.{MAX_WIDTH}i %999999999j %{'9' * 30}T", "ijT")
+    assert specs == [Spec("i", MAX_WIDTH, True, "  ")]  # a bad field's text goes to the last
+    assert bad == [
+        f"%999999999j (width over {MAX_WIDTH})",
+        f"%{'9' * 30}T (width over {MAX_WIDTH})",
+    ]
+    specs, bad = parse_long(f"JobID:{MAX_WIDTH + 1},Name:.{MAX_WIDTH}", ["JobID", "Name"])
+    assert specs == [Spec("Name", MAX_WIDTH, True)]
+    assert bad == [f"JobID:{MAX_WIDTH + 1} (width over {MAX_WIDTH})"]
+
+
+def test_a_width_is_ascii_digits() -> None:
+    # "²".isdigit() is true but int("²") raises: it was a traceback.
+    assert width("") == 0 and width("12") == 12 and width(str(MAX_WIDTH)) == MAX_WIDTH
+    assert width("²") is None and width(str(MAX_WIDTH + 1)) is None
+    _, specs, bad = parse_percent("%²i %5j", "ij")
+    assert specs == [Spec("j", 5)] and bad == ["²"]
 
 
 def test_the_commands_import_no_heavy_modules() -> None:

@@ -8,8 +8,9 @@ import re
 import pytest
 from slurm_shell import Shell, reference
 
+from phalanx.domain.request import MAX_ARRAY_TASKS
 from phalanx.slurm.commandline import CommandLineError
-from phalanx.slurm.scancel import parse_job_ids
+from phalanx.slurm.scancel import MAX_ARRAY_SIZE, parse_job_ids
 
 
 def submit(shell: Shell, options: str) -> str:
@@ -104,7 +105,10 @@ def test_job_ids(words: list[str], ids: list[tuple[int, int | None]]) -> None:
     assert parse_job_ids(words) == ids
 
 
-@pytest.mark.parametrize("word", ["abc", "12_x", "_1", "12_[a]", "1.x"])
+# Task ids past Slurm's MaxArraySize: 12_[1-99999999999] built a list of 10^11 ids (tens of GB).
+@pytest.mark.parametrize(
+    "word", ["abc", "12_x", "_1", "12_[a]", "1.x", "12_²", "12_[1-99999999999]", "12_[0-1001]"]
+)
 def test_what_is_not_a_job_id(word: str) -> None:
     with pytest.raises(CommandLineError) as caught:
         parse_job_ids([word])
@@ -112,3 +116,8 @@ def test_what_is_not_a_job_id(word: str) -> None:
         [f"scancel: error: Invalid job id {word}"],
         1,
     )
+
+
+def test_the_largest_task_id_is_the_domains() -> None:
+    assert MAX_ARRAY_SIZE == MAX_ARRAY_TASKS
+    assert parse_job_ids(["12_[999-1000]"]) == [(12, 999), (12, 1000)]

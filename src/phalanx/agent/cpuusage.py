@@ -28,7 +28,7 @@ def session_cpu_seconds(session: int, proc: Path = Path("/proc")) -> float | Non
     except OSError:
         return None
     for name in entries:
-        if not name.isdigit():
+        if not name.isdecimal():
             continue
         try:
             text = (proc / name / "stat").read_text()

@@ -99,7 +99,7 @@ def short_gpu_model(name: str) -> str:
     first = words[0]
     if first in ("rtx", "gtx") and len(words) > 1:
         # "RTX 4090" is known as rtx4090, but "RTX A6000" as a6000.
-        return first + words[1] if words[1][0].isdigit() else words[1]
+        return first + words[1] if words[1][0].isdecimal() else words[1]
     return first
 
 

@@ -92,6 +92,6 @@ def row(record: Mapping[str, Any], now: int) -> list[str]:
 def _ids(text: str) -> str:
     """``1,2,3`` checked here, so a typo is a usage error rather than the controller's 422."""
     parts = [p.strip() for p in text.split(",") if p.strip()]
-    if not parts or not all(p.isdigit() for p in parts):
+    if not parts or not all(p.isdecimal() for p in parts):
         raise argparse.ArgumentTypeError(f"{text!r} is not a list of job ids such as 12,13")
     return ",".join(parts)

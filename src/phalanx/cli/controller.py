@@ -142,19 +142,21 @@ def queue_objects(args: argparse.Namespace) -> tuple[dict[str, Any], ...]:
     """The queue objects the cluster was read with (``--queues``, else the cluster YAML's
     ``queues:``), for the Kubernetes API's store (``ControllerOptions.queue_objects``)."""
     from phalanx.config.queue_objects import objects_from_yaml
+    from phalanx.config.textfile import read_text
 
     if getattr(args, "queues", None) is not None:
-        return tuple(objects_from_yaml(Path(args.queues).read_text(encoding="utf-8")))
+        return tuple(objects_from_yaml(read_text(args.queues)))
     if getattr(args, "config", None) is not None:
-        return tuple(objects_from_yaml(Path(args.config).read_text(encoding="utf-8"), "queues"))
+        return tuple(objects_from_yaml(read_text(args.config), "queues"))
     return ()
 
 
 def _cluster_shape(args: argparse.Namespace) -> Cluster:
     if args.config is not None:
         from phalanx.config.clusterspec import cluster_from_yaml
+        from phalanx.config.textfile import read_text
 
-        return cluster_from_yaml(args.config.read_text(), str(args.config))
+        return cluster_from_yaml(read_text(args.config), str(args.config))
     if args.slurm_conf is not None:
         from phalanx.server.slurmconf_files import cluster_from_slurm_conf
 

@@ -31,7 +31,7 @@ def parse_instant(text: str, *, field: str) -> int:
     """Milliseconds since the epoch, from digits (already ms) or ISO 8601 (local time unless
     it names a zone)."""
     value = text.strip()
-    if value.isdigit():
+    if value.isdecimal():
         return int(value)
     try:
         moment = datetime.fromisoformat(value)

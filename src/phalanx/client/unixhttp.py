@@ -52,7 +52,7 @@ def _parse(raw: bytes) -> tuple[int, bytes]:
     head, sep, payload = raw.partition(b"\r\n\r\n")
     lines = head.decode("latin-1").split("\r\n")
     status = lines[0].split(" ", 2)
-    if not sep or len(status) < 2 or not status[0].startswith("HTTP/") or not status[1].isdigit():
+    if not sep or len(status) < 2 or not status[0].startswith("HTTP/") or not status[1].isdecimal():
         raise Broken("the connection was closed before an answer")
     fields = {}
     for line in lines[1:]:

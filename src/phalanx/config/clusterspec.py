@@ -69,10 +69,10 @@ from phalanx.config.associations import (
     qos_limits_from_yaml,
 )
 from phalanx.config.queues import queues_from_documents
-from phalanx.config.yamlfield import YamlField, compose_yaml, optional
+from phalanx.config.yamlfield import MAX_INT, YamlField, compose_yaml, optional
 from phalanx.domain.cluster import Account, Cluster, Node, Partition, PreemptMode, Qos, Switch
 from phalanx.domain.health import DEFAULT_FATAL_XIDS, HealthCheck
-from phalanx.domain.hostlist import compress, expand
+from phalanx.domain.hostlist import MAX_HOSTS, compress, expand
 from phalanx.domain.queues import Queues
 from phalanx.domain.time import MINUTE, SECOND, Duration
 from phalanx.errors import ConfigError
@@ -103,6 +103,7 @@ _TOP_KEYS = (
 )
 _MEMORY = re.compile(r"^(\d+)\s*([KMGT]?)$", re.IGNORECASE)
 _UNIT_MB = {"": 1, "M": 1, "G": 1024, "T": 1024 * 1024}
+_MAX_MEMORY_MB = 2**50  # a zebibyte: sums over a million nodes stay inside int64
 
 
 def _names(field: YamlField) -> list[str]:
@@ -260,8 +261,8 @@ def _memory_mb(field: YamlField) -> int:
         raise field.error(f"invalid memory {field.text()!r}; expected e.g. 512G, 2T or MB as int")
     amount, unit = int(m.group(1)), m.group(2).upper()
     mb = -(-amount // 1024) if unit == "K" else amount * _UNIT_MB[unit]  # K rounds up to 1 MB
-    if mb < 1:
-        raise field.error("memory must be at least 1M")
+    if not 1 <= mb <= _MAX_MEMORY_MB:
+        raise field.error("memory must be from 1M to 2^50M")
     return mb
 
 
@@ -276,7 +277,7 @@ def _node_indexes(field: YamlField, index: dict[str, int]) -> list[int]:
 
 def _natural_key(name: str) -> tuple[tuple[int, int | str], ...]:
     """``gpu9`` before ``gpu10``: digit runs compare as numbers."""
-    return tuple((0, int(p)) if p.isdigit() else (1, p) for p in re.split(r"(\d+)", name) if p)
+    return tuple((0, int(p)) if p.isdecimal() else (1, p) for p in re.split(r"(\d+)", name) if p)
 
 
 def _auto_tree(
@@ -524,8 +525,8 @@ def _parse_qos(field: YamlField | None) -> dict[str, Qos]:
 
 
 def _check_positive(value: int, flag: str) -> None:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ConfigError(f"must be a positive integer, got {value!r}", field=flag)
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_INT:
+        raise ConfigError(f"must be an integer from 1 to {MAX_INT}, got {value!r}", field=flag)
 
 
 def regular_cluster(
@@ -547,6 +548,8 @@ def regular_cluster(
     Raises ``ConfigError`` whose field is the command-line flag (``--nodes``) of a bad argument.
     """
     _check_positive(nodes, "--nodes")
+    if nodes > MAX_HOSTS:  # the bound of a YAML hostlist; 10^11 nodes were built until killed
+        raise ConfigError(f"at most {MAX_HOSTS:,} nodes, got {nodes:,}", field="--nodes")
     _check_positive(gpus_per_node, "--gpus-per-node")
     _check_positive(nodes_per_switch, "--nodes-per-switch")
     if leaves_per_spine is not None:

@@ -93,6 +93,8 @@ def queues_from_yaml(text: str, source: str = "<queues>") -> Queues:
         raise ConfigError(f"invalid YAML: {exc.problem}", source=source, line=line) from None
     except yaml.YAMLError as exc:
         raise ConfigError(f"invalid YAML: {exc}", source=source) from None
+    except RecursionError:  # PyYAML's composer recurses once per level: [[[...]]] 5,000 deep
+        raise ConfigError("invalid YAML: nested too deeply", source=source) from None
     return queues_from_documents([YamlField(n, "", source) for n in nodes])
 
 

@@ -38,6 +38,7 @@ from dataclasses import dataclass
 from phalanx.config.slurmconf_gres import GpuSpec, gres_conf_gpus, parse_gres
 from phalanx.config.slurmconf_lines import ConfLine, ConfValue, IncludeReader, conf_lines
 from phalanx.config.slurmconf_topology import topology_from_lines
+from phalanx.config.yamlfield import MAX_INT
 from phalanx.domain.cluster import Account, Cluster, Node, Partition, PreemptMode, Qos
 from phalanx.domain.health import HealthCheck
 from phalanx.domain.hostlist import expand
@@ -219,13 +220,15 @@ def _health(globals_: dict[str, ConfValue]) -> HealthCheck:
     )
 
 
-def _int(where: ConfValue, minimum: int = 0) -> int:
+def _int(where: ConfValue, minimum: int = 0, maximum: int = MAX_INT) -> int:
     try:
         value = int(where.text)
     except ValueError:
         raise where.error(f"expected an integer, got {where.text!r}") from None
     if value < minimum:
         raise where.error(f"must be at least {minimum}, got {value}")
+    if value > maximum:  # as the cluster YAML's fields (yamlfield.MAX_INT)
+        raise where.error(f"must be at most {maximum}, got {value}")
     return value
 
 
@@ -260,7 +263,7 @@ def _nodes(lines: Iterable[ConfLine]) -> list[_NodeEntry]:
         spec = {**defaults, **line.pairs}
         gpus = parse_gres(spec["gres"]) if "gres" in spec else GpuSpec(0, None)
         cpus = _cpus(spec)
-        memory_mb = _int(spec["realmemory"], 1) if "realmemory" in spec else 1
+        memory_mb = _int(spec["realmemory"], 1, 2**50) if "realmemory" in spec else 1
         features_value = spec.get("features") or spec.get("feature")
         features = frozenset(
             f.strip() for f in (features_value.text if features_value else "").split(",")
@@ -281,6 +284,8 @@ def _cpus(spec: dict[str, ConfValue]) -> int:
     sockets = "socketsperboard" if "socketsperboard" in spec else "sockets"
     for key in ("boards", sockets, "corespersocket", "threadspercore"):
         cpus *= _int(spec[key], 1) if key in spec else 1
+        if cpus > MAX_INT:  # each factor may pass alone and their product not
+            raise spec[key].error(f"the node's CPUs come to over {MAX_INT}")
     return cpus
 
 
@@ -379,7 +384,7 @@ def _enforce_qos(where: ConfValue | None) -> bool:
 
 
 def _duration(where: ConfValue, plain_unit: Duration) -> Duration | None:
-    if where.text.isdigit():
+    if where.text.isdecimal():
         return int(where.text) * plain_unit
     try:
         return parse_duration(where.text, field=where.key)

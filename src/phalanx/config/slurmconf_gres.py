@@ -12,6 +12,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from phalanx.config.slurmconf_lines import ConfLine, ConfValue
+from phalanx.config.yamlfield import MAX_INT
 from phalanx.domain.hostlist import expand
 from phalanx.errors import ConfigError
 
@@ -39,7 +40,10 @@ def _count(text: str, where: ConfValue) -> int:
     m = _COUNT.match(text)
     if m is None:
         raise where.error(f"invalid GRES count {text!r}")
-    return int(m.group(1)) * _SCALE[m.group(2).upper()]
+    count = int(m.group(1)) * _SCALE[m.group(2).upper()]
+    if count > MAX_INT:  # as the cluster YAML's gpus (yamlfield.MAX_INT)
+        raise where.error(f"GRES count {text!r} is over {MAX_INT}")
+    return count
 
 
 def _split_items(text: str) -> list[str]:

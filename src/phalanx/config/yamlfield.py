@@ -17,9 +17,13 @@ from yaml.constructor import SafeConstructor
 from phalanx.domain.time import Duration, parse_duration
 from phalanx.errors import ConfigError, InputError
 
-__all__ = ["YamlField", "compose_yaml", "optional"]
+__all__ = ["MAX_INT", "YamlField", "compose_yaml", "optional"]
 
 _CONSTRUCTOR = SafeConstructor()
+MAX_INT = 2**31 - 1
+"""The largest integer a configuration field takes: Kubernetes' int32, past any count of GPUs
+or CPUs, shares or priority Slurm keeps. A node of 10^30 GPUs overflowed the int64 columns the
+scheduler keeps per node (an OverflowError traceback from phalanx simulate)."""
 _T = TypeVar("_T")
 
 
@@ -33,6 +37,8 @@ def compose_yaml(text: str, source: str) -> YamlField:
         raise ConfigError(f"invalid YAML: {exc.problem}", source=source, line=line) from None
     except yaml.YAMLError as exc:
         raise ConfigError(f"invalid YAML: {exc}", source=source) from None
+    except RecursionError:  # PyYAML's composer recurses once per level: [[[...]]] 5,000 deep
+        raise ConfigError("invalid YAML: nested too deeply", source=source) from None
     if root is None:
         raise ConfigError("empty document", source=source, line=1)
     return YamlField(root, "", source)
@@ -105,12 +111,14 @@ class YamlField:
             raise self.error(f"expected a single value, got {self.kind()}")
         return str(self.node.value).strip()
 
-    def as_int(self, minimum: int = 0) -> int:
+    def as_int(self, minimum: int = 0, maximum: int = MAX_INT) -> int:
         value = _CONSTRUCTOR.construct_object(self.node) if self.is_scalar() else None
         if not isinstance(value, int) or isinstance(value, bool):
             raise self.error(f"expected an integer, got {self.kind()}")
         if value < minimum:
             raise self.error(f"must be >= {minimum}, got {value}")
+        if value > maximum:
+            raise self.error(f"must be <= {maximum}, got {value}")
         return value
 
     def as_bool(self) -> bool:
@@ -132,7 +140,7 @@ class YamlField:
         """A Slurm time (``UNLIMITED`` -> None); a plain number counts ``plain_unit``: minutes
         for Slurm's time limits, seconds for its GraceTime."""
         value = self.text()
-        if value.isdigit():
+        if value.isdecimal():
             return int(value) * plain_unit
         try:
             return parse_duration(value, field=self.path)

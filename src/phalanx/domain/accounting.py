@@ -59,7 +59,7 @@ def _count(own: Mapping[str, str], key: str, default: int) -> int:
     value = own.get(key)
     if value is None:
         return default
-    if not value.isdigit():
+    if not value.isdecimal():
         raise AccountingError(f" Bad {key} value: {value}")
     return int(value)
 
@@ -134,8 +134,8 @@ def change(
             raise AccountingError(" Nothing modified")
         out.append(f" Modified {entity} associations...")
         if entity == "account" and "parent" in own:
-            for key in hit:
-                accounts[key[0]] = dataclasses.replace(accounts[key[0]], parent=own["parent"])
+            for account, _ in sorted(hit):
+                _move(accounts, account, own["parent"])
         for key in hit:
             assocs[key] = _assoc(assocs[key], own, limits)
             if entity == "account":
@@ -197,6 +197,29 @@ def change(
         associations=Associations(assocs, parents),
     )
     return updated, out
+
+
+def _move(accounts: dict[str, Account], name: str, parent: str) -> None:
+    """``name`` under ``parent``, keeping the accounts a tree: set unchecked, ``parent=root``
+    on root or an account under its own child made a cycle, and the fair-share walk from root
+    then recursed without end (a 500 on every ``sshare``)."""
+    if parent not in accounts:
+        raise AccountingError(f" The parent account {parent} doesn't exist.")
+    if name == "root":
+        raise AccountingError(" The root account can't be given a parent.")
+    if parent == name:
+        raise AccountingError(f" Account {name} can't be its own parent.")
+    # As slurmdbd (as_mysql_assoc.c, _move_parent): a new parent that is below the account is
+    # first moved up to the account's old parent, then the account goes under it.
+    above = accounts[parent].parent
+    for _ in range(len(accounts)):  # bounded: the accounts are a tree
+        if above is None:
+            break
+        if above == name:
+            accounts[parent] = dataclasses.replace(accounts[parent], parent=accounts[name].parent)
+            break
+        above = accounts[above].parent if above in accounts else None
+    accounts[name] = dataclasses.replace(accounts[name], parent=parent)
 
 
 def _targets(

@@ -103,7 +103,7 @@ def parse_tres(text: str) -> Tres:
             continue
         unit = value[-1] if value and value[-1] in "MGT" and name == "mem" else ""
         number = value[: len(value) - len(unit)]
-        if not number.isdigit():
+        if not number.isdecimal():
             raise ValueError(f"bad TRES count {item!r}")
         found[name] = int(number) * _MEM_UNITS[unit]
     return tuple((n, found[n]) for n in TRES_NAMES if n in found)
@@ -307,7 +307,7 @@ def apply_settings(limits: Limits, settings: Mapping[str, str], qos: bool = Fals
             changes[attr] = tuple((n, current[n]) for n in order if n in current)
         elif value == "-1":
             changes[attr] = None
-        elif value.isdigit():
+        elif value.isdecimal():
             changes[attr] = int(value)
         else:
             raise ValueError(f"{key}: expected a count or -1, got {value!r}")

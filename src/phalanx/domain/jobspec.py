@@ -14,6 +14,8 @@ from phalanx.domain.time import Duration, Instant
 from phalanx.errors import SpecError
 
 __all__ = [
+    "MAX_NICE",
+    "MAX_TIME",
     "NODE_ADDRESS_AT_LAUNCH",
     "NODE_NAME_AT_LAUNCH",
     "SIGNALS",
@@ -26,6 +28,15 @@ __all__ = [
 
 MILLI = 1000
 """One whole GPU in thousandths: fractional requests are in these units."""
+
+MAX_NICE = 2_147_483_645
+"""Slurm's bound on ``--nice`` either way (NICE_OFFSET - 3). The priority columns are int64:
+a nice of 10^30 overflowed them while the engine handled the submission, leaving the job
+half-admitted (pending, no reason) and the journal holding an entry that fails again."""
+MAX_TIME: int = 10**15
+"""The longest time a request may name, in ms (about 31,700 years): limits, waits, leads,
+intervals, and the latest ``begin`` instant. Instants plus such durations stay well inside
+int64 milliseconds."""
 
 NODE_NAME_AT_LAUNCH = "$(phalanx.node.name)"
 """In a task's environment or argv: the name of the node the task is launched on, known only
@@ -165,6 +176,17 @@ class JobSpec:
             raise SpecError("CPUs and memory cannot be negative", field="cpus/mem")
         if self.time_limit is not None and self.time_limit <= 0:
             raise SpecError("time limit must be positive", field="time")
+        if not -MAX_NICE <= self.nice <= MAX_NICE:
+            raise SpecError(f"nice must be between -{MAX_NICE} and {MAX_NICE}", field="nice")
+        for name, value in (
+            ("time", self.time_limit),
+            ("switches", self.switches_wait),
+            ("signal", self.signal_lead),
+            ("checkpoint_interval", self.checkpoint_interval),
+            ("begin", self.begin),
+        ):
+            if value is not None and value > MAX_TIME:
+                raise SpecError("beyond 31,700 years", field=name)
         if self.switches is not None and self.switches < 1:
             raise SpecError("switch count must be at least 1", field="switches")
         if self.tasks:

@@ -33,7 +33,7 @@ def parse_array(text: str) -> ArraySpec:
     body, _, throttle_text = text.strip().partition("%")
     throttle: int | None = None
     if throttle_text:
-        if not throttle_text.isdigit() or int(throttle_text) < 1:
+        if not throttle_text.isdecimal() or int(throttle_text) < 1:
             raise SpecError(f"invalid array throttle {throttle_text!r}", field="array")
         throttle = int(throttle_text)
     ids: set[int] = set()
@@ -83,7 +83,7 @@ def parse_signal(text: str) -> tuple[int, Duration]:
         body = body[2:]
     sig_text, _, lead_text = body.partition("@")
     sig_name = sig_text.upper().removeprefix("SIG")
-    if sig_name.isdigit():
+    if sig_name.isdecimal():
         number = int(sig_name)
         if not 0 < number < 65:
             raise SpecError(f"invalid signal {sig_text!r}", field="signal")
@@ -93,7 +93,7 @@ def parse_signal(text: str) -> tuple[int, Duration]:
         raise SpecError(f"invalid signal {sig_text!r}", field="signal")
     lead = 60
     if lead_text:
-        if not lead_text.isdigit() or int(lead_text) > 65535:
+        if not lead_text.isdecimal() or int(lead_text) > 65535:
             raise SpecError(f"invalid signal time {lead_text!r}", field="signal")
         lead = int(lead_text)
     return number, lead * SECOND

@@ -124,7 +124,7 @@ class KueueWorkloads:
         """The owner's live engine jobs: its pods' (``jobs``), and those the Workload named
         before that still live (a restarted runner's predecessor's, until swept)."""
         live = {i for i, j in jobs.items() if not j.state.is_final}
-        before = {int(i) for i in noted.split(",") if i.isdigit()} - set(jobs)
+        before = {int(i) for i in noted.split(",") if i.isdecimal()} - set(jobs)
         if before:
             live.update(j.id for j in self.engine.jobs(ids=sorted(before)) if not j.state.is_final)
         return sorted(live)

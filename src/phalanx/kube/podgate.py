@@ -96,7 +96,7 @@ class PodGate:
             if any(r.get("kind") == "PyTorchJob" for r in meta.get("ownerReferences") or ()):
                 continue
             text = str((meta.get("annotations") or {}).get(ENGINE_JOBS, ""))
-            out.update(int(i) for i in text.split(",") if i.isdigit())
+            out.update(int(i) for i in text.split(",") if i.isdecimal())
         return out
 
     def forget(self, key: Key) -> None:

@@ -41,7 +41,7 @@ def open_watch(
     except ValueError:
         raise BadRequest(f"invalid timeoutSeconds: {query.get('timeoutSeconds')!r}") from None
     rv_text = query.get("resourceVersion", "")
-    if rv_text and not rv_text.isdigit():
+    if rv_text and not rv_text.isdecimal():
         raise BadRequest(f"invalid resource version: {rv_text!r}")
 
     def wanted(obj: dict[str, Any]) -> bool:

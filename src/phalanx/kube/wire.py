@@ -73,6 +73,8 @@ def decode_body(content_type: str | None, body: bytes) -> Any:
             return _valid_text(loads_strict(body), body)
         except (ValueError, UnicodeDecodeError) as exc:
             raise BadRequest(f"json parse error: {exc}") from None
+        except RecursionError:  # [[[...]]] 100,000 deep: the decoder's recursion, a 500
+            raise BadRequest("json parse error: nested too deeply") from None
     if kind in (YAML, "application/x-yaml", "text/yaml", APPLY):
         import yaml
 
@@ -80,6 +82,8 @@ def decode_body(content_type: str | None, body: bytes) -> Any:
             return _valid_text(_jsonable(yaml.safe_load(body)), body)
         except yaml.YAMLError as exc:
             raise BadRequest(f"yaml parse error: {exc}".replace("\n", " ")) from None
+        except RecursionError:
+            raise BadRequest("yaml parse error: nested too deeply") from None
     raise UnsupportedMediaType(kind, ACCEPTED)
 
 

@@ -128,7 +128,7 @@ class WorkloadViews:
         ids = set()
         for pod in pods:
             value = (pod["metadata"].get("annotations") or {}).get(ANNOTATION_JOB_ID)
-            if value is not None and str(value).isdigit():
+            if value is not None and str(value).isdecimal():
                 ids.add(int(value))
         if not ids:
             return []

@@ -218,7 +218,7 @@ def _task_devices(devices: tuple[int, ...], per_task: str, local_rank: int) -> l
     """The GPUs of one task of a node under ``--gpus-per-task`` (``2`` or ``h100:2``): the
     node's, ``per_task`` each, in local rank order; all of them if the text is not a count."""
     count = per_task.rpartition(":")[2]
-    if not count.isdigit() or int(count) < 1:
+    if not count.isdecimal() or int(count) < 1:
         return list(devices)
     n = int(count)
     mine = list(devices[local_rank * n : (local_rank + 1) * n])
@@ -306,7 +306,7 @@ def expand_pattern(
             i += 1
             continue
         j = i + 1
-        while j < n and pattern[j].isdigit():
+        while j < n and pattern[j].isdecimal():
             j += 1
         width = int(pattern[i + 1 : j]) if j > i + 1 else 0
         code = pattern[j] if j < n else ""
@@ -314,7 +314,7 @@ def expand_pattern(
             out.append("%")
         elif code in values:
             value = values[code]
-            out.append(value.zfill(width) if value.isdigit() else value)
+            out.append(value.zfill(width) if value.isdecimal() else value)
         else:
             out.append(pattern[i : j + 1])  # not a pattern: kept as written
         i = j + 1

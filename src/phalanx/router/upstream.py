@@ -115,7 +115,7 @@ class Response:
             self.reason = ""
             return
         for name, value in self.headers:
-            if name.lower() == "content-length" and value.isdigit():
+            if name.lower() == "content-length" and value.isdecimal():
                 self.length = int(value)
         self.keep_alive = bool(self.parser.should_keep_alive())
         if not self.head.done():

@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from phalanx.config.slurmconf import cluster_from_slurm_conf_text
+from phalanx.config.textfile import read_text
 from phalanx.domain.cluster import Cluster
 from phalanx.errors import ConfigError
 
@@ -29,16 +30,18 @@ def _include(path: str, including: str) -> Sequence[tuple[str, str]]:
     out = []
     for t in targets:
         try:
-            out.append((t.read_text(), str(t)))
+            out.append((read_text(t), str(t)))
         except OSError as exc:
             raise ConfigError(f"cannot read {str(t)!r}: {exc.strerror or exc}") from None
+        except ConfigError as exc:  # the including line is named; name the included file too
+            raise ConfigError(f"cannot read {str(t)!r}: {exc.message}") from None
     return out
 
 
 def _sibling(path: Path, name: str) -> tuple[str | None, str]:
     sibling = path.parent / name
     try:
-        return sibling.read_text(), str(sibling)
+        return read_text(sibling), str(sibling)
     except FileNotFoundError:
         return None, str(sibling)
 
@@ -51,7 +54,7 @@ def cluster_from_slurm_conf(path: str | Path) -> Cluster:
     topology, topology_source = _sibling(conf, "topology.conf")
     gres, gres_source = _sibling(conf, "gres.conf")
     return cluster_from_slurm_conf_text(
-        conf.read_text(),
+        read_text(conf),
         topology,
         gres,
         str(conf),

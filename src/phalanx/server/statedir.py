@@ -103,7 +103,7 @@ class StateDir:
             for path in self.agents_dir.glob("*.pid"):
                 candidates.update(read_pids(path))
         with contextlib.suppress(OSError):
-            candidates.update(int(p) for p in os.listdir("/proc") if p.isdigit())
+            candidates.update(int(p) for p in os.listdir("/proc") if p.isdecimal())
         out: dict[str, list[int]] = {}
         for pid in sorted(candidates):
             node = agent_node(pid, self.socket, self.agents_dir)

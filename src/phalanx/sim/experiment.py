@@ -21,6 +21,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
 from phalanx.config.clusterspec import cluster_from_yaml, regular_cluster
+from phalanx.config.textfile import read_text
 from phalanx.domain.cluster import Cluster
 from phalanx.domain.time import HOUR, SECOND
 from phalanx.errors import TraceError
@@ -128,9 +129,7 @@ def uniform_cluster(nodes: int, gpus_per_node: int, nodes_per_switch: int) -> Cl
 
 def cluster_file(path: str) -> ClusterChoice:
     """The cluster described by the YAML file at ``path``."""
-    with open(path, encoding="utf-8") as handle:
-        text = handle.read()
-    return ClusterChoice(cluster_from_yaml(text, path), path)
+    return ClusterChoice(cluster_from_yaml(read_text(path), path), path)
 
 
 def openb_node_list(trace: str, nodes_per_switch: int | None = None) -> ClusterChoice:

@@ -43,6 +43,7 @@ __all__ = [
     "OptionTable",
     "Options",
     "Usage",
+    "node_list",
     "parse_args",
 ]
 
@@ -269,3 +270,16 @@ def unreachable_clusters(prog: str, value: str) -> CommandLineError:
         ],
         1,
     )
+
+
+def node_list(prog: str, option: str, value: str) -> list[str]:
+    """The hosts a node-list option (``-w``, ``-n``, ``-N``) names, or ``Usage`` in Slurm's
+    words (squeue's ``hostset_create`` failure) when ``value`` is no host list (``n[1-``):
+    ``expand``'s ``ConfigError`` is the cluster file's error and ended these commands in a
+    traceback."""
+    from phalanx.domain.hostlist import expand  # only here: its import is not free
+
+    try:
+        return expand(value)
+    except PhalanxError:
+        raise Usage(f"{prog}: error: '{value}' invalid entry for --{option}") from None

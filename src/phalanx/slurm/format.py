@@ -28,6 +28,7 @@ from phalanx.domain.hostlist import compress, expand
 
 __all__ = [
     "LONG_STATE",
+    "MAX_WIDTH",
     "MIN_JOB_AGE_MS",
     "SHORT_STATE",
     "Spec",
@@ -46,7 +47,13 @@ __all__ = [
     "sacct_cut",
     "template",
     "user_ids",
+    "width",
 ]
+
+MAX_WIDTH = 10_000
+"""The widest field a format may ask for. Slurm prints any width with printf as it goes; these
+commands build each line in memory, and ``squeue -o %999999999i`` over 200 jobs took 14 GB
+(a width of 30 digits raised ``width too big``). A wider field is refused as a bad one."""
 
 MIN_JOB_AGE_MS = 300_000
 """Slurm's MinJobAge: a finished job stays visible to ``squeue -t all`` this long."""
@@ -170,6 +177,18 @@ def ranges(values: Iterable[int]) -> str:
     return ",".join(out)
 
 
+def width(digits: str) -> int | None:
+    """The field width ``digits`` asks for (empty: 0, as wide as the value), or None when it
+    is not ASCII digits (``str.isdigit`` also takes ``²``, which ``int`` refuses) or is over
+    ``MAX_WIDTH``."""
+    if not digits:
+        return 0
+    if not (digits.isascii() and digits.isdigit()) or len(digits) > len(str(MAX_WIDTH)):
+        return None
+    size = int(digits)
+    return size if size <= MAX_WIDTH else None
+
+
 @dataclass(frozen=True, slots=True)
 class Spec:
     """One field of an output format: ``key`` (a ``%`` letter or a ``-O`` name, as the
@@ -201,21 +220,21 @@ def parse_percent(text: str, keys: str) -> tuple[str, list[Spec], list[str]]:
         elif pos < len(chunk) and chunk[pos] == "-":
             pos += 1
         start = pos
-        while pos < len(chunk) and chunk[pos].isdigit():
+        while pos < len(chunk) and chunk[pos] in "0123456789":
             pos += 1
-        width = int(chunk[start:pos]) if pos > start else 0
+        size = width(chunk[start:pos])
         if pos >= len(chunk):
             continue
         key, suffix = chunk[pos], chunk[pos + 1 :]
-        if key not in keys:
-            bad.append(key)
+        if key not in keys or size is None:
+            bad.append(key if size is not None else f"%{chunk[: pos + 1]} (width over {MAX_WIDTH})")
             if specs:
                 last = specs[-1]
                 specs[-1] = Spec(last.key, last.width, last.right, last.suffix + suffix)
             else:
                 prefix += suffix
             continue
-        specs.append(Spec(key, width, right, suffix))
+        specs.append(Spec(key, size, right, suffix))
     return prefix, specs, bad
 
 
@@ -241,8 +260,11 @@ def parse_long(
         right = size.startswith(".")
         size = size[1:] if right else size
         digits = len(size) - len(size.lstrip("0123456789"))
-        width = int(size[:digits]) if digits else 0
-        specs.append(Spec(key, width, right, size[digits:]))
+        wide = width(size[:digits])
+        if wide is None:
+            bad.append(f"{item} (width over {MAX_WIDTH})")
+            continue
+        specs.append(Spec(key, wide, right, size[digits:]))
     return specs, bad
 
 

@@ -25,7 +25,7 @@ def parse(value: str, prog: str) -> list[JobId]:
         if not item:
             continue
         base, under, task = item.split(".", 1)[0].partition("_")
-        if not base.isdigit() or (under and not task.isdigit()):
+        if not base.isdecimal() or (under and not task.isdecimal()):
             raise Usage(f"{prog}: error: Invalid job id: {item}")
         out.append((int(base), int(task) if task else None))
     return out

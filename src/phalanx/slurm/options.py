@@ -107,7 +107,7 @@ def parse_gres(text: str, prog: str) -> tuple[int, str | None, str | None]:
             )
         fields = rest.split(":") if rest else []
         count = 1
-        if fields and fields[-1].isdigit():
+        if fields and fields[-1].isdecimal():
             count = int(fields.pop())
         if name == "shard":
             shard = item.strip()
@@ -129,17 +129,17 @@ def _positive(options: Options, name: str, prog: str) -> int | None:
     text = options.get(name)
     if text is None:
         return None
-    if not text.strip().isdigit() or int(text) < 1:
+    if not text.strip().isdecimal() or int(text) < 1:
         raise CommandLineError([f'{prog}: error: Invalid numeric value "{text}" for --{name}.'], 1)
     return int(text)
 
 
 def _nodes(text: str, prog: str) -> tuple[int, int] | None:
     value = text.strip()
-    if value.startswith("-") and value[1:].isdigit():
+    if value.startswith("-") and value[1:].isdecimal():
         return None  # Slurm ignores a negative count
     lo_text, dash, hi_text = value.partition("-")
-    if not lo_text.isdigit() or (dash and not hi_text.isdigit()):
+    if not lo_text.isdecimal() or (dash and not hi_text.isdecimal()):
         raise CommandLineError([f'{prog}: error: "{text}" is not a valid node count'])
     lo = int(lo_text)
     hi = int(hi_text) if dash else lo
@@ -209,7 +209,7 @@ def to_request(
     switches = options.get("switches")
     if switches is not None:
         count, _, wait = switches.partition("@")
-        if not count.isdigit() or (wait and not valid_time(wait)):
+        if not count.isdecimal() or (wait and not valid_time(wait)):
             raise CommandLineError([f"{prog}: error: Invalid --switches specification"])
         body["switches"] = int(count)
         if wait:

@@ -43,9 +43,16 @@ from phalanx.client.wirecall import (
 )
 from phalanx.slurm import acctdb, jobids
 from phalanx.slurm.acctfields import FIELDS, LONG_FIELDS, VALUES, Row, cpu_time, rss
-from phalanx.slurm.commandline import CommandLineError, Usage, clusters_reached, parse_args
+from phalanx.slurm.commandline import (
+    CommandLineError,
+    Usage,
+    clusters_reached,
+    node_list,
+    parse_args,
+)
 from phalanx.slurm.format import (
     LONG_STATE,
+    MAX_WIDTH,
     SHORT_STATE,
     expand,
     fit,
@@ -53,6 +60,7 @@ from phalanx.slurm.format import (
     sacct_cut,
     user_ids,
 )
+from phalanx.slurm.format import width as field_width
 from phalanx.slurm.querytables import SACCT
 
 __all__ = ["DEFAULT_FIELDS", "FIELDS", "cpu_time", "main", "rss"]
@@ -139,7 +147,7 @@ def _one_of(field: str, value: str) -> Callable[[Job], bool]:
 
 
 def _on_nodes(value: str) -> Callable[[Job], bool]:
-    wanted = set(expand(value))
+    wanted = set(node_list("sacct", "nodelist", value))
     return lambda job: bool(wanted.intersection(expand(job.get("nodelist") or "")))
 
 
@@ -263,7 +271,7 @@ def parse_time(text: str, now: int) -> int:
     ``today``/``midnight``, or digits (ms since the epoch). Milliseconds since the epoch."""
     value = text.strip()
     lower = value.lower()
-    if value.isdigit() and len(value) > 8:
+    if value.isdecimal() and len(value) > 8:
         return int(value)
     if lower in ("today", "midnight"):
         return _midnight(now)
@@ -277,7 +285,7 @@ def parse_time(text: str, now: int) -> int:
         scale = {"": 1, "s": 1, "seconds": 1, "minutes": 60, "hours": 3600, "days": 86400}
         scale.update({"weeks": 7 * 86400, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400})
         scale.update({"minute": 60, "min": 60, "hour": 3600, "day": 86400, "week": 7 * 86400})
-        if digits.isdigit() and rest[0] in "+-" and unit in scale:
+        if digits.isdecimal() and rest[0] in "+-" and unit in scale:
             return now + sign * int(digits) * scale[unit] * 1000
     for pattern in ("%Y-%m-%dT%H:%M:%S", "%Y-%m-%dT%H:%M", "%Y-%m-%d"):
         try:
@@ -307,8 +315,11 @@ def _fields(text: str) -> list[tuple[str, int]]:
         if canonical is None:
             raise Usage(f'sacct: error: Invalid field requested: "{name}"')
         default = FIELDS[canonical]
-        if width.isdigit():
-            size = int(width)
+        # Slurm reads the width with atoi: text that is no ASCII number gives the default.
+        if width.isascii() and width.isdecimal():
+            size = field_width(width)
+            if size is None:
+                raise Usage(f'sacct: error: Invalid field width: "{item}" (at most {MAX_WIDTH})')
             out.append((canonical, -size if default < 0 else size))
         else:
             out.append((canonical, default))

@@ -16,7 +16,8 @@ from typing import Any
 
 from phalanx.client.wirecall import ApiError, ControllerUnreachable, WireCaller
 from phalanx.slurm import UNREACHABLE
-from phalanx.slurm.format import fit, sacct_cut
+from phalanx.slurm.format import MAX_WIDTH, fit, sacct_cut
+from phalanx.slurm.format import width as field_width
 
 __all__ = ["ASSOC_FIELDS", "QOS_FIELDS", "main", "render", "request"]
 
@@ -117,7 +118,9 @@ def _field(text: str, fields: list[Field]) -> Field:
         found = next((f for f in fields if f[0].lower().startswith(key)), None)
     if found is None:
         raise Refused(f"Unknown field '{name}'")
-    size = int(width) if width.isdigit() else found[1]
+    size = field_width(width) if width.isascii() and width.isdecimal() else found[1]
+    if size is None:
+        raise Refused(f"Field width '{width}' of '{name}' is over {MAX_WIDTH}")
     return (found[0], size, found[2])
 
 

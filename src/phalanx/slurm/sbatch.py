@@ -218,7 +218,7 @@ def _resource_lines(body: Mapping[str, Any], wire: WireCaller) -> list[str]:
     if status != 200 or not isinstance(nodes, list) or not nodes:
         return []
     mem_text = str(body.get("mem") or "0M")
-    mem = int(mem_text[:-1]) if mem_text[:-1].isdigit() else 0
+    mem = int(mem_text[:-1]) if mem_text[:-1].isdecimal() else 0
     if mem > max(int(n.get("memory_mb", 0)) for n in nodes):
         return [f"{PROG}: error: Memory specification can not be satisfied"]
     cpus = int(body.get("cpus_per_task", 1)) * int(body.get("ntasks_per_node", 1))

@@ -19,6 +19,7 @@ from phalanx.slurm import UNREACHABLE
 from phalanx.slurm.commandline import (
     CommandLineError,
     clusters_reached,
+    node_list,
     parse_args,
     unreachable_clusters,
 )
@@ -30,9 +31,12 @@ if TYPE_CHECKING:
     from collections.abc import Sequence
     from typing import Any
 
-__all__ = ["main", "parse_job_ids", "parse_signal"]
+__all__ = ["MAX_ARRAY_SIZE", "main", "parse_job_ids", "parse_signal"]
 
 PROG = "scancel"
+MAX_ARRAY_SIZE = 1001
+"""Slurm's default MaxArraySize, as ``phalanx.domain.request.MAX_ARRAY_TASKS`` (not imported:
+this command must start fast): array task ids are below it."""
 TABLE = SCANCEL
 """scancel's options (``phalanx.slurm.querytables``)."""
 _STATES = {
@@ -78,6 +82,8 @@ def _scancel(argv: list[str], caller: WireCaller | None) -> int:
         raise unreachable_clusters(PROG, clusters)
     ids = parse_job_ids(words)
     filters = {k: v for k, v in options.values.items() if k in _FILTERS}
+    if "nodelist" in filters:
+        node_list(PROG, "nodelist", filters["nodelist"])  # refused before any job is asked for
     if "me" in options and "user" not in filters:
         filters["user"] = _me()
     if not ids and not filters:
@@ -98,7 +104,7 @@ def parse_signal(text: str) -> int:
     import signal
 
     value = text.strip().upper()
-    if value.isdigit() and 0 < int(value) < 65:
+    if value.isdecimal() and 0 < int(value) < 65:
         return int(value)
     name = value if value.startswith("SIG") else f"SIG{value}"
     try:
@@ -147,18 +153,22 @@ def _one_id(text: str, word: str) -> list[JobId]:
     bad = CommandLineError([f"{PROG}: error: Invalid job id {word}"], 1)
     job_text, _, step = text.partition(".")
     base, under, task = job_text.partition("_")
-    if not base.isdigit() or (step and not step.isdigit() and step not in ("batch", "extern")):
+    if not base.isdecimal() or (step and not step.isdecimal() and step not in ("batch", "extern")):
         raise bad
     if not under:
         return [(int(base), None)]
-    if task.isdigit():
+    if task.isdecimal():
         return [(int(base), int(task))]
     if not (task.startswith("[") and task.endswith("]")):
         raise bad
     out: list[JobId] = []
     for piece in task[1:-1].split("%")[0].split(","):
         lo, dash, hi = piece.partition("-")
-        if not lo.isdigit() or (dash and not hi.isdigit()):
+        if not lo.isdecimal() or (dash and not hi.isdecimal()):
+            raise bad
+        # Slurm reads the list into a bitmap of MaxArraySize bits: a task id past it is an
+        # invalid id (1_[1-99999999999] made a list of 10^11 ids here, tens of GB).
+        if int(hi if dash else lo) >= MAX_ARRAY_SIZE:
             raise bad
         out += [(int(base), i) for i in range(int(lo), int(hi if dash else lo) + 1)]
     return out

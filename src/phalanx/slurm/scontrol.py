@@ -123,7 +123,10 @@ def _time_or_none(ms: int | None) -> str:
 def show_node(arg: str | None) -> list[Record]:
     nodes: list[dict[str, Any]] = call("GET", "/v1/nodes")
     if arg is not None:
-        wanted = set(expand(arg))
+        try:
+            wanted = set(expand(arg))
+        except PhalanxError:  # no host list: as a name no node has
+            wanted = set()
         nodes = [n for n in nodes if n["name"] in wanted]
         if not nodes:
             raise Fail(f"Node {arg} not found")
@@ -297,7 +300,7 @@ def _job_ids(args: list[str]) -> list[str]:
 def _resolve(text: str) -> int:
     """The Phalanx job id of ``123`` or ``123_4``; ``Fail`` if there is none."""
     head, _, tail = text.partition("_")
-    if not head.isdigit() or (tail and not tail.isdigit()):
+    if not head.isdecimal() or (tail and not tail.isdecimal()):
         raise Fail(f"Invalid job id specified for job {text}")
     if not tail:
         return int(head)
@@ -368,7 +371,7 @@ def update_nodes(args: list[str]) -> int:
         return 1
     try:
         names = expand(fields.get("nodename", ""))
-    except ValueError:
+    except PhalanxError:  # expand's ConfigError (n[1-)
         names = []
     if not names:
         print("slurm_update error: Invalid node name specified", file=sys.stderr)

@@ -313,7 +313,7 @@ def show_job(arg: str | None, details: bool) -> list[Record]:
     base, task = 0, None
     if arg is not None:
         head, _, tail = arg.partition("_")
-        if not head.isdigit() or (tail and not tail.isdigit()):
+        if not head.isdecimal() or (tail and not tail.isdecimal()):
             raise Fail("slurm_load_jobs error: Invalid job id specified")
         base, task = int(head), int(tail) if tail else None
         query["ids"] = str(base)

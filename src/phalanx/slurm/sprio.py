@@ -69,7 +69,7 @@ def _jobs(opts: _Options, text: str) -> None:
         return  # a bare -j: every job, as without it
     opts.jobs = set()
     for item in text.split(","):
-        if not item.strip().isdigit():
+        if not item.strip().isdecimal():
             raise Usage(f"sprio: error: Invalid job id: {item}")
         opts.jobs.add(int(item))
 

@@ -26,6 +26,7 @@ from phalanx.slurm.commandline import (
     CommandLineError,
     Usage,
     clusters_reached,
+    node_list,
     parse_args,
     unreachable_clusters,
 )
@@ -175,7 +176,7 @@ _HANDLERS: dict[str, Callable[[_Options, str], None]] = {
     "accounts": lambda o, v: setattr(o, "accounts", _split(v)),
     "qos": lambda o, v: setattr(o, "qos", _split(v)),
     "name": lambda o, v: setattr(o, "names", _split(v)),
-    "nodelist": lambda o, v: setattr(o, "nodes", set(expand(v))),
+    "nodelist": lambda o, v: setattr(o, "nodes", set(node_list("squeue", "nodelist", v))),
     "licenses": lambda o, _: setattr(o, "nothing", True),
     "reservation": lambda o, _: setattr(o, "nothing", True),
     "jobs": _jobs,
@@ -459,7 +460,7 @@ def resort(jobs: list[Job], keys: list[tuple[str, bool]], now: int) -> list[Job]
             if isinstance(value, int | float):
                 return (0, float(value), "")
             text = str(value)
-            return (0, float(text), "") if text.isdigit() else (1, 0.0, text)
+            return (0, float(text), "") if text.isdecimal() else (1, 0.0, text)
 
         return key
 

@@ -99,7 +99,7 @@ def _srun(argv: list[str], caller: WireCaller | None) -> int:
     wire = caller or WireCaller()
     # --jobid names the allocation to run in, as SLURM_JOB_ID does (and over it).
     job = options.get("jobid") or os.environ.get("SLURM_JOB_ID")
-    if job is not None and not job.isdigit():
+    if job is not None and not job.isdecimal():
         raise CommandLineError([f"{PROG}: error: Invalid job id specified"], 1)
     with _Outputs(options, job or "new") as outputs:
         command = outputs.stdin_script(command)
@@ -255,7 +255,7 @@ def _umask() -> str:
 
 
 def _count(text: str, option: str) -> int:
-    if not text.strip().isdigit() or int(text) < 1:
+    if not text.strip().isdecimal() or int(text) < 1:
         raise CommandLineError([f'{PROG}: error: Invalid numeric value "{text}" for --{option}.'])
     return int(text)
 
@@ -322,7 +322,7 @@ class _Outputs:
             return
         for name in names:
             stem, _, kind = name.partition(".")
-            if kind not in ("out", "err") or not stem.isdigit():
+            if kind not in ("out", "err") or not stem.isdecimal():
                 continue
             self._read(name, int(stem), kind, final)
 
@@ -352,7 +352,7 @@ class _Outputs:
 
 def _task_order(name: str) -> tuple[int, str]:
     stem = name.partition(".")[0]
-    return (int(stem) if stem.isdigit() else -1, name)
+    return (int(stem) if stem.isdecimal() else -1, name)
 
 
 def _fresh_directory(parent: str, job: str) -> str:

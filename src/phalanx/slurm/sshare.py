@@ -27,7 +27,8 @@ from phalanx.slurm.commandline import (
     parse_args,
     unreachable_clusters,
 )
-from phalanx.slurm.format import fit
+from phalanx.slurm.format import MAX_WIDTH, fit
+from phalanx.slurm.format import width as field_width
 from phalanx.slurm.querytables import SSHARE
 
 __all__ = ["COLUMNS", "LONG_COLUMNS", "main", "rows"]
@@ -168,8 +169,10 @@ def _columns(text: str) -> list[tuple[str, int, bool]]:
         field = next((f for f in FIELDS if f[0].lower().startswith(name.lower())), None)
         if field is None or not name:
             raise Usage(f'sshare: error: Invalid field requested: "{name}"')
-        size = int(width) if width.isdigit() and int(width) else field[1]
-        out.append((field[0], size, field[2]))
+        size = field_width(width) if width.isascii() and width.isdecimal() else 0
+        if size is None:
+            raise Usage(f'sshare: error: Invalid field width: "{item}" (at most {MAX_WIDTH})')
+        out.append((field[0], size or field[1], field[2]))
     return out
 
 

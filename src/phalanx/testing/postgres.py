@@ -34,7 +34,7 @@ def pg_bin_dir() -> Path | None:
         candidates.append(str(Path(on_path).parent))
     candidates += sorted(
         glob.glob("/usr/lib/postgresql/*/bin"),
-        key=lambda p: int(Path(p).parent.name) if Path(p).parent.name.isdigit() else 0,
+        key=lambda p: int(Path(p).parent.name) if Path(p).parent.name.isdecimal() else 0,
         reverse=True,
     )
     for directory in candidates:

@@ -82,7 +82,7 @@ def _kueue_labels(meta: Mapping[str, Any]) -> dict[str, str]:
 
 def revision(rs: Mapping[str, Any]) -> int:
     value = ((rs.get("metadata") or {}).get("annotations") or {}).get(REVISION, "0")
-    return int(value) if str(value).isdigit() else 0
+    return int(value) if str(value).isdecimal() else 0
 
 
 def _name(obj: Mapping[str, Any]) -> str:
@@ -305,7 +305,7 @@ class _Pass:
             annotated = ((rs.get("metadata") or {}).get("annotations") or {}).get(MAX_REPLICAS)
             base = (
                 int(str(annotated))
-                if str(annotated).isdigit()
+                if str(annotated).isdecimal()
                 else int((self.obj.get("status") or {}).get("replicas", 0) or 0)
             )
             step = proportion(_replicas(rs), self.replicas, self.surge, base, to_add, added)

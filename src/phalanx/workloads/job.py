@@ -125,7 +125,7 @@ def completed_indexes(indexes: set[int]) -> str:
 
 def _index(pod: Mapping[str, Any]) -> int | None:
     value = ((pod.get("metadata") or {}).get("annotations") or {}).get(COMPLETION_INDEX)
-    return int(value) if value is not None and str(value).isdigit() else None
+    return int(value) if value is not None and str(value).isdecimal() else None
 
 
 def submission(obj: Mapping[str, Any], pod: Mapping[str, Any], ctx: Context) -> Submission:

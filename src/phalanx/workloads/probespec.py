@@ -140,7 +140,7 @@ def _port(value: object, ports: Mapping[str, int], where: str) -> int:
             raise InputError("must be between 1 and 65535, inclusive", field=where)
         return value
     if isinstance(value, str) and value:
-        if value.isdigit():  # an IntOrString written as a string of digits
+        if value.isdecimal():  # an IntOrString written as a string of digits
             return _port(int(value), ports, where)
         if value in ports:
             return ports[value]

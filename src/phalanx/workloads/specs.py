@@ -7,7 +7,7 @@ import posixpath
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from phalanx.domain.jobspec import JobSpec, TaskLaunch
+from phalanx.domain.jobspec import MAX_TIME, JobSpec, TaskLaunch
 from phalanx.domain.queues import PRIORITY_CLASS_LABEL, QUEUE_NAME_LABEL
 from phalanx.domain.time import SECOND
 from phalanx.errors import InputError
@@ -50,7 +50,11 @@ def _extra(owner_labels: Mapping[str, str], image: str, value: int) -> tuple[tup
 
 def _time_limit(template: Mapping[str, Any]) -> int | None:
     seconds = (template.get("spec") or {}).get("activeDeadlineSeconds")
-    return int(seconds) * SECOND if isinstance(seconds, int) and seconds > 0 else None
+    if not isinstance(seconds, int) or seconds <= 0:
+        return None
+    # Kubernetes takes any int64; past MAX_TIME (31,700 years) a deadline is none at all, and
+    # a job spec refuses it.
+    return min(seconds * SECOND, MAX_TIME)
 
 
 def pod_spec(

@@ -212,7 +212,7 @@ def environment(shape: TrainingShape, member: Member) -> list[tuple[str, str]]:
     """What the training operator appends to the container's env (module docstring)."""
     env = [("PYTHONUNBUFFERED", "1")]
     nproc = shape.nproc_per_node
-    per_node = int(nproc) if nproc is not None and nproc.isdigit() else 1
+    per_node = int(nproc) if nproc is not None and nproc.isdecimal() else 1
     if shape.has_master:
         port = str(_port(shape.replicas[0]))
         env += [("MASTER_PORT", port), ("PET_MASTER_PORT", port)]

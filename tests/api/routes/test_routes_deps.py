@@ -13,7 +13,8 @@ def test_job_ids_and_array_tasks() -> None:
     assert job_ids(None) is None and job_ids("") is None
 
 
-@pytest.mark.parametrize("text", ["x", "1,", "1_x", "_2", "-1", "1__2"])
+# "²" passed str.isdigit and made int() raise: a 500.
+@pytest.mark.parametrize("text", ["x", "1,", "1_x", "_2", "-1", "1__2", "²", "1_²"])
 def test_anything_else_is_refused_naming_the_field(text: str) -> None:
     with pytest.raises(InputError) as caught:
         job_ids(text, field="jobs")

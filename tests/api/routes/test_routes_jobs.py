@@ -322,6 +322,45 @@ def test_update_changes_the_time_limit_or_says_what_is_missing(api: Api) -> None
     assert r.status_code == 422
 
 
+@pytest.mark.parametrize(
+    ("change", "field"),
+    [
+        # 10^30 minutes was taken, then every 'scontrol show job' of it raised OverflowError.
+        ({"time": "9" * 30}, "time"),
+        ({"priority": 1e30}, "priority"),
+        ({"priority": -1}, "priority"),
+    ],
+)
+def test_an_update_past_the_bounds_is_refused(api: Api, change: dict[str, Any], field: str) -> None:
+    [job] = api.submit(time="10")
+    r = api.client.patch(f"/v1/jobs/{job}", json=change, headers=ROOT)
+    assert r.status_code == 422 and r.json()["field"] == field
+
+
+def test_a_nan_priority_is_refused(api: Api) -> None:
+    # Python's JSON reader takes NaN: it would have been a priority no order can place.
+    [job] = api.submit(time="10")
+    body = b'{"priority": NaN}'
+    headers = {**ROOT, "Content-Type": "application/json"}
+    r = api.client.patch(f"/v1/jobs/{job}", content=body, headers=headers)
+    assert r.status_code == 422
+
+
+@pytest.mark.parametrize(
+    ("fields", "field"),
+    [
+        ({"nice": 10**30}, "nice"),  # overflowed the int64 priority columns mid-submission
+        ({"nice": -2_147_483_646}, "nice"),
+        ({"time": "9" * 30}, "time"),
+    ],
+)
+def test_a_submission_past_the_bounds_is_refused(
+    api: Api, fields: dict[str, Any], field: str
+) -> None:
+    r = api.client.post("/v1/jobs", json={"command": CMD, **fields}, headers=USER)
+    assert r.status_code == 422 and r.json()["field"] == field, r.text
+
+
 def test_an_idempotency_key_makes_a_retried_submission_return_the_first_ids(api: Api) -> None:
     body = {"command": CMD}
     key = {**USER, "Idempotency-Key": "k-123"}

@@ -77,7 +77,7 @@ def job_ids(text: str | None, field: str = "ids") -> JobIds | None:
     out: JobIds = []
     for part in text.split(","):
         job, _, task = part.strip().partition("_")
-        if not job.isdigit() or (task and not task.isdigit()):
+        if not job.isdecimal() or (task and not task.isdecimal()):
             raise InputError(f"not a job id: {part.strip()!r}", field=field)
         out.append((int(job), int(task)) if task else int(job))
     return out

@@ -31,7 +31,7 @@ from phalanx.api.wire import (
     WillRun,
 )
 from phalanx.domain.caller import Caller
-from phalanx.domain.jobspec import JobSpec
+from phalanx.domain.jobspec import MAX_TIME, JobSpec
 from phalanx.domain.time import parse_duration
 from phalanx.engine.timers import DEFAULT_TIME_LIMIT
 from phalanx.errors import InputError
@@ -159,6 +159,11 @@ async def cancel(job_id: int, who: Who, service: Svc) -> CancelResult:
     return CancelResult(cancelled=service.cancel(job_id, who))
 
 
+MAX_PRIORITY = 4_294_967_294
+"""Slurm's largest job priority (uint32, less NO_VAL). NaN and infinities are refused with
+it (Python's JSON reader takes NaN and Infinity)."""
+
+
 @router.patch("/v1/jobs/{job_id}", response_model=ChangeResult, responses=ERRORS)
 async def update(job_id: int, change: JobUpdate, who: Who, service: Svc) -> ChangeResult:
     limit = parse_duration(change.time) if change.time is not None else None
@@ -166,6 +171,12 @@ async def update(job_id: int, change: JobUpdate, who: Who, service: Svc) -> Chan
         limit = DEFAULT_TIME_LIMIT  # UNLIMITED
     if limit is None and change.priority is None:
         raise InputError("nothing to change: give time or priority", field="time")
+    # Unchecked, TimeLimit=10^30 minutes was taken and then broke every 'scontrol show job'
+    # (its end past any time_t); the request's own bounds are the submission's.
+    if limit is not None and limit > MAX_TIME:
+        raise InputError("time limit beyond 31,700 years", field="time")
+    if change.priority is not None and not 0 <= change.priority <= MAX_PRIORITY:
+        raise InputError(f"priority must be between 0 and {MAX_PRIORITY}", field="priority")
     return ChangeResult(
         changed=service.update(job_id, who, time_limit=limit, priority=change.priority)
     )

@@ -40,7 +40,7 @@ def _expand(pattern: str, job: Job, node: str) -> str:
         if code == "%":
             return "%"
         value = values[code]
-        return value.zfill(int(width)) if width and value.isdigit() else value
+        return value.zfill(int(width)) if width and value.isdecimal() else value
 
     path = _CODE.sub(one, pattern)
     return path if os.path.isabs(path) else os.path.join(spec.workdir or "/", path)

@@ -417,7 +417,7 @@ def parse_go_duration(text: str, path: str) -> int:
     total, ok = 0, bool(rest)
     while rest and ok:
         number = ""
-        while rest and (rest[0].isdigit() or rest[0] == "."):
+        while rest and (rest[0].isdecimal() or rest[0] == "."):
             number, rest = number + rest[0], rest[1:]
         unit = next((u for u in sorted(_DURATION_UNITS, key=len, reverse=True)
                      if rest.startswith(u)), None)

@@ -23,7 +23,8 @@ def gang_shape(gpus: int, per_node: int = GPUS_PER_NODE) -> tuple[int, int]:
         raise ValueError(f"GPU count cannot be negative: {gpus}")
     if gpus <= per_node:
         return 1, gpus
-    nodes = -(-gpus // per_node)
-    while gpus % nodes:
-        nodes += 1
-    return nodes, gpus // nodes
+    # The smallest n >= ceil(gpus / per_node) dividing gpus is gpus / d for the largest
+    # divisor d <= per_node: searched over d (at most per_node steps), not over n, which took
+    # about gpus steps for a large prime count (a trace row of 10^11 GPUs hung the reader).
+    share = next(d for d in range(per_node, 0, -1) if gpus % d == 0)
+    return gpus // share, share

@@ -96,7 +96,7 @@ def read_generic(
 
 
 def _seconds(cells: Cells, field: str) -> Duration | None:
-    value = cells.opt_number(field)
+    value = cells.opt_seconds(field)
     if value is None:
         return None
     if value <= 0:
@@ -105,7 +105,7 @@ def _seconds(cells: Cells, field: str) -> Duration | None:
 
 
 def _parse(cells: Cells, index: int) -> _Job:
-    runtime = cells.number("runtime")
+    runtime = cells.seconds("runtime")
     if runtime < 0:
         raise cells.error(f"cannot be negative: {runtime:g}", "runtime")
     gpus = cells.count("gpus")
@@ -138,7 +138,7 @@ def _parse(cells: Cells, index: int) -> _Job:
         )
     except SpecError as exc:
         raise cells.error(exc.message, exc.field) from None
-    submit = seconds_to_ms(cells.number("submit"))
+    submit = seconds_to_ms(cells.seconds("submit"))
     return _Job(submit, max(seconds_to_ms(runtime), SECOND), spec, cells.line)
 
 

@@ -86,9 +86,9 @@ def _parse(cells: Cells, index: int) -> _Pod:
     )
     if "creation_time" not in cells.values:
         return _Pod(index * SECOND, UNTIMED_RUNTIME, spec, cells.line)
-    created = seconds_to_ms(cells.number("creation_time"))
-    deleted = seconds_to_ms(cells.number("deletion_time"))
-    scheduled = cells.opt_number("scheduled_time")
+    created = seconds_to_ms(cells.seconds("creation_time"))
+    deleted = seconds_to_ms(cells.seconds("deletion_time"))
+    scheduled = cells.opt_seconds("scheduled_time")
     runtime = deleted - created
     if scheduled is not None and deleted > seconds_to_ms(scheduled):
         runtime = deleted - seconds_to_ms(scheduled)

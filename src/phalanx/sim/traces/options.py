@@ -20,8 +20,9 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from phalanx.domain.time import Instant
+from phalanx.domain.time import SECOND, Instant
 from phalanx.errors import TraceError
+from phalanx.sim.traces.row import MAX_SECONDS
 
 __all__ = ["NO_OPTIONS", "TraceOptions", "select"]
 
@@ -75,4 +76,11 @@ def select(submits: Sequence[Instant], options: TraceOptions) -> list[tuple[int,
     base = submits[order[0]]
     if options.load == 1.0:
         return [(i, submits[i] - base) for i in order]
-    return [(i, int((submits[i] - base) / options.load)) for i in order]
+    scaled = [(i, (submits[i] - base) / options.load) for i in order]
+    # The last is the latest. int() of inf raised; past 10^15 ms (31,700 years) the policies'
+    # int64 columns overflowed.
+    if not scaled[-1][1] <= MAX_SECONDS * SECOND:
+        raise TraceError(
+            f"load {options.load:g} stretches the submit times past 31,700 years", field="load"
+        )
+    return [(i, int(at)) for i, at in scaled]

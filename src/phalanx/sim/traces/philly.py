@@ -23,7 +23,7 @@ from phalanx.domain.time import MINUTE, SECOND, Duration, Instant
 from phalanx.sim.traces.estimates import estimate_limit
 from phalanx.sim.traces.gang import gang_shape
 from phalanx.sim.traces.options import NO_OPTIONS, TraceOptions, select
-from phalanx.sim.traces.row import Cells, csv_rows, seconds_to_ms
+from phalanx.sim.traces.row import MAX_COUNT, Cells, csv_rows, seconds_to_ms
 from phalanx.sim.workload import TraceJob
 
 __all__ = ["CHECKPOINT_INTERVAL", "COLUMNS", "read_philly"]
@@ -67,7 +67,12 @@ def _parse(values: dict[str, str], path: str, line: int) -> _Row:
         moment = datetime.fromisoformat(values["timestamp"])
     except ValueError:
         return _checked(Cells(values, source=path, line=line))
-    if not (0.0 <= duration < _MAX_SECONDS and gpus >= 0 and account and moment.tzinfo is None):
+    if not (
+        0.0 <= duration < _MAX_SECONDS
+        and 0 <= gpus <= MAX_COUNT
+        and account
+        and moment.tzinfo is None
+    ):
         return _checked(Cells(values, source=path, line=line))
     return _Row(
         (moment - _EPOCH) // _MS, max(round(duration * SECOND), SECOND), gpus, account, line
@@ -75,7 +80,7 @@ def _parse(values: dict[str, str], path: str, line: int) -> _Row:
 
 
 def _checked(cells: Cells) -> _Row:
-    runtime = seconds_to_ms(cells.number("duration"))
+    runtime = seconds_to_ms(cells.seconds("duration"))
     if runtime < 0:
         raise cells.error(f"duration cannot be negative: {cells.text('duration')}", "duration")
     return _Row(

@@ -18,6 +18,8 @@ from phalanx.domain.time import SECOND, Duration
 from phalanx.errors import TraceError
 
 __all__ = [
+    "MAX_COUNT",
+    "MAX_SECONDS",
     "Cells",
     "csv_records",
     "csv_rows",
@@ -26,6 +28,17 @@ __all__ = [
     "seconds_to_ms",
     "text_lines",
 ]
+
+
+MAX_COUNT = 2**53
+"""The largest count (GPUs, CPUs, nodes, MB) a trace may give: beyond it a float, which the
+simulator sums GPUs in, no longer holds every whole number (and past 10^308 none at all)."""
+
+
+MAX_SECONDS = 1e12
+"""The largest time (submit, run time, limit) a trace may give, in seconds: about 31,700
+years. Beyond it the milliseconds no longer fit the int64 columns the policies keep them in
+(a finite 1e300 s ended the replay in an OverflowError)."""
 
 
 def seconds_to_ms(seconds: float) -> Duration:
@@ -38,14 +51,16 @@ def open_trace(path: str) -> Iterator[TextIO]:
     """Open a trace as text; ``.gz`` files are decompressed (archives ship SWF logs that way).
 
     Decoding and CSV-level failures while the file is read are turned into ``TraceError`` too.
+    A leading UTF-8 byte order mark (spreadsheets save CSV with one) is dropped, so that it does
+    not become part of the first column's name.
     """
     # Opened outside ``with`` so that a missing file is told apart from a failure mid-read; the
     # ``with handle`` below closes it either way.
     try:
         if path.endswith(".gz"):
-            handle: TextIO = gzip.open(path, "rt", encoding="utf-8", newline="")  # noqa: SIM115
+            handle: TextIO = gzip.open(path, "rt", encoding="utf-8-sig", newline="")  # noqa: SIM115
         else:
-            handle = open(path, encoding="utf-8", newline="")  # noqa: SIM115
+            handle = open(path, encoding="utf-8-sig", newline="")  # noqa: SIM115
     except FileNotFoundError as exc:
         raise TraceError("no such trace file", source=path) from exc
     except OSError as exc:
@@ -80,16 +95,22 @@ class Cells:
         return value
 
     def text(self, field: str, default: str | None = None) -> str:
-        value = self.raw(field)
+        value = self.opt_text(field)
         if value is None:
             if default is None:
                 raise self.error("missing value", field)
             return default
-        return str(value).strip()
+        return value
 
     def opt_text(self, field: str) -> str | None:
         value = self.raw(field)
-        return None if value is None else str(value).strip()
+        if value is None:
+            return None
+        # A JSON number is taken as its text (a numeric user id); a list or an object is no
+        # name at all (str() of it made an account called "['a']").
+        if isinstance(value, list | dict):
+            raise self.error(f"not a string: {json.dumps(value)[:80]}", field)
+        return str(value).strip()
 
     def number(self, field: str) -> float:
         value = self.opt_number(field)
@@ -104,7 +125,10 @@ class Cells:
         if isinstance(value, bool):  # JSON true/false are ints to Python, not numbers here
             raise self.error(f"not a number: {value!r}", field)
         if isinstance(value, int | float):
-            number = float(value)
+            try:
+                number = float(value)
+            except OverflowError:  # a JSON integer beyond any float
+                raise self.error("not a finite number: too large", field) from None
         else:
             try:
                 number = float(str(value))
@@ -113,6 +137,19 @@ class Cells:
         if not math.isfinite(number):
             raise self.error(f"not a finite number: {value!r}", field)
         return number
+
+    def seconds(self, field: str) -> float:
+        """A time in seconds: a number within ``MAX_SECONDS`` either side of zero."""
+        value = self.opt_seconds(field)
+        if value is None:
+            raise self.error("missing value", field)
+        return value
+
+    def opt_seconds(self, field: str) -> float | None:
+        value = self.opt_number(field)
+        if value is not None and abs(value) > MAX_SECONDS:
+            raise self.error(f"beyond 10^12 seconds (31,700 years): {value:g}", field)
+        return value
 
     def integer(self, field: str) -> int:
         value = self.opt_integer(field)
@@ -152,6 +189,8 @@ class Cells:
             return default
         if value < 0:
             raise self.error(f"cannot be negative: {value}", field)
+        if value > MAX_COUNT:
+            raise self.error(f"too large: {value:.3g} (at most 2^53)", field)
         return value
 
 
@@ -168,6 +207,10 @@ def csv_rows(path: str, required: Sequence[str]) -> Iterator[tuple[int, dict[str
         for name in required:
             if name not in header:
                 raise TraceError("missing column", source=path, line=1, field=name)
+        for position, name in enumerate(header):
+            # Two columns of one name: every row would silently keep the later one only.
+            if name and name in header[:position]:
+                raise TraceError("column given twice", source=path, line=1, field=name)
         width = len(header)
         for row in reader:
             if not row:
@@ -190,6 +233,12 @@ def jsonl_records(path: str) -> Iterator[Cells]:
             value = json.loads(text)
         except json.JSONDecodeError as exc:
             raise TraceError(f"invalid JSON: {exc.msg}", source=path, line=line) from None
+        except ValueError:  # Python's limit on the digits of an integer it parses
+            raise TraceError(
+                "invalid JSON: an integer of over 4,300 digits", source=path, line=line
+            ) from None
+        except RecursionError:
+            raise TraceError("invalid JSON: nested too deeply", source=path, line=line) from None
         if not isinstance(value, dict):
             raise TraceError("each line must be a JSON object", source=path, line=line)
         yield Cells(value, source=path, line=line)

@@ -30,7 +30,7 @@ from phalanx.errors import TraceError
 from phalanx.sim.traces.estimates import estimate_limit
 from phalanx.sim.traces.gang import gang_shape
 from phalanx.sim.traces.options import NO_OPTIONS, TraceOptions, select
-from phalanx.sim.traces.row import seconds_to_ms, text_lines
+from phalanx.sim.traces.row import MAX_SECONDS, seconds_to_ms, text_lines
 from phalanx.sim.workload import TraceJob
 
 __all__ = ["FIELDS", "SwfLoad", "load_swf", "read_swf"]
@@ -107,6 +107,8 @@ def _parse(text: str, path: str, line: int) -> _Line | None:
             value = math.nan
         if not math.isfinite(value):
             raise TraceError(f"not a number: {cell!r}", source=path, line=line, field=name)
+        if abs(value) > MAX_SECONDS:  # times and counts alike: none is meant to be this big
+            raise TraceError(f"beyond 10^12: {cell}", source=path, line=line, field=name)
         values.append(value)
     if values[1] < 0:
         raise TraceError(
