@@ -58,6 +58,19 @@ def test_the_projects_own_results_file_reads() -> None:
     assert len(report.charts()) >= 8
 
 
+def test_a_report_with_the_nested_figures_simulate_writes_reads() -> None:
+    # `phalanx simulate --json` writes JCT by size class for every policy and, with --queues,
+    # figures per queue: a report holding them is read, and they are not charted as numbers.
+    doc = json.loads(json.dumps(DOC))
+    doc["policies"]["slurm"]["jct_by_size"] = {"1": 1100.0, "2-4": 0.0}
+    doc["policies"]["slurm"]["queues"] = {"team-a": {"jct_mean_s": 1000.0, "reclaims": 2}}
+    report = read_report(json.dumps(doc))
+    assert report.figures() == ["eta_sched", "jct_mean_s", "theta_overhead"]
+    with pytest.raises(InputError, match=r"policies\.slurm\.jct_by_size"):
+        doc["policies"]["slurm"]["jct_by_size"] = 3
+        read_report(json.dumps(doc))
+
+
 @pytest.mark.parametrize(
     ("text", "message"),
     [

@@ -2,8 +2,9 @@
 checked here, in the API layer (which may not import ``phalanx.sim``: the layer contracts keep
 the two apart), and its policies compared figure by figure.
 
-The document is ``{"policies": {NAME: {figure: number, "wait_by_size": {...}}}, ...what was
-run}``; bad input is an ``InputError`` naming the source, line and field.
+The document is ``{"policies": {NAME: {figure: number, "wait_by_size": {...}, "jct_by_size":
+{...}, "queues": {...}}}, ...what was run}``; bad input is an ``InputError`` naming the source,
+line and field.
 """
 
 from __future__ import annotations
@@ -79,6 +80,11 @@ class SimReport:
         return list(seen)
 
 
+# Figures that ``phalanx simulate --json`` writes as objects: by job size class, and per queue
+# (with ``--queues``); every other figure is a number, a string or null.
+_NESTED = frozenset({"wait_by_size", "jct_by_size", "queues"})
+
+
 def read_report(text: str | bytes, source: str = "upload") -> SimReport:
     """The report in ``text``; ``InputError`` (source, line, field) for anything else."""
     try:
@@ -102,7 +108,7 @@ def read_report(text: str | bytes, source: str = "upload") -> SimReport:
                 "expected an object of figures", source=source, field=f"policies.{name}"
             )
         for key, value in figures.items():
-            if key == "wait_by_size":
+            if key in _NESTED:
                 if not isinstance(value, dict):
                     raise InputError(
                         "expected an object by size class",
