@@ -64,8 +64,12 @@ def test_a_report_with_the_nested_figures_simulate_writes_reads() -> None:
     doc = json.loads(json.dumps(DOC))
     doc["policies"]["slurm"]["jct_by_size"] = {"1": 1100.0, "2-4": 0.0}
     doc["policies"]["slurm"]["queues"] = {"team-a": {"jct_mean_s": 1000.0, "reclaims": 2}}
+    doc["policies"]["slurm"]["wait_by_size"] = {
+        size: {"jobs": 1, "mean_s": 1.0} for size in sorted(["1", "2-4", "5-8", "9-64", "65+"])
+    }
     report = read_report(json.dumps(doc))
     assert report.figures() == ["eta_sched", "jct_mean_s", "theta_overhead"]
+    assert report.sizes() == ["1", "2-4", "5-8", "9-64", "65+"]
     with pytest.raises(InputError, match=r"policies\.slurm\.jct_by_size"):
         doc["policies"]["slurm"]["jct_by_size"] = 3
         read_report(json.dumps(doc))

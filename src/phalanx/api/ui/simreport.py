@@ -72,12 +72,19 @@ class SimReport:
         return out
 
     def sizes(self) -> list[str]:
-        """The job size classes of ``wait_by_size``, in the order the first policy has them."""
+        """The job size classes of ``wait_by_size``, smallest first ("1", "2-4", ..., "65+"):
+        a file written with sorted keys has "65+" before "9-64"."""
         seen: dict[str, None] = {}
         for m in self.policies.values():
             for size in m.get("wait_by_size") or {}:
                 seen.setdefault(str(size), None)
-        return list(seen)
+        return sorted(seen, key=_lower_bound)
+
+
+def _lower_bound(size: str) -> tuple[int, str]:
+    """A size class's smallest GPU count, for ordering; classes not so named go last."""
+    head = size.split("-")[0].rstrip("+")
+    return (int(head), size) if head.isdecimal() else (2**63, size)
 
 
 # Figures that ``phalanx simulate --json`` writes as objects: by job size class, and per queue
