@@ -407,6 +407,33 @@ def test_topping_up_never_leaves_the_lender_borrowing_less_than_the_reclaimer() 
     assert preempted(d) == [] and d.state(job) is JobState.PENDING
 
 
+def test_a_top_up_judges_the_lender_by_its_running_jobs_not_its_pending_admissions() -> None:
+    """q2's nominal quota is 20, so the cohort's (40) exceeds the 32 GPUs: q0 runs fourteen
+    1-GPU jobs (borrowing 6) and its pending 8-GPU job, submitted first, is admitted by quota
+    in every pass (borrowing 14 more) but finds no placement. For q1's 8-GPU job (4 below its
+    nominal 12) q0 seems to borrow 14 with eight victims gone, but its running jobs would be
+    2 below its nominal: at the next pass q0 would reclaim them straight back (the ping-pong
+    of the first 30,000 Philly jobs). Nothing is preempted; q1's job waits."""
+    cluster = with_queues(
+        small_cluster(nodes=4, gpus=8, preempt_mode=PreemptMode.REQUEUE, grace_time=GRACE),
+        FLAVOR,
+        *(
+            gpu_queue(f"q{i}", nominal, cohort="c", spec=preemption(reclaim="Any"))
+            for i, nominal in enumerate((8, 12, 20))
+        ),
+        *(local(f"q{i}", f"q{i}") for i in range(3)),
+    )
+    d = EngineDriver(cluster, "phalanx")
+    submit(d, make_job(gpus=8, account="q1", time_limit=100 * HOUR), 1)
+    q0 = submit(d, make_job(gpus=1, account="q0", time_limit=100 * HOUR), 14)
+    submit(d, make_job(gpus=1, account="q2", time_limit=100 * HOUR), 10)
+    assert running(d, q0) == 14
+    [pending] = submit(d, make_job(gpus=8, account="q0", time_limit=HOUR), 1)
+    assert d.state(pending) is JobState.PENDING and preempted(d) == []
+    [job] = submit(d, make_job(gpus=8, account="q1", time_limit=HOUR), 1)
+    assert preempted(d) == [] and d.state(job) is JobState.PENDING
+
+
 # -- a reclaim spares the guarantees of other queues where it can (spare_guarantees) ----------
 
 

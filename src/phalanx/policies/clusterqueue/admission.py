@@ -195,6 +195,10 @@ class Pass:
         self.held: dict[int, dict[FlavorResource, int]] = {}
         """Nominated job (``PassContext.nominated``) -> the quota counted for it from the
         pass's start until it is looked at."""
+        self.running: dict[str, dict[FlavorResource, int]] = {}
+        """ClusterQueue -> what its running jobs hold (not signalled for preemption), less
+        the victims of the pass's preemptions: the quota tree's usage without the quota
+        held in the pass for pending jobs (admitted or nominated, not yet placed)."""
 
 
 @mypyc_attr(allow_interpreted_subclasses=True)
@@ -267,7 +271,9 @@ class ClusterQueueAdmission:
         static.charges = charges
         for name in sorted(totals):
             node = static.tree.queues[name]
-            for fr, amount in sorted(totals[name].items()):
+            held = totals[name]
+            current.running[name] = dict(held)
+            for fr, amount in sorted(held.items()):
                 node.add(fr, amount)
         self._hold_nominated(static, current, ctx)
         return static, current

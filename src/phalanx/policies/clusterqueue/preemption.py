@@ -190,7 +190,7 @@ class ClusterQueuePreempt(CheckpointPreempt):
         """Kueue's classic heuristics in turn (docs ``concepts/preemption``, "Targets"):
         while borrowing, if ``borrowWithinCohort`` allows; reclaiming without borrowing, if
         the job fits its nominal quota; its own queue's jobs only, borrowing allowed."""
-        budget = _QuotaBudget(self._admission, static, queues, cq, job, ctx, admitted)
+        budget = _QuotaBudget(self._admission, static, current, queues, cq, job, ctx, admitted)
         budget.placed = self.placed
         if queues.fair_sharing.enable:
             return self._fair_victims(job, ctx, current, queues, budget)
@@ -281,6 +281,7 @@ class _QuotaBudget:
         self,
         admission: ClusterQueueAdmission,
         static: Static,
+        current: Pass,
         queues: Queues,
         cq: ClusterQueue,
         job: Job,
@@ -289,6 +290,7 @@ class _QuotaBudget:
     ) -> None:
         self.admission = admission
         self.static = static
+        self.current = current
         self.queues = queues
         self.cq = cq
         self.job = job
@@ -304,6 +306,8 @@ class _QuotaBudget:
         self.priority = queues.priority_of(job.spec)
         self.within_nominal = self._within_nominal()
         self.taken: dict[int, tuple[QuotaNode, dict[FlavorResource, int]]] = {}
+        self.gone: dict[str, dict[FlavorResource, int]] = {}
+        """ClusterQueue -> what the victims taken so far held of it (``take``, ``put``)."""
         self.assignment: Assignment | None = None
         self.queue_of: dict[int, ClusterQueue] = {}
         self.mode = _OWN
@@ -475,12 +479,20 @@ class _QuotaBudget:
         if self.mode == _TOP_UP:
             # Its queue must borrow, with the victim gone, at least what the job's will.
             # Only what the job's queue will borrow is compared (CPUs and memory are not
-            # borrowed here); a victim that frees none of it is not taken.
+            # borrowed here); a victim that frees none of it is not taken. Its queue is
+            # judged by what its running jobs hold, not by the quota tree, which also
+            # counts what the pass admitted of its pending jobs: those may find no
+            # placement, and with them left out at the next pass the victim's queue stood
+            # within its nominal quota and reclaimed the job straight back (a ping-pong on
+            # the first 30,000 Philly jobs: 1,380 top-ups by one queue, 1,381 reclaims back).
             charge = self.admission.held_charge(self.static, rcq, victim)
             mine = self._borrowed_after()
             freed = [(fr, n) for fr, n in charge.items() if n > 0 and mine.get(fr, 0) > 0]
+            running = self.current.running.get(rcq.name, {})
+            gone = self.gone.get(rcq.name, {})
             return bool(freed) and all(
-                node.usage.get(fr, 0) - n - node.nominal(fr) >= mine[fr] for fr, n in freed
+                running.get(fr, 0) - gone.get(fr, 0) - n - node.nominal(fr) >= mine[fr]
+                for fr, n in freed
             )
         return self._borrowing(node)
 
@@ -488,16 +500,20 @@ class _QuotaBudget:
         rcq = self.queue_of[victim.id]
         node = self.static.tree.queues[rcq.name]
         charge = self.admission.held_charge(self.static, rcq, victim)
+        gone = self.gone.setdefault(rcq.name, {})
         for fr, amount in charge.items():
             node.remove(fr, amount)
+            gone[fr] = gone.get(fr, 0) + amount
         self.taken[victim.id] = (node, charge)
         if node is self.node:
             self._mine = None
 
     def put(self, victim: Job) -> None:
         node, charge = self.taken.pop(victim.id)
+        gone = self.gone[self.queue_of[victim.id].name]
         for fr, amount in charge.items():
             node.add(fr, amount)
+            gone[fr] -= amount
         if node is self.node:
             self._mine = None
 
@@ -507,6 +523,10 @@ class _QuotaBudget:
         jobs of the pass neither take it nor preempt again for it."""
         for v in victims:
             self.take(v)
+            running = current.running.get(self.queue_of[v.id].name)
+            if running is not None:
+                for fr, amount in self.taken[v.id][1].items():
+                    running[fr] = running.get(fr, 0) - amount
         # Usage shrank: the pass's refusals by shape no longer hold (a job asking as much
         # may fit the quota the victims gave back beyond what this job needs).
         current.refused.clear()
