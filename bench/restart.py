@@ -44,7 +44,17 @@ from phalanx.config.clusterspec import regular_cluster
 from phalanx.domain.cluster import Cluster
 from phalanx.domain.jobspec import JobSpec
 from phalanx.domain.time import SECOND, Instant
-from phalanx.engine import Cleanup, CleanupDone, Engine, Event, Kill, Launch, Signal, TasksExited
+from phalanx.engine import (
+    Cleanup,
+    CleanupDone,
+    Engine,
+    Event,
+    Kill,
+    Launch,
+    Resize,
+    Signal,
+    TasksExited,
+)
 from phalanx.live.accounting import MemoryAccounting
 from phalanx.live.controller import Controller
 from phalanx.live.snapshot import SNAPSHOT_EVERY, Snapshots
@@ -79,6 +89,9 @@ class _Ends:
     def launch(self, cmd: Launch, at: Instant) -> None:
         self.runs[(cmd.job_id, cmd.run)] = SimpleNamespace(launch=cmd)
         self.ended.append(TasksExited(at + SECOND, cmd.job_id, cmd.run, 0, 0))
+
+    def resize(self, cmd: Resize, at: Instant) -> None:
+        pass  # no elastic job is submitted here
 
     def signal(self, cmd: Signal, at: Instant) -> None:
         pass

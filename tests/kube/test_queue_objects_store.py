@@ -263,3 +263,53 @@ def test_slurm_job_views_are_written_a_bounded_number_a_tick(
     assert len(world.store.list(("kueue.x-k8s.io", "workloads"), "physics")) == 1
     views.tick()
     assert len(world.store.list(("kueue.x-k8s.io", "workloads"), "physics")) == 2
+
+
+def test_slurm_job_views_are_found_by_name_not_by_scanning_every_workload(
+    world: World, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A label selector scans every Workload of the namespace: one per job written, 500 a
+    # tick, made the views a third of the controller's CPU under a stream of submissions.
+    workloads = ("kueue.x-k8s.io", "workloads")
+    views = WorkloadViews(world.store, world.controller, world.controller.clock.now)
+    spec = make_job(gpus=0, account="physics", cpus_per_task=1, time_limit=HOUR, hold=True)
+    ids = [i for [i] in world.controller.submit([spec] * 40)]
+    world.settle()
+    scans: list[Any] = []
+    listing = world.store.list
+
+    def counting(resource: Any, namespace: Any = None, labels: Any = None, **kw: Any) -> Any:
+        if resource == workloads and labels:
+            scans.append(labels)
+        return listing(resource, namespace, labels, **kw)
+
+    monkeypatch.setattr(world.store, "list", counting)
+    views.tick()
+    assert len(listing(workloads, "physics")) == 40
+    admin = Caller(0, "root", admin=True)
+    for job_id in ids:
+        world.controller.cancel(job_id, admin)
+    world.settle()
+    views.tick()
+    stored = listing(workloads, "physics")
+    assert sorted(v["metadata"]["name"] for v in stored) == sorted(f"slurm-{i}" for i in ids)
+    for view in stored:
+        finished = [c for c in view["status"]["conditions"] if c["type"] == "Finished"]
+        assert finished and finished[0]["status"] == "True", view["status"]
+    assert scans == []
+
+
+def test_a_slurm_job_view_deleted_behind_its_back_is_written_again(world: World) -> None:
+    workloads = ("kueue.x-k8s.io", "workloads")
+    views = WorkloadViews(world.store, world.controller, world.controller.clock.now)
+    spec = make_job(gpus=0, account="physics", cpus_per_task=1, time_limit=HOUR, hold=True)
+    [[job_id]] = world.controller.submit([spec])
+    world.settle()
+    views.tick()
+    world.store.delete(workloads, "physics", f"slurm-{job_id}")
+    world.controller.cancel(job_id, Caller(0, "root", admin=True))
+    world.settle()
+    views.tick()
+    [view] = world.store.list(workloads, "physics")
+    assert view["metadata"]["labels"] == {SLURM_JOB_LABEL: str(job_id)}
+    assert any(c["type"] == "Finished" for c in view["status"]["conditions"])

@@ -96,6 +96,12 @@ class WorkloadViews:
         self._alive: set[str] = set()
         self._sweep_in = 0
         """Ticks until the stored views are looked through whether or not a job went."""
+        self._views: dict[int, tuple[str, str]] | None = None
+        """Slurm job id -> (namespace, name) of its stored view: found by name, not by a
+        label selector, which scans every Workload of the namespace (500 scans a tick of
+        tens of thousands of views took a third of the controller's CPU under a stream of
+        submissions). Built from one look through the store, kept as views are written,
+        and rebuilt at each sweep."""
 
     def tick(self) -> None:
         for resource in _OWNERS:
@@ -176,6 +182,7 @@ class WorkloadViews:
         if not gone and self._sweep_in > 0:
             return
         self._sweep_in = SWEEP_TICKS
+        self._views = {}
         for view in self.store.list(WORKLOADS):
             labels = view["metadata"].get("labels") or {}
             job_id = labels.get(SLURM_JOB_LABEL)
@@ -183,6 +190,8 @@ class WorkloadViews:
                 self._seen.pop(int(job_id), None)
                 meta = view["metadata"]
                 self._quietly(self.store.delete, WORKLOADS, meta.get("namespace"), meta["name"])
+            elif job_id is not None:
+                self._index(view)
 
     def _slurm_job(self, job: Job, cluster: Any) -> None:
         ns = job.account
@@ -225,7 +234,7 @@ class WorkloadViews:
         if job.state.is_final:
             ok = job.state is JobState.COMPLETED
             finished = (ok, "Job finished successfully" if ok else f"Job {job.state.value}")
-        stored = self._stored(ns, {SLURM_JOB_LABEL: str(job.id)})
+        stored = self._stored_view(job.id, ns)
         made = kw.workload(owner, sets, verdict, placement, finished, stored, self.clock())
         meta = made["metadata"]
         meta.pop("ownerReferences", None)  # no object owns it: deleted with the job
@@ -237,9 +246,38 @@ class WorkloadViews:
             made["spec"]["queueName"] = ""
         else:
             made["spec"]["queueName"] = local[1] if local is not None else queue_name(spec)
-        self._write(made, stored)
+        written = write_workload(self.store, made, stored)
+        if written is not None and self._views is not None:
+            self._views[job.id] = (ns, written["metadata"]["name"])
 
     # -- writing -------------------------------------------------------------------------
+
+    def _index(self, view: Obj) -> None:
+        assert self._views is not None
+        meta = view["metadata"]
+        job_id = (meta.get("labels") or {}).get(SLURM_JOB_LABEL)
+        if job_id is not None and job_id.isascii() and job_id.isdigit():
+            self._views[int(job_id)] = (meta.get("namespace", "default"), meta["name"])
+
+    def _stored_view(self, job_id: int, namespace: str) -> Obj | None:
+        """The stored view of Slurm job ``job_id`` in ``namespace`` (None: none yet)."""
+        if self._views is None:
+            self._views = {}
+            for view in self.store.list(WORKLOADS, copy=False):
+                self._index(view)
+        where = self._views.get(job_id)
+        if where is None or where[0] != namespace:
+            return None
+        found = self.store.get(WORKLOADS, namespace, where[1])
+        labels = (found or {}).get("metadata", {}).get("labels") or {}
+        if labels.get(SLURM_JOB_LABEL) == str(job_id):
+            return found
+        # Renamed, relabelled or deleted behind our back: look as before.
+        del self._views[job_id]
+        stored = self._stored(namespace, {SLURM_JOB_LABEL: str(job_id)})
+        if stored is not None:
+            self._index(stored)
+        return stored
 
     def _stored(self, namespace: str, labels: Mapping[str, str]) -> Obj | None:
         found = self.store.list(WORKLOADS, namespace, labels)
