@@ -196,8 +196,8 @@ def test_columns_and_order_stay_in_step_through_removals_requeues_and_recalcs() 
             jobs = q.jobs()
             assert jobs == sorted(queued, key=lambda j: (-j.tier, -j.priority, j.queue_seq))
             n = len(jobs)
-            assert q._cols[0, :n].tolist() == [j.seq for j in jobs]
-            assert q._cols[1, :n].tolist() == [j.queue_seq for j in jobs]
+            assert q._cols[:n, 0].tolist() == [j.seq for j in jobs]
+            assert q._cols[:n, 1].tolist() == [j.queue_seq for j in jobs]
     restored = pickle.loads(pickle.dumps(q))
     n = len(restored.jobs())
-    assert restored._cols[1, :n].tolist() == [j.queue_seq for j in restored.jobs()]
+    assert restored._cols[:n, 1].tolist() == [j.queue_seq for j in restored.jobs()]

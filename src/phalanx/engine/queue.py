@@ -70,8 +70,8 @@ class PendingQueue:
     list each.
 
     ``_cols`` holds, for the list's first ``len(_jobs)`` places, each job's submit sequence
-    (row 0: what a queue sort finds its own per-job rows by) and queue sequence (row 1: the
-    order's last key), kept in step with the list by every change to it."""
+    (column 0: what a queue sort finds its own per-job rows by) and queue sequence (column 1:
+    the order's last key), kept in step with the list by every change to it."""
 
     __slots__ = ("_cols", "_fixed", "_gone", "_jobs", "_lent", "_queued", "_seq")
 
@@ -86,7 +86,7 @@ class PendingQueue:
         """Queued jobs with a fixed priority (an admin's): a recalculation leaves theirs."""
         self._seq = 0
         """The last sequence handed out (``next_seq``) or seen (``insert``)."""
-        self._cols: IntArray = np.zeros((2, 64), np.int64)
+        self._cols: IntArray = np.zeros((64, 2), np.int64)
         self._lent: list[Job] | None = None
         """The list last handed out (``jobs``, ``with_first``): ``insert`` copies it before
         changing it, so that a holder (a pass walking the queue) sees it as it was."""
@@ -114,9 +114,9 @@ class PendingQueue:
         self._seq = seq if isinstance(seq, int) else max((j.queue_seq for j in jobs), default=0)
         # The columns are derived from the jobs (snapshots keep the list only).
         n = len(jobs)
-        self._cols = np.zeros((2, max(64, 2 * n)), np.int64)
-        self._cols[0, :n] = [job.seq for job in jobs]
-        self._cols[1, :n] = [job.queue_seq for job in jobs]
+        self._cols = np.zeros((max(64, 2 * n), 2), np.int64)
+        self._cols[:n, 0] = [job.seq for job in jobs]
+        self._cols[:n, 1] = [job.queue_seq for job in jobs]
 
     def next_seq(self) -> int:
         """A new sequence, after every one handed out or queued: a new job's submit
@@ -125,31 +125,34 @@ class PendingQueue:
         return self._seq
 
     def _settle(self) -> list[Job]:
-        """``_jobs`` without the gone jobs (dropped now, and their columns with them). The
-        list is replaced, never changed in place, here: one handed out stays as it was."""
+        """``_jobs`` without the gone jobs (dropped now, and their columns with them). A list
+        handed out (``_lent``) is replaced, not changed."""
         gone = self._gone
         if not gone:
             return self._jobs
         jobs = self._jobs
         n = len(jobs)
+        cols = self._cols
         at = self._gone_at(jobs) if len(gone) <= _SETTLE_BY_BISECT else None
         if at is None:
             keep = [job not in gone for job in jobs]
             self._jobs = [job for job, kept in zip(jobs, keep, strict=True) if kept]
-            mask = np.array(keep, np.bool_)
+            kept_at = np.flatnonzero(np.array(keep, np.bool_))
+            cols[: len(kept_at)] = cols[kept_at]
         else:
-            parts: list[Job] = []
-            start = 0
-            for i in at:
-                parts += jobs[start:i]
-                start = i + 1
-            parts += jobs[start:]
-            self._jobs = parts
-            mask = np.ones(n, np.bool_)
-            mask[at] = False
-        cols = self._cols
-        m = len(self._jobs)
-        cols[:, :m] = cols[:, :n][:, mask]
+            if jobs is self._lent:
+                parts: list[Job] = jobs[: at[0]]
+                for j, i in enumerate(at):
+                    parts += jobs[i + 1 : at[j + 1] if j + 1 < len(at) else n]
+                self._jobs = parts
+            else:
+                for i in reversed(at):
+                    del jobs[i]  # a shift of the pointers after it, nothing else touched
+            # Each run of places between two gone jobs moves left by the gone jobs before it.
+            for j, i in enumerate(at):
+                end = at[j + 1] if j + 1 < len(at) else n
+                if end > i + 1:
+                    cols[i - j : end - j - 1] = cols[i + 1 : end]
         gone.clear()
         return self._jobs
 
@@ -181,13 +184,12 @@ class PendingQueue:
         jobs.insert(i, job)
         n = len(jobs)
         cols = self._cols
-        if n > cols.shape[1]:
-            grown = np.zeros((2, 2 * n), np.int64)
-            grown[:, : n - 1] = cols[:, : n - 1]
+        if n > len(cols):
+            grown = np.zeros((2 * n, 2), np.int64)
+            grown[: n - 1] = cols[: n - 1]
             self._cols = cols = grown
-        cols[:, i + 1 : n] = cols[:, i : n - 1].copy()
-        cols[0, i] = job.seq
-        cols[1, i] = job.queue_seq
+        cols[i + 1 : n] = cols[i : n - 1]  # overlapping: numpy copies as if through a buffer
+        cols[i] = (job.seq, job.queue_seq)
         self._queued.add(job)
         if job.queue_seq > self._seq:  # a job numbered elsewhere (tests, probes)
             self._seq = job.queue_seq
@@ -217,7 +219,7 @@ class PendingQueue:
         order restored; True if it changed."""
         jobs = self._settle()
         n = len(jobs)
-        quick = sort.priorities(jobs, ctx, now, self._cols[0, :n]) if _reprioritizes(sort) else None
+        quick = sort.priorities(jobs, ctx, now, self._cols[:n, 0]) if _reprioritizes(sort) else None
         if quick is None:
             results = sort.compute_many(jobs, ctx, now)
             prio = np.array([priority for priority, _ in results], np.float64)
@@ -250,7 +252,7 @@ class PendingQueue:
         # The queue is still in tier order (a job's tier never changes): with its first and
         # last job of one tier, every job is, and the tier column orders nothing.
         cols = self._cols
-        seqs = cols[1, :n]
+        seqs = cols[:n, 1]
         if jobs[0].tier == jobs[-1].tier:
             order = np.lexsort((seqs, -prio))
         else:
@@ -258,7 +260,7 @@ class PendingQueue:
         if not (order[1:] < order[:-1]).any():
             return False  # ascending: already in order
         self._jobs = [jobs[i] for i in order.tolist()]
-        cols[:, :n] = cols[:, :n][:, order]
+        cols[:n] = cols[:n][order]
         return True
 
     def with_first(self, ids: Collection[int], by_id: Mapping[int, Job]) -> list[Job]:
