@@ -186,7 +186,7 @@ class MultifactorPriority:
         rows = self._rows
         idx = np.array(where, np.intp)
         # Static factors are reused only for jobs in the last calculation or computed since.
-        for i in np.flatnonzero(rows.gen[idx] != rows.current).tolist():
+        for i in (rows.gen[idx] != rows.current).nonzero()[0].tolist():
             rows.set_static(where[i], self._static(jobs[i], ctx))
         rows.current += 1
         rows.gen[idx] = rows.current
@@ -221,7 +221,7 @@ class MultifactorPriority:
         # The accounts present, ascending (as ``np.unique`` gives them, without its sort).
         present = np.zeros(len(names), np.bool_)
         present[accounts] = True
-        for a in np.flatnonzero(present).tolist():
+        for a in present.nonzero()[0].tolist():
             table[a] = w_fs * self._fairshare_of(names[a], ctx)
         return table[accounts]
 

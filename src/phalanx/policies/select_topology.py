@@ -76,13 +76,13 @@ class TopologySelect:
         if nodes == 1:
             best = pick_best_fit(state, cap, mask, shape)
             return None if best < 0 else [best]
-        idx = np.flatnonzero(mask)
+        idx = mask.nonzero()[0]
         if len(idx) < nodes:
             return None
         if not self.topology:
             return _best_fit_nodes(cap, idx, nodes)
         leaf_count = np.bincount(state.leaf_of[idx], minlength=state.n_leaves)
-        fits = np.flatnonzero(leaf_count >= nodes)
+        fits = (leaf_count >= nodes).nonzero()[0]
         if len(fits):
             leaf = int(fits[np.argmin(leaf_count[fits])])
             return _best_fit_nodes(cap, idx[state.leaf_of[idx] == leaf], nodes)
@@ -98,10 +98,10 @@ class TopologySelect:
     @staticmethod
     def _fewest_leaves(state: Occupancy, leaf_count: IntArray, nodes: int) -> list[int] | None:
         spine_of = state.spine_of_leaf
-        spines = [int(s) for s in np.unique(spine_of) if s >= 0]
+        spines = [s for s in sorted(set(spine_of.tolist())) if s >= 0]  # np.unique's, cheaper
         best: tuple[int, int, list[int]] | None = None
         for spine in spines:
-            members = np.flatnonzero(spine_of == spine)
+            members = (spine_of == spine).nonzero()[0]
             total = int(leaf_count[members].sum())
             if total < nodes:
                 continue
