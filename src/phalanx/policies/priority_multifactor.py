@@ -191,7 +191,7 @@ class MultifactorPriority:
         # engine changes none of them while a job is queued).
         rows = self._rows
         # Static factors are reused only for jobs in the last calculation or computed since.
-        for i in np.flatnonzero(rows.gen[idx] != rows.current).tolist():
+        for i in (rows.gen[idx] != rows.current).nonzero()[0].tolist():
             rows.set_static(int(idx[i]), self._static(jobs[i], ctx))
         rows.current += 1
         rows.gen[idx] = rows.current
@@ -230,7 +230,7 @@ class MultifactorPriority:
         # The accounts present, ascending (as ``np.unique`` gives them, without its sort).
         present = np.zeros(len(names), np.bool_)
         present[accounts] = True
-        for a in np.flatnonzero(present).tolist():
+        for a in present.nonzero()[0].tolist():
             table[a] = w_fs * self._fairshare_of(names[a], ctx)
         return table[accounts]
 
