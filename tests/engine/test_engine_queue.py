@@ -5,6 +5,9 @@ from __future__ import annotations
 import pickle
 import random
 
+import numpy as np
+import numpy.typing as npt
+
 from phalanx.domain.jobspec import JobSpec
 from phalanx.engine.queue import PendingQueue
 from phalanx.sched.job import Job
@@ -58,7 +61,15 @@ def test_with_first_moves_the_named_queued_jobs_to_the_front_in_queue_order() ->
     walked = [j for j in q.jobs() if j.id in {5, 2}] + [j for j in q.jobs() if j.id not in {5, 2}]
     assert first == walked == [jobs[1], jobs[4], jobs[0], jobs[2], jobs[3], jobs[5]]
     assert q.jobs() == jobs  # a copy: the queue itself is unchanged
-    assert q.with_first({}, by_id) == jobs and q.with_first({}, by_id) is not q.jobs()
+    lent = q.with_first({}, by_id)
+    assert lent == jobs
+    late = _job(20, 0.5)
+    q.insert(late)
+    assert q.remove(jobs[0]) and q.jobs() == [*jobs[1:], late]
+    mine = q.jobs()
+    q.insert(_job(21, 0.1))
+    assert mine == [*jobs[1:], late]
+    assert lent == jobs  # later changes to the queue leave a list handed out as it was
 
 
 class _Sort:
@@ -71,8 +82,11 @@ class _Sort:
 
 
 class _Quick(_Sort):
-    def priorities(self, jobs: list[Job], ctx: object, now: int) -> list[float] | None:
-        return [10.0 * job.seq for job in jobs]
+    def priorities(
+        self, jobs: list[Job], ctx: object, now: int, seqs: npt.NDArray[np.int64]
+    ) -> npt.NDArray[np.float64] | None:
+        assert seqs.tolist() == [job.seq for job in jobs]  # the queue's columns in step
+        return 10.0 * seqs.astype(np.float64)
 
 
 def test_recalc_keeps_fixed_priorities_and_reorders() -> None:
@@ -139,3 +153,51 @@ def test_resort_gives_the_order_of_the_keys_over_one_tier_and_several() -> None:
             q.resort()
             expected = sorted(jobs, key=lambda j: (-j.tier, -j.priority, j.queue_seq))
             assert q.jobs() == expected
+
+
+def test_columns_and_order_stay_in_step_through_removals_requeues_and_recalcs() -> None:
+    # Gone jobs are dropped by bisection under the key they were queued by (a few) or by a
+    # walk (many), also after their key changed (requeued, sent to the back, updated).
+    rng = random.Random(7)
+    q = PendingQueue()
+    queued: list[Job] = []
+    seq = 0
+    for step in range(600):
+        op = rng.random()
+        if op < 0.45 or not queued:
+            for _ in range(rng.choice((1, 1, 1, 90))):
+                seq = q.next_seq()
+                job = _job(seq, float(rng.randint(0, 6)), rng.choice((1, 1, 2)))
+                q.insert(job)
+                queued.append(job)
+        elif op < 0.65:
+            for job in rng.sample(queued, min(len(queued), rng.choice((1, 3, 80)))):
+                assert q.remove(job)
+                queued.remove(job)
+                job.priority = float(rng.randint(0, 6))  # as a requeue's new priority
+                if rng.random() < 0.5:
+                    q.insert(job)  # back in the queue under its new key
+                    queued.append(job)
+        elif op < 0.8:
+            q.to_back(rng.choice(queued))
+        elif op < 0.9:
+            for job in rng.sample(queued, min(len(queued), 5)):
+                q.remove(job)
+                queued.remove(job)
+            q.recalc(_Quick(), None, 0)  # type: ignore[arg-type]
+        else:
+            for job in rng.sample(queued, min(len(queued), 4)):
+                assert q.remove(job)
+            job = rng.choice(queued)
+            assert not q.remove(job) or q.insert(job) is None
+            for job in [j for j in queued if j not in q._queued]:
+                queued.remove(job)
+        if step % 7 == 0 or step == 599:
+            jobs = q.jobs()
+            assert jobs == sorted(queued, key=lambda j: (-j.tier, -j.priority, j.queue_seq))
+            n = len(jobs)
+            assert q._cols[:n, 0].tolist() == [j.seq for j in jobs]
+            assert q._cols[:n, 1].tolist() == [j.queue_seq for j in jobs]
+    restored = pickle.loads(pickle.dumps(q))
+    n = len(restored.jobs())
+    assert restored._cols[:n, 1].tolist() == [j.queue_seq for j in restored.jobs()]

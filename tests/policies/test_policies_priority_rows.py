@@ -3,6 +3,10 @@
 
 from __future__ import annotations
 
+import numpy as np
+import numpy.typing as npt
+import pytest
+
 from phalanx.domain.time import DAY, HOUR, MINUTE
 from phalanx.engine.engine import Engine
 from phalanx.policies.catalog import POLICIES
@@ -35,14 +39,25 @@ def _jobs(count: int) -> list[Job]:
     return out
 
 
-def test_the_whole_queue_gets_the_values_compute_gives_each_job() -> None:
+# Ages past the maximum, and (a short maximum) ages below it, zero and negative.
+_AGES = [
+    (PARAMS, 2 * DAY + 17),
+    (PARAMS, 3 * HOUR + 9 * MINUTE),
+    ({"max_age_ms": 2 * HOUR}, 3 * HOUR + 9 * MINUTE),
+    ({"max_age_ms": 2 * HOUR, "age_size_exponent": 0.5}, 3 * HOUR + 9 * MINUTE),
+]
+
+
+@pytest.mark.parametrize(("params", "now"), _AGES)
+def test_the_whole_queue_gets_the_values_compute_gives_each_job(
+    params: dict[str, object], now: int
+) -> None:
     engine = Engine(small_cluster(accounts={"a": 1, "b": 3}), POLICIES["slurm"])
     engine.usage.raw.update({"a": 5.0e9, "b": 1.0e9, "root": 6.0e9})
     jobs = _jobs(40)
-    now = 2 * DAY + 17
-    one = MultifactorPriority(PARAMS)
+    one = MultifactorPriority(params)
     each = [(p, dict(f)) for p, f in (one.compute(j, engine.view, now) for j in jobs)]
-    many = MultifactorPriority(PARAMS)
+    many = MultifactorPriority(params)
     for j in jobs[::3]:  # some queued before (cached static factors), the rest not
         many.compute(j, engine.view, 0)
     whole = [(p, dict(f)) for p, f in many.compute_many(jobs, engine.view, now)]
@@ -97,6 +112,10 @@ def test_compact_gives_up_the_rows_of_jobs_out_of_the_last_calculation() -> None
     )
 
 
+def _seqs(jobs: list[Job]) -> npt.NDArray[np.int64]:
+    return np.array([job.seq for job in jobs], np.int64)
+
+
 def test_priorities_alone_are_those_of_the_whole_calculation() -> None:
     engine = Engine(small_cluster(accounts={"a": 1, "b": 3}), POLICIES["slurm"])
     engine.usage.raw.update({"a": 5.0e9, "b": 1.0e9, "root": 6.0e9})
@@ -106,8 +125,35 @@ def test_priorities_alone_are_those_of_the_whole_calculation() -> None:
     for j in jobs:
         many.compute(j, engine.view, 0)
         quick.compute(j, engine.view, 0)
-    assert quick.priorities(jobs, engine.view, now) == [
-        p for p, _ in many.compute_many(jobs, engine.view, now)
-    ]
+    got = quick.priorities(jobs, engine.view, now, _seqs(jobs))
+    assert got is not None
+    assert got.tolist() == [p for p, _ in many.compute_many(jobs, engine.view, now)]
     fresh = MultifactorPriority(PARAMS)
-    assert fresh.priorities(jobs, engine.view, now) is None  # never computed: compute_many
+    # Never computed: compute_many.
+    assert fresh.priorities(jobs, engine.view, now, _seqs(jobs)) is None
+
+
+def test_rows_found_by_sequence_follow_compaction_and_far_sequences() -> None:
+    engine = Engine(small_cluster(accounts={"a": 1, "b": 3}), POLICIES["slurm"])
+    engine.usage.raw.update({"a": 5.0e9, "b": 1.0e9, "root": 6.0e9})
+    jobs = _jobs(40)
+    far = _jobs(41)[-1]
+    far.seq = 1 << 40  # beyond the table: found in the dict
+    quick, plain = MultifactorPriority(PARAMS), MultifactorPriority(PARAMS)
+    quick._rows = FactorRows(capacity=8)
+    for hour, queue in enumerate((jobs[:8], jobs[4:30], [*jobs[20:], far]), start=1):
+        for j in queue:
+            quick.compute(j, engine.view, hour * HOUR)
+            plain.compute(j, engine.view, hour * HOUR)
+        # Rows were given up and renumbered on the way (capacity 8): each job's own row.
+        got = quick.priorities(queue, engine.view, DAY + hour, _seqs(queue))
+        assert got is not None
+        rows = quick._rows
+        assert [float(rows.w_age[rows.row_of[j.seq]]) for j in queue] == [
+            j_f["age"] for j_f in (quick.compute(j, engine.view, DAY + hour)[1] for j in queue)
+        ]
+        want = [plain.compute(j, engine.view, DAY + hour)[0] for j in queue]
+        assert got.tolist() == want
+    assert quick._rows.rows_of(_seqs([far])) is None
+    # A job whose row was given up (not in the last calculation) has none: compute_many.
+    assert quick.priorities([jobs[0]], engine.view, DAY, _seqs([jobs[0]])) is None

@@ -5,7 +5,7 @@ from __future__ import annotations
 from phalanx.domain.state import JobState, Reason
 from phalanx.domain.time import MINUTE
 from phalanx.policies.select_simple import BinpackSelect, SpreadSelect
-from phalanx.policies.select_topology import TopologySelect
+from phalanx.policies.select_topology import TopologySelect, pick_best_fit
 from phalanx.sched.capacity import Allocation
 from phalanx.sched.occupancy import Occupancy
 from phalanx.sched.shape import Shape
@@ -82,6 +82,14 @@ def test_single_node_job_goes_to_the_fullest_node_that_fits() -> None:
         SELECT.place(state, state.cap, shape(9), state.eligible(state.cap, shape(9)), 1, None)
         is None
     )
+
+
+def test_best_fit_over_no_node_is_minus_one() -> None:
+    # ``place`` asks ``pick_best_fit`` without testing the mask first: -1 says "none".
+    state = Occupancy(small_cluster(nodes=4, gpus=8, per_leaf=2))
+    none = state.eligible(state.cap, shape(9))
+    assert pick_best_fit(state, state.cap, none, shape(9)) == -1
+    assert pick_best_fit(state, state.cap, none, shape(0, gpu_milli=300)) == -1
 
 
 def test_single_node_tie_goes_to_the_fuller_leaf() -> None:

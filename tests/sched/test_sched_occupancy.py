@@ -51,6 +51,19 @@ def test_node_down_leaves_free_count_and_eligibility() -> None:
     assert state.free_gpus == 16
 
 
+def test_base_mask_is_kept_read_only_and_follows_nodes_going_down_and_up() -> None:
+    # Kept between calls (callers combine it into new arrays, never change it in place).
+    state = Occupancy(small_cluster(nodes=2, gpus=8, per_leaf=2))
+    shape = Shape.of(make_job(gpus=1), "gpu")
+    mask = state.base_mask(shape)
+    assert not mask.flags.writeable
+    assert state.base_mask(shape) is mask
+    state.set_up(0, False)
+    assert state.base_mask(shape).tolist() == [False, True]
+    state.set_up(0, True)
+    assert state.base_mask(shape).tolist() == [True, True]
+
+
 def test_free_gpus_counts_only_nodes_that_are_up_when_a_job_there_finishes() -> None:
     # ``free_gpus`` is documented as whole free GPUs on nodes that are up.
     state = Occupancy(small_cluster(nodes=2, gpus=8, per_leaf=2))

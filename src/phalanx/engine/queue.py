@@ -4,6 +4,11 @@ Order: higher partition tier first, then higher priority, then queue sequence (u
 order is total and deterministic): the submit sequence, which the queue hands out, or a later one
 for a job sent to the back (``to_back``). Priorities change only when the engine recalculates
 them, after which ``resort`` restores the order.
+
+A deep queue (tens of thousands of jobs, recalculated every ``calc_period``) costs what a
+recalculation does per queued job: the jobs' sequences are kept in numpy columns in queue
+order beside the list (``_cols``), so that the queue sort and the re-sort read them as arrays,
+not from every job's attributes each time.
 """
 
 from __future__ import annotations
@@ -14,6 +19,7 @@ from operator import attrgetter
 from typing import TypeGuard
 
 import numpy as np
+import numpy.typing as npt
 from mypy_extensions import mypyc_attr
 
 from phalanx.domain.time import Instant
@@ -24,10 +30,15 @@ from phalanx.sched.points import QueueSortPlugin, Reprioritizes
 __all__ = ["PendingQueue"]
 
 Key = tuple[int, float, int]
+FloatArray = npt.NDArray[np.float64]
+IntArray = npt.NDArray[np.int64]
+
+_SETTLE_BY_BISECT = 64
+"""Up to this many gone jobs are found by bisection (each by the key it was queued under);
+more are dropped by one walk over the list."""
 
 _priority = attrgetter("priority")
 _tier = attrgetter("tier")
-_seq = attrgetter("queue_seq")
 
 
 def _key(job: Job) -> Key:
@@ -53,23 +64,32 @@ class PendingQueue:
     bisection needs them (a few per insert), not kept beside them: a recalculation would
     otherwise rebuild a tuple per queued job.
 
-    A removal only marks the job gone (``_gone``); the list drops the gone jobs at its next
-    use (``_settle``), all at once: a pass that starts thousands of jobs removes each in
-    constant time, not by a bisection and a shift of the list each."""
+    A removal only marks the job gone (``_gone``, with the key it was queued under); the list
+    drops the gone jobs at its next use (``_settle``), all at once: a pass that starts
+    thousands of jobs removes each in constant time, not by a bisection and a shift of the
+    list each.
 
-    __slots__ = ("_fixed", "_gone", "_jobs", "_queued", "_seq")
+    ``_cols`` holds, for the list's first ``len(_jobs)`` places, each job's submit sequence
+    (column 0: what a queue sort finds its own per-job rows by) and queue sequence (column 1:
+    the order's last key), kept in step with the list by every change to it."""
+
+    __slots__ = ("_cols", "_fixed", "_gone", "_jobs", "_lent", "_queued", "_seq")
 
     def __init__(self) -> None:
         self._jobs: list[Job] = []
         """The queued jobs in order, and the gone ones not yet dropped."""
         self._queued: set[Job] = set()
         """The queued jobs (not the gone ones)."""
-        self._gone: set[Job] = set()
-        """Jobs removed but still in ``_jobs``."""
+        self._gone: dict[Job, Key] = {}
+        """Jobs removed but still in ``_jobs``, with the key they are placed by there."""
         self._fixed: set[Job] = set()
         """Queued jobs with a fixed priority (an admin's): a recalculation leaves theirs."""
         self._seq = 0
         """The last sequence handed out (``next_seq``) or seen (``insert``)."""
+        self._cols: IntArray = np.zeros((64, 2), np.int64)
+        self._lent: list[Job] | None = None
+        """The list last handed out (``jobs``, ``with_first``): ``insert`` copies it before
+        changing it, so that a holder (a pass walking the queue) sees it as it was."""
 
     def __getstate__(self) -> tuple[None, dict[str, object]]:
         # The jobs, settled, as before the gone set existed (snapshots keep their format).
@@ -82,7 +102,8 @@ class PendingQueue:
         assert isinstance(jobs, list)
         self._jobs = jobs
         self._queued = set(jobs)
-        self._gone = set()
+        self._gone = {}
+        self._lent = None
         fixed = slots.get("_fixed")
         self._fixed = (
             fixed if isinstance(fixed, set) else {j for j in jobs if j.fixed_priority is not None}
@@ -91,6 +112,11 @@ class PendingQueue:
         # pickled alone goes on after its own jobs.
         seq = slots.get("_seq")
         self._seq = seq if isinstance(seq, int) else max((j.queue_seq for j in jobs), default=0)
+        # The columns are derived from the jobs (snapshots keep the list only).
+        n = len(jobs)
+        self._cols = np.zeros((max(64, 2 * n), 2), np.int64)
+        self._cols[:n, 0] = [job.seq for job in jobs]
+        self._cols[:n, 1] = [job.queue_seq for job in jobs]
 
     def next_seq(self) -> int:
         """A new sequence, after every one handed out or queued: a new job's submit
@@ -99,15 +125,71 @@ class PendingQueue:
         return self._seq
 
     def _settle(self) -> list[Job]:
-        """``_jobs`` without the gone jobs (dropped now)."""
+        """``_jobs`` without the gone jobs (dropped now, and their columns with them). A list
+        handed out (``_lent``) is replaced, not changed."""
         gone = self._gone
-        if gone:
-            self._jobs = [job for job in self._jobs if job not in gone]
-            gone.clear()
+        if not gone:
+            return self._jobs
+        jobs = self._jobs
+        n = len(jobs)
+        cols = self._cols
+        at = self._gone_at(jobs) if len(gone) <= _SETTLE_BY_BISECT else None
+        if at is None:
+            keep = [job not in gone for job in jobs]
+            self._jobs = [job for job, kept in zip(jobs, keep, strict=True) if kept]
+            kept_at = np.flatnonzero(np.array(keep, np.bool_))
+            cols[: len(kept_at)] = cols[kept_at]
+        else:
+            if jobs is self._lent:
+                parts: list[Job] = jobs[: at[0]]
+                for j, i in enumerate(at):
+                    parts += jobs[i + 1 : at[j + 1] if j + 1 < len(at) else n]
+                self._jobs = parts
+            else:
+                for i in reversed(at):
+                    del jobs[i]  # a shift of the pointers after it, nothing else touched
+            # Each run of places between two gone jobs moves left by the gone jobs before it.
+            for j, i in enumerate(at):
+                end = at[j + 1] if j + 1 < len(at) else n
+                if end > i + 1:
+                    cols[i - j : end - j - 1] = cols[i + 1 : end]
+        gone.clear()
         return self._jobs
 
+    def _gone_at(self, jobs: list[Job]) -> list[int] | None:
+        """The gone jobs' places in ``jobs``, ascending, each found by bisection under the
+        key it was queued by (the list is in the order of those keys, gone jobs' keys being
+        the ones they had when removed); None if one is not where its key says."""
+        gone = self._gone
+
+        def placed(job: Job) -> Key:
+            key = gone.get(job)
+            return key if key is not None else _key(job)
+
+        at: list[int] = []
+        for job, key in gone.items():
+            i = bisect.bisect_left(jobs, key, key=placed)
+            if i >= len(jobs) or jobs[i] is not job:
+                return None
+            at.append(i)
+        at.sort()
+        return at
+
     def insert(self, job: Job) -> None:
-        bisect.insort_left(self._settle(), job, key=_key)
+        jobs = self._settle()
+        if jobs is self._lent:
+            jobs = self._jobs = list(jobs)
+            self._lent = None
+        i = bisect.bisect_left(jobs, _key(job), key=_key)
+        jobs.insert(i, job)
+        n = len(jobs)
+        cols = self._cols
+        if n > len(cols):
+            grown = np.zeros((2 * n, 2), np.int64)
+            grown[: n - 1] = cols[: n - 1]
+            self._cols = cols = grown
+        cols[i + 1 : n] = cols[i : n - 1]  # overlapping: numpy copies as if through a buffer
+        cols[i] = (job.seq, job.queue_seq)
         self._queued.add(job)
         if job.queue_seq > self._seq:  # a job numbered elsewhere (tests, probes)
             self._seq = job.queue_seq
@@ -120,7 +202,7 @@ class PendingQueue:
         if job not in queued:
             return False
         queued.remove(job)
-        self._gone.add(job)
+        self._gone[job] = _key(job)
         self._fixed.discard(job)
         return True
 
@@ -136,21 +218,24 @@ class PendingQueue:
         """New priorities for every queued job (``sort``'s, or a job's fixed one), then the
         order restored; True if it changed."""
         jobs = self._settle()
-        quick = sort.priorities(jobs, ctx, now) if _reprioritizes(sort) else None
+        n = len(jobs)
+        quick = sort.priorities(jobs, ctx, now, self._cols[:n, 0]) if _reprioritizes(sort) else None
         if quick is None:
             results = sort.compute_many(jobs, ctx, now)
-            quick = [priority for priority, _ in results]
+            prio = np.array([priority for priority, _ in results], np.float64)
             for job, (_, factors) in zip(jobs, results, strict=True):
                 job.factors = factors
+        else:
+            prio = np.asarray(quick, np.float64)
         for job in self._fixed:
             # Found by the key it is still queued under (no priority is written yet).
             assert job.fixed_priority is not None
-            quick[bisect.bisect_left(jobs, _key(job), key=_key)] = job.fixed_priority
-        for job, priority in zip(jobs, quick, strict=True):
+            prio[bisect.bisect_left(jobs, _key(job), key=_key)] = job.fixed_priority
+        for job, priority in zip(jobs, prio.tolist(), strict=True):
             job.priority = priority
-        return self.resort(quick)
+        return self.resort(prio)
 
-    def resort(self, priorities: list[float] | None = None) -> bool:
+    def resort(self, priorities: FloatArray | None = None) -> bool:
         """Restore the order after priorities changed (``priorities``: the queued jobs'
         own, in queue order, if the caller has them); True if it changed."""
         jobs = self._settle()
@@ -158,7 +243,7 @@ class PendingQueue:
         if not n:
             return False
         prio = (
-            np.array(priorities, np.float64)
+            priorities
             if priorities is not None
             else np.fromiter(map(_priority, jobs), np.float64, n)
         )
@@ -166,7 +251,8 @@ class PendingQueue:
         # exact and sequences are unique, so the order is the one sorting the tuples gives.
         # The queue is still in tier order (a job's tier never changes): with its first and
         # last job of one tier, every job is, and the tier column orders nothing.
-        seqs = np.fromiter(map(_seq, jobs), np.int64, n)
+        cols = self._cols
+        seqs = cols[:n, 1]
         if jobs[0].tier == jobs[-1].tier:
             order = np.lexsort((seqs, -prio))
         else:
@@ -174,14 +260,17 @@ class PendingQueue:
         if not (order[1:] < order[:-1]).any():
             return False  # ascending: already in order
         self._jobs = [jobs[i] for i in order.tolist()]
+        cols[:n] = cols[:n][order]
         return True
 
     def with_first(self, ids: Collection[int], by_id: Mapping[int, Job]) -> list[Job]:
-        """A copy of the queue with the queued jobs among ``ids`` moved to the front, both
-        parts in queue order. Costs a lookup per id, not a walk over a long queue."""
-        jobs = list(self._settle())
+        """The queue with the queued jobs among ``ids`` moved to the front, both parts in
+        queue order: a list no later change to the queue changes (without ``ids``, the
+        queue's own, which the queue copies before it changes it; do not change it). Costs
+        a lookup per id, not a walk over a long queue."""
         if not ids:
-            return jobs
+            return self.jobs()
+        jobs = list(self._settle())
         at: list[int] = []
         for job_id in ids:
             job = by_id.get(job_id)
@@ -197,8 +286,10 @@ class PendingQueue:
         return front + jobs
 
     def jobs(self) -> list[Job]:
-        """The queued jobs in order (the queue's own list: do not change it)."""
-        return self._settle()
+        """The queued jobs in order (the queue's own list: do not change it; the queue
+        copies it before it changes it, so it stays as it was handed out)."""
+        jobs = self._lent = self._settle()
+        return jobs
 
     def __len__(self) -> int:
         return len(self._queued)

@@ -203,19 +203,25 @@ class CheckpointPreempt:
         return near
 
     def _update_phases(self, running: list[Job], starts: int) -> None:
-        """``_phases`` for the runs in ``running``: those gone out, those new in. Jobs are
-        compared as objects (set differences, not a walk in Python over every running job);
-        a job that ended and started again since the last update is the same object with a
-        new run, and is looked for run by run only when the starts since then are more than
-        the jobs new to the set (each new job accounts for at least one start)."""
+        """``_phases`` for the runs in ``running``: those gone out, those new in. A job that
+        ended and started again since the last update is the same object with a new run:
+        its old entry goes and its new one comes. One pass over ``running`` finds the new
+        runs and counts the others; only when that count says some run left is a set of
+        ``running`` made to find which (most updates follow one start and one end, among a
+        few hundred runs: no set differences over all of them)."""
         phased = self._phased
-        current = set(running)
-        gone = phased.keys() - current
-        new = current - phased.keys()
-        if starts - self._phased_starts != len(new):
-            # Some start is not that of a new job: a job restarted (a new run) in between.
-            gone |= {r for r in current - new if phased[r][0] != r.run}
-            new = current - (phased.keys() - gone)
+        new: list[Job] = []
+        kept = 0
+        for r in running:
+            seen = phased.get(r)
+            if seen is not None and seen[0] == r.run:
+                kept += 1
+            else:
+                new.append(r)
+        gone = [r for r in new if r in phased]  # restarted: the old run's entry goes
+        if kept + len(gone) < len(phased):
+            current = set(running)
+            gone += [r for r in phased if r not in current]
         self._phased_starts = starts
         for r in gone:
             placed = phased.pop(r)[1]

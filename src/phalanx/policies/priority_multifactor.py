@@ -161,22 +161,28 @@ class MultifactorPriority:
                 rows.row(job.seq, job.submit, job.spec.nice, job.spec.account)
             row_of = rows.row_of
             where = [row_of[job.seq] for job in jobs]
-        total = self._totals(jobs, where, ctx, now)
+        total: list[float] = self._totals(jobs, np.array(where, np.intp), ctx, now).tolist()
         return list(zip(total, map(rows.views.__getitem__, where), strict=True))
 
-    def priorities(self, jobs: Sequence[Job], ctx: PassContext, now: Instant) -> list[float] | None:
+    def priorities(
+        self, jobs: Sequence[Job], ctx: PassContext, now: Instant, seqs: npt.NDArray[np.int64]
+    ) -> npt.NDArray[np.float64] | None:
         """``Reprioritizes``: ``compute_many``'s priorities, for jobs that have rows (every job
-        the engine queued was computed, and its factors are its row's view)."""
-        row_of = self._rows.row_of
-        try:
-            where = [row_of[job.seq] for job in jobs]
-        except KeyError:
-            return None
+        the engine queued was computed, and its factors are its row's view). The rows are
+        found from ``seqs`` over arrays."""
+        rows = self._rows
+        where = rows.rows_of(seqs)
+        if where is None:
+            row_of = rows.row_of
+            try:
+                where = np.array([row_of[job.seq] for job in jobs], np.intp)
+            except KeyError:
+                return None
         return self._totals(jobs, where, ctx, now)
 
     def _totals(
-        self, jobs: Sequence[Job], where: list[int], ctx: PassContext, now: Instant
-    ) -> list[float]:
+        self, jobs: Sequence[Job], idx: npt.NDArray[np.intp], ctx: PassContext, now: Instant
+    ) -> npt.NDArray[np.float64]:
         # The same sum as ``compute``, term by term in the same order, over the rows' numpy
         # columns: every operation is one IEEE double operation on the same operands as
         # ``compute``'s (ints below 2**53 convert exactly), so the values, and with them the
@@ -184,21 +190,25 @@ class MultifactorPriority:
         # submit time, nice and account are those ``compute`` wrote when it was queued (the
         # engine changes none of them while a job is queued).
         rows = self._rows
-        idx = np.array(where, np.intp)
         # Static factors are reused only for jobs in the last calculation or computed since.
-        for i in np.flatnonzero(rows.gen[idx] != rows.current).tolist():
-            rows.set_static(where[i], self._static(jobs[i], ctx))
+        for i in (rows.gen[idx] != rows.current).nonzero()[0].tolist():
+            rows.set_static(int(idx[i]), self._static(jobs[i], ctx))
         rows.current += 1
         rows.gen[idx] = rows.current
         n = len(jobs)
         age = now - rows.submit[idx]
-        max_age = np.full(n, self.max_age, np.int64)
-        if self.requeued_full_age:
-            max_age[np.array([job.restarts for job in jobs], np.int64) > 0] = 0
         # 1 from max_age on, age/max_age below it, 0 for no age yet (``compute``'s branches).
-        ratio = np.zeros(n)
-        np.divide(age, max_age, out=ratio, where=(age < max_age) & (age > 0))
-        ratio[age >= max_age] = 1.0
+        if self.requeued_full_age or self.max_age <= 0:
+            max_age = np.full(n, self.max_age, np.int64)
+            if self.requeued_full_age:
+                max_age[np.array([job.restarts for job in jobs], np.int64) > 0] = 0
+            ratio = np.zeros(n)
+            np.divide(age, max_age, out=ratio, where=(age < max_age) & (age > 0))
+            ratio[age >= max_age] = 1.0
+        else:
+            # One maximum for all: the age clipped to [0, max_age], divided (0/max_age is 0,
+            # max_age/max_age exactly 1, the same division in between).
+            ratio = np.clip(age, 0, self.max_age) / self.max_age
         w_age = rows.age_weight[idx] * ratio
         w_fs = self._weighted_fairshare(rows.account[idx], ctx)
         rows.w_age[idx] = w_age
@@ -206,8 +216,7 @@ class MultifactorPriority:
         total = w_age + w_fs
         total += rows.static_sum[idx]
         total += rows.nice[idx]
-        result: list[float] = total.tolist()
-        return result
+        return total
 
     def _weighted_fairshare(
         self, accounts: npt.NDArray[np.intp], ctx: PassContext
@@ -221,7 +230,7 @@ class MultifactorPriority:
         # The accounts present, ascending (as ``np.unique`` gives them, without its sort).
         present = np.zeros(len(names), np.bool_)
         present[accounts] = True
-        for a in np.flatnonzero(present).tolist():
+        for a in present.nonzero()[0].tolist():
             table[a] = w_fs * self._fairshare_of(names[a], ctx)
         return table[accounts]
 

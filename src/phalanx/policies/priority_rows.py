@@ -26,6 +26,10 @@ Static = tuple[float, float, float, float, float, float]
 
 _NAMES = ("age", "fairshare", "jobsize", "partition", "qos", "short", "nice")
 
+_MAX_TABLE = 1 << 24
+"""Submit sequences below this are looked up in ``FactorRows``'s table (an array indexed by
+sequence); a larger one sends a lookup to the dict."""
+
 
 @mypyc_attr(allow_interpreted_subclasses=True)
 class FactorRows:
@@ -43,6 +47,35 @@ class FactorRows:
         self.account_index: dict[str, int] = {}
         self._initial = max(capacity, 1)
         self._alloc(self._initial)
+
+    _by_seq: npt.NDArray[np.intp] | None = None
+    """``row_of`` as an array indexed by submit sequence (-1: no row), made on first use after
+    rows were renumbered (a class default, so rows pickled before it existed make their
+    own)."""
+
+    def rows_of(self, seqs: npt.NDArray[np.int64]) -> npt.NDArray[np.intp] | None:
+        """The rows of the jobs of submit sequences ``seqs``, as ``row_of`` gives them, over
+        arrays (a deep queue's recalculation would otherwise look up every job in a dict);
+        None if one has no row or a sequence is out of the table's range."""
+        n = len(seqs)
+        if n and (int(seqs.min()) < 0 or int(seqs.max()) >= _MAX_TABLE):
+            return None
+        table = self._by_seq
+        if table is None:
+            table = self._by_seq = self._table(int(seqs.max()) + 1 if n else 0)
+        if n and int(seqs.max()) >= len(table):
+            return None  # sequences beyond every row made: not all have rows
+        where = table[seqs]
+        if n and int(where.min()) < 0:
+            return None
+        return where
+
+    def _table(self, size: int) -> npt.NDArray[np.intp]:
+        """``row_of`` as an array of at least ``size`` places."""
+        seqs = [seq for seq in self.row_of if 0 <= seq < _MAX_TABLE]
+        table = np.full(max(size, max(seqs, default=0) + 1, 1024), -1, np.intp)
+        table[np.array(seqs, np.intp)] = np.array([self.row_of[s] for s in seqs], np.intp)
+        return table
 
     def _alloc(self, capacity: int) -> None:
         self.submit: npt.NDArray[np.int64] = np.zeros(capacity, np.int64)
@@ -65,6 +98,13 @@ class FactorRows:
             if row == len(self.gen):
                 row = self._make_room()
             self.row_of[seq] = row
+            table = self._by_seq
+            if table is not None and 0 <= seq < _MAX_TABLE:
+                if seq >= len(table):
+                    grown = np.full(max(2 * len(table), seq + 1), -1, np.intp)
+                    grown[: len(table)] = table
+                    self._by_seq = table = grown
+                table[seq] = row
             self.statics.append((0.0, 0.0, 0.0, 0.0, 0.0, 0.0))
             self.views.append(Factors(self, row))
         self.submit[row] = submit
@@ -131,6 +171,7 @@ class FactorRows:
         self.statics = [self.statics[row] for _, row in keep]
         self.views = [self.views[row] for _, row in keep]
         self.row_of = {seq: i for i, (seq, _) in enumerate(keep)}
+        self._by_seq = None
         for i, view in enumerate(self.views):
             view.row = i
 

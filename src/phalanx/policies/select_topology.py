@@ -23,18 +23,34 @@ _BIG = np.int64(1) << 60
 
 
 def pick_best_fit(state: Occupancy, cap: Capacity, mask: BoolArray, shape: Shape) -> int:
-    """The best-fitting single node among ``mask`` (which must not be empty)."""
+    """The best-fitting single node among ``mask``; -1 if ``mask`` is empty."""
     if shape.milli:
+        if not mask.any():
+            return -1
         # Pack shares onto devices already shared: least thousandths left on the best device.
         left = np.where(cap.dev >= shape.milli, cap.dev - shape.milli, _BIG).min(axis=1)
-        primary = left
-    else:
-        primary = cap.gpus
-    leaf_free = np.bincount(state.leaf_of, weights=cap.gpus, minlength=state.n_leaves)
+        leaf_free = np.bincount(state.leaf_of, weights=cap.gpus, minlength=state.n_leaves)
+        wide = state.total_gpus + 1
+        key = (left * wide + leaf_free[state.leaf_of].astype(np.int64)) * state.n + state.node_ids
+        key = np.where(mask, key, _BIG)
+        return int(np.argmin(key))
+    # Whole GPUs: the same order (fewest free GPUs on the node, then in its leaf, then the
+    # lowest index) by a loop over the row of nodes, which costs less than numpy's calls on
+    # a few dozen nodes.
+    gpus: list[int] = cap.gpus.tolist()
+    leaf_of: list[int] = state.leaf_of.tolist()
+    in_leaf = [0] * state.n_leaves
+    for node, free in enumerate(gpus):
+        in_leaf[leaf_of[node]] += free
     span = state.total_gpus + 1
-    key = (primary * span + leaf_free[state.leaf_of].astype(np.int64)) * state.n + state.node_ids
-    key = np.where(mask, key, _BIG)
-    return int(np.argmin(key))
+    best, best_key = -1, 0
+    ok: list[bool] = mask.tolist()
+    for node, allowed in enumerate(ok):
+        if allowed:
+            rank = gpus[node] * span + in_leaf[leaf_of[node]]
+            if best < 0 or rank < best_key:
+                best, best_key = node, rank
+    return best
 
 
 def _best_fit_nodes(cap: Capacity, candidates: IntArray, count: int) -> list[int]:
@@ -58,16 +74,15 @@ class TopologySelect:
         max_leaves: int | None,
     ) -> list[int] | None:
         if nodes == 1:
-            if not mask.any():
-                return None
-            return [pick_best_fit(state, cap, mask, shape)]
-        idx = np.flatnonzero(mask)
+            best = pick_best_fit(state, cap, mask, shape)
+            return None if best < 0 else [best]
+        idx = mask.nonzero()[0]
         if len(idx) < nodes:
             return None
         if not self.topology:
             return _best_fit_nodes(cap, idx, nodes)
         leaf_count = np.bincount(state.leaf_of[idx], minlength=state.n_leaves)
-        fits = np.flatnonzero(leaf_count >= nodes)
+        fits = (leaf_count >= nodes).nonzero()[0]
         if len(fits):
             leaf = int(fits[np.argmin(leaf_count[fits])])
             return _best_fit_nodes(cap, idx[state.leaf_of[idx] == leaf], nodes)
@@ -83,10 +98,10 @@ class TopologySelect:
     @staticmethod
     def _fewest_leaves(state: Occupancy, leaf_count: IntArray, nodes: int) -> list[int] | None:
         spine_of = state.spine_of_leaf
-        spines = [int(s) for s in np.unique(spine_of) if s >= 0]
+        spines = [s for s in sorted(set(spine_of.tolist())) if s >= 0]  # np.unique's, cheaper
         best: tuple[int, int, list[int]] | None = None
         for spine in spines:
-            members = np.flatnonzero(spine_of == spine)
+            members = (spine_of == spine).nonzero()[0]
             total = int(leaf_count[members].sum())
             if total < nodes:
                 continue

@@ -66,6 +66,8 @@ class Occupancy:
             mask[list(part.nodes)] = True
             self._part_masks[name] = mask
         self._masks: dict[tuple[str, frozenset[str], frozenset[str]], BoolArray] = {}
+        self._up_masks: dict[tuple[str, frozenset[str], frozenset[str]], BoolArray] = {}
+        """``base_mask``'s answers (read-only arrays) while no node goes up or down."""
         self.running: dict[int, Running] = {}
         self._ends: list[tuple[Instant, int]] = []
         self.free_gpus = int(self.node_gpus.sum())
@@ -103,6 +105,8 @@ class Occupancy:
         # A snapshot saved before the per-node runs were kept: derived from the running jobs.
         for name, value in saved.items():
             setattr(self, name, value)
+        if "_up_masks" not in saved:
+            self._up_masks = {}
         if "node_runs" not in saved:
             self.ready = None
             self.node_version = [0] * self.n
@@ -119,8 +123,12 @@ class Occupancy:
 
     # -- static masks -------------------------------------------------------------------
     def base_mask(self, shape: Shape) -> BoolArray:
-        """Nodes of the partition, up, with an allowed GPU model and the features asked."""
+        """Nodes of the partition, up, with an allowed GPU model and the features asked (a
+        read-only array, kept until a node goes up or down)."""
         key = (shape.partition, shape.models, shape.features)
+        up = self._up_masks.get(key)
+        if up is not None:
+            return up
         mask = self._masks.get(key)
         if mask is None:
             mask = self._part_masks.get(shape.partition, np.zeros(self.n, dtype=np.bool_)).copy()
@@ -130,7 +138,10 @@ class Occupancy:
             if shape.features:
                 mask &= np.array([shape.features <= nd.features for nd in nodes], dtype=np.bool_)
             self._masks[key] = mask
-        return mask & self.up
+        up = mask & self.up
+        up.flags.writeable = False
+        self._up_masks[key] = up
+        return up
 
     def static_mask(self, shape: Shape) -> BoolArray:
         """Like ``base_mask`` but ignoring node health: where the job could ever run."""
@@ -260,6 +271,7 @@ class Occupancy:
         if bool(self.up[node]) == up:
             return
         self.up[node] = up
+        self._up_masks.clear()
         self.node_version[node] += 1
         self.free_gpus = int(self.cap.gpus[self.up].sum())
         if up:

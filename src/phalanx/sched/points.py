@@ -19,13 +19,18 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Protocol, runtime_checkable
 
+import numpy as np
+import numpy.typing as npt
+
 from phalanx.domain.time import Instant
-from phalanx.sched.capacity import Allocation, Capacity
+from phalanx.sched.capacity import Allocation, Capacity, IntArray
 from phalanx.sched.context import GangContext, PassContext
 from phalanx.sched.job import Job
 from phalanx.sched.occupancy import BoolArray, Occupancy
 from phalanx.sched.shape import Shape
 from phalanx.sched.status import Status
+
+FloatArray = npt.NDArray[np.float64]
 
 __all__ = [
     "Compacts",
@@ -91,12 +96,15 @@ class Reprioritizes(Protocol):
     """A queue sort whose factors are live views (``compute`` gives each job the mapping its
     later calculations update in place) may give a recalculation the priorities alone: the
     engine then writes one number per queued job, not a pair. ``priorities`` returns what
-    ``compute_many`` would (the same floats, bit for bit), or None where it cannot (a job
-    never computed), and the engine calls ``compute_many``."""
+    ``compute_many`` would (the same floats, bit for bit), as a new array the caller may
+    change, or None where it cannot (a job never computed), and the engine calls
+    ``compute_many``. ``seqs`` holds each job's submit sequence (``seqs[i] == jobs[i].seq``),
+    which the queue keeps as an array: a sort that keeps per-job state finds it without
+    reading every job."""
 
     def priorities(
-        self, jobs: Sequence[Job], ctx: PassContext, now: Instant
-    ) -> list[float] | None: ...
+        self, jobs: Sequence[Job], ctx: PassContext, now: Instant, seqs: IntArray
+    ) -> FloatArray | None: ...
 
 
 class PreFilterPlugin(Protocol):

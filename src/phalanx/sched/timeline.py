@@ -142,7 +142,10 @@ class Timeline:
         # Shares and exclusive nodes are not counted exactly here: for them every release is
         # worth a try with ``place``.
         approximate = bool(shape.milli or shape.exclusive)
-        fitting = int((base & (cap.gpus >= g) & (cap.cpus >= c) & (cap.mem >= m)).sum())
+        fitting = 0
+        for node, ok in enumerate(ok_node):
+            if ok and gl[node] >= g and cl[node] >= c and ml[node] >= m:
+                fitting += 1
         ends = state.ends()
         res = self.resolution
         if res > 1:

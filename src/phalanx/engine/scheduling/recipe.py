@@ -43,6 +43,12 @@ from phalanx.sched.status import OK, Status
 __all__ = ["Recipe"]
 
 
+def _most_free(cap: Capacity) -> int:
+    """The most whole GPUs free on one node (0 with no node)."""
+    free: list[int] = cap.gpus.tolist()
+    return max(free, default=0)
+
+
 @mypyc_attr(allow_interpreted_subclasses=True)
 class Recipe:
     """Runs one pass over the engine's eligible queue (``run``), calling the profile's
@@ -148,8 +154,8 @@ class Recipe:
         checks = bool(self._pre) or self.limits.any_rules
         pods = points.pods
         # No node has more free GPUs than this (starts only lower it): a cheap test before
-        # a placement is tried.
-        most_free = int(state.cap.gpus.max()) if state.n else 0
+        # a placement is tried. (A list's max: numpy's costs more on a row of nodes.)
+        most_free = _most_free(state.cap)
         full: set[Shape] = set()
         failed = {} if pods else step.failed  # pod by pod, ``full`` is the memo
         max_jobs = step.max_jobs if step.max_jobs is not None else -1
@@ -218,7 +224,7 @@ class Recipe:
                 and elastic.jobs
                 and self._shrink(job, step)
             ):
-                most_free = int(state.cap.gpus.max()) if state.n else 0
+                most_free = _most_free(state.cap)
                 continue
             # 4-5. Blocked: the reservation step names the status; the post-filter looks for
             # victims first (preemption), else the step reserves or remembers the failure.
