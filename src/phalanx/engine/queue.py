@@ -19,19 +19,17 @@ from operator import attrgetter
 from typing import TypeGuard
 
 import numpy as np
-import numpy.typing as npt
 from mypy_extensions import mypyc_attr
 
 from phalanx.domain.time import Instant
+from phalanx.sched.capacity import IntArray
 from phalanx.sched.context import PassContext
 from phalanx.sched.job import Job
-from phalanx.sched.points import QueueSortPlugin, Reprioritizes
+from phalanx.sched.points import FloatArray, QueueSortPlugin, Reprioritizes
 
 __all__ = ["PendingQueue"]
 
 Key = tuple[int, float, int]
-FloatArray = npt.NDArray[np.float64]
-IntArray = npt.NDArray[np.int64]
 
 _SETTLE_BY_BISECT = 64
 """Up to this many gone jobs are found by bisection (each by the key it was queued under);
