@@ -80,13 +80,44 @@ def test_a_completed_run_books_compute_and_cleanup() -> None:
     assert share.theta_overhead == 0.0
 
 
-def test_nothing_is_booked_before_the_run_ends() -> None:
+def test_a_piece_still_open_counts_as_if_it_ended_now() -> None:
     jobs = {1: _job(1, 4)}
     ledger = Ledger()
-    ledger.consume([Started(0, 1, 1, (0,)), Exited(500, 1, 1, 0, 0)], jobs)
-    assert _share(ledger, 500) == Share()  # compute is booked at the end, with cleanup
+    ledger.consume([Started(0, 1, 1, (0,))], jobs)
+    assert _share(ledger, 300) == Share(compute=4 * 300)  # running: compute so far
+    ledger.consume([Exited(500, 1, 1, 0, 0)], jobs)
+    assert _share(ledger, 550) == Share(compute=4 * 500, cleanup=4 * 50)  # in cleanup
     ledger.consume([Ended(600, 1, 1, JobState.COMPLETED)], jobs)
     assert _share(ledger, 600) == Share(compute=4 * 500, cleanup=4 * 100)
+    assert _share(ledger, 700) == Share(compute=4 * 500, cleanup=4 * 100)  # booked once
+
+
+def test_a_gang_still_running_does_not_read_as_all_overhead() -> None:
+    # The live dashboard's first seconds: pods held, then the gang starts and runs on.
+    jobs = {1: _job(1, 8)}
+    ledger = Ledger()
+    ledger.consume([Held(0, 1, (0,), 4.0), Started(1_000, 1, 1, (0,))], jobs)
+    share = _share(ledger, 5_000)
+    assert share.gang_wait == 4 * 1_000
+    assert share.compute == 8 * 4_000
+    assert share.eta_sched == pytest.approx(32_000 / 36_000)
+
+
+def test_open_eviction_and_holds_count_up_to_now() -> None:
+    jobs = {1: _job(1, 2, checkpoint_interval=250), 2: _job(2, 4)}
+    ledger = Ledger()
+    ledger.consume(
+        [
+            Started(0, 1, 1, (0,)),
+            Preempted(600, 1, 1, 2, PreemptMode.REQUEUE),
+            Held(0, 2, (1,), 4.0),
+        ],
+        jobs,
+    )
+    share = _share(ledger, 800)
+    assert share.compute == 2 * 600
+    assert share.evict == 2 * 200
+    assert share.gang_wait == 4 * 800
 
 
 def test_a_preempted_run_books_eviction_and_loses_work_since_its_checkpoint() -> None:
@@ -297,10 +328,14 @@ def test_engine_preemption_with_grace_books_eviction_and_lost_work() -> None:
     share = ledger.window(26 * MINUTE, HOUR)
     assert share.evict == 8 * 30 * SECOND
     assert share.lost == 8 * 5 * MINUTE  # 25 min of work, checkpointed at 10 and 20
-    assert share.compute == 8 * 20 * MINUTE
-    total = 8 * (25 * MINUTE + 30 * SECOND)
+    # The victim's 20 checkpointed minutes, and the preemptor's first 30 s (still running:
+    # counted as if it ended now).
+    high_ran = 26 * MINUTE - d.job(high).start
+    assert high_ran == 30 * SECOND
+    assert share.compute == 8 * 20 * MINUTE + 8 * high_ran
+    total = 8 * (25 * MINUTE + 30 * SECOND) + 8 * high_ran
     assert share.theta_overhead == pytest.approx(8 * 30 * SECOND / total)
-    assert share.eta_sched == pytest.approx(8 * 20 * MINUTE / total)
+    assert share.eta_sched == pytest.approx((8 * 20 * MINUTE + 8 * high_ran) / total)
 
 
 def test_engine_log_consumed_in_one_batch_books_the_same() -> None:

@@ -3,7 +3,9 @@
 It reads the engine's decision log as the controller runs (then the controller drops the
 entries, so memory stays flat) and books each finished piece of GPU time when it ends:
 compute, gang wait (pods held while the rest of the gang waited), eviction (signal to kill),
-lost work (since the last checkpoint, when a run is requeued) and cleanup (COMPLETING).
+lost work (since the last checkpoint, when a run is requeued) and cleanup (COMPLETING). A
+window also counts the pieces still open as if they ended at its end: without them, a cluster
+whose first runs are still going would read only their gang waits, an eta_sched of 0 %.
 The definitions are the simulator's (docs/metrics.md); the launch share is not measured live.
 """
 
@@ -144,4 +146,22 @@ class Ledger:
             if at < now - length:
                 break
             setattr(share, kind, getattr(share, kind) + gpu_ms)
+        self._open(share, now)
         return share
+
+    def _open(self, share: Share, now: Instant) -> None:
+        """Add the pieces not ended yet, each as if it ended at ``now``. Whether a running
+        job's work will be lost is known only at its requeue: until then it is compute."""
+        for job_id, (start, gpus) in self._start.items():
+            evict_from = self._evict_from.get(job_id)
+            if evict_from is None:
+                share.compute += gpus * max(now - start, 0)
+            else:
+                share.compute += gpus * max(evict_from - start, 0)
+                share.evict += gpus * max(now - evict_from, 0)
+        for exit_at, gpus, compute, _saved in self._exited.values():
+            share.compute += max(compute, 0.0)
+            share.cleanup += gpus * max(now - exit_at, 0)
+        for holds in self._holds.values():
+            for since, held in holds:
+                share.gang_wait += held * max(now - since, 0)
