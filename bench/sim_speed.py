@@ -36,7 +36,6 @@ met or not, and prints PASS or FAIL.
 from __future__ import annotations
 
 import argparse
-import copy
 import dataclasses
 import gc
 import hashlib
@@ -52,9 +51,9 @@ from phalanx.config.clusterspec import regular_cluster
 from phalanx.config.queues import queues_from_file
 from phalanx.domain.cluster import Cluster
 from phalanx.domain.time import HOUR
-from phalanx.engine import CleanupDone, Event, Submit, TasksExited, TimerFired
+from phalanx.engine import CleanupDone, Event, Launch, Submit, TasksExited, TimerFired
 from phalanx.engine.decisions import Preempted, Started
-from phalanx.engine.timers import LimitTimer, PassTimer, RecalcTimer
+from phalanx.engine.timers import PASS, LimitTimer, PassTimer, RecalcTimer
 from phalanx.errors import InputError
 from phalanx.policies.catalog import POLICIES, profile
 from phalanx.sim.records import RunRecord
@@ -265,7 +264,10 @@ def _pass_cost(args: argparse.Namespace, names: list[str]) -> None:
     """One pass's wall time against queue depth, on this cluster at 90% allocated."""
     for name in names:
         print(f"policy {name}   (load average {os.getloadavg()[0]:.2f})")
-        print(f"  {'pending':>8}  {'median ms':>10}  {'min ms':>8}  {'max ms':>8}")
+        print(
+            f"  {'pending':>8}  {'median ms':>10}  {'min ms':>8}  {'max ms':>8}  "
+            f"{'started':>8}  {'GPUs after':>10}"
+        )
         for depth in args.depths:
             state = argparse.Namespace(
                 seed=1,
@@ -280,15 +282,21 @@ def _pass_cost(args: argparse.Namespace, names: list[str]) -> None:
             )
             base, now, _ = sched_pass.build(state, name)
             times: list[float] = []
+            started = 0
             for _ in range(args.pass_samples):
-                engine = copy.deepcopy(base)
+                engine = sched_pass.fresh_copy(base)
                 gc.collect()
                 t0 = time.perf_counter()
-                engine.handle(TimerFired(now, ("pass",)))
+                out = engine.handle(TimerFired(now, PASS))
                 times.append((time.perf_counter() - t0) * 1000)
+                # What the pass did (the same every sample: it starts from the same copy),
+                # so a pass that did nothing cannot pass for a fast one.
+                started = sum(isinstance(c, Launch) for c in out)
+            total = engine.cluster.total_gpus
+            used = (total - engine.state.free_gpus) / total
             print(
                 f"  {depth:>8,}  {statistics.median(times):>10.1f}  {min(times):>8.1f}  "
-                f"{max(times):>8.1f}"
+                f"{max(times):>8.1f}  {started:>8,}  {used:>10.1%}"
             )
         print()
 
