@@ -179,8 +179,11 @@ def _pages_as_kubectl(client: Client) -> tuple[float, int]:
         rows, token = 0, ""
         while True:
             page = client.request("GET", f"/api/v1/pods?limit=500&continue={token}")
-            rows += len(page.get("rows") or ())  # type: ignore[arg-type]
-            token = str((page.get("metadata") or {}).get("continue") or "")  # type: ignore[union-attr]
+            found = page.get("rows") or []
+            meta = page.get("metadata") or {}
+            assert isinstance(found, list) and isinstance(meta, dict), page
+            rows += len(found)
+            token = str(meta.get("continue") or "")
             if not token:
                 return time.perf_counter() - start, rows
     finally:

@@ -57,14 +57,14 @@ def main() -> int:
                 [*phalanx, "kubeconfig"], env=env, check=True, capture_output=True, text=True
             ).stdout
         )
-        config.load_kube_config(str(kubeconfig))
+        config.load_kube_config(str(kubeconfig))  # type: ignore[no-untyped-call]
         batch, core = client.BatchV1Api(), client.CoreV1Api()
         running: dict[str, float] = {}
         seen = threading.Event()
 
         def watch_pods() -> None:
             try:
-                for event in watch.Watch().stream(
+                for event in watch.Watch().stream(  # type: ignore[no-untyped-call]
                     core.list_namespaced_pod, "default", _request_timeout=600
                 ):
                     pod: Any = event["object"]
@@ -82,7 +82,7 @@ def main() -> int:
         created: list[float] = []
         for i in range(args.samples):
             name = f"lat-{i}"
-            body = {
+            body: dict[str, Any] = {
                 "apiVersion": "batch/v1",
                 "kind": "Job",
                 "metadata": {"name": name},
@@ -104,7 +104,7 @@ def main() -> int:
             }
             seen.clear()
             t0 = time.perf_counter()
-            batch.create_namespaced_job("default", body)
+            batch.create_namespaced_job("default", body)  # type: ignore[arg-type]
             created.append((time.perf_counter() - t0) * 1000)
             deadline = time.monotonic() + 30
             while name not in running and time.monotonic() < deadline:

@@ -185,13 +185,13 @@ def _report(metrics: Any, commits: list[Commit], sim: Simulator) -> None:
     reclaimer_jobs = {c.job: c for c in commits}
     last_from: dict[tuple[str, str], int] = {}
     young = self_made = reverse = 0
-    ran = []
+    ran: list[int] = []
     for c in commits:
-        for vid, vq, _, r in c.victims:
+        for vid, vq, _, ran_ms in c.victims:
             if vq == c.queue:
                 continue
-            ran.append(r)
-            if r < HOUR:
+            ran.append(ran_ms)
+            if ran_ms < HOUR:
                 young += 1
             if vid in reclaimer_jobs and reclaimer_jobs[vid].at < c.at:
                 self_made += 1

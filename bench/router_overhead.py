@@ -125,6 +125,10 @@ async def serve(replica_port: int, api_port: int, service_port: int) -> None:
 # -- the load ------------------------------------------------------------------------------
 
 
+async def _post(session: Any, url: str) -> object:
+    return await session.post(url)
+
+
 async def load(
     url: str, rate: float, seconds: float, at: tuple[float, str] | None = None
 ) -> tuple[list[float], int, list[tuple[float, float]]]:
@@ -132,7 +136,7 @@ async def load(
     into the run, latency) of each answered one. ``at``: (seconds, URL) to POST to then."""
     import aiohttp
 
-    at_ = at
+    post_at = at
     latencies: list[float] = []
     timed: list[tuple[float, float]] = []
     failed = 0
@@ -140,7 +144,7 @@ async def load(
     connector = aiohttp.TCPConnector(limit=0, keepalive_timeout=30)
     async with aiohttp.ClientSession(connector=connector) as session:
 
-        async def one(at: float) -> None:
+        async def one(sent: float) -> None:
             nonlocal failed
             try:
                 async with session.get(url) as r:
@@ -149,8 +153,8 @@ async def load(
             except aiohttp.ClientError:
                 ok = False
             if ok:
-                latencies.append((time.perf_counter() - at) * 1000)
-                timed.append((at - start, latencies[-1]))
+                latencies.append((time.perf_counter() - sent) * 1000)
+                timed.append((sent - start, latencies[-1]))
             else:
                 failed += 1
 
@@ -158,18 +162,18 @@ async def load(
             await one(time.perf_counter())
         latencies.clear()
         timed.clear()
-        tasks = []
+        tasks: list[asyncio.Task[object]] = []
         start = time.perf_counter() + 0.05
         n = int(rate * seconds)
         for i in range(n):
-            at = start + i / rate
-            if at_ is not None and at - start >= at_[0]:
-                tasks.append(asyncio.create_task(session.post(at_[1])))
-                at_ = None
-            delay = at - time.perf_counter()
+            due = start + i / rate
+            if post_at is not None and due - start >= post_at[0]:
+                tasks.append(asyncio.create_task(_post(session, post_at[1])))
+                post_at = None
+            delay = due - time.perf_counter()
             if delay > 0:
                 await asyncio.sleep(delay)
-            tasks.append(asyncio.create_task(one(at)))
+            tasks.append(asyncio.create_task(one(due)))
         for done in await asyncio.gather(*tasks):
             if isinstance(done, aiohttp.ClientResponse):
                 done.release()

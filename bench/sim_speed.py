@@ -52,6 +52,7 @@ from phalanx.config.queues import queues_from_file
 from phalanx.domain.cluster import Cluster
 from phalanx.domain.time import HOUR
 from phalanx.engine import CleanupDone, Event, Launch, Submit, TasksExited, TimerFired
+from phalanx.engine.commands import Command
 from phalanx.engine.decisions import Preempted, Started
 from phalanx.engine.timers import PASS, LimitTimer, PassTimer, RecalcTimer
 from phalanx.errors import InputError
@@ -186,7 +187,7 @@ class PassTable:
         self.handle = sim.driver.handle
         sim.driver.handle = self.timed  # type: ignore[method-assign]
 
-    def timed(self, event: Event) -> object:
+    def timed(self, event: Event) -> list[Command]:
         if not isinstance(event, TimerFired) or type(event.key) is not PassTimer:
             self.since.add(_before(event))
             return self.handle(event)

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import time
+from collections.abc import Callable
 
 from phalanx.api.convert import to_spec
 from phalanx.api.ui.render import overview_fragment, queue_fragment
@@ -40,7 +41,9 @@ def main() -> None:
     users = ("nobody", "root", "daemon")  # real users: their launches succeed
     specs = [
         to_spec(
-            JobRequest(command=["/bin/true"], gpus_per_task=i % 4 + 1, time="1:00:00"),
+            JobRequest.model_validate(
+                {"command": ["/bin/true"], "gpus_per_task": i % 4 + 1, "time": "1:00:00"}
+            ),
             Caller(-1, users[i % 3], False),
             "/tmp",
         )
@@ -50,7 +53,7 @@ def main() -> None:
     clock.advance(1)
     controller.step()
     who = Viewer(Caller(0, "root", True), None)
-    panels = {
+    panels: dict[str, Callable[[], str]] = {
         "overview": lambda: overview_fragment(controller, who),
         "queue": lambda: queue_fragment(controller, who, QueueFilter()),
     }
