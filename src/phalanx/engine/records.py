@@ -15,11 +15,13 @@ a field after ``__init__`` (``mypy`` sees them as ordinary attributes; keep it s
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeVar
 
 from mypy_extensions import mypyc_attr
 
 __all__ = ["Record"]
+
+R = TypeVar("R", bound="Record")
 
 
 @mypyc_attr(allow_interpreted_subclasses=True)
@@ -30,6 +32,17 @@ class Record:
     def fields(self) -> tuple[Any, ...]:
         """The values of the fields, in order."""
         return tuple([getattr(self, name) for name in self.__match_args__])
+
+    def replace(self: R, **changes: Any) -> R:
+        """A copy with ``changes`` to some fields (what ``dataclasses.replace`` did)."""
+        values = {name: getattr(self, name) for name in self.__match_args__}
+        unknown = changes.keys() - values.keys()
+        if unknown:
+            raise TypeError(f"{type(self).__name__} has no field {sorted(unknown)[0]!r}")
+        values.update(changes)
+        cls: Any = type(self)
+        copy: R = cls(**values)
+        return copy
 
     def __repr__(self) -> str:
         inner = ", ".join([f"{name}={getattr(self, name)!r}" for name in self.__match_args__])
