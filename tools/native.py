@@ -35,12 +35,14 @@ FAILED = ROOT / "build" / "native" / "failed"
 
 # The modules of a simulated run's hot path (profiles: README "Benchmarks"). Left pure:
 # package __init__ files; sched/points.py (runtime-checkable protocols, which mypyc does not
-# support); the inputs, outputs and timers of the engine (events, decisions, commands,
-# timers: frozen dataclasses, pickled in snapshots, that a compiled module would unpickle
-# through their refusing ``__setattr__``); modules only read at set-up (registry, catalog,
-# profile, idempotency); runtime/ports.py, whose ``Journal`` protocol live/journal.py extends
-# with a runtime-checkable one (compiled, a protocol gains ``__getstate__``, ``__setstate__``
-# and ``__mypyc_attrs__``, which ``isinstance`` then looks for on every journal);
+# support); the inputs of the engine (events: frozen dataclasses, pickled in snapshots, that
+# a compiled module would unpickle through their refusing ``__setattr__``, and that the
+# journal's codec reads with ``dataclasses.fields``; its decisions, commands and timers are
+# compiled: ``engine.records``, written out, pickled as calls); modules only read at set-up
+# (registry, catalog, profile, idempotency); runtime/ports.py, whose ``Journal`` protocol
+# live/journal.py extends with a runtime-checkable one (compiled, a protocol gains
+# ``__getstate__``, ``__setstate__`` and ``__mypyc_attrs__``, which ``isinstance`` then looks
+# for on every journal);
 # policies/clusterqueue/assign.py, whose shortcut a property test turns off by patching the
 # module (a compiled module's calls to its own functions are bound when it is compiled).
 PACKAGES = (
@@ -59,9 +61,6 @@ PURE = (
     "policies/catalog.py",
     "engine/idempotency.py",
     "engine/events.py",
-    "engine/decisions.py",
-    "engine/commands.py",
-    "engine/timers.py",
     "runtime/ports.py",
     "policies/clusterqueue/assign.py",
 )

@@ -168,9 +168,7 @@ def test_an_agent_that_restarted_lost_its_runs() -> None:
 def test_a_lost_run_that_may_not_be_requeued_is_killed_on_its_other_nodes() -> None:
     fleet, reports = _fleet()
     launch = _launch()
-    fleet.launch(
-        dataclasses.replace(launch, spec=dataclasses.replace(launch.spec, requeue=False)), 0
-    )
+    fleet.launch(launch.replace(spec=dataclasses.replace(launch.spec, requeue=False)), 0)
     fleet.registry.take("n001", 0, 1)
     [first] = fleet.registry.take("n002", 0, 1)
     fleet.register("n001", "another-boot", "127.0.0.1", [], 20, epoch=2)
@@ -273,9 +271,7 @@ def test_a_launch_resent_after_a_reregistration_counts_by_its_new_seq() -> None:
 def test_an_elastic_run_grows_and_shrinks_node_by_node_and_goes_on() -> None:
     fleet, reports = _fleet()
     launch = _launch(nodes=(0,))
-    launch = dataclasses.replace(
-        launch, spec=dataclasses.replace(launch.spec, nodes_max=3, elastic=True)
-    )
+    launch = launch.replace(spec=dataclasses.replace(launch.spec, nodes_max=3, elastic=True))
     fleet.launch(launch, 0)
     fleet.registry.take("n001", 0, 1)
     grown = Allocation((0, 2), ((0, 1, 2, 3), (0, 1, 2, 3)), 0, 2, 0)
@@ -302,7 +298,7 @@ def test_the_removed_node_of_an_elastic_run_is_killed_after_its_grace() -> None:
     fleet, _ = _fleet()
     launch = _launch(nodes=(0, 1))
     spec = dataclasses.replace(launch.spec, nodes_min=1, elastic=True)
-    fleet.launch(dataclasses.replace(launch, spec=spec), 0)
+    fleet.launch(launch.replace(spec=spec), 0)
     [started] = fleet.registry.take("n002", 0, 1)
     alloc = dataclasses.replace(launch.alloc, nodes=(0,), devices=((0, 1, 2, 3),))
     fleet.resize(Resize(7, 1, alloc, (), (1,), spec, 60_000), 2)

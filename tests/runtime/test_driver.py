@@ -252,3 +252,38 @@ def test_a_withdrawn_event_is_never_handled() -> None:
     loop.run_due()
     assert [job.spec.name for job in engine.jobs.values()] == ["kept"]
     assert loop.next_due() is None
+
+
+@pytest.mark.parametrize("checkpoint", [False, True])
+def test_preloaded_submissions_are_handled_as_delivered_ones(checkpoint: bool) -> None:
+    """``preload`` queues a batch beside the heap (the simulator's whole trace): the order of
+    handling, so the decision log, is ``deliver``'s, interleaved with the events queued
+    meanwhile; a checkpoint moves what is left of the batch into the heap it holds."""
+    workload = _workload()
+    runtimes = {i + 1: tj.runtime for i, tj in enumerate(workload)}
+    stop = workload[len(workload) // 2].submit
+    logs = []
+    for preload in (False, True):
+        engine = Engine(regular_cluster(16, 8, 4), profile("phalanx"))
+        driver = Driver(engine, VirtualClock())
+        driver.attach(
+            FakeExecutor(driver.deliver, runtimes, launch_latency_ms=2_000, cleanup_ms=1_000)
+        )
+        submits = [Submit(tj.submit, tj.spec) for tj in workload]
+        if preload:
+            driver.preload(submits)
+        else:
+            for event in submits:
+                driver.deliver(event)
+        assert driver.next_due() == workload[0].submit
+        driver.run_due(stop)
+        queued = sorted(map(id, driver.queued()))
+        if checkpoint:
+            saved = driver.checkpoint()
+            assert sorted(id(entry[3]) for entry in saved.heap) == queued
+        assert sorted(map(id, driver.queued())) == queued
+        driver.run_due()
+        assert driver.next_due() is None
+        logs.append(engine.decisions.entries)
+    assert len(logs[0]) > 3 * len(workload)
+    assert logs[1] == logs[0]

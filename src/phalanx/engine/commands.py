@@ -1,11 +1,11 @@
-"""Outputs of the engine: side effects for the driver to carry out, in order."""
+"""Outputs of the engine: side effects for the driver to carry out, in order (records:
+``engine.records``)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from phalanx.domain.jobspec import JobSpec
 from phalanx.domain.time import Instant
+from phalanx.engine.records import Record
 from phalanx.engine.timers import PASS, RECALC, WAKE, TimerKey
 from phalanx.sched.capacity import Allocation
 
@@ -23,22 +23,41 @@ __all__ = [
 ]
 
 
-@dataclass(frozen=True, slots=True)
-class Launch:
+class Launch(Record):
     """Start run ``run`` of the job on ``alloc``. The engine already assumed the allocation;
     the driver reports ``LaunchFailed`` if it cannot."""
 
-    job_id: int
-    run: int
-    alloc: Allocation
-    spec: JobSpec
-    time_limit: int
-    array_job_id: int | None = None
-    array_task_id: int | None = None
+    __match_args__ = (
+        "job_id",
+        "run",
+        "alloc",
+        "spec",
+        "time_limit",
+        "array_job_id",
+        "array_task_id",
+    )
+    __slots__ = ("alloc", "array_job_id", "array_task_id", "job_id", "run", "spec", "time_limit")
+
+    def __init__(
+        self,
+        job_id: int,
+        run: int,
+        alloc: Allocation,
+        spec: JobSpec,
+        time_limit: int,
+        array_job_id: int | None = None,
+        array_task_id: int | None = None,
+    ) -> None:
+        self.job_id = job_id
+        self.run = run
+        self.alloc = alloc
+        self.spec = spec
+        self.time_limit = time_limit
+        self.array_job_id = array_job_id
+        self.array_task_id = array_task_id
 
 
-@dataclass(frozen=True, slots=True)
-class Resize:
+class Resize(Record):
     """Run ``run`` of an elastic job now holds ``alloc`` (its nodes in rank order): start
     its tasks on the ``added`` nodes (ranks from the launch's rules over ``alloc``) and end
     those on the ``removed`` ones: SIGTERM (they may save and leave), then, ``kill``, SIGKILL
@@ -46,16 +65,54 @@ class Resize:
     the nodes it holds have ended; the end of a removed node's tasks counts for nothing.
     The engine already changed the allocation (the removed nodes are free at once)."""
 
-    job_id: int
-    run: int
-    alloc: Allocation
-    added: tuple[int, ...]
-    removed: tuple[int, ...]
-    spec: JobSpec
-    time_limit: int
-    array_job_id: int | None = None
-    array_task_id: int | None = None
-    kill: bool = False
+    __match_args__ = (
+        "job_id",
+        "run",
+        "alloc",
+        "added",
+        "removed",
+        "spec",
+        "time_limit",
+        "array_job_id",
+        "array_task_id",
+        "kill",
+    )
+    __slots__ = (
+        "added",
+        "alloc",
+        "array_job_id",
+        "array_task_id",
+        "job_id",
+        "kill",
+        "removed",
+        "run",
+        "spec",
+        "time_limit",
+    )
+
+    def __init__(
+        self,
+        job_id: int,
+        run: int,
+        alloc: Allocation,
+        added: tuple[int, ...],
+        removed: tuple[int, ...],
+        spec: JobSpec,
+        time_limit: int,
+        array_job_id: int | None = None,
+        array_task_id: int | None = None,
+        kill: bool = False,
+    ) -> None:
+        self.job_id = job_id
+        self.run = run
+        self.alloc = alloc
+        self.added = added
+        self.removed = removed
+        self.spec = spec
+        self.time_limit = time_limit
+        self.array_job_id = array_job_id
+        self.array_task_id = array_task_id
+        self.kill = kill
 
     def launch(self) -> Launch:
         """The run's launch as if it had started on ``alloc`` (what the new ranks see)."""
@@ -70,33 +127,45 @@ class Resize:
         )
 
 
-@dataclass(frozen=True, slots=True)
-class Signal:
-    job_id: int
-    run: int
-    signal: int
+class Signal(Record):
+    __match_args__ = ("job_id", "run", "signal")
+    __slots__ = ("job_id", "run", "signal")
+
+    def __init__(self, job_id: int, run: int, signal: int) -> None:
+        self.job_id = job_id
+        self.run = run
+        self.signal = signal
 
 
-@dataclass(frozen=True, slots=True)
-class Kill:
-    job_id: int
-    run: int
+class Kill(Record):
+    __match_args__ = ("job_id", "run")
+    __slots__ = ("job_id", "run")
+
+    def __init__(self, job_id: int, run: int) -> None:
+        self.job_id = job_id
+        self.run = run
 
 
-@dataclass(frozen=True, slots=True)
-class Cleanup:
+class Cleanup(Record):
     """Run the epilog on the job's nodes; the driver answers ``CleanupDone``."""
 
-    job_id: int
-    run: int
+    __match_args__ = ("job_id", "run")
+    __slots__ = ("job_id", "run")
+
+    def __init__(self, job_id: int, run: int) -> None:
+        self.job_id = job_id
+        self.run = run
 
 
-@dataclass(frozen=True, slots=True)
-class WakeAt:
+class WakeAt(Record):
     """Deliver ``TimerFired(at, key)`` back to the engine at ``at``."""
 
-    at: Instant
-    key: TimerKey
+    __match_args__ = ("at", "key")
+    __slots__ = ("at", "key")
+
+    def __init__(self, at: Instant, key: TimerKey) -> None:
+        self.at = at
+        self.key = key
 
 
 Command = Launch | Resize | Signal | Kill | Cleanup | WakeAt

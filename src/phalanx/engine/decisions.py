@@ -1,18 +1,18 @@
 """The decision log: every decision the engine took, in order, as typed records.
 
 The same trace and seed give the same log, in simulation and live with a fake clock; tests
-compare logs. Each record is a small frozen dataclass with the instant (``at``) first; readers
-(the simulated executor, the live efficiency ledger) dispatch on the record's type. Records of
-different types never compare equal, even with the same fields.
+compare logs. Each record is a small ``Record`` (``engine.records``: it behaves as the frozen
+dataclass it was) with the instant (``at``) first; readers (the simulated executor, the live
+efficiency ledger) dispatch on the record's type. Records of different types never compare
+equal, even with the same fields.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from phalanx.domain.cluster import PreemptMode
 from phalanx.domain.state import JobState
 from phalanx.domain.time import Instant
+from phalanx.engine.records import Record
 
 __all__ = [
     "Cancelled",
@@ -39,186 +39,267 @@ __all__ = [
 ]
 
 
-@dataclass(frozen=True, slots=True)
-class Submitted:
+class Submitted(Record):
     """A job was created (one per array task); ``seq`` is its unique submit sequence."""
 
-    at: Instant
-    job_id: int
-    seq: int
+    __match_args__ = ("at", "job_id", "seq")
+    __slots__ = ("at", "job_id", "seq")
+
+    def __init__(self, at: Instant, job_id: int, seq: int) -> None:
+        self.at = at
+        self.job_id = job_id
+        self.seq = seq
 
 
-@dataclass(frozen=True, slots=True)
-class Rejected:
+class Rejected(Record):
     """The job could never run here (Slurm refuses it at submission); it ends FAILED."""
 
-    at: Instant
-    job_id: int
-    problem: str
+    __match_args__ = ("at", "job_id", "problem")
+    __slots__ = ("at", "job_id", "problem")
+
+    def __init__(self, at: Instant, job_id: int, problem: str) -> None:
+        self.at = at
+        self.job_id = job_id
+        self.problem = problem
 
 
-@dataclass(frozen=True, slots=True)
-class Started:
-    at: Instant
-    job_id: int
-    run: int
-    nodes: tuple[int, ...]
+class Started(Record):
+    __match_args__ = ("at", "job_id", "run", "nodes")
+    __slots__ = ("at", "job_id", "nodes", "run")
+
+    def __init__(self, at: Instant, job_id: int, run: int, nodes: tuple[int, ...]) -> None:
+        self.at = at
+        self.job_id = job_id
+        self.run = run
+        self.nodes = nodes
 
 
-@dataclass(frozen=True, slots=True)
-class Held:
+class Held(Record):
     """k8s-default: some of a gang's pods hold ``gpus`` on ``nodes`` while the rest wait."""
 
-    at: Instant
-    job_id: int
-    nodes: tuple[int, ...]
-    gpus: float
+    __match_args__ = ("at", "job_id", "nodes", "gpus")
+    __slots__ = ("at", "gpus", "job_id", "nodes")
+
+    def __init__(self, at: Instant, job_id: int, nodes: tuple[int, ...], gpus: float) -> None:
+        self.at = at
+        self.job_id = job_id
+        self.nodes = nodes
+        self.gpus = gpus
 
 
-@dataclass(frozen=True, slots=True)
-class Unheld:
+class Unheld(Record):
     """A hold (``Held``) was given back."""
 
-    at: Instant
-    job_id: int
-    nodes: tuple[int, ...]
-    gpus: float
+    __match_args__ = ("at", "job_id", "nodes", "gpus")
+    __slots__ = ("at", "gpus", "job_id", "nodes")
+
+    def __init__(self, at: Instant, job_id: int, nodes: tuple[int, ...], gpus: float) -> None:
+        self.at = at
+        self.job_id = job_id
+        self.nodes = nodes
+        self.gpus = gpus
 
 
-@dataclass(frozen=True, slots=True)
-class Preempted:
+class Preempted(Record):
     """Run ``run`` of the job was chosen as a victim for job ``for_job``."""
 
-    at: Instant
-    job_id: int
-    run: int
-    for_job: int
-    mode: PreemptMode
-    suspend: bool = False
-    """The victim is asked to checkpoint at the signal and requeued with that work (a
-    suspension: the profile's ``suspend_grace``, Tiresias)."""
+    __match_args__ = ("at", "job_id", "run", "for_job", "mode", "suspend")
+    __slots__ = ("at", "for_job", "job_id", "mode", "run", "suspend")
+
+    def __init__(
+        self,
+        at: Instant,
+        job_id: int,
+        run: int,
+        for_job: int,
+        mode: PreemptMode,
+        suspend: bool = False,
+    ) -> None:
+        self.at = at
+        self.job_id = job_id
+        self.run = run
+        self.for_job = for_job
+        self.mode = mode
+        self.suspend = suspend
+        """The victim is asked to checkpoint at the signal and requeued with that work (a
+        suspension: the profile's ``suspend_grace``, Tiresias)."""
 
 
-@dataclass(frozen=True, slots=True)
-class Resized:
+class Resized(Record):
     """Run ``run`` of an elastic job now holds ``nodes``: grown onto ``added`` (free nodes no
     waiting job could use), or shrunk off ``removed`` for job ``for_job`` (instead of being
     preempted whole)."""
 
-    at: Instant
-    job_id: int
-    run: int
-    nodes: tuple[int, ...]
-    added: tuple[int, ...] = ()
-    removed: tuple[int, ...] = ()
-    for_job: int | None = None
+    __match_args__ = ("at", "job_id", "run", "nodes", "added", "removed", "for_job")
+    __slots__ = ("added", "at", "for_job", "job_id", "nodes", "removed", "run")
+
+    def __init__(
+        self,
+        at: Instant,
+        job_id: int,
+        run: int,
+        nodes: tuple[int, ...],
+        added: tuple[int, ...] = (),
+        removed: tuple[int, ...] = (),
+        for_job: int | None = None,
+    ) -> None:
+        self.at = at
+        self.job_id = job_id
+        self.run = run
+        self.nodes = nodes
+        self.added = added
+        self.removed = removed
+        self.for_job = for_job
 
 
-@dataclass(frozen=True, slots=True)
-class Deadlocked:
+class Deadlocked(Record):
     """Gangs hold parts of the cluster that none can complete (k8s-default); ``job_id`` is
     the first of ``jobs``."""
 
-    at: Instant
-    job_id: int
-    jobs: tuple[int, ...]
+    __match_args__ = ("at", "job_id", "jobs")
+    __slots__ = ("at", "job_id", "jobs")
+
+    def __init__(self, at: Instant, job_id: int, jobs: tuple[int, ...]) -> None:
+        self.at = at
+        self.job_id = job_id
+        self.jobs = jobs
 
 
-@dataclass(frozen=True, slots=True)
-class TimedOut:
-    at: Instant
-    job_id: int
-    run: int
+class TimedOut(Record):
+    __match_args__ = ("at", "job_id", "run")
+    __slots__ = ("at", "job_id", "run")
+
+    def __init__(self, at: Instant, job_id: int, run: int) -> None:
+        self.at = at
+        self.job_id = job_id
+        self.run = run
 
 
-@dataclass(frozen=True, slots=True)
-class Exited:
+class Exited(Record):
     """Every task of run ``run`` has ended; the job is COMPLETING."""
 
-    at: Instant
-    job_id: int
-    run: int
-    exit_code: int
-    signal: int
+    __match_args__ = ("at", "job_id", "run", "exit_code", "signal")
+    __slots__ = ("at", "exit_code", "job_id", "run", "signal")
+
+    def __init__(self, at: Instant, job_id: int, run: int, exit_code: int, signal: int) -> None:
+        self.at = at
+        self.job_id = job_id
+        self.run = run
+        self.exit_code = exit_code
+        self.signal = signal
 
 
-@dataclass(frozen=True, slots=True)
-class Requeued:
+class Requeued(Record):
     """The job is PENDING again under its id."""
 
-    at: Instant
-    job_id: int
-    run: int
+    __match_args__ = ("at", "job_id", "run")
+    __slots__ = ("at", "job_id", "run")
+
+    def __init__(self, at: Instant, job_id: int, run: int) -> None:
+        self.at = at
+        self.job_id = job_id
+        self.run = run
 
 
-@dataclass(frozen=True, slots=True)
-class Ended:
+class Ended(Record):
     """The job reached the final ``state``."""
 
-    at: Instant
-    job_id: int
-    run: int
-    state: JobState
+    __match_args__ = ("at", "job_id", "run", "state")
+    __slots__ = ("at", "job_id", "run", "state")
+
+    def __init__(self, at: Instant, job_id: int, run: int, state: JobState) -> None:
+        self.at = at
+        self.job_id = job_id
+        self.run = run
+        self.state = state
 
 
-@dataclass(frozen=True, slots=True)
-class Cancelled:
+class Cancelled(Record):
     """A cancel by ``by`` was taken (a running job gets SIGTERM, then SIGKILL)."""
 
-    at: Instant
-    job_id: int
-    by: str
+    __match_args__ = ("at", "job_id", "by")
+    __slots__ = ("at", "by", "job_id")
+
+    def __init__(self, at: Instant, job_id: int, by: str) -> None:
+        self.at = at
+        self.job_id = job_id
+        self.by = by
 
 
-@dataclass(frozen=True, slots=True)
-class Updated:
-    at: Instant
-    job_id: int
-    hold: bool | None
-    time_limit: int | None
-    priority: float | None
+class Updated(Record):
+    __match_args__ = ("at", "job_id", "hold", "time_limit", "priority")
+    __slots__ = ("at", "hold", "job_id", "priority", "time_limit")
+
+    def __init__(
+        self,
+        at: Instant,
+        job_id: int,
+        hold: bool | None,
+        time_limit: int | None,
+        priority: float | None,
+    ) -> None:
+        self.at = at
+        self.job_id = job_id
+        self.hold = hold
+        self.time_limit = time_limit
+        self.priority = priority
 
 
-@dataclass(frozen=True, slots=True)
-class RequeueAsked:
+class RequeueAsked(Record):
     """A requeue of the running run ``run`` was asked by ``by``: it is killed first."""
 
-    at: Instant
-    job_id: int
-    run: int
-    by: str
+    __match_args__ = ("at", "job_id", "run", "by")
+    __slots__ = ("at", "by", "job_id", "run")
+
+    def __init__(self, at: Instant, job_id: int, run: int, by: str) -> None:
+        self.at = at
+        self.job_id = job_id
+        self.run = run
+        self.by = by
 
 
-@dataclass(frozen=True, slots=True)
-class LaunchLost:
+class LaunchLost(Record):
     """The driver could not start run ``run``: the job is pending again."""
 
-    at: Instant
-    job_id: int
-    run: int
-    reason: str
+    __match_args__ = ("at", "job_id", "run", "reason")
+    __slots__ = ("at", "job_id", "reason", "run")
+
+    def __init__(self, at: Instant, job_id: int, run: int, reason: str) -> None:
+        self.at = at
+        self.job_id = job_id
+        self.run = run
+        self.reason = reason
 
 
-@dataclass(frozen=True, slots=True)
-class NodeFailure:
+class NodeFailure(Record):
     """Run ``run`` of the job lost ``node``: it is killed."""
 
-    at: Instant
-    job_id: int
-    run: int
-    node: int
+    __match_args__ = ("at", "job_id", "run", "node")
+    __slots__ = ("at", "job_id", "node", "run")
+
+    def __init__(self, at: Instant, job_id: int, run: int, node: int) -> None:
+        self.at = at
+        self.job_id = job_id
+        self.run = run
+        self.node = node
 
 
-@dataclass(frozen=True, slots=True)
-class NodeWentDown:
-    at: Instant
-    node: int
+class NodeWentDown(Record):
+    __match_args__ = ("at", "node")
+    __slots__ = ("at", "node")
+
+    def __init__(self, at: Instant, node: int) -> None:
+        self.at = at
+        self.node = node
 
 
-@dataclass(frozen=True, slots=True)
-class NodeWentUp:
-    at: Instant
-    node: int
+class NodeWentUp(Record):
+    __match_args__ = ("at", "node")
+    __slots__ = ("at", "node")
+
+    def __init__(self, at: Instant, node: int) -> None:
+        self.at = at
+        self.node = node
 
 
 Decision = (

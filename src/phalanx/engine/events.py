@@ -1,4 +1,9 @@
-"""Inputs of the engine. Every event carries ``at``: time is data."""
+"""Inputs of the engine. Every event carries ``at``: time is data.
+
+Events are dataclasses that nothing changes once made. Most are frozen; the three a simulation
+makes for every run (``TasksExited``, ``CleanupDone``, ``TimerFired``) are not: a frozen
+dataclass's ``__init__`` sets each field through ``object.__setattr__``, several times the
+cost of a plain one. They compare and hash as the frozen ones do (``unsafe_hash``)."""
 
 from __future__ import annotations
 
@@ -81,7 +86,7 @@ class LaunchFailed:
     reason: str = ""
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True, unsafe_hash=True)
 class TasksExited:
     """Every process of run ``run`` has ended; ``exit_code`` is the highest, ``signal`` set
     if a signal ended them. ``usage``: what the run's own processes used (the batch script,
@@ -100,7 +105,7 @@ class TasksExited:
     steps: tuple[StepRecord, ...] = ()
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True, unsafe_hash=True)
 class CleanupDone:
     """The epilog of run ``run`` finished: its resources are free."""
 
@@ -109,7 +114,7 @@ class CleanupDone:
     run: int
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True, unsafe_hash=True)
 class TimerFired:
     """A ``WakeAt`` came due (drivers make these; they are never journaled)."""
 

@@ -1,17 +1,18 @@
 """Timer keys: what a ``WakeAt`` asks for and the ``TimerFired`` it comes back as.
 
-One small frozen type per kind of timer, so the engine dispatches on the type (``match``), and
-a timer of a job's run names that run: a timer of an earlier run is recognised as stale.
+One small record (``engine.records``) per kind of timer, so the engine dispatches on the type
+(``match``), and a timer of a job's run names that run: a timer of an earlier run is
+recognised as stale.
 Timers are never journaled: a replay of the inputs sets them again.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 
 from phalanx.domain.state import JobState
 from phalanx.domain.time import SECOND, Duration
+from phalanx.engine.records import Record
 from phalanx.sched.job import Job
 
 __all__ = [
@@ -37,57 +38,70 @@ KILL_WAIT: Duration = 30 * SECOND
 """Slurm's KillWait: from the time-limit signal to SIGKILL."""
 
 
-@dataclass(frozen=True, slots=True)
-class PassTimer:
+class PassTimer(Record):
     """Run a scheduling pass; drivers run it after the other events of the same instant."""
 
+    __slots__ = ()
 
-@dataclass(frozen=True, slots=True)
-class WakeTimer:
+
+class WakeTimer(Record):
     """A plugin asked for a pass at this instant (a timeout it waits for)."""
 
+    __slots__ = ()
 
-@dataclass(frozen=True, slots=True)
-class RecalcTimer:
+
+class RecalcTimer(Record):
     """Recompute the priorities of the queue (``PriorityCalcPeriod``)."""
 
+    __slots__ = ()
 
-@dataclass(frozen=True, slots=True)
-class LimitTimer:
+
+class LimitTimer(Record):
     """Run ``run`` of the job reaches its time limit, or the early ``--signal`` before it."""
 
-    job_id: int
-    run: int
+    __match_args__ = ("job_id", "run")
+    __slots__ = ("job_id", "run")
+
+    def __init__(self, job_id: int, run: int) -> None:
+        self.job_id = job_id
+        self.run = run
 
 
-@dataclass(frozen=True, slots=True)
-class KillTimer:
+class KillTimer(Record):
     """The grace after a SIGTERM to run ``run`` of the job is over: SIGKILL it."""
 
-    job_id: int
-    run: int
+    __match_args__ = ("job_id", "run")
+    __slots__ = ("job_id", "run")
+
+    def __init__(self, job_id: int, run: int) -> None:
+        self.job_id = job_id
+        self.run = run
 
 
-@dataclass(frozen=True, slots=True)
-class ReleaseTimer:
+class ReleaseTimer(Record):
     """The grace after a SIGTERM to the tasks an elastic run gave up on ``nodes`` is over:
     SIGKILL those still there."""
 
-    job_id: int
-    run: int
-    nodes: tuple[int, ...]
+    __match_args__ = ("job_id", "run", "nodes")
+    __slots__ = ("job_id", "nodes", "run")
+
+    def __init__(self, job_id: int, run: int, nodes: tuple[int, ...]) -> None:
+        self.job_id = job_id
+        self.run = run
+        self.nodes = nodes
 
 
-@dataclass(frozen=True, slots=True)
-class BeginTimer:
+class BeginTimer(Record):
     """The job's ``--begin`` time has come: look at the jobs waiting again."""
 
-    job_id: int
+    __match_args__ = ("job_id",)
+    __slots__ = ("job_id",)
+
+    def __init__(self, job_id: int) -> None:
+        self.job_id = job_id
 
 
-TimerKey = (
-    PassTimer | WakeTimer | RecalcTimer | LimitTimer | KillTimer | ReleaseTimer | BeginTimer
-)
+TimerKey = PassTimer | WakeTimer | RecalcTimer | LimitTimer | KillTimer | ReleaseTimer | BeginTimer
 
 PASS = PassTimer()
 WAKE = WakeTimer()

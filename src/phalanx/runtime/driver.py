@@ -100,6 +100,9 @@ class Driver:
         self._accepted_until: Instant = -1
         self._unhandled_ids = 0
         """Job ids that queued, not yet handled, submissions will take."""
+        self._later: list[tuple[Instant, int, int, Event]] = []
+        """Queued entries besides the heap, sorted (``preload``); ``_next`` is the first left."""
+        self._next = 0
         self._withdrawn: set[int] = set()
         """``id()`` of queued events withdrawn (``withdraw``): dropped when they come up."""
         self._carry: dict[type, Callable[[Any, Instant], None]] = {
@@ -151,6 +154,21 @@ class Driver:
         timer, an epilog's end), or one a simulation computes."""
         self._push(event)
 
+    def preload(self, events: Iterable[Event]) -> None:
+        """``deliver`` each of ``events``, in order, as one batch (a simulation's whole
+        trace): they wait in a sorted list beside the heap, not in it, so that every other
+        event pushed and popped meanwhile costs what a heap of the events in flight costs,
+        not one as long as the trace. The order of handling is the same as ``deliver``'s."""
+        entries = self._later[self._next :]
+        for event in events:
+            self._seq += 1
+            entries.append((event.at, order_of(event), self._seq, event))
+            if type(event) is Submit:
+                self._unhandled_ids += _id_count(event.spec)
+        entries.sort()  # seq is unique: the events themselves are never compared
+        self._later[:] = entries  # in place: ``run_due`` holds the list
+        self._next = 0
+
     def report(self, event: Event) -> None:
         """What an executor calls with what happened: ends of runs and failed launches are
         inputs (journaled); an epilog's end follows from the journal and is only queued."""
@@ -181,12 +199,17 @@ class Driver:
 
     # ------------------------------------------------------------------ running
     def next_due(self) -> Instant | None:
-        return self._heap[0][0] if self._heap else None
+        heap, later = self._heap, self._later
+        if self._next < len(later):
+            first = later[self._next][0]
+            return min(first, heap[0][0]) if heap else first
+        return heap[0][0] if heap else None
 
     def queued(self) -> list[Event]:
         """The events queued and not handled yet, in no particular order."""
         gone = self._withdrawn
-        return [entry[3] for entry in self._heap if id(entry[3]) not in gone]
+        entries = [*self._heap, *self._later[self._next :]]
+        return [entry[3] for entry in entries if id(entry[3]) not in gone]
 
     def withdraw(self, event: Event) -> None:
         """Drop ``event``, queued by ``deliver`` and not handled yet (the very object): a
@@ -210,8 +233,22 @@ class Driver:
         handled = 0
         left = -1 if limit is None else limit
         withdrawn = self._withdrawn
-        while heap and handled != left and due(heap[0][0]):
-            event = pop(heap)[3]
+        later = self._later
+        while handled != left:
+            # The next entry: the heap's first or the preloaded list's, whichever sorts first.
+            if self._next < len(later) and (not heap or later[self._next] < heap[0]):
+                entry = later[self._next]
+                if not due(entry[0]):
+                    break
+                self._next += 1
+                if self._next == len(later):
+                    later.clear()
+                    self._next = 0
+            elif heap and due(heap[0][0]):
+                entry = pop(heap)
+            else:
+                break
+            event = entry[3]
             if withdrawn and id(event) in withdrawn:
                 withdrawn.discard(id(event))
                 continue
@@ -262,6 +299,7 @@ class Driver:
 
     def checkpoint(self) -> Checkpoint:
         """The state to save (shared, not copied: serialise it before the next event)."""
+        self._merge_later()
         return Checkpoint(
             self.engine,
             self._heap,
@@ -278,6 +316,8 @@ class Driver:
         carried out before ``saved`` are not given again."""
         self.engine = saved.engine
         self._heap = saved.heap
+        self._later.clear()
+        self._next = 0
         self._seq = saved.seq
         self._last_at = saved.last_at
         self._accepted_until = saved.accepted_until
@@ -291,6 +331,7 @@ class Driver:
         and what the engine's plugins give up (``Points.compact``). A dropped timer would
         have done nothing, so this driver, and one restored from a checkpoint taken now,
         decide as if nothing was dropped. Return the timers dropped."""
+        self._merge_later()
         heap = self._heap
         jobs = self.engine.jobs
         kept = []
@@ -316,6 +357,14 @@ class Driver:
         return 0
 
     # ------------------------------------------------------------------ internals
+    def _merge_later(self) -> None:
+        """Move the preloaded entries left into the heap (what a checkpoint holds)."""
+        if self._next < len(self._later):
+            self._heap.extend(self._later[self._next :])
+            heapq.heapify(self._heap)
+        self._later.clear()
+        self._next = 0
+
     def _push(self, event: Event) -> None:
         self._seq += 1
         heapq.heappush(self._heap, (event.at, order_of(event), self._seq, event))

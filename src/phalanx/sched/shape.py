@@ -6,8 +6,6 @@ lets a pass skip the second one without trying (the equivalence class of Kuberne
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from mypy_extensions import mypyc_attr
 
 from phalanx.domain.jobspec import MILLI, JobSpec
@@ -16,26 +14,71 @@ __all__ = ["Shape"]
 
 
 @mypyc_attr(allow_interpreted_subclasses=True)
-@dataclass(frozen=True, slots=True)
 class Shape:
-    partition: str
-    nodes_min: int
-    nodes_max: int
-    gpus: int
-    """Whole GPUs per node."""
-    milli: int
-    """A fraction of one shared GPU (single-task jobs only), else 0."""
-    cpus: int
-    mem_mb: int
-    models: frozenset[str]
-    features: frozenset[str]
-    exclusive: bool
-    switches: int | None
+    """What a frozen dataclass would be, written out: compiled (``tools/native.py``), the
+    methods ``dataclasses`` generates run interpreted, and a job's shape is made, hashed and
+    compared on every submission. Same ``repr``, equality and hash (that of the tuple of the
+    fields) as the dataclass; nothing assigns a field after ``__init__``."""
 
-    def __reduce__(self) -> tuple[type[Shape], tuple[object, ...]]:
-        # Pickled as a call of the class with its fields: compiled (tools/native.py), the
-        # default unpickling would set them through the frozen class's ``__setattr__``.
-        return Shape, (
+    __match_args__ = (
+        "partition",
+        "nodes_min",
+        "nodes_max",
+        "gpus",
+        "milli",
+        "cpus",
+        "mem_mb",
+        "models",
+        "features",
+        "exclusive",
+        "switches",
+    )
+    __slots__ = (
+        "cpus",
+        "exclusive",
+        "features",
+        "gpus",
+        "mem_mb",
+        "milli",
+        "models",
+        "nodes_max",
+        "nodes_min",
+        "partition",
+        "switches",
+    )
+
+    def __init__(
+        self,
+        partition: str,
+        nodes_min: int,
+        nodes_max: int,
+        gpus: int,
+        milli: int,
+        cpus: int,
+        mem_mb: int,
+        models: frozenset[str],
+        features: frozenset[str],
+        exclusive: bool,
+        switches: int | None,
+    ) -> None:
+        self.partition = partition
+        self.nodes_min = nodes_min
+        self.nodes_max = nodes_max
+        self.gpus = gpus
+        """Whole GPUs per node."""
+        self.milli = milli
+        """A fraction of one shared GPU (single-task jobs only), else 0."""
+        self.cpus = cpus
+        self.mem_mb = mem_mb
+        self.models = models
+        self.features = features
+        self.exclusive = exclusive
+        self.switches = switches
+
+    def _fields(
+        self,
+    ) -> tuple[str, int, int, int, int, int, int, frozenset[str], frozenset[str], bool, int | None]:
+        return (
             self.partition,
             self.nodes_min,
             self.nodes_max,
@@ -48,6 +91,28 @@ class Shape:
             self.exclusive,
             self.switches,
         )
+
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not type(self):
+            return NotImplemented
+        assert isinstance(other, Shape)
+        return self is other or self._fields() == other._fields()
+
+    def __hash__(self) -> int:
+        return hash(self._fields())
+
+    def __repr__(self) -> str:
+        return (
+            f"{type(self).__qualname__}(partition={self.partition!r}, "
+            f"nodes_min={self.nodes_min!r}, nodes_max={self.nodes_max!r}, gpus={self.gpus!r}, "
+            f"milli={self.milli!r}, cpus={self.cpus!r}, mem_mb={self.mem_mb!r}, "
+            f"models={self.models!r}, features={self.features!r}, "
+            f"exclusive={self.exclusive!r}, switches={self.switches!r})"
+        )
+
+    def __reduce__(self) -> tuple[type[Shape], tuple[object, ...]]:
+        # Pickled as a call of the class with its fields.
+        return Shape, self._fields()
 
     @staticmethod
     def of(spec: JobSpec, partition: str) -> Shape:

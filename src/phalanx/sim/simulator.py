@@ -118,11 +118,13 @@ class Simulator:
         # Job ids are handed out in the order submissions are handled: the trace's.
         job_id = self.engine.next_id
         for tj in self.workload:
-            driver.deliver(Submit(tj.submit, tj.spec))
             count = len(tj.spec.array.task_ids) if tj.spec.array is not None else 1
             for _ in range(count):
                 self.register(job_id, tj)
                 job_id += 1
+        # Queued as one sorted batch beside the event heap: the heap then holds only the
+        # events in flight, not the whole trace (``Driver.preload``).
+        driver.preload([Submit(tj.submit, tj.spec) for tj in self.workload])
         if self.faults is not None and self.workload:
             horizon = max(tj.submit for tj in self.workload) + max(
                 tj.runtime for tj in self.workload
