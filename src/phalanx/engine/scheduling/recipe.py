@@ -36,6 +36,7 @@ from phalanx.engine.scheduling.statuses import Statuses
 from phalanx.sched.capacity import Allocation, Capacity
 from phalanx.sched.job import Job
 from phalanx.sched.members import member_count, merge, pod_shape
+from phalanx.sched.occupancy import Occupancy
 from phalanx.sched.points import Idle, PreFilterPlugin, ReservationStep, ReservePlugin
 from phalanx.sched.shape import Shape
 from phalanx.sched.status import OK, Status
@@ -43,10 +44,21 @@ from phalanx.sched.status import OK, Status
 __all__ = ["Recipe"]
 
 
-def _most_free(cap: Capacity) -> int:
-    """The most whole GPUs free on one node (0 with no node)."""
-    free: list[int] = cap.gpus.tolist()
-    return max(free, default=0)
+_MOST_FREE = "recipe.most_free"
+"""``_most_free``'s key in the occupancy's memo."""
+
+
+def _most_free(state: Occupancy) -> int:
+    """The most whole GPUs free on one node (0 with no node); kept in the occupancy's memo,
+    which lasts while nothing changes (a pass after submissions only reads it)."""
+    memo = state.memo()
+    hit = memo.get(_MOST_FREE)
+    if isinstance(hit, int):
+        return hit
+    free: list[int] = state.cap.gpus.tolist()
+    most = max(free, default=0)
+    memo[_MOST_FREE] = most
+    return most
 
 
 @mypyc_attr(allow_interpreted_subclasses=True)
@@ -155,8 +167,15 @@ class Recipe:
         pods = points.pods
         # No node has more free GPUs than this (starts only lower it): a cheap test before
         # a placement is tried. (A list's max: numpy's costs more on a row of nodes.)
-        most_free = _most_free(state.cap)
+        most_free = _most_free(state)
         full: set[Shape] = set()
+        # Placements that found no room, by the capacity tried and the shape key, while
+        # nothing starts: the same placement again would find none either. Only where the
+        # step's views are kept objects nobody writes into (``views_kept``), and for jobs
+        # whose placement is theirs alone in nothing else (``PassView.plain``, no nominees).
+        no_room: dict[tuple[int, object], Capacity] = {}
+        no_room_at = state.version
+        kept = getattr(step, "views_kept", False) is True
         failed = {} if pods else step.failed  # pod by pod, ``full`` is the memo
         max_jobs = step.max_jobs if step.max_jobs is not None else -1
         jobs = iter(order)
@@ -207,7 +226,21 @@ class Recipe:
             if job.shape.nodes_min * job.shape.gpus <= state.free_gpus and (
                 job.shape.gpus <= most_free
             ):
-                alloc = view.place(job, step.view(job))
+                cap = step.view(job)
+                if kept and not nominations and view.plain(job):
+                    if no_room_at != state.version:
+                        no_room.clear()
+                        no_room_at = state.version
+                    tried = state.cap if cap is None else cap
+                    key = (id(tried), job.key)
+                    if no_room.get(key) is tried:
+                        alloc = None
+                    else:
+                        alloc = view.place(job, cap)
+                        if alloc is None:
+                            no_room[key] = tried
+                else:
+                    alloc = view.place(job, cap)
                 if alloc is not None:
                     status = self.reserve(job, alloc) if reserve else OK
                     if status.ok:
@@ -224,7 +257,7 @@ class Recipe:
                 and elastic.jobs
                 and self._shrink(job, step)
             ):
-                most_free = _most_free(state.cap)
+                most_free = _most_free(state)
                 continue
             # 4-5. Blocked: the reservation step names the status; the post-filter looks for
             # victims first (preemption), else the step reserves or remembers the failure.
