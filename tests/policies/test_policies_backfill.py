@@ -232,7 +232,6 @@ def test_class_reserve_that_is_not_increasing_gpu_counts_is_refused(value: objec
         BackfillScheduler({"class_reserve": value})
 
 
-
 def test_jobs_whose_runs_overlap_the_same_reservations_get_one_view() -> None:
     # The head (8 GPUs) is reserved from 1 h: jobs running past it may use only what it
     # leaves, the same capacity for each, which a pass computes once (until a start).
