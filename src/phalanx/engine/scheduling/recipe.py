@@ -36,7 +36,6 @@ from phalanx.engine.scheduling.statuses import Statuses
 from phalanx.sched.capacity import Allocation, Capacity
 from phalanx.sched.job import Job
 from phalanx.sched.members import member_count, merge, pod_shape
-from phalanx.sched.occupancy import Occupancy
 from phalanx.sched.points import Idle, PreFilterPlugin, ReservationStep, ReservePlugin
 from phalanx.sched.shape import Shape
 from phalanx.sched.status import OK, Status
@@ -44,21 +43,10 @@ from phalanx.sched.status import OK, Status
 __all__ = ["Recipe"]
 
 
-_MOST_FREE = "recipe.most_free"
-"""``_most_free``'s key in the occupancy's memo."""
-
-
-def _most_free(state: Occupancy) -> int:
-    """The most whole GPUs free on one node (0 with no node); kept in the occupancy's memo,
-    which lasts while nothing changes (a pass after submissions only reads it)."""
-    memo = state.memo()
-    hit = memo.get(_MOST_FREE)
-    if isinstance(hit, int):
-        return hit
-    free: list[int] = state.cap.gpus.tolist()
-    most = max(free, default=0)
-    memo[_MOST_FREE] = most
-    return most
+def _most_free(cap: Capacity) -> int:
+    """The most whole GPUs free on one node (0 with no node)."""
+    free: list[int] = cap.gpus.tolist()
+    return max(free, default=0)
 
 
 @mypyc_attr(allow_interpreted_subclasses=True)
@@ -69,6 +57,11 @@ class Recipe:
     _may_idle: tuple[Idle, ...] | None = None
     """The pre-filter and reserve plugins that may be ``Idle`` (found on the first pass;
     a class default, so a recipe pickled before it existed finds them too)."""
+
+    _most_free_at = -1
+    """The occupancy's version ``_most_free_now`` was found at (a pass after submissions
+    only finds it as the last left it; class defaults, as ``_may_idle``)."""
+    _most_free_now = 0
 
     def __init__(
         self,
@@ -167,7 +160,10 @@ class Recipe:
         pods = points.pods
         # No node has more free GPUs than this (starts only lower it): a cheap test before
         # a placement is tried. (A list's max: numpy's costs more on a row of nodes.)
-        most_free = _most_free(state)
+        if self._most_free_at != state.version:
+            self._most_free_now = _most_free(state.cap)
+            self._most_free_at = state.version
+        most_free = self._most_free_now
         full: set[Shape] = set()
         # Placements that found no room, by the capacity tried and the shape key, while
         # nothing starts: the same placement again would find none either. Only where the
@@ -257,7 +253,7 @@ class Recipe:
                 and elastic.jobs
                 and self._shrink(job, step)
             ):
-                most_free = _most_free(state)
+                most_free = _most_free(state.cap)
                 continue
             # 4-5. Blocked: the reservation step names the status; the post-filter looks for
             # victims first (preemption), else the step reserves or remembers the failure.
