@@ -230,3 +230,18 @@ def test_class_reserve_reserves_for_the_first_blocked_job_of_each_size_class(
 def test_class_reserve_that_is_not_increasing_gpu_counts_is_refused(value: object) -> None:
     with pytest.raises(ConfigError, match="class_reserve"):
         BackfillScheduler({"class_reserve": value})
+
+
+def test_jobs_whose_runs_overlap_the_same_reservations_get_one_view() -> None:
+    # The head (8 GPUs) is reserved from 1 h: jobs running past it may use only what it
+    # leaves, the same capacity for each, which a pass computes once (until a start).
+    d, _, head, small = blocked_head("slurm", 2 * HOUR)
+    [longer] = d.submit(make_job(gpus=2, time_limit=3 * HOUR))
+    d.settle()
+    first, second = d.job(small), d.job(longer)
+    assert first.time_limit != second.time_limit
+    step = BackfillScheduler({}).begin(d.engine.view, could_preempt=None)
+    step.settle(d.job(head), None)
+    view = step.view(first)
+    assert view is not None and step.view(second) is view
+    assert int(view.gpus.sum()) == 0  # the head needs every GPU from 1 h on

@@ -136,6 +136,10 @@ def _never(job: Job) -> bool:
 class BackfillStep:
     """One pass of ``BackfillScheduler`` (``phalanx.sched.points.ReservationStep``)."""
 
+    views_kept = True
+    """``view`` gives the same object for the same capacity while the occupancy's version
+    stays, and nobody writes into it: the recipe may remember where a placement failed."""
+
     def __init__(
         self,
         conf: BackfillScheduler,
@@ -171,6 +175,14 @@ class BackfillStep:
         # The top blocked jobs' reservations are computed lazily: only once a lower job could
         # start on free resources is it worth knowing what it must not delay.
         self.unreserved: list[Job] = []
+        self._bounds: list[Instant | None] = []
+        """``_ends_before``'s lower bounds of the first ``unreserved`` jobs, as the timeline
+        gave them at ``_bounds_at`` (its reservations, the occupancy's ``gives``)."""
+        self._bounds_at = (0, ctx.state.gives)
+        self._views: dict[tuple[int, int], Capacity] = {}
+        """``view``'s answers at ``_views_at`` (the occupancy's version), by the number of
+        reservations and which of them start before the job would end."""
+        self._views_at = -1
 
     def exhausted(self, job: Job) -> bool:
         # Nothing more can start, be reserved or preempt this pass.
@@ -200,7 +212,9 @@ class BackfillStep:
     ) -> tuple[int, Job | None]:
         # ``known`` for each job in turn, inlined (the tail of a deep queue is mostly this);
         # ``searched`` counts the jobs passed over once at the end (nothing here reads it).
-        get = self.failed.get
+        # (``failed.get`` called on the dict, not a bound ``get`` kept aside: compiled, that
+        # is a direct lookup instead of a Python call.)
+        failed = self.failed
         could = self.could_preempt if self.preemptors else None
         passed = 0
         after: Job | None = None
@@ -208,7 +222,7 @@ class BackfillStep:
             if passed == bound:
                 after = job  # beyond the bound (bf_max_job_test): not looked at
                 break
-            known = get(job.key)
+            known = failed.get(job.key)
             if known is None or job.time_limit < known[0] or (could is not None and could(job)):
                 after = job
                 break
@@ -226,9 +240,27 @@ class BackfillStep:
             self._reserve(self.unreserved)
             self.reserved += len(self.unreserved)
             self.unreserved = []
-        if timeline.reservations:
-            return timeline.view(self.state.cap, end)
-        return None
+            self._bounds = []
+        reservations = timeline.reservations
+        if not reservations:
+            return None
+        # The view depends only on the free capacity and on which reservations start before
+        # ``end``: jobs of other time limits often share it, and a failed placement changes
+        # nothing (a start, or a reservation made, does: the version, or their number). Nobody
+        # writes into a view (placement reads it; what-ifs copy it).
+        state = self.state
+        if self._views_at != state.version:
+            self._views = {}
+            self._views_at = state.version
+        before = 0
+        for i, r in enumerate(reservations):
+            if r.start < end:
+                before |= 1 << i
+        key = (len(reservations), before)
+        cap = self._views.get(key)
+        if cap is None:
+            cap = self._views[key] = timeline.view(state.cap, end)
+        return cap
 
     def started(self, job: Job, alloc: Allocation) -> None:
         if self.timeline.reservations:
@@ -308,8 +340,20 @@ class BackfillStep:
         """Whether a job ending at ``end`` surely delays none of the blocked jobs not reserved
         yet: it ends before any of them could start. Saves computing reservations in most
         passes."""
-        for job in self.unreserved:
-            bound = self.timeline.lower_bound(job.id, job.shape, exact=False)
+        # Each job's bound is asked of the timeline once while its reservations and the
+        # resources given back (``gives``) stay as they are: it would answer the same.
+        timeline = self.timeline
+        at = (len(timeline.reservations), self.state.gives)
+        if at != self._bounds_at:
+            self._bounds = []
+            self._bounds_at = at
+        bounds = self._bounds
+        for i, job in enumerate(self.unreserved):
+            if i < len(bounds):
+                bound = bounds[i]
+            else:
+                bound = timeline.lower_bound(job.id, job.shape, exact=False)
+                bounds.append(bound)
             if bound is not None and end > bound:
                 return False
         return True
@@ -330,6 +374,9 @@ class MainStep:
     after the first that does not start, the others wait for Priority (a job that already
     had a reason keeps it, and its expected start). A blocked job asks for a pass when the
     backfill is due. No reservations, no memo."""
+
+    views_kept = True
+    """``view`` is always None (all that is free): see ``BackfillStep.views_kept``."""
 
     def __init__(
         self,

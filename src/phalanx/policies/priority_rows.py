@@ -147,7 +147,8 @@ class FactorRows:
         """Give up the rows not confirmed in the last calculation (their views keep their
         values; the engine queues no job without computing it, so none of them is queued),
         then grow if still full; the next free row."""
-        gen, current = self.gen, self.current
+        current = self.current
+        gen: list[int] = self.gen.tolist()  # read per row: a list's items cost less
         keep = [(seq, row) for seq, row in self.row_of.items() if gen[row] == current]
         kept = {row for _, row in keep}
         for row, view in enumerate(self.views):

@@ -103,6 +103,14 @@ class PassView:
     def leaf_limit(self, job: Job) -> int | None:
         return self._leaf_limit(job)[0]
 
+    def plain(self, job: Job) -> bool:
+        """Whether ``place`` of ``job`` depends on nothing of the job's own but its shape: no
+        nodes narrowed for it this pass, no leaf limit in force (whose failure asks for a
+        wake-up). Nominees' holds, which depend on the job too, are the caller's to check."""
+        if self._narrowed and job.id in self._narrowed:
+            return False
+        return self._leaf_limit(job)[0] is None
+
     def place(self, job: Job, cap: Capacity | None = None) -> Allocation | None:
         state = self.state
         cap = state.cap if cap is None else cap

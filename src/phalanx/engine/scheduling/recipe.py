@@ -58,6 +58,11 @@ class Recipe:
     """The pre-filter and reserve plugins that may be ``Idle`` (found on the first pass;
     a class default, so a recipe pickled before it existed finds them too)."""
 
+    _most_free_at = -1
+    """The occupancy's version ``_most_free_now`` was found at (a pass after submissions
+    only finds it as the last left it; class defaults, as ``_may_idle``)."""
+    _most_free_now = 0
+
     def __init__(
         self,
         points: Points,
@@ -155,8 +160,18 @@ class Recipe:
         pods = points.pods
         # No node has more free GPUs than this (starts only lower it): a cheap test before
         # a placement is tried. (A list's max: numpy's costs more on a row of nodes.)
-        most_free = _most_free(state.cap)
+        if self._most_free_at != state.version:
+            self._most_free_now = _most_free(state.cap)
+            self._most_free_at = state.version
+        most_free = self._most_free_now
         full: set[Shape] = set()
+        # Placements that found no room, by the capacity tried and the shape key, while
+        # nothing starts: the same placement again would find none either. Only where the
+        # step's views are kept objects nobody writes into (``views_kept``), and for jobs
+        # whose placement is theirs alone in nothing else (``PassView.plain``, no nominees).
+        no_room: dict[tuple[int, object], Capacity] = {}
+        no_room_at = state.version
+        kept = getattr(step, "views_kept", False) is True
         failed = {} if pods else step.failed  # pod by pod, ``full`` is the memo
         max_jobs = step.max_jobs if step.max_jobs is not None else -1
         jobs = iter(order)
@@ -207,7 +222,21 @@ class Recipe:
             if job.shape.nodes_min * job.shape.gpus <= state.free_gpus and (
                 job.shape.gpus <= most_free
             ):
-                alloc = view.place(job, step.view(job))
+                cap = step.view(job)
+                if kept and not nominations and view.plain(job):
+                    if no_room_at != state.version:
+                        no_room.clear()
+                        no_room_at = state.version
+                    tried = state.cap if cap is None else cap
+                    key = (id(tried), job.key)
+                    if no_room.get(key) is tried:
+                        alloc = None
+                    else:
+                        alloc = view.place(job, cap)
+                        if alloc is None:
+                            no_room[key] = tried
+                else:
+                    alloc = view.place(job, cap)
                 if alloc is not None:
                     status = self.reserve(job, alloc) if reserve else OK
                     if status.ok:
