@@ -6,6 +6,8 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass, field
 
+import pytest
+
 from phalanx.domain.time import MINUTE
 from phalanx.policies.preempt_checkpoint import CheckpointPreempt
 from phalanx.sched.job import Job
@@ -26,8 +28,15 @@ class _Ctx:
     now: int = 0
     state: Occupancy = field(default_factory=_state)
     jobs: list[Job] = field(default_factory=list)
+    order: str = "started"
+    """How ``running`` lists the jobs: as they started (the engine), by id, or shuffled."""
+    rng: random.Random = field(default_factory=lambda: random.Random(3))
 
     def running(self) -> list[Job]:
+        if self.order == "by id":
+            return sorted(self.jobs, key=lambda j: j.id)
+        if self.order == "shuffled":
+            return self.rng.sample(self.jobs, len(self.jobs))
         return list(self.jobs)
 
 
@@ -48,11 +57,14 @@ def _near(jobs: list[Job], now: int, max_loss: int) -> set[int]:
     }
 
 
-def test_near_checkpoint_is_the_job_by_job_test() -> None:
+@pytest.mark.parametrize("order", ["started", "by id", "shuffled"])
+def test_near_checkpoint_is_the_job_by_job_test(order: str) -> None:
+    # Listed as they started, the runs that ended are found by walking the last list beside
+    # the new one; listed otherwise (a job started again keeps its place by id), job by job.
     rng = random.Random(7)
     for max_loss in (0, 3 * MINUTE, 29 * MINUTE, 40 * MINUTE):
         plugin = CheckpointPreempt({"max_loss_ms": max_loss})
-        ctx = _Ctx()
+        ctx = _Ctx(order=order)
         seq = 0
         for _ in range(150):
             # Jobs start (the state counts starts) and leave; time moves on.

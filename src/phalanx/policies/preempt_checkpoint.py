@@ -181,8 +181,10 @@ class CheckpointPreempt:
             running = list(running)  # the engine's view hands a fresh list already
         state = ctx.state
         signature = (id(state), state.starts, len(running))
-        if signature != self._phase_signature:
-            self._update_phases(running, state.starts)
+        last = self._phase_signature
+        if signature != last:
+            same = last is not None and last[0] == signature[0]
+            self._update_phases(running, state.starts, same)
             self._phase_signature = signature
         now, max_loss = ctx.now, self.max_loss
         near: list[Job] = []
@@ -202,13 +204,46 @@ class CheckpointPreempt:
                 near.extend(jobs[bisect.bisect_left(keys, (low + interval, _FIRST)) :])
         return near
 
-    def _update_phases(self, running: list[Job], starts: int) -> None:
-        """``_phases`` for the runs in ``running``: those gone out, those new in. A job that
-        ended and started again since the last update is the same object with a new run:
-        its old entry goes and its new one comes. One pass over ``running`` finds the new
-        runs and counts the others; only when that count says some run left is a set of
-        ``running`` made to find which (most updates follow one start and one end, among a
-        few hundred runs: no set differences over all of them)."""
+    _order: list[Job] | None = None
+    """The running list ``_phases`` was last updated with, as it came (a class default, so
+    a plugin pickled before it existed gets it on first use: one full update)."""
+
+    def _update_phases(self, running: list[Job], starts: int, same: bool) -> None:
+        """``_phases`` for the runs in ``running``: those gone out, those new in (``same``:
+        the occupancy is the one of the last update). A job that ended and started again
+        since the last update is the same object with a new run: its old entry goes and its
+        new one comes.
+
+        The engine lists its running jobs in the order they started: the list is the last
+        one less the runs that ended, the new runs after them. Where that is so, the ``d``
+        starts since the last update are the last ``d`` jobs, each with a new run, and the
+        runs that ended are found by walking the two lists side by side (a few object
+        comparisons per job, instead of a look-up of each one). Any other list (another
+        order, or a run that started and ended between two updates) is matched job by job
+        (``_update_all``)."""
+        old = self._order
+        new_count = starts - self._phased_starts
+        kept_count = len(running) - new_count
+        if not same or old is None or new_count < 0 or kept_count < 0:
+            self._update_all(running, starts)
+            return
+        phased = self._phased
+        new = running[kept_count:]
+        for r in new:
+            seen = phased.get(r)
+            if seen is not None and seen[0] == r.run:
+                self._update_all(running, starts)  # not a new run: not the starts' order
+                return
+        gone = _left_out(old, running, kept_count)  # with the restarted jobs' old runs
+        if gone is None:
+            self._update_all(running, starts)
+            return
+        self._apply(gone, new, running, starts)
+
+    def _update_all(self, running: list[Job], starts: int) -> None:
+        """``_update_phases`` for any list: one pass over ``running`` finds the new runs and
+        counts the others; only when that count says some run left is a set of ``running``
+        made to find which."""
         phased = self._phased
         new: list[Job] = []
         kept = 0
@@ -222,7 +257,13 @@ class CheckpointPreempt:
         if kept + len(gone) < len(phased):
             current = set(running)
             gone += [r for r in phased if r not in current]
+        self._apply(gone, new, running, starts)
+
+    def _apply(self, gone: list[Job], new: list[Job], running: list[Job], starts: int) -> None:
+        """Drop the entries of ``gone``, add those of ``new``; ``running`` is the list now."""
+        phased = self._phased
         self._phased_starts = starts
+        self._order = list(running)  # a copy: the caller's list may change after
         for r in gone:
             placed = phased.pop(r)[1]
             if placed is not None:
@@ -450,6 +491,26 @@ def _gpu_range(value: object) -> tuple[float, float] | None:
         f"spared_victim_gpus must be [low, high] GPUs with 0 <= low <= high, got {value!r}",
         field="preempt/checkpoint.spared_victim_gpus",
     )
+
+
+def _left_out(old: list[Job], running: list[Job], kept: int) -> list[Job] | None:
+    """The jobs of ``old`` not among the first ``kept`` of ``running``, if those are ``old``
+    less some jobs, in the same order; None otherwise."""
+    gone: list[Job] = []
+    extra = len(old) - kept
+    if extra < 0:
+        return None
+    i = 0
+    for j in range(kept):
+        r = running[j]
+        while old[i] is not r:
+            gone.append(old[i])
+            i += 1
+            if len(gone) > extra:
+                return None
+        i += 1
+    gone.extend(old[i:])
+    return gone
 
 
 def _devices(job: Job) -> int:
