@@ -157,14 +157,33 @@ class CheckpointPreempt:
         found = memo.get(key)
         if found is None:
             now, cluster, floor, lease = ctx.now, ctx.cluster, self.victim_attained, self.lease
+            # ``_cheap_victim``'s tests, those on the job once (past the floor by the sum
+            # below, ``attained_at`` truncates it: the same test against a whole floor).
+            tier, max_loss, restarts = job.tier, self.max_loss, self.max_restarts
+            most, spared = self.max_victim_gpus, self.spared
+            qos = cluster.qos_for(job.spec.qos)
+            priority = qos.priority if qos else 0
             cheap: list[Job] = []
             for r in self._near_checkpoint(ctx):
-                assert r.start is not None
-                ran = now - r.start
-                alloc = r.alloc
+                start, alloc = r.start, r.alloc
+                assert start is not None
+                ran = now - start
                 if ran < lease or alloc is None or r.attained_gpu_ms + alloc.gpus * ran < floor:
                     continue
-                if self._cheap_victim(job, r, cluster, now):
+                spec, gpus = r.spec, alloc.gpus
+                interval = spec.checkpoint_interval
+                if (
+                    not interval
+                    or not spec.requeue
+                    or r.tier > tier
+                    or r.restarts >= restarts
+                    or (most is not None and gpus > most)
+                    or (spared is not None and spared[0] <= gpus <= spared[1])
+                    or ran % interval > max_loss
+                ):
+                    continue
+                vqos = cluster.qos_for(spec.qos)
+                if (vqos.priority if vqos else 0) <= priority:
                     cheap.append(r)
             found = memo[key] = cheap
         assert isinstance(found, list)
