@@ -16,9 +16,10 @@ from typing import Protocol
 from mypy_extensions import mypyc_attr
 
 from phalanx.domain.cluster import Cluster, PreemptMode
+from phalanx.domain.jobspec import JobSpec
 from phalanx.domain.time import HOUR, MINUTE, Instant
 from phalanx.errors import ConfigError
-from phalanx.sched.capacity import Capacity
+from phalanx.sched.capacity import Allocation, Capacity
 from phalanx.sched.context import PassContext
 from phalanx.sched.job import Job
 
@@ -160,9 +161,11 @@ class CheckpointPreempt:
             # ``_cheap_victim``'s tests, those on the job once (past the floor by the sum
             # below, ``attained_at`` truncates it: the same test against a whole floor).
             tier, max_loss, restarts = job.tier, self.max_loss, self.max_restarts
-            most, spared = self.max_victim_gpus, self.spared
             qos = cluster.qos_for(job.spec.qos)
             priority = qos.priority if qos else 0
+            fixed = self._fixed
+            if fixed is None:
+                fixed = self._fixed = {}
             cheap: list[Job] = []
             for r in self._near_checkpoint(ctx):
                 start, alloc = r.start, r.alloc
@@ -170,24 +173,42 @@ class CheckpointPreempt:
                 ran = now - start
                 if ran < lease or alloc is None or r.attained_gpu_ms + alloc.gpus * ran < floor:
                     continue
-                spec, gpus = r.spec, alloc.gpus
-                interval = spec.checkpoint_interval
-                if (
-                    not interval
-                    or not spec.requeue
-                    or r.tier > tier
-                    or r.restarts >= restarts
-                    or (most is not None and gpus > most)
-                    or (spared is not None and spared[0] <= gpus <= spared[1])
-                    or ran % interval > max_loss
-                ):
+                if r.tier > tier or r.restarts >= restarts:
                     continue
-                vqos = cluster.qos_for(spec.qos)
-                if (vqos.priority if vqos else 0) <= priority:
+                spec = r.spec
+                seen = fixed.get(r)
+                if (
+                    seen is None
+                    or seen[0] is not spec
+                    or seen[1] is not alloc
+                    or seen[2] is not cluster
+                ):
+                    seen = fixed[r] = (spec, alloc, cluster, *self._fixed_tests(r, alloc, cluster))
+                interval, vpriority = seen[3], seen[4]
+                if interval and ran % interval <= max_loss and vpriority <= priority:
                     cheap.append(r)
             found = memo[key] = cheap
         assert isinstance(found, list)
         return found
+
+    _fixed: dict[Job, tuple[JobSpec, Allocation, Cluster, int, int]] | None = None
+    """``_cheap_victim``'s tests on what a run cannot change while it lasts, by running job,
+    with the spec, allocation and cluster they were made with (frozen: a job updated, or a
+    cluster reconfigured, is a new object, and its tests are made again)."""
+
+    def _fixed_tests(self, r: Job, alloc: Allocation, cluster: Cluster) -> tuple[int, int]:
+        """The run's checkpoint interval (0: never a cheap victim, by its requeue flag or
+        its GPUs) and its QOS's priority."""
+        spec, gpus, most, spared = r.spec, alloc.gpus, self.max_victim_gpus, self.spared
+        interval = spec.checkpoint_interval or 0
+        if (
+            not spec.requeue
+            or (most is not None and gpus > most)
+            or (spared is not None and spared[0] <= gpus <= spared[1])
+        ):
+            interval = 0
+        vqos = cluster.qos_for(spec.qos)
+        return interval, vqos.priority if vqos else 0
 
     def _near_checkpoint(self, ctx: PassContext) -> list[Job]:
         """Running jobs that checkpoint and took their last checkpoint at most ``max_loss_ms``
@@ -283,7 +304,10 @@ class CheckpointPreempt:
         phased = self._phased
         self._phased_starts = starts
         self._order = list(running)  # a copy: the caller's list may change after
+        fixed = self._fixed
         for r in gone:
+            if fixed is not None:
+                fixed.pop(r, None)
             placed = phased.pop(r)[1]
             if placed is not None:
                 keys, jobs = self._phases[placed[0]]
