@@ -16,9 +16,10 @@ from typing import Protocol
 from mypy_extensions import mypyc_attr
 
 from phalanx.domain.cluster import Cluster, PreemptMode
+from phalanx.domain.jobspec import JobSpec
 from phalanx.domain.time import HOUR, MINUTE, Instant
 from phalanx.errors import ConfigError
-from phalanx.sched.capacity import Capacity
+from phalanx.sched.capacity import Allocation, Capacity
 from phalanx.sched.context import PassContext
 from phalanx.sched.job import Job
 
@@ -157,18 +158,57 @@ class CheckpointPreempt:
         found = memo.get(key)
         if found is None:
             now, cluster, floor, lease = ctx.now, ctx.cluster, self.victim_attained, self.lease
+            # ``_cheap_victim``'s tests, those on the job once (past the floor by the sum
+            # below, ``attained_at`` truncates it: the same test against a whole floor).
+            tier, max_loss, restarts = job.tier, self.max_loss, self.max_restarts
+            qos = cluster.qos_for(job.spec.qos)
+            priority = qos.priority if qos else 0
+            fixed = self._fixed
+            if fixed is None:
+                fixed = self._fixed = {}
             cheap: list[Job] = []
             for r in self._near_checkpoint(ctx):
-                assert r.start is not None
-                ran = now - r.start
-                alloc = r.alloc
+                start, alloc = r.start, r.alloc
+                assert start is not None
+                ran = now - start
                 if ran < lease or alloc is None or r.attained_gpu_ms + alloc.gpus * ran < floor:
                     continue
-                if self._cheap_victim(job, r, cluster, now):
+                if r.tier > tier or r.restarts >= restarts:
+                    continue
+                spec = r.spec
+                seen = fixed.get(r)
+                if (
+                    seen is None
+                    or seen[0] is not spec
+                    or seen[1] is not alloc
+                    or seen[2] is not cluster
+                ):
+                    seen = fixed[r] = (spec, alloc, cluster, *self._fixed_tests(r, alloc, cluster))
+                interval, vpriority = seen[3], seen[4]
+                if interval and ran % interval <= max_loss and vpriority <= priority:
                     cheap.append(r)
             found = memo[key] = cheap
         assert isinstance(found, list)
         return found
+
+    _fixed: dict[Job, tuple[JobSpec, Allocation, Cluster, int, int]] | None = None
+    """``_cheap_victim``'s tests on what a run cannot change while it lasts, by running job,
+    with the spec, allocation and cluster they were made with (frozen: a job updated, or a
+    cluster reconfigured, is a new object, and its tests are made again)."""
+
+    def _fixed_tests(self, r: Job, alloc: Allocation, cluster: Cluster) -> tuple[int, int]:
+        """The run's checkpoint interval (0: never a cheap victim, by its requeue flag or
+        its GPUs) and its QOS's priority."""
+        spec, gpus, most, spared = r.spec, alloc.gpus, self.max_victim_gpus, self.spared
+        interval = spec.checkpoint_interval or 0
+        if (
+            not spec.requeue
+            or (most is not None and gpus > most)
+            or (spared is not None and spared[0] <= gpus <= spared[1])
+        ):
+            interval = 0
+        vqos = cluster.qos_for(spec.qos)
+        return interval, vqos.priority if vqos else 0
 
     def _near_checkpoint(self, ctx: PassContext) -> list[Job]:
         """Running jobs that checkpoint and took their last checkpoint at most ``max_loss_ms``
@@ -181,8 +221,10 @@ class CheckpointPreempt:
             running = list(running)  # the engine's view hands a fresh list already
         state = ctx.state
         signature = (id(state), state.starts, len(running))
-        if signature != self._phase_signature:
-            self._update_phases(running, state.starts)
+        last = self._phase_signature
+        if signature != last:
+            same = last is not None and last[0] == signature[0]
+            self._update_phases(running, state.starts, same)
             self._phase_signature = signature
         now, max_loss = ctx.now, self.max_loss
         near: list[Job] = []
@@ -202,13 +244,46 @@ class CheckpointPreempt:
                 near.extend(jobs[bisect.bisect_left(keys, (low + interval, _FIRST)) :])
         return near
 
-    def _update_phases(self, running: list[Job], starts: int) -> None:
-        """``_phases`` for the runs in ``running``: those gone out, those new in. A job that
-        ended and started again since the last update is the same object with a new run:
-        its old entry goes and its new one comes. One pass over ``running`` finds the new
-        runs and counts the others; only when that count says some run left is a set of
-        ``running`` made to find which (most updates follow one start and one end, among a
-        few hundred runs: no set differences over all of them)."""
+    _order: list[Job] | None = None
+    """The running list ``_phases`` was last updated with, as it came (a class default, so
+    a plugin pickled before it existed gets it on first use: one full update)."""
+
+    def _update_phases(self, running: list[Job], starts: int, same: bool) -> None:
+        """``_phases`` for the runs in ``running``: those gone out, those new in (``same``:
+        the occupancy is the one of the last update). A job that ended and started again
+        since the last update is the same object with a new run: its old entry goes and its
+        new one comes.
+
+        The engine lists its running jobs in the order they started: the list is the last
+        one less the runs that ended, the new runs after them. Where that is so, the ``d``
+        starts since the last update are the last ``d`` jobs, each with a new run, and the
+        runs that ended are found by walking the two lists side by side (a few object
+        comparisons per job, instead of a look-up of each one). Any other list (another
+        order, or a run that started and ended between two updates) is matched job by job
+        (``_update_all``)."""
+        old = self._order
+        new_count = starts - self._phased_starts
+        kept_count = len(running) - new_count
+        if not same or old is None or new_count < 0 or kept_count < 0:
+            self._update_all(running, starts)
+            return
+        phased = self._phased
+        new = running[kept_count:]
+        for r in new:
+            seen = phased.get(r)
+            if seen is not None and seen[0] == r.run:
+                self._update_all(running, starts)  # not a new run: not the starts' order
+                return
+        gone = _left_out(old, running, kept_count)  # with the restarted jobs' old runs
+        if gone is None:
+            self._update_all(running, starts)
+            return
+        self._apply(gone, new, running, starts)
+
+    def _update_all(self, running: list[Job], starts: int) -> None:
+        """``_update_phases`` for any list: one pass over ``running`` finds the new runs and
+        counts the others; only when that count says some run left is a set of ``running``
+        made to find which."""
         phased = self._phased
         new: list[Job] = []
         kept = 0
@@ -222,8 +297,17 @@ class CheckpointPreempt:
         if kept + len(gone) < len(phased):
             current = set(running)
             gone += [r for r in phased if r not in current]
+        self._apply(gone, new, running, starts)
+
+    def _apply(self, gone: list[Job], new: list[Job], running: list[Job], starts: int) -> None:
+        """Drop the entries of ``gone``, add those of ``new``; ``running`` is the list now."""
+        phased = self._phased
         self._phased_starts = starts
+        self._order = list(running)  # a copy: the caller's list may change after
+        fixed = self._fixed
         for r in gone:
+            if fixed is not None:
+                fixed.pop(r, None)
             placed = phased.pop(r)[1]
             if placed is not None:
                 keys, jobs = self._phases[placed[0]]
@@ -450,6 +534,26 @@ def _gpu_range(value: object) -> tuple[float, float] | None:
         f"spared_victim_gpus must be [low, high] GPUs with 0 <= low <= high, got {value!r}",
         field="preempt/checkpoint.spared_victim_gpus",
     )
+
+
+def _left_out(old: list[Job], running: list[Job], kept: int) -> list[Job] | None:
+    """The jobs of ``old`` not among the first ``kept`` of ``running``, if those are ``old``
+    less some jobs, in the same order; None otherwise."""
+    gone: list[Job] = []
+    extra = len(old) - kept
+    if extra < 0:
+        return None
+    i = 0
+    for j in range(kept):
+        r = running[j]
+        while old[i] is not r:
+            gone.append(old[i])
+            i += 1
+            if len(gone) > extra:
+                return None
+        i += 1
+    gone.extend(old[i:])
+    return gone
 
 
 def _devices(job: Job) -> int:
