@@ -36,19 +36,27 @@ def pick_best_fit(state: Occupancy, cap: Capacity, mask: BoolArray, shape: Shape
         return int(np.argmin(key))
     # Whole GPUs: the same order (fewest free GPUs on the node, then in its leaf, then the
     # lowest index) by a loop over the row of nodes, which costs less than numpy's calls on
-    # a few dozen nodes.
+    # a few dozen nodes. Within a leaf the order is the node's free GPUs alone: one pass
+    # finds each leaf's best node and free GPUs, then the leaves' best are compared.
     gpus: list[int] = cap.gpus.tolist()
     leaf_of: list[int] = state.leaf_of.tolist()
-    in_leaf = [0] * state.n_leaves
+    ok: list[bool] = mask.tolist()
+    n_leaves = state.n_leaves
+    in_leaf = [0] * n_leaves
+    first = [-1] * n_leaves
     for node, free in enumerate(gpus):
-        in_leaf[leaf_of[node]] += free
+        leaf = leaf_of[node]
+        in_leaf[leaf] += free
+        if ok[node]:
+            b = first[leaf]
+            if b < 0 or free < gpus[b]:
+                first[leaf] = node
     span = state.total_gpus + 1
     best, best_key = -1, 0
-    ok: list[bool] = mask.tolist()
-    for node, allowed in enumerate(ok):
-        if allowed:
-            rank = gpus[node] * span + in_leaf[leaf_of[node]]
-            if best < 0 or rank < best_key:
+    for leaf, node in enumerate(first):
+        if node >= 0:
+            rank = gpus[node] * span + in_leaf[leaf]
+            if best < 0 or rank < best_key or (rank == best_key and node < best):
                 best, best_key = node, rank
     return best
 
