@@ -153,8 +153,10 @@ class Occupancy:
         return mask
 
     def eligible(self, cap: Capacity, shape: Shape) -> BoolArray:
-        """Nodes that can take one node's share of ``shape`` out of ``cap`` (a read-only
-        array, kept with ``cap`` until it changes: a pass asks the same of it many times)."""
+        """Nodes that can take one node's share of ``shape`` out of ``cap`` (an array the
+        caller must not change: kept with ``cap`` until it changes, since a pass asks the
+        same of one capacity many times; the base mask itself when ``shape`` needs
+        nothing)."""
         base = self.base_mask(shape)
         if not (shape.gpus or shape.cpus or shape.mem_mb or shape.milli or shape.exclusive):
             return base
@@ -183,7 +185,6 @@ class Occupancy:
             mask = mask & (cap.dev >= shape.milli).any(axis=1)
         if shape.exclusive:
             mask = mask & (cap.gpus == self.node_gpus) & (cap.cpus == self.node_cpus)
-        mask.flags.writeable = False
         if len(masks) >= _MASKS:
             masks.clear()
         masks[key] = (base, mask)
@@ -240,7 +241,8 @@ class Occupancy:
             return
         up = self.up
         for node, devices in zip(alloc.nodes, alloc.devices, strict=True):
-            if up[node]:
+            node_up: bool = up.item(node)  # a Python bool, not a numpy scalar
+            if node_up:
                 self.free_gpus += sign * len(devices)
 
     def start(self, job_id: int, account: str, alloc: Allocation, end: Instant) -> None:

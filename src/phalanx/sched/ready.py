@@ -104,9 +104,9 @@ class ReadyIndex:
         versions = state.node_version
         if seen == versions:
             return entry
-        # The nodes that moved, found in one comprehension (a Python loop over every node
-        # with two index reads each cost more than the few nodes it finds).
-        moved = [node for node, (s, v) in enumerate(zip(seen, versions, strict=True)) if s != v]
+        # The nodes that moved: compiled (tools/native.py), a loop over indices into the two
+        # lists of ints costs less than a comprehension over ``zip``'s pairs.
+        moved = [node for node in range(n) if seen[node] != versions[node]]
         base = state.base_mask(shape)
         # A few nodes (a start or an end between passes): their scalars; else the row.
         ok: list[bool] = base.tolist() if len(moved) > _FEW else []
