@@ -36,27 +36,19 @@ def pick_best_fit(state: Occupancy, cap: Capacity, mask: BoolArray, shape: Shape
         return int(np.argmin(key))
     # Whole GPUs: the same order (fewest free GPUs on the node, then in its leaf, then the
     # lowest index) by a loop over the row of nodes, which costs less than numpy's calls on
-    # a few dozen nodes. Within a leaf the order is the node's free GPUs alone: one pass
-    # finds each leaf's best node and free GPUs, then the leaves' best are compared.
+    # a few dozen nodes.
     gpus: list[int] = cap.gpus.tolist()
     leaf_of: list[int] = state.leaf_of.tolist()
-    ok: list[bool] = mask.tolist()
-    n_leaves = state.n_leaves
-    in_leaf = [0] * n_leaves
-    first = [-1] * n_leaves
+    in_leaf = [0] * state.n_leaves
     for node, free in enumerate(gpus):
-        leaf = leaf_of[node]
-        in_leaf[leaf] += free
-        if ok[node]:
-            b = first[leaf]
-            if b < 0 or free < gpus[b]:
-                first[leaf] = node
+        in_leaf[leaf_of[node]] += free
     span = state.total_gpus + 1
     best, best_key = -1, 0
-    for leaf, node in enumerate(first):
-        if node >= 0:
-            rank = gpus[node] * span + in_leaf[leaf]
-            if best < 0 or rank < best_key or (rank == best_key and node < best):
+    ok: list[bool] = mask.tolist()
+    for node, allowed in enumerate(ok):
+        if allowed:
+            rank = gpus[node] * span + in_leaf[leaf_of[node]]
+            if best < 0 or rank < best_key:
                 best, best_key = node, rank
     return best
 

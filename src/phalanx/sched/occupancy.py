@@ -241,8 +241,7 @@ class Occupancy:
             return
         up = self.up
         for node, devices in zip(alloc.nodes, alloc.devices, strict=True):
-            node_up: bool = up.item(node)  # a Python bool, not a numpy scalar
-            if node_up:
+            if up[node]:
                 self.free_gpus += sign * len(devices)
 
     def start(self, job_id: int, account: str, alloc: Allocation, end: Instant) -> None:
