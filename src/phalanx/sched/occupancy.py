@@ -10,18 +10,18 @@ from __future__ import annotations
 import bisect
 
 import numpy as np
-import numpy.typing as npt
 from mypy_extensions import mypyc_attr
 
 from phalanx.domain.cluster import Cluster
 from phalanx.domain.jobspec import MILLI
 from phalanx.domain.time import Instant
-from phalanx.sched.capacity import Allocation, Capacity, IntArray
+from phalanx.sched.capacity import Allocation, BoolArray, Capacity, IntArray
 from phalanx.sched.shape import Shape
 
 __all__ = ["BoolArray", "Occupancy", "Running"]
 
-BoolArray = npt.NDArray[np.bool_]
+_MASKS = 64
+"""``eligible``'s masks kept at most per capacity."""
 
 
 @mypyc_attr(allow_interpreted_subclasses=True)
@@ -153,8 +153,28 @@ class Occupancy:
         return mask
 
     def eligible(self, cap: Capacity, shape: Shape) -> BoolArray:
-        """Nodes that can take one node's share of ``shape`` out of ``cap``."""
-        mask = self.base_mask(shape)
+        """Nodes that can take one node's share of ``shape`` out of ``cap`` (an array the
+        caller must not change: kept with ``cap`` until it changes, since a pass asks the
+        same of one capacity many times; the base mask itself when ``shape`` needs
+        nothing)."""
+        base = self.base_mask(shape)
+        if not (shape.gpus or shape.cpus or shape.mem_mb or shape.milli or shape.exclusive):
+            return base
+        key = (
+            shape.partition,
+            shape.models,
+            shape.features,
+            shape.gpus,
+            shape.cpus,
+            shape.mem_mb,
+            shape.milli,
+            shape.exclusive,
+        )
+        masks = cap.masks
+        hit = masks.get(key)
+        if hit is not None and hit[0] is base:  # no node went up or down since
+            return hit[1]
+        mask = base
         if shape.gpus:
             mask = mask & (cap.gpus >= shape.gpus)
         if shape.cpus:
@@ -165,6 +185,9 @@ class Occupancy:
             mask = mask & (cap.dev >= shape.milli).any(axis=1)
         if shape.exclusive:
             mask = mask & (cap.gpus == self.node_gpus) & (cap.cpus == self.node_cpus)
+        if len(masks) >= _MASKS:
+            masks.clear()
+        masks[key] = (base, mask)
         return mask
 
     # -- allocations --------------------------------------------------------------------

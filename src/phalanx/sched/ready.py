@@ -12,6 +12,8 @@ job's allocation (which a deep, busy cluster paid after every change).
 
 from __future__ import annotations
 
+import bisect
+
 from mypy_extensions import mypyc_attr
 
 from phalanx.domain.time import Duration, Instant
@@ -25,8 +27,25 @@ _NOW = -(1 << 62)
 _NEVER = 1 << 62
 """A node that cannot fit even with every run on it gone (or is out of the shape's nodes)."""
 
+_FEW = 8
+"""Up to this many nodes moved, each reads its own scalar of the shape's nodes."""
+
 _SHAPES = 256
-"""Per-node needs kept at most (each costs two lists of a node count)."""
+"""Per-node needs kept at most (each costs three lists of a node count at most)."""
+
+
+class _Ready:
+    """One shape's ready instants per node, the ``node_version`` each was computed at, and
+    kept up to date with them: how many nodes fit now, and the other finite instants sorted
+    (so that a bound costs a look-up, not a sort of every node's)."""
+
+    __slots__ = ("later", "now", "ready", "seen")
+
+    def __init__(self, n: int) -> None:
+        self.seen = [-1] * n
+        self.ready = [_NEVER] * n
+        self.now = 0
+        self.later: list[int] = []
 
 
 @mypyc_attr(allow_interpreted_subclasses=True)
@@ -34,9 +53,13 @@ class ReadyIndex:
     """Per (nodes a shape may use, per-node need, resolution): each node's ready instant and
     the ``node_version`` it was computed at."""
 
+    _kept: dict[object, _Ready] | None = None
+    """The entries (a class default: an index pickled with its earlier form, ``_ready``,
+    starts over with this one)."""
+
     def __init__(self, state: Occupancy) -> None:
         self.state = state
-        self._ready: dict[object, tuple[list[int], list[int]]] = {}
+        self._kept = {}
 
     def lower_bound(self, shape: Shape, resolution: Duration, first: Instant) -> Instant | None:
         """``Timeline._candidates``' first instant with no reservation, from ``first`` on:
@@ -48,10 +71,10 @@ class ReadyIndex:
             return None  # the walk has no instant to offer
         k = shape.nodes_min
         if not (shape.milli or shape.exclusive):
-            ready = self._nodes(shape, resolution)
-            fit_now = ready.count(_NOW)
+            entry = self._nodes(shape, resolution)
+            fit_now = entry.now
             if fit_now < k:
-                later = sorted([r for r in ready if r != _NOW and r != _NEVER])
+                later = entry.later
                 need = k - fit_now
                 if len(later) < need:
                     return None
@@ -64,28 +87,46 @@ class ReadyIndex:
             t = -(-t // resolution) * resolution
         return t if t > first else first
 
-    def _nodes(self, shape: Shape, resolution: Duration) -> list[int]:
+    def _nodes(self, shape: Shape, resolution: Duration) -> _Ready:
         state = self.state
         mask = (shape.partition, shape.models, shape.features)
         key = (mask, shape.gpus, shape.cpus, shape.mem_mb, resolution)
-        entry = self._ready.get(key)
+        kept = self._kept
+        if kept is None:
+            kept = self._kept = {}
+        entry = kept.get(key)
         n = state.n
         if entry is None:
-            if len(self._ready) >= _SHAPES:
-                self._ready.clear()  # a long-lived controller sees many shapes: start over
-            entry = self._ready[key] = ([-1] * n, [_NEVER] * n)
-        seen, ready = entry
+            if len(kept) >= _SHAPES:
+                kept.clear()  # a long-lived controller sees many shapes: start over
+            entry = kept[key] = _Ready(n)
+        seen = entry.seen
         versions = state.node_version
         if seen == versions:
-            return ready
-        # The nodes that moved, found in one comprehension (a Python loop over every node
-        # with two index reads each cost more than the few nodes it finds).
-        moved = [node for node, (s, v) in enumerate(zip(seen, versions, strict=True)) if s != v]
-        ok = state.base_mask(shape).tolist()
+            return entry
+        # The nodes that moved: compiled (tools/native.py), a loop over indices into the two
+        # lists of ints costs less than a comprehension over ``zip``'s pairs.
+        moved = [node for node in range(n) if seen[node] != versions[node]]
+        base = state.base_mask(shape)
+        # A few nodes (a start or an end between passes): their scalars; else the row.
+        ok: list[bool] = base.tolist() if len(moved) > _FEW else []
+        ready, later = entry.ready, entry.later
         for node in moved:
-            ready[node] = self._node(node, shape, resolution) if ok[node] else _NEVER
+            old = ready[node]
+            allowed: bool = ok[node] if ok else base.item(node)
+            new = self._node(node, shape, resolution) if allowed else _NEVER
+            if new != old:
+                if old == _NOW:
+                    entry.now -= 1
+                elif old != _NEVER:
+                    del later[bisect.bisect_left(later, old)]
+                if new == _NOW:
+                    entry.now += 1
+                elif new != _NEVER:
+                    bisect.insort(later, new)
+                ready[node] = new
             seen[node] = versions[node]
-        return ready
+        return entry
 
     def _node(self, node: int, shape: Shape, resolution: Duration) -> int:
         """When ``node`` could first hold one node's share of ``shape`` (as the walk counts)."""

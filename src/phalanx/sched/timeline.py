@@ -59,6 +59,12 @@ class Timeline:
         coarser times, fewer distinct instants to try); 0 keeps them exact."""
         self.reservations: list[Reservation] = []
         self._bounds: dict[tuple[int, int], Instant | None] = {}
+        self._changes = 0
+        """Bumped whenever a reservation's ``extra`` changes (or one is added)."""
+        self._views: dict[int, Capacity] = {}
+        """``view``'s answers by the set of reservations it took in (a bit each), while
+        ``_views_at`` holds: the pass tries many jobs between two starts."""
+        self._views_at: tuple[Capacity | None, int, int] = (None, -1, -1)
 
     def earliest(
         self,
@@ -233,10 +239,34 @@ class Timeline:
         extra.take(alloc)
         res = Reservation(job_id, start, end, alloc, extra)
         self.reservations.append(res)
+        self._changes += 1
         return res
 
     def view(self, cur: Capacity, end: Instant) -> Capacity:
-        """What a job running from now until ``end`` may use without delaying a reservation."""
+        """What a job running from now until ``end`` may use without delaying a reservation
+        (``cur`` itself if none starts before; else a capacity the caller must not change:
+        on the free capacity, kept until it or a reservation changes)."""
+        included = 0
+        bit = 1
+        for r in self.reservations:
+            if r.start < end:
+                included |= bit
+            bit <<= 1
+        if not included:
+            return cur
+        state = self.state
+        if cur is not state.cap:
+            return self._view(cur, end)
+        at = (cur, state.version, self._changes)
+        if self._views_at != at:
+            self._views = {}
+            self._views_at = at
+        hit = self._views.get(included)
+        if hit is None:
+            hit = self._views[included] = self._view(cur, end)
+        return hit
+
+    def _view(self, cur: Capacity, end: Instant) -> Capacity:
         view = cur
         for r in self.reservations:
             if r.start < end:
@@ -245,6 +275,7 @@ class Timeline:
 
     def consume(self, alloc: Allocation, end: Instant) -> None:
         """A job was started now until ``end``: it is no longer extra at later reservations."""
+        self._changes += 1
         for r in self.reservations:
             if r.start < end:
                 r.extra.take(alloc)
