@@ -133,7 +133,10 @@ class ReadyIndex:
         state = self.state
         cap = state.cap
         g, c, m = shape.gpus, shape.cpus, shape.mem_mb
-        gn, cn, mn = int(cap.gpus[node]), int(cap.cpus[node]), int(cap.mem[node])
+        # (``item``: a Python int, no numpy scalar made and converted.)
+        gn: int = cap.gpus.item(node)
+        cn: int = cap.cpus.item(node)
+        mn: int = cap.mem.item(node)
         if gn >= g and cn >= c and mn >= m:
             return _NOW
         running = state.running

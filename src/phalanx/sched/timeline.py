@@ -205,9 +205,28 @@ class Timeline:
     ) -> tuple[Instant, Allocation, Capacity] | None:
         tmp: Capacity | None = None
         given = 0
+        tried = -1
+        state = self.state
+        if not self.reservations and not (shape.milli or shape.exclusive):
+            # The walk's first instant is the ready index's bound (kept across passes), and
+            # there ``place`` nearly always succeeds: try it without counting node by node.
+            first = ready_index(state).lower_bound(shape, self.resolution, self.now + 1)
+            if first is None or (horizon is not None and first > horizon):
+                return None
+            early = self._released(first)
+            tmp = state.cap.copy()
+            tmp.give_many(early)
+            found = place(tmp)
+            if found is not None:
+                return first, found, tmp
+            # On from the next instant (the walk's first releases the same, in order).
+            given = len(early)
+            tried = first
         for t, released in self._candidates(shape):
             if horizon is not None and t > horizon:
                 return None
+            if t <= tried:
+                continue
             if tmp is None:
                 tmp = self.state.cap.copy()
             tmp.give_many(released[given:])
@@ -217,6 +236,21 @@ class Timeline:
             if found is not None:
                 return t, found, tmp
         return None
+
+    def _released(self, t: Instant) -> list[Allocation]:
+        """The running jobs' allocations the walk has released by its instant ``t`` (ends
+        rounded up to the resolution), in the walk's order."""
+        state = self.state
+        running = state.running
+        res = self.resolution
+        released: list[Allocation] = []
+        for end, job_id in state.ends():
+            if res > 1:
+                end = -(-end // res) * res
+            if end > t:  # (``t`` is never before ``now + 1``, where earlier ends count)
+                break
+            released.append(running[job_id].alloc)
+        return released
 
     def _without_reservations(self, cap: Capacity, start: Instant, end: Instant) -> Capacity:
         overlapping = [r for r in self.reservations if r.start < end and r.end > start]
