@@ -65,4 +65,7 @@ def test_no_placement_is_tried_while_no_node_could_hold_the_job() -> None:
     whole = _on(runs, 1)
     assert len(whole) == 8
     found = search(job, ctx, _on(runs, 0)[:4] + whole, True, None, None, None)  # type: ignore[arg-type]
-    assert ctx.places and found is not None and set(found) == set(whole)
+    assert found is not None and set(found) == set(whole)
+    # Tried once node 1 is whole, then for each of node 0's victims dropped: the victims
+    # of node 1 dropped leave no node whole, and are kept without a placement tried.
+    assert len(ctx.places) == 1 + 4

@@ -13,6 +13,7 @@ from phalanx.domain.time import Instant
 from phalanx.sched.capacity import Allocation, Capacity
 from phalanx.sched.context import PassContext
 from phalanx.sched.job import Job
+from phalanx.sched.occupancy import Occupancy
 
 __all__ = ["VictimBudget", "lost_work", "search"]
 
@@ -85,14 +86,13 @@ def search(
         # search below could only end in no victims (so it is not made; without a leaf
         # limit, its placements would have asked for no wake-up either).
         return None
-    if budget is None:
-        candidates.sort(key=lambda r: (lost_work(r, now), -(r.alloc.gpus if r.alloc else 0), r.seq))
-    cap = ctx.state.cap.copy()
     # A placement of whole GPUs takes ``gpus`` whole free ones on each of at least
     # ``nodes_min`` nodes (``Occupancy.allocation``; holds only take more away): while
     # fewer nodes of ``cap`` have that many, ``fits`` can only say no, and without a leaf
-    # limit a placement that fails asks for no wake-up, so it is not tried. ``qualified``
-    # counts those nodes (-1: not counted yet), kept up to date at every give and take.
+    # limit a placement that fails asks for no wake-up, so it is not tried. Giving back
+    # only adds whole GPUs: if too few nodes could have them with every candidate gone,
+    # no placement is tried at all, and the search ends in None. Else ``qualified`` counts
+    # those nodes (-1: not counted yet), kept up to date at every give and take.
     shape = job.shape
     per_node = (
         shape.gpus
@@ -104,7 +104,12 @@ def search(
         else 0
     )
     nodes_min = shape.nodes_min
+    if per_node and not _could_hold(ctx.state, candidates, per_node, nodes_min):
+        return None
     qualified = -1
+    if budget is None:
+        candidates.sort(key=lambda r: (lost_work(r, now), -(r.alloc.gpus if r.alloc else 0), r.seq))
+    cap = ctx.state.cap.copy()
 
     def fits() -> bool:
         if budget is None:
@@ -216,6 +221,31 @@ def _worth_it(job: Job, victims: list[Job], max_ratio: float) -> bool:
     preempt regardless)."""
     freed = sum(v.alloc.gpus for v in victims if v.alloc is not None)
     return freed <= max_ratio * job.shape.gpu_equivalent(job.shape.nodes_min)
+
+
+def _could_hold(state: Occupancy, candidates: list[Job], gpus: int, nodes: int) -> bool:
+    """Whether at least ``nodes`` nodes could have ``gpus`` whole free GPUs once every
+    candidate is gone (at most: each device a candidate holds counted as if it became whole).
+    The count of such nodes in the free capacity is kept in the state's memo."""
+    extra: dict[int, int] = {}
+    for r in candidates:
+        alloc = r.alloc
+        if alloc is not None:
+            for node, devices in zip(alloc.nodes, alloc.devices, strict=True):
+                extra[node] = extra.get(node, 0) + len(devices)
+    memo = state.memo()
+    key = ("nodes with whole free GPUs", gpus)
+    found = memo.get(key)
+    if found is None:
+        found = memo[key] = int(np.count_nonzero(state.cap.gpus >= gpus))
+    assert isinstance(found, int)
+    count = found
+    free = state.cap.gpus
+    for node, more in extra.items():
+        before: int = free.item(node)
+        if before < gpus <= before + more:
+            count += 1
+    return count >= nodes
 
 
 def _qualified_of(cap: Capacity, alloc: Allocation, gpus: int) -> int:
