@@ -226,26 +226,39 @@ def _worth_it(job: Job, victims: list[Job], max_ratio: float) -> bool:
 def _could_hold(state: Occupancy, candidates: list[Job], gpus: int, nodes: int) -> bool:
     """Whether at least ``nodes`` nodes could have ``gpus`` whole free GPUs once every
     candidate is gone (at most: each device a candidate holds counted as if it became whole).
-    The count of such nodes in the free capacity is kept in the state's memo."""
-    extra: dict[int, int] = {}
-    for r in candidates:
-        alloc = r.alloc
-        if alloc is not None:
-            for node, devices in zip(alloc.nodes, alloc.devices, strict=True):
-                extra[node] = extra.get(node, 0) + len(devices)
+    The free capacity's whole free GPUs by node, and the count of nodes with ``gpus`` of
+    them, are kept in the state's memo."""
     memo = state.memo()
     key = ("nodes with whole free GPUs", gpus)
     found = memo.get(key)
     if found is None:
-        found = memo[key] = int(np.count_nonzero(state.cap.gpus >= gpus))
-    assert isinstance(found, int)
-    count = found
-    free = state.cap.gpus
-    for node, more in extra.items():
-        before: int = free.item(node)
-        if before < gpus <= before + more:
-            count += 1
-    return count >= nodes
+        free_now = memo.get("whole free GPUs by node")
+        if free_now is None:
+            free_now = memo["whole free GPUs by node"] = state.cap.gpus.tolist()
+        assert isinstance(free_now, list)
+        found = memo[key] = (free_now, sum(1 for f in free_now if f >= gpus))
+    assert isinstance(found, tuple)
+    free: list[int] = found[0]
+    count: int = found[1]
+    if count >= nodes:
+        return True
+    # Whole free GPUs by node with the candidates so far gone, at most: a node counts once
+    # it reaches ``gpus`` from below.
+    more = list(free)
+    for r in candidates:
+        alloc = r.alloc
+        if alloc is None:
+            continue
+        devices = alloc.devices
+        for i, node in enumerate(alloc.nodes):
+            was = more[node]
+            now = was + len(devices[i])
+            more[node] = now
+            if was < gpus <= now:
+                count += 1
+                if count >= nodes:
+                    return True
+    return False
 
 
 def _qualified_of(cap: Capacity, alloc: Allocation, gpus: int) -> int:
