@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import bisect
 from collections.abc import Mapping
-from typing import Protocol
 
 from mypy_extensions import mypyc_attr
 
@@ -19,7 +18,8 @@ from phalanx.domain.cluster import Cluster, PreemptMode
 from phalanx.domain.jobspec import JobSpec
 from phalanx.domain.time import HOUR, MINUTE, Instant
 from phalanx.errors import ConfigError
-from phalanx.sched.capacity import Allocation, Capacity
+from phalanx.policies.victim_search import VictimBudget, lost_work, search
+from phalanx.sched.capacity import Allocation
 from phalanx.sched.context import PassContext
 from phalanx.sched.job import Job
 
@@ -27,37 +27,6 @@ __all__ = ["CheckpointPreempt", "VictimBudget", "could_preempt_any", "lost_work"
 
 _FIRST, _LAST = -1, 1 << 62
 """Below and above every job's ``seq``: bounds of a range of phases in (phase, seq) keys."""
-
-
-class VictimBudget(Protocol):
-    """What a victim set must free besides a placement (``CheckpointPreempt._search``): a
-    ClusterQueue's quota. Candidates come in the order they are tried; ``take`` and ``put``
-    are what-ifs the search undoes before it returns."""
-
-    placed: bool
-    """Whether the job must also have a placement once the victims are gone."""
-
-    def may_take(self, victim: Job) -> bool:
-        """Whether ``victim`` may go, given those taken so far (Kueue: a victim of another
-        ClusterQueue only while that queue still borrows)."""
-
-    def take(self, victim: Job) -> None: ...
-    def put(self, victim: Job) -> None: ...
-    def enough(self) -> bool:
-        """Whether the job's quota fits with the victims taken gone."""
-
-    def capacity(self, cap: Capacity) -> Capacity:
-        """Where the job may be placed in ``cap`` (its flavors' nodes)."""
-
-
-def lost_work(job: Job, now: Instant) -> float:
-    """GPU-ms a preemption at ``now`` would throw away."""
-    if job.start is None or job.alloc is None:
-        return 0.0
-    ran = now - job.start
-    interval = job.spec.checkpoint_interval
-    since = ran % interval if interval else ran
-    return job.alloc.gpus * since
 
 
 def may_preempt(job: Job, victim: Job, cluster: Cluster) -> bool:
@@ -403,120 +372,8 @@ class CheckpointPreempt:
         can: bool,
         budget: VictimBudget | None = None,
     ) -> list[Job] | None:
-        """The victims among ``candidates`` (not empty), added cheapest first until ``job``
-        fits, then those not needed dropped, dearest first; None if it never fits.
-
-        With a ``budget`` (a ClusterQueue's quota), a candidate is added only if the budget
-        lets it go, the job fits only once the budget says ``enough`` too, and it is placed
-        in the budget's ``capacity`` (its flavors' nodes; with ``placed`` False, not placed
-        at all: Kueue frees quota, not a placement). The budget is left as it was found."""
-        now = ctx.now
-        placed = budget is None or budget.placed
-        # Whole GPUs free once the victims so far are gone, at most (a shared device counted
-        # as if it became whole): while fewer than the job needs, placing cannot succeed and
-        # is not tried. Not with a switch limit, whose failed placement asks for a wake-up.
-        counting = placed and job.shape.switches is None
-        need = job.shape.nodes_min * job.shape.gpus
-        could = ctx.state.free_gpus
-        if counting and could + sum(_devices(r) for r in candidates) < need:
-            return None
-        if (
-            self.max_ratio is not None
-            and not can
-            and min(r.alloc.gpus if r.alloc else 0.0 for r in candidates)
-            > self.max_ratio * job.shape.gpu_equivalent(job.shape.nodes_min)
-            and ctx.leaf_limit(job) is None
-        ):
-            # Any victim set frees at least its smallest member's GPUs: over the ratio, the
-            # search below could only end in no victims (so it is not made; without a leaf
-            # limit, its placements would have asked for no wake-up either).
-            return None
-        if budget is None:
-            candidates.sort(
-                key=lambda r: (lost_work(r, now), -(r.alloc.gpus if r.alloc else 0), r.seq)
-            )
-        cap = ctx.state.cap.copy()
-
-        def fits() -> bool:
-            if budget is None:
-                return ctx.place(job, cap) is not None
-            if not budget.enough():
-                return False
-            return not placed or ctx.place(job, budget.capacity(cap)) is not None
-
-        chosen: list[Job] = []
-        for r in candidates:
-            assert r.alloc is not None
-            if budget is not None:
-                if not budget.may_take(r):
-                    continue
-                budget.take(r)
-            cap.give(r.alloc)
-            chosen.append(r)
-            could += _devices(r)
-            if counting and could < need:
-                continue
-            if fits():
-                break
-        else:
-            if budget is not None:
-                for r in chosen:
-                    budget.put(r)
-            return None
-        for r in sorted(chosen, key=lambda r: (-lost_work(r, now), r.seq)):
-            assert r.alloc is not None
-            cap.take(r.alloc)
-            if budget is not None:
-                budget.put(r)
-            if fits():
-                chosen.remove(r)
-                continue
-            cap.give(r.alloc)
-            if budget is not None:
-                budget.take(r)
-        if budget is not None:
-            for r in chosen:
-                budget.put(r)
-        if self.max_ratio is not None and not can and not self._worth_it(job, chosen):
-            return None
-        covered = self.covered_gpus is not None and not can and placed
-        if covered and not self._restart_covered(job, ctx, cap, chosen, budget):
-            return None
-        return chosen
-
-    def _restart_covered(
-        self,
-        job: Job,
-        ctx: PassContext,
-        cap: Capacity,
-        victims: list[Job],
-        budget: VictimBudget | None,
-    ) -> bool:
-        """Whether every victim over ``covered_victim_gpus`` fits in ``cap`` (the victims
-        gone) once the job and the victims placed before it are placed there."""
-        assert self.covered_gpus is not None
-        big = [v for v in victims if v.alloc is not None and v.alloc.gpus > self.covered_gpus]
-        if not big:
-            return True
-        room = cap.copy()
-        alloc = ctx.place(job, room if budget is None else budget.capacity(room))
-        if alloc is None:
-            return False
-        room.take(alloc)
-        for v in big:
-            assert v.alloc is not None
-            again = ctx.place_shape(v.shape, len(v.alloc.nodes), room)
-            if again is None:
-                return False
-            room.take(again)
-        return True
-
-    def _worth_it(self, job: Job, victims: list[Job]) -> bool:
-        """Whether cheap victims free no more than ``max_victim_gpu_ratio`` GPUs per GPU the job
-        asks (checked only for opportunistic preemption; QOS and tiers preempt regardless)."""
-        assert self.max_ratio is not None
-        freed = sum(v.alloc.gpus for v in victims if v.alloc is not None)
-        return freed <= self.max_ratio * job.shape.gpu_equivalent(job.shape.nodes_min)
+        """``search`` (``victim_search``) with this plugin's bounds."""
+        return search(job, ctx, candidates, can, budget, self.max_ratio, self.covered_gpus)
 
 
 def _gpu_range(value: object) -> tuple[float, float] | None:
@@ -554,9 +411,3 @@ def _left_out(old: list[Job], running: list[Job], kept: int) -> list[Job] | None
         i += 1
     gone.extend(old[i:])
     return gone
-
-
-def _devices(job: Job) -> int:
-    """GPU devices a running job holds (whole, or a share of one)."""
-    alloc = job.alloc
-    return sum(len(d) for d in alloc.devices) if alloc is not None else 0
