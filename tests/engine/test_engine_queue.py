@@ -155,7 +155,7 @@ def test_resort_gives_the_order_of_the_keys_over_one_tier_and_several() -> None:
             assert q.jobs() == expected
 
 
-def test_columns_and_order_stay_in_step_through_removals_requeues_and_recalcs() -> None:
+def test_order_stays_right_through_removals_requeues_and_recalcs() -> None:
     # Gone jobs are dropped by bisection under the key they were queued by (a few) or by a
     # walk (many), also after their key changed (requeued, sent to the back, updated).
     rng = random.Random(7)
@@ -195,9 +195,5 @@ def test_columns_and_order_stay_in_step_through_removals_requeues_and_recalcs() 
         if step % 7 == 0 or step == 599:
             jobs = q.jobs()
             assert jobs == sorted(queued, key=lambda j: (-j.tier, -j.priority, j.queue_seq))
-            n = len(jobs)
-            assert q._cols[:n, 0].tolist() == [j.seq for j in jobs]
-            assert q._cols[:n, 1].tolist() == [j.queue_seq for j in jobs]
     restored = pickle.loads(pickle.dumps(q))
-    n = len(restored.jobs())
-    assert restored._cols[:n, 1].tolist() == [j.queue_seq for j in restored.jobs()]
+    assert [j.id for j in restored.jobs()] == [j.id for j in q.jobs()]

@@ -364,6 +364,7 @@ class Engine:
             case PassTimer():
                 self._pass_requested = False
                 self.recipe.run()
+                self._queue.release()  # the pass is over: nothing holds the list it walked
             case WakeTimer():
                 self._wakes.discard(self._now)
                 self._request_pass()
