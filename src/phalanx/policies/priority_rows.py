@@ -131,6 +131,21 @@ class FactorRows:
             float(self.nice[row]),
         )
 
+    def _freeze(self, rows: list[int]) -> None:
+        """Freeze the views of ``rows``: ``values`` of each, the columns read once as lists
+        (the same numbers: ``tolist`` gives each item as ``float()`` of it would), not one
+        numpy scalar per row and column."""
+        w_age: list[float] = self.w_age.tolist()
+        w_fs: list[float] = self.w_fs.tolist()
+        nice: list[int] = self.nice.tolist()
+        statics = self.statics
+        views = self.views
+        for row in rows:
+            view = views[row]
+            if view._frozen is None:
+                static = statics[row]
+                view._frozen = (w_age[row], w_fs[row], *static[:4], float(nice[row]))
+
     def reserve(self, count: int) -> None:
         """Room for ``count`` more rows without giving any up (while rows are being read)."""
         need = len(self.views) + count
@@ -151,9 +166,7 @@ class FactorRows:
         gen: list[int] = self.gen.tolist()  # read per row: a list's items cost less
         keep = [(seq, row) for seq, row in self.row_of.items() if gen[row] == current]
         kept = {row for _, row in keep}
-        for row, view in enumerate(self.views):
-            if row not in kept:
-                view.freeze()
+        self._freeze([row for row in range(len(self.views)) if row not in kept])
         self._resize(keep, max(self._initial, 2 * len(keep)))
         return len(keep)
 
