@@ -47,6 +47,36 @@ def _key(job: Job) -> Key:
     return (-job.tier, -job.priority, job.queue_seq)
 
 
+def _place(jobs: list[Job], tier: int, priority: float, queue_seq: int) -> int:
+    """``bisect.bisect_left(jobs, (-tier, -priority, queue_seq), key=_key)``, comparing the
+    fields themselves: no key tuple (nor a float object) is made per probe. The same answer
+    for every value, NaN included: a tuple compares two fresh floats by ``==``, then ``<``,
+    both false with a NaN, as ``>`` and ``==`` below are."""
+    lo = 0
+    hi = len(jobs)
+    while lo < hi:
+        mid = (lo + hi) // 2
+        other = jobs[mid]
+        t = other.tier
+        if t > tier:
+            lo = mid + 1
+        elif t == tier:
+            p = other.priority
+            if p > priority or (p == priority and other.queue_seq < queue_seq):
+                lo = mid + 1
+            else:
+                hi = mid
+        else:
+            hi = mid
+    return lo
+
+
+def _find(jobs: list[Job], job: Job) -> int:
+    """Where ``job`` is in ``jobs`` (in the order of its current key), or -1."""
+    i = _place(jobs, job.tier, job.priority, job.queue_seq)
+    return i if i < len(jobs) and jobs[i] is job else -1
+
+
 _REPRIORITIZES: dict[type, bool] = {}
 """Whether a queue sort's class is ``Reprioritizes``: a runtime protocol check walks the
 protocol's members (a recalculation's largest fixed cost), and a class's answer never changes."""
@@ -151,9 +181,13 @@ class PendingQueue:
 
         at: list[int] = []
         for job, key in gone.items():
-            i = bisect.bisect_left(jobs, key, key=placed)
+            # First by every job's current key, as a list of jobs none of which changed
+            # since it was queued is ordered: where that finds the job, it is there.
+            i = _place(jobs, -key[0], -key[1], key[2])
             if i >= len(jobs) or jobs[i] is not job:
-                return None
+                i = bisect.bisect_left(jobs, key, key=placed)
+                if i >= len(jobs) or jobs[i] is not job:
+                    return None
             at.append(i)
         at.sort()
         return at
@@ -163,7 +197,7 @@ class PendingQueue:
         if jobs is self._lent:
             jobs = self._jobs = list(jobs)
             self._lent = None
-        jobs.insert(bisect.bisect_left(jobs, _key(job), key=_key), job)
+        jobs.insert(_place(jobs, job.tier, job.priority, job.queue_seq), job)
         self._queued.add(job)
         if job.queue_seq > self._seq:  # a job numbered elsewhere (tests, probes)
             self._seq = job.queue_seq
@@ -207,7 +241,7 @@ class PendingQueue:
         for job in self._fixed:
             # Found by the key it is still queued under (no priority is written yet).
             assert job.fixed_priority is not None
-            prio[bisect.bisect_left(jobs, _key(job), key=_key)] = job.fixed_priority
+            prio[_place(jobs, job.tier, job.priority, job.queue_seq)] = job.fixed_priority
         for job, priority in zip(jobs, prio.tolist(), strict=True):
             job.priority = priority
         return self.resort(prio)
@@ -233,7 +267,7 @@ class PendingQueue:
             order = np.lexsort((seqs, -prio))
         else:
             order = np.lexsort((seqs, -prio, -np.fromiter(map(_tier, jobs), np.int64, n)))
-        if not (order[1:] < order[:-1]).any():
+        if not np.logical_or.reduce(order[1:] < order[:-1]):  # not ``.any()``'s wrapper
             return False  # ascending: already in order
         self._jobs = [jobs[i] for i in order.tolist()]
         return True
@@ -251,8 +285,8 @@ class PendingQueue:
             job = by_id.get(job_id)
             if job is None:
                 continue
-            i = bisect.bisect_left(jobs, _key(job), key=_key)
-            if i < len(jobs) and jobs[i] is job:
+            i = _find(jobs, job)
+            if i >= 0:
                 at.append(i)
         at.sort()
         front = [jobs[i] for i in at]

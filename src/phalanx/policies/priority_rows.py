@@ -57,16 +57,19 @@ class FactorRows:
         """The rows of the jobs of submit sequences ``seqs``, as ``row_of`` gives them, over
         arrays (a deep queue's recalculation would otherwise look up every job in a dict);
         None if one has no row or a sequence is out of the table's range."""
+        # The reductions by the ufuncs themselves: ``ndarray.min``/``max`` go through a
+        # Python wrapper (numpy's ``_methods``) that costs more than they do here.
         n = len(seqs)
-        if n and (int(seqs.min()) < 0 or int(seqs.max()) >= _MAX_TABLE):
+        top = int(np.maximum.reduce(seqs)) if n else -1
+        if n and (int(np.minimum.reduce(seqs)) < 0 or top >= _MAX_TABLE):
             return None
         table = self._by_seq
         if table is None:
-            table = self._by_seq = self._table(int(seqs.max()) + 1 if n else 0)
-        if n and int(seqs.max()) >= len(table):
+            table = self._by_seq = self._table(top + 1)
+        if top >= len(table):
             return None  # sequences beyond every row made: not all have rows
         where = table[seqs]
-        if n and int(where.min()) < 0:
+        if n and int(np.minimum.reduce(where)) < 0:
             return None
         return where
 
