@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import bisect
+import math
 import pickle
 import random
 
@@ -9,7 +11,7 @@ import numpy as np
 import numpy.typing as npt
 
 from phalanx.domain.jobspec import JobSpec
-from phalanx.engine.queue import PendingQueue
+from phalanx.engine.queue import PendingQueue, _key, _place
 from phalanx.sched.job import Job
 
 
@@ -155,7 +157,7 @@ def test_resort_gives_the_order_of_the_keys_over_one_tier_and_several() -> None:
             assert q.jobs() == expected
 
 
-def test_columns_and_order_stay_in_step_through_removals_requeues_and_recalcs() -> None:
+def test_order_stays_right_through_removals_requeues_and_recalcs() -> None:
     # Gone jobs are dropped by bisection under the key they were queued by (a few) or by a
     # walk (many), also after their key changed (requeued, sent to the back, updated).
     rng = random.Random(7)
@@ -195,9 +197,39 @@ def test_columns_and_order_stay_in_step_through_removals_requeues_and_recalcs() 
         if step % 7 == 0 or step == 599:
             jobs = q.jobs()
             assert jobs == sorted(queued, key=lambda j: (-j.tier, -j.priority, j.queue_seq))
-            n = len(jobs)
-            assert q._cols[:n, 0].tolist() == [j.seq for j in jobs]
-            assert q._cols[:n, 1].tolist() == [j.queue_seq for j in jobs]
     restored = pickle.loads(pickle.dumps(q))
-    n = len(restored.jobs())
-    assert restored._cols[:n, 1].tolist() == [j.queue_seq for j in restored.jobs()]
+    assert [j.id for j in restored.jobs()] == [j.id for j in q.jobs()]
+
+
+def test_place_is_bisect_left_by_the_queue_key_for_every_value() -> None:
+    # The queue's own bisection compares fields, not key tuples: the same place for ties,
+    # -0.0, infinities and NaN, in sorted lists and in lists that are not.
+    rng = random.Random(3)
+    values = [0.0, -0.0, 1.0, 2.5, -1.0, math.nan, math.inf, -math.inf]
+    for _ in range(3000):
+        jobs = [
+            _job(i + 1, rng.choice(values), rng.choice((0, 1, 2))) for i in range(rng.randint(0, 9))
+        ]
+        for job in jobs:
+            job.queue_seq = rng.randint(0, 5)
+        if rng.random() < 0.7:
+            jobs.sort(key=lambda j: (-j.tier, 0.0 if math.isnan(j.priority) else -j.priority))
+        tier, priority, seq = rng.choice((0, 1, 2)), rng.choice(values), rng.randint(0, 5)
+        expected = bisect.bisect_left(jobs, (-tier, -priority, seq), key=_key)
+        assert _place(jobs, tier, priority, seq) == expected
+
+
+def test_a_released_list_is_changed_in_place_and_a_lent_one_never() -> None:
+    q = PendingQueue()
+    jobs = [_job(i, float(i)) for i in range(1, 6)]
+    for job in jobs:
+        q.insert(job)
+    lent = q.jobs()
+    before = list(lent)
+    q.remove(jobs[2])
+    assert q.jobs() is not lent and lent == before  # a pass still walking it sees it whole
+    q.release()
+    mine = q.jobs()
+    q.release()
+    q.remove(jobs[0])
+    assert q.jobs() is mine and jobs[0] not in mine  # after the pass: no copy of the queue

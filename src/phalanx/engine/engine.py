@@ -320,7 +320,7 @@ class Engine:
         if job.fixed_priority is not None:
             job.priority = job.fixed_priority
         if job.reason is not Reason.PRIORITY:
-            self.statuses.not_priority.add(job.id)
+            self.statuses.not_priority.add(job)
         self._queue.insert(job)
         if not job.shape.gpus or job.shape.milli:
             self.statuses.nonwhole += 1
@@ -332,7 +332,7 @@ class Engine:
 
     def _dequeue(self, job: Job) -> None:
         if self._queue.remove(job):
-            self.statuses.not_priority.discard(job.id)
+            self.statuses.not_priority.discard(job)
             if not job.shape.gpus or job.shape.milli:
                 self.statuses.nonwhole -= 1
             if self.preemption.could_preempt(job):
@@ -364,6 +364,7 @@ class Engine:
             case PassTimer():
                 self._pass_requested = False
                 self.recipe.run()
+                self._queue.release()  # the pass is over: nothing holds the list it walked
             case WakeTimer():
                 self._wakes.discard(self._now)
                 self._request_pass()

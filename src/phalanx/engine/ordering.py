@@ -8,6 +8,8 @@ either gives the same decision log.
 
 from __future__ import annotations
 
+from typing import Final, cast
+
 from phalanx.engine.events import (
     CleanupDone,
     Event,
@@ -19,17 +21,28 @@ from phalanx.engine.timers import PassTimer
 
 __all__ = ["ARRIVAL", "END", "PASS_ORDER", "TIMER", "order_of", "timer_order"]
 
-END, ARRIVAL, TIMER, PASS_ORDER = 0, 1, 2, 3
+# Final, as ``_BY_TYPE`` and ``_TIMER_FIRED``: compiled, a Final name is a constant or a C
+# static, where another module-level name is looked up in the module's dict at each use (and
+# every event the drivers queue asks for its order).
+END: Final = 0
+ARRIVAL: Final = 1
+TIMER: Final = 2
+PASS_ORDER: Final = 3
 
 
-_BY_TYPE: dict[type, int] = {TasksExited: END, CleanupDone: END, LaunchFailed: END}
+_BY_TYPE: Final[dict[type, int]] = {TasksExited: END, CleanupDone: END, LaunchFailed: END}
 """Events that are not listed are arrivals (Submit, Cancel, Update, Requeue, node changes)."""
+
+_TIMER_FIRED: Final[type] = TimerFired
+"""The one event class that is ordered by its key (``events`` is not compiled: its classes
+are module-level names a compiled module would look up)."""
 
 
 def order_of(event: Event) -> int:
-    if type(event) is TimerFired:
-        return timer_order(event)
-    return _BY_TYPE.get(type(event), ARRIVAL)
+    cls = type(event)
+    if cls is _TIMER_FIRED:
+        return timer_order(cast(TimerFired, event))
+    return _BY_TYPE.get(cls, ARRIVAL)
 
 
 def timer_order(event: TimerFired) -> int:

@@ -6,9 +6,14 @@ for a job sent to the back (``to_back``). Priorities change only when the engine
 them, after which ``resort`` restores the order.
 
 A deep queue (tens of thousands of jobs, recalculated every ``calc_period``) costs what a
-recalculation does per queued job: the jobs' sequences are kept in numpy columns in queue
-order beside the list (``_cols``), so that the queue sort and the re-sort read them as arrays,
-not from every job's attributes each time.
+recalculation does per queued job: the jobs' sequences are read into arrays once per
+recalculation (two attribute reads per job), for the queue sort and the re-sort. They are not
+kept beside the list: a submission and a pass come far more often than a recalculation, and
+numpy columns kept in step with the list cost a few numpy calls at each.
+
+A pass walks the list ``jobs`` hands out while the jobs it starts leave the queue: the queue
+then copies the list before it changes it. After the pass (``release``) it changes its own
+list in place again: a job gone is a shift of pointers, not a copy of the queue.
 """
 
 from __future__ import annotations
@@ -22,7 +27,6 @@ import numpy as np
 from mypy_extensions import mypyc_attr
 
 from phalanx.domain.time import Instant
-from phalanx.sched.capacity import IntArray
 from phalanx.sched.context import PassContext
 from phalanx.sched.job import Job
 from phalanx.sched.points import FloatArray, QueueSortPlugin, Reprioritizes
@@ -41,6 +45,36 @@ _tier = attrgetter("tier")
 
 def _key(job: Job) -> Key:
     return (-job.tier, -job.priority, job.queue_seq)
+
+
+def _place(jobs: list[Job], tier: int, priority: float, queue_seq: int) -> int:
+    """``bisect.bisect_left(jobs, (-tier, -priority, queue_seq), key=_key)``, comparing the
+    fields themselves: no key tuple (nor a float object) is made per probe. The same answer
+    for every value, NaN included: a tuple compares two fresh floats by ``==``, then ``<``,
+    both false with a NaN, as ``>`` and ``==`` below are."""
+    lo = 0
+    hi = len(jobs)
+    while lo < hi:
+        mid = (lo + hi) // 2
+        other = jobs[mid]
+        t = other.tier
+        if t > tier:
+            lo = mid + 1
+        elif t == tier:
+            p = other.priority
+            if p > priority or (p == priority and other.queue_seq < queue_seq):
+                lo = mid + 1
+            else:
+                hi = mid
+        else:
+            hi = mid
+    return lo
+
+
+def _find(jobs: list[Job], job: Job) -> int:
+    """Where ``job`` is in ``jobs`` (in the order of its current key), or -1."""
+    i = _place(jobs, job.tier, job.priority, job.queue_seq)
+    return i if i < len(jobs) and jobs[i] is job else -1
 
 
 _REPRIORITIZES: dict[type, bool] = {}
@@ -65,13 +99,9 @@ class PendingQueue:
     A removal only marks the job gone (``_gone``, with the key it was queued under); the list
     drops the gone jobs at its next use (``_settle``), all at once: a pass that starts
     thousands of jobs removes each in constant time, not by a bisection and a shift of the
-    list each.
+    list each."""
 
-    ``_cols`` holds, for the list's first ``len(_jobs)`` places, each job's submit sequence
-    (column 0: what a queue sort finds its own per-job rows by) and queue sequence (column 1:
-    the order's last key), kept in step with the list by every change to it."""
-
-    __slots__ = ("_cols", "_fixed", "_gone", "_jobs", "_lent", "_queued", "_seq")
+    __slots__ = ("_fixed", "_gone", "_jobs", "_lent", "_queued", "_seq")
 
     def __init__(self) -> None:
         self._jobs: list[Job] = []
@@ -84,10 +114,10 @@ class PendingQueue:
         """Queued jobs with a fixed priority (an admin's): a recalculation leaves theirs."""
         self._seq = 0
         """The last sequence handed out (``next_seq``) or seen (``insert``)."""
-        self._cols: IntArray = np.zeros((64, 2), np.int64)
         self._lent: list[Job] | None = None
-        """The list last handed out (``jobs``, ``with_first``): ``insert`` copies it before
-        changing it, so that a holder (a pass walking the queue) sees it as it was."""
+        """The list last handed out (``jobs``, ``with_first``) and not given back
+        (``release``): the queue copies it before changing it, so that a holder (a pass
+        walking the queue) sees it as it was."""
 
     def __getstate__(self) -> tuple[None, dict[str, object]]:
         # The jobs, settled, as before the gone set existed (snapshots keep their format).
@@ -110,11 +140,6 @@ class PendingQueue:
         # pickled alone goes on after its own jobs.
         seq = slots.get("_seq")
         self._seq = seq if isinstance(seq, int) else max((j.queue_seq for j in jobs), default=0)
-        # The columns are derived from the jobs (snapshots keep the list only).
-        n = len(jobs)
-        self._cols = np.zeros((max(64, 2 * n), 2), np.int64)
-        self._cols[:n, 0] = [job.seq for job in jobs]
-        self._cols[:n, 1] = [job.queue_seq for job in jobs]
 
     def next_seq(self) -> int:
         """A new sequence, after every one handed out or queued: a new job's submit
@@ -123,34 +148,24 @@ class PendingQueue:
         return self._seq
 
     def _settle(self) -> list[Job]:
-        """``_jobs`` without the gone jobs (dropped now, and their columns with them). A list
-        handed out (``_lent``) is replaced, not changed."""
+        """``_jobs`` without the gone jobs (dropped now). A list handed out (``_lent``) is
+        replaced, not changed."""
         gone = self._gone
         if not gone:
             return self._jobs
         jobs = self._jobs
-        n = len(jobs)
-        cols = self._cols
         at = self._gone_at(jobs) if len(gone) <= _SETTLE_BY_BISECT else None
         if at is None:
-            keep = [job not in gone for job in jobs]
-            self._jobs = [job for job, kept in zip(jobs, keep, strict=True) if kept]
-            kept_at = np.flatnonzero(np.array(keep, np.bool_))
-            cols[: len(kept_at)] = cols[kept_at]
-        else:
-            if jobs is self._lent:
-                parts: list[Job] = jobs[: at[0]]
-                for j, i in enumerate(at):
-                    parts += jobs[i + 1 : at[j + 1] if j + 1 < len(at) else n]
-                self._jobs = parts
-            else:
-                for i in reversed(at):
-                    del jobs[i]  # a shift of the pointers after it, nothing else touched
-            # Each run of places between two gone jobs moves left by the gone jobs before it.
+            self._jobs = [job for job in jobs if job not in gone]
+        elif jobs is self._lent:
+            n = len(jobs)
+            parts: list[Job] = jobs[: at[0]]
             for j, i in enumerate(at):
-                end = at[j + 1] if j + 1 < len(at) else n
-                if end > i + 1:
-                    cols[i - j : end - j - 1] = cols[i + 1 : end]
+                parts += jobs[i + 1 : at[j + 1] if j + 1 < len(at) else n]
+            self._jobs = parts
+        else:
+            for i in reversed(at):
+                del jobs[i]  # a shift of the pointers after it, nothing else touched
         gone.clear()
         return self._jobs
 
@@ -166,9 +181,13 @@ class PendingQueue:
 
         at: list[int] = []
         for job, key in gone.items():
-            i = bisect.bisect_left(jobs, key, key=placed)
+            # First by every job's current key, as a list of jobs none of which changed
+            # since it was queued is ordered: where that finds the job, it is there.
+            i = _place(jobs, -key[0], -key[1], key[2])
             if i >= len(jobs) or jobs[i] is not job:
-                return None
+                i = bisect.bisect_left(jobs, key, key=placed)
+                if i >= len(jobs) or jobs[i] is not job:
+                    return None
             at.append(i)
         at.sort()
         return at
@@ -178,16 +197,7 @@ class PendingQueue:
         if jobs is self._lent:
             jobs = self._jobs = list(jobs)
             self._lent = None
-        i = bisect.bisect_left(jobs, _key(job), key=_key)
-        jobs.insert(i, job)
-        n = len(jobs)
-        cols = self._cols
-        if n > len(cols):
-            grown = np.zeros((2 * n, 2), np.int64)
-            grown[: n - 1] = cols[: n - 1]
-            self._cols = cols = grown
-        cols[i + 1 : n] = cols[i : n - 1]  # overlapping: numpy copies as if through a buffer
-        cols[i] = (job.seq, job.queue_seq)
+        jobs.insert(_place(jobs, job.tier, job.priority, job.queue_seq), job)
         self._queued.add(job)
         if job.queue_seq > self._seq:  # a job numbered elsewhere (tests, probes)
             self._seq = job.queue_seq
@@ -216,8 +226,11 @@ class PendingQueue:
         """New priorities for every queued job (``sort``'s, or a job's fixed one), then the
         order restored; True if it changed."""
         jobs = self._settle()
-        n = len(jobs)
-        quick = sort.priorities(jobs, ctx, now, self._cols[:n, 0]) if _reprioritizes(sort) else None
+        quick = (
+            sort.priorities(jobs, ctx, now, np.array([job.seq for job in jobs], np.int64))
+            if _reprioritizes(sort)
+            else None
+        )
         if quick is None:
             results = sort.compute_many(jobs, ctx, now)
             prio = np.array([priority for priority, _ in results], np.float64)
@@ -228,7 +241,7 @@ class PendingQueue:
         for job in self._fixed:
             # Found by the key it is still queued under (no priority is written yet).
             assert job.fixed_priority is not None
-            prio[bisect.bisect_left(jobs, _key(job), key=_key)] = job.fixed_priority
+            prio[_place(jobs, job.tier, job.priority, job.queue_seq)] = job.fixed_priority
         for job, priority in zip(jobs, prio.tolist(), strict=True):
             job.priority = priority
         return self.resort(prio)
@@ -249,16 +262,14 @@ class PendingQueue:
         # exact and sequences are unique, so the order is the one sorting the tuples gives.
         # The queue is still in tier order (a job's tier never changes): with its first and
         # last job of one tier, every job is, and the tier column orders nothing.
-        cols = self._cols
-        seqs = cols[:n, 1]
+        seqs = np.array([job.queue_seq for job in jobs], np.int64)
         if jobs[0].tier == jobs[-1].tier:
             order = np.lexsort((seqs, -prio))
         else:
             order = np.lexsort((seqs, -prio, -np.fromiter(map(_tier, jobs), np.int64, n)))
-        if not (order[1:] < order[:-1]).any():
+        if not np.logical_or.reduce(order[1:] < order[:-1]):  # not ``.any()``'s wrapper
             return False  # ascending: already in order
         self._jobs = [jobs[i] for i in order.tolist()]
-        cols[:n] = cols[:n][order]
         return True
 
     def with_first(self, ids: Collection[int], by_id: Mapping[int, Job]) -> list[Job]:
@@ -274,8 +285,8 @@ class PendingQueue:
             job = by_id.get(job_id)
             if job is None:
                 continue
-            i = bisect.bisect_left(jobs, _key(job), key=_key)
-            if i < len(jobs) and jobs[i] is job:
+            i = _find(jobs, job)
+            if i >= 0:
                 at.append(i)
         at.sort()
         front = [jobs[i] for i in at]
@@ -288,6 +299,11 @@ class PendingQueue:
         copies it before it changes it, so it stays as it was handed out)."""
         jobs = self._lent = self._settle()
         return jobs
+
+    def release(self) -> None:
+        """The list handed out is held no more (a pass is over): the queue changes it in
+        place again."""
+        self._lent = None
 
     def __len__(self) -> int:
         return len(self._queued)

@@ -62,9 +62,10 @@ __all__ = [
 
 log = logging.getLogger("phalanx.controller")
 
-FORMAT: tuple[int, bool] = (5, not str(engine_module.__file__).endswith(".py"))
+FORMAT: tuple[int, bool] = (6, not str(engine_module.__file__).endswith(".py"))
 """Bumped whenever what a snapshot holds changes shape (5: the engine's records, ``Shape`` and
-three events are no longer frozen dataclasses); with whether the scheduling core is compiled
+three events are no longer frozen dataclasses; 6: ``Statuses.not_priority`` holds jobs, not
+ids); with whether the scheduling core is compiled
 (``tools/native.py``): its compiled classes pickle their state otherwise (a dict of attributes,
 where Python's slots give a pair), so a snapshot of the other kind is ignored."""
 

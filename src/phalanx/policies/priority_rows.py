@@ -57,16 +57,19 @@ class FactorRows:
         """The rows of the jobs of submit sequences ``seqs``, as ``row_of`` gives them, over
         arrays (a deep queue's recalculation would otherwise look up every job in a dict);
         None if one has no row or a sequence is out of the table's range."""
+        # The reductions by the ufuncs themselves: ``ndarray.min``/``max`` go through a
+        # Python wrapper (numpy's ``_methods``) that costs more than they do here.
         n = len(seqs)
-        if n and (int(seqs.min()) < 0 or int(seqs.max()) >= _MAX_TABLE):
+        top = int(np.maximum.reduce(seqs)) if n else -1
+        if n and (int(np.minimum.reduce(seqs)) < 0 or top >= _MAX_TABLE):
             return None
         table = self._by_seq
         if table is None:
-            table = self._by_seq = self._table(int(seqs.max()) + 1 if n else 0)
-        if n and int(seqs.max()) >= len(table):
+            table = self._by_seq = self._table(top + 1)
+        if top >= len(table):
             return None  # sequences beyond every row made: not all have rows
         where = table[seqs]
-        if n and int(where.min()) < 0:
+        if n and int(np.minimum.reduce(where)) < 0:
             return None
         return where
 
@@ -131,6 +134,21 @@ class FactorRows:
             float(self.nice[row]),
         )
 
+    def _freeze(self, rows: list[int]) -> None:
+        """Freeze the views of ``rows``: ``values`` of each, the columns read once as lists
+        (the same numbers: ``tolist`` gives each item as ``float()`` of it would), not one
+        numpy scalar per row and column."""
+        w_age: list[float] = self.w_age.tolist()
+        w_fs: list[float] = self.w_fs.tolist()
+        nice: list[int] = self.nice.tolist()
+        statics = self.statics
+        views = self.views
+        for row in rows:
+            view = views[row]
+            if view._frozen is None:
+                static = statics[row]
+                view._frozen = (w_age[row], w_fs[row], *static[:4], float(nice[row]))
+
     def reserve(self, count: int) -> None:
         """Room for ``count`` more rows without giving any up (while rows are being read)."""
         need = len(self.views) + count
@@ -151,9 +169,7 @@ class FactorRows:
         gen: list[int] = self.gen.tolist()  # read per row: a list's items cost less
         keep = [(seq, row) for seq, row in self.row_of.items() if gen[row] == current]
         kept = {row for _, row in keep}
-        for row, view in enumerate(self.views):
-            if row not in kept:
-                view.freeze()
+        self._freeze([row for row in range(len(self.views)) if row not in kept])
         self._resize(keep, max(self._initial, 2 * len(keep)))
         return len(keep)
 

@@ -22,6 +22,22 @@ class Usage:
         self.updated: Instant = 0
         self._paths: dict[str, tuple[str, ...]] = {}
 
+    _decays: dict[int, float] | None = None
+    """``decay_multiplier`` by elapsed time, for ``_decays_for`` (a class default: usage
+    pickled before it existed makes its own). A recalculation decays by the same period each
+    time, and the function runs interpreted."""
+    _decays_for: Duration = 0
+
+    def _decay(self, elapsed: Duration) -> float:
+        decays = self._decays
+        if decays is None or self._decays_for != self.half_life or len(decays) > 64:
+            decays = self._decays = {}
+            self._decays_for = self.half_life
+        k = decays.get(elapsed)
+        if k is None:
+            k = decays[elapsed] = decay_multiplier(elapsed, self.half_life)
+        return k
+
     def path(self, account: str) -> tuple[str, ...]:
         p = self._paths.get(account)
         if p is None:
@@ -34,12 +50,12 @@ class Usage:
         elapsed = now - self.updated
         if elapsed <= 0:
             return
-        k = decay_multiplier(elapsed, self.half_life)
+        k = self._decay(elapsed)
         raw = self.raw
         for name in raw:
             raw[name] *= k
         # Charge at the midpoint of the interval's decay, a fair approximation of the integral.
-        charge_k = decay_multiplier(elapsed // 2, self.half_life)
+        charge_k = self._decay(elapsed // 2)
         for account, gpus in gpus_by_account.items():
             if gpus <= 0:
                 continue

@@ -22,8 +22,10 @@ class Statuses:
         self.passes = 0
         self.nonwhole = 0
         """Queued jobs that need no whole GPU (CPU-only or a GPU share)."""
-        self.not_priority: set[int] = set()
-        """Queued jobs whose reason is not Priority (what ``wait_rest_priority`` may change)."""
+        self.not_priority: set[Job] = set()
+        """Queued jobs whose reason is not Priority (what ``wait_rest_priority`` may change).
+        The jobs themselves, not their ids: a job hashes by identity, where an id would be
+        made an int object at each ``wait``."""
 
     def wait(self, job: Job, status: Status, expected_start: Instant | None = None) -> None:
         """Record why the job did not start this pass."""
@@ -33,9 +35,9 @@ class Statuses:
         job.expected_start = expected_start
         job.seen = self.passes
         if status.reason is Reason.PRIORITY:
-            self.not_priority.discard(job.id)
+            self.not_priority.discard(job)
         else:
-            self.not_priority.add(job.id)
+            self.not_priority.add(job)
 
     def expect(self, job: Job, start: Instant | None) -> None:
         """A blocked job's expected start; its reason stays."""
@@ -51,12 +53,11 @@ class Statuses:
         Priority, touches only the queued jobs that carry another reason, not the whole tail
         of a long queue."""
         reason, plugin = status.reason, status.plugin
-        for job_id in list(self.not_priority):
-            job = self._jobs[job_id]
+        for job in list(self.not_priority):  # each changes only itself: any order will do
             if job.seen == self.passes:
                 continue
-            self.not_priority.discard(job_id)
-            if job.state is JobState.PENDING and job_id not in self._waiting:
+            self.not_priority.discard(job)
+            if job.state is JobState.PENDING and job.id not in self._waiting:
                 job.reason = reason
                 job.reason_plugin = plugin
                 job.reason_message = ""
