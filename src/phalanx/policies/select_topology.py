@@ -38,7 +38,7 @@ def pick_best_fit(state: Occupancy, cap: Capacity, mask: BoolArray, shape: Shape
     # lowest index) by a loop over the row of nodes, which costs less than numpy's calls on
     # a few dozen nodes.
     gpus: list[int] = cap.gpus.tolist()
-    leaf_of: list[int] = state.leaf_of.tolist()
+    leaf_of = state.leaf_list
     in_leaf = [0] * state.n_leaves
     for node, free in enumerate(gpus):
         in_leaf[leaf_of[node]] += free

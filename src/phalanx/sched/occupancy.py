@@ -23,6 +23,10 @@ __all__ = ["BoolArray", "Occupancy", "Running"]
 _MASKS = 64
 """``eligible``'s masks kept at most per capacity."""
 
+_PATCH = 8
+"""``eligible`` brings a kept mask up to date node by node for up to this many moved nodes
+(a start or an end moves one or two); past it, it makes the mask again."""
+
 
 @mypyc_attr(allow_interpreted_subclasses=True)
 class Running:
@@ -49,6 +53,8 @@ class Occupancy:
         self.node_cpus: IntArray = np.array([nd.cpus for nd in nodes], dtype=np.int64)
         self.node_mem: IntArray = np.array([nd.memory_mb for nd in nodes], dtype=np.int64)
         self.leaf_of: IntArray = np.array([nd.leaf for nd in nodes], dtype=np.int64)
+        self.leaf_list: list[int] = [nd.leaf for nd in nodes]
+        """``leaf_of`` as a list (read node by node in placement's loops)."""
         self.node_ids: IntArray = np.arange(self.n, dtype=np.int64)
         self.total_gpus = int(self.node_gpus.sum())
         self.n_leaves = len(cluster.leaves)
@@ -107,6 +113,8 @@ class Occupancy:
             setattr(self, name, value)
         if "_up_masks" not in saved:
             self._up_masks = {}
+        if "leaf_list" not in saved:
+            self.leaf_list = self.leaf_of.tolist()
         if "node_runs" not in saved:
             self.ready = None
             self.node_version = [0] * self.n
@@ -173,7 +181,19 @@ class Occupancy:
         masks = cap.masks
         hit = masks.get(key)
         if hit is not None and hit[0] is base:  # no node went up or down since
-            return hit[1]
+            moved = cap.moved
+            since = hit[2]
+            if since == len(moved):
+                return hit[1]
+            if len(moved) - since <= _PATCH:
+                # The nodes moved since by ``take``/``give``: only their bits can differ. A
+                # new array, as callers may still hold the old one.
+                mask = hit[1].copy()
+                for i in range(since, len(moved)):
+                    node = moved[i]
+                    mask[node] = self._fits(cap, shape, base, node)
+                masks[key] = (base, mask, len(moved))
+                return mask
         mask = base
         if shape.gpus:
             mask = mask & (cap.gpus >= shape.gpus)
@@ -187,8 +207,29 @@ class Occupancy:
             mask = mask & (cap.gpus == self.node_gpus) & (cap.cpus == self.node_cpus)
         if len(masks) >= _MASKS:
             masks.clear()
-        masks[key] = (base, mask)
+        masks[key] = (base, mask, len(cap.moved))
         return mask
+
+    def _fits(self, cap: Capacity, shape: Shape, base: BoolArray, node: int) -> bool:
+        """``eligible``'s answer for one node: the same tests, on scalars."""
+        if not base.item(node):
+            return False
+        if shape.gpus and cap.gpus.item(node) < shape.gpus:
+            return False
+        if shape.cpus and cap.cpus.item(node) < shape.cpus:
+            return False
+        if shape.mem_mb and cap.mem.item(node) < shape.mem_mb:
+            return False
+        if shape.milli:
+            row: list[int] = cap.dev[node].tolist()
+            if not any([free >= shape.milli for free in row]):
+                return False
+        if shape.exclusive:
+            if cap.gpus.item(node) != self.node_gpus.item(node):
+                return False
+            if cap.cpus.item(node) != self.node_cpus.item(node):
+                return False
+        return True
 
     # -- allocations --------------------------------------------------------------------
     def allocation(self, cap: Capacity, shape: Shape, nodes: list[int]) -> Allocation:
@@ -241,7 +282,7 @@ class Occupancy:
             return
         up = self.up
         for node, devices in zip(alloc.nodes, alloc.devices, strict=True):
-            if up[node]:
+            if up.item(node):
                 self.free_gpus += sign * len(devices)
 
     def start(self, job_id: int, account: str, alloc: Allocation, end: Instant) -> None:
