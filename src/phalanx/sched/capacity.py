@@ -6,7 +6,7 @@ arrays, cheap) or take and give back an ``Allocation`` (exact undo), never deep-
 
 from __future__ import annotations
 
-from typing import cast
+from typing import ClassVar, cast
 
 import numpy as np
 import numpy.typing as npt
@@ -35,7 +35,7 @@ class Allocation:
     (that of the tuple of the five compared fields), pickled as a call of the class. Nothing
     assigns a field after ``__init__``."""
 
-    __match_args__ = ("nodes", "devices", "milli", "cpus", "mem_mb")
+    __match_args__: ClassVar[tuple[str, ...]] = ("nodes", "devices", "milli", "cpus", "mem_mb")
     __slots__ = ("cpus", "devices", "gpus", "mem_mb", "milli", "nodes")
 
     def __init__(

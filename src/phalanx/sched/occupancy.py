@@ -61,6 +61,8 @@ class Occupancy:
         self.spine_of_leaf: IntArray = np.array(
             [lf.parent if lf.parent is not None else -1 for lf in cluster.leaves], dtype=np.int64
         )
+        self.spine_leaves: list[list[int]] = _spine_leaves(self.spine_of_leaf)
+        """Per spine (in index order, leaves under none left out), its leaves in order."""
         dev = np.full((self.n, max(self.max_gpus, 1)), -1, dtype=np.int64)
         for nd in nodes:
             dev[nd.index, : nd.gpus] = MILLI
@@ -115,6 +117,7 @@ class Occupancy:
             self._up_masks = {}
         if "leaf_list" not in saved:
             self.leaf_list = self.leaf_of.tolist()
+            self.spine_leaves = _spine_leaves(self.spine_of_leaf)
         if "node_runs" not in saved:
             self.ready = None
             self.node_version = [0] * self.n
@@ -133,7 +136,7 @@ class Occupancy:
     def base_mask(self, shape: Shape) -> BoolArray:
         """Nodes of the partition, up, with an allowed GPU model and the features asked (a
         read-only array, kept until a node goes up or down)."""
-        key = (shape.partition, shape.models, shape.features)
+        key = shape.base_key
         up = self._up_masks.get(key)
         if up is not None:
             return up
@@ -153,7 +156,7 @@ class Occupancy:
 
     def static_mask(self, shape: Shape) -> BoolArray:
         """Like ``base_mask`` but ignoring node health: where the job could ever run."""
-        key = (shape.partition, shape.models, shape.features)
+        key = shape.base_key
         mask = self._masks.get(key)
         if mask is None:
             self.base_mask(shape)  # made and kept there (its ``up`` copy not needed)
@@ -166,18 +169,9 @@ class Occupancy:
         same of one capacity many times; the base mask itself when ``shape`` needs
         nothing)."""
         base = self.base_mask(shape)
-        if not (shape.gpus or shape.cpus or shape.mem_mb or shape.milli or shape.exclusive):
+        key = shape.need_key
+        if key is None:
             return base
-        key = (
-            shape.partition,
-            shape.models,
-            shape.features,
-            shape.gpus,
-            shape.cpus,
-            shape.mem_mb,
-            shape.milli,
-            shape.exclusive,
-        )
         masks = cap.masks
         hit = masks.get(key)
         if hit is not None and hit[0] is base:  # no node went up or down since
@@ -353,3 +347,9 @@ class Occupancy:
         """Most whole GPUs per node any eligible node has in total (ignoring use)."""
         mask = self.static_mask(shape)
         return int(self.node_gpus[mask].max()) if mask.any() else 0
+
+
+def _spine_leaves(spine_of_leaf: IntArray) -> list[list[int]]:
+    spine_of: list[int] = spine_of_leaf.tolist()
+    spines = sorted({spine for spine in spine_of if spine >= 0})
+    return [[leaf for leaf, s in enumerate(spine_of) if s == spine] for spine in spines]

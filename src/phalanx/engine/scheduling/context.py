@@ -81,8 +81,9 @@ class PassView:
     def _mask(self, cap: Capacity, shape: Shape) -> BoolArray:
         filters = self._filters
         mask = filters[0].filter(self.state, cap, shape)
-        for more in filters[1:]:
-            mask = mask & more.filter(self.state, cap, shape)
+        if len(filters) > 1:
+            for more in filters[1:]:
+                mask = mask & more.filter(self.state, cap, shape)
         return mask
 
     def _leaf_limit(self, job: Job) -> tuple[int | None, int]:
