@@ -37,11 +37,8 @@ def pick_best_fit(state: Occupancy, cap: Capacity, mask: BoolArray, shape: Shape
     # Whole GPUs: the same order (fewest free GPUs on the node, then in its leaf, then the
     # lowest index) by a loop over the row of nodes, which costs less than numpy's calls on
     # a few dozen nodes.
-    gpus: list[int] = cap.gpus.tolist()
     leaf_of = state.leaf_list
-    in_leaf = [0] * state.n_leaves
-    for node, free in enumerate(gpus):
-        in_leaf[leaf_of[node]] += free
+    gpus, in_leaf = cap.gpu_rows(leaf_of, state.n_leaves)
     span = state.total_gpus + 1
     best, best_key = -1, 0
     ok: list[bool] = mask.tolist()
@@ -82,7 +79,7 @@ class TopologySelect:
         idx = [node for node, allowed in enumerate(ok) if allowed]
         if len(idx) < nodes:
             return None
-        gpus: list[int] = cap.gpus.tolist()
+        gpus = cap.gpu_rows(state.leaf_list, state.n_leaves)[0]
         if not self.topology:
             return _best_fit_nodes(gpus, idx, nodes)
         leaf_of = state.leaf_list

@@ -25,6 +25,10 @@ _FEW = 16
 _MOVED = 64
 """``Capacity.moved`` is kept up to this many nodes; past it the masks are dropped."""
 
+_PATCH = 8
+"""``gpu_rows`` brings its kept rows up to date node by node for up to this many moved nodes
+(a start or an end moves one or two); past it, it makes them again."""
+
 
 @mypyc_attr(allow_interpreted_subclasses=True)
 class Allocation:
@@ -107,7 +111,7 @@ def whole_free(dev: IntArray) -> IntArray:
 class Capacity:
     """Free resources per node. ``dev`` is free thousandths per GPU device (-1: no device)."""
 
-    __slots__ = ("cpus", "dev", "gpus", "masks", "mem", "moved")
+    __slots__ = ("cpus", "dev", "gpus", "masks", "mem", "moved", "rows")
 
     def __init__(self, gpus: IntArray, cpus: IntArray, mem: IntArray, dev: IntArray) -> None:
         self.gpus = gpus
@@ -120,9 +124,12 @@ class Capacity:
         ``moved`` when it was made). Code that writes the arrays directly does so only on a
         fresh copy, before anything asks it for a mask (``nominations``, ``elastic``,
         kueue's)."""
+        self.rows: tuple[int, list[int], list[int]] | None = None
+        """``gpu_rows``' answer: (length of ``moved`` when it was made, whole free GPUs per
+        node, per leaf switch). Same rule as for ``masks``."""
         self.moved: list[int] = []
-        """Nodes changed by ``take``/``give`` since the masks were made (one entry per node
-        of each allocation): a kept mask is brought up to date on those nodes only."""
+        """Nodes changed by ``take``/``give`` since the masks (or rows) were made (one entry per
+        node of each allocation): a kept mask is brought up to date on those nodes only."""
 
     def __getstate__(self) -> dict[str, object]:
         # The masks are a cache: not saved.
@@ -136,6 +143,7 @@ class Capacity:
         self.mem = state["mem"]
         self.dev = state["dev"]
         self.masks = {}
+        self.rows = None
         self.moved = []
 
     def copy(self) -> Capacity:
@@ -178,14 +186,42 @@ class Capacity:
                 nodes.append(node)
                 cpus.append(alloc.cpus)
                 mem.append(alloc.mem_mb)
-        if self.masks:
+        if self.masks or self.rows is not None:
             self.masks = {}
+            self.rows = None
             self.moved = []
         np.add.at(self.dev, (dev_nodes, dev_ids), amounts)
         np.add.at(self.cpus, nodes, cpus)
         np.add.at(self.mem, nodes, mem)
         touched = sorted(set(nodes))  # np.unique's, for a fraction of its cost
         self.gpus[touched] = whole_free(self.dev[touched])
+
+    def gpu_rows(self, leaf_of: list[int], n_leaves: int) -> tuple[list[int], list[int]]:
+        """Whole free GPUs per node (``gpus`` as a list) and their sums per leaf switch
+        (``leaf_of``: each node's leaf, of ``n_leaves``): lists the caller reads and neither
+        changes nor keeps. Kept and brought up to date on the nodes moved since, as the masks
+        are."""
+        moved = self.moved
+        kept = self.rows
+        if kept is not None:
+            since, gpus, in_leaf = kept
+            if since == len(moved):
+                return gpus, in_leaf
+            if len(moved) - since <= _PATCH:
+                row = self.gpus
+                for i in range(since, len(moved)):
+                    node = moved[i]
+                    free: int = row.item(node)
+                    in_leaf[leaf_of[node]] += free - gpus[node]
+                    gpus[node] = free
+                self.rows = (len(moved), gpus, in_leaf)
+                return gpus, in_leaf
+        gpus = self.gpus.tolist()
+        in_leaf = [0] * n_leaves
+        for node, free in enumerate(gpus):
+            in_leaf[leaf_of[node]] += free
+        self.rows = (len(moved), gpus, in_leaf)
+        return gpus, in_leaf
 
     def take(self, alloc: Allocation) -> None:
         self._apply(alloc, -1)
@@ -198,10 +234,11 @@ class Capacity:
         # a Python int: a node has a handful of devices, and a row's ``tolist`` and write
         # back cost more than its few scalars; this runs for every start and end, every
         # what-if.
-        if self.masks:
+        if self.masks or self.rows is not None:
             moved = self.moved
             if len(moved) >= _MOVED:
                 self.masks = {}
+                self.rows = None
                 self.moved = []
             else:
                 moved.extend(alloc.nodes)
