@@ -281,7 +281,7 @@ def test_an_elastic_run_grows_and_shrinks_node_by_node_and_goes_on() -> None:
     assert new.kind == "launch" and [t.rank for t in new.tasks] == [2, 3]
     assert new.tasks[0].env["SLURM_NNODES"] == "2" and new.tasks[0].env["SLURM_NODEID"] == "1"
     # Shrunk off n003: SIGTERM there, and its end neither ends the run nor counts.
-    shrunk = dataclasses.replace(grown, nodes=(0,), devices=((0, 1, 2, 3),))
+    shrunk = Allocation((0,), ((0, 1, 2, 3),), grown.milli, grown.cpus, grown.mem_mb)
     fleet.resize(Resize(7, 1, shrunk, (), (2,), launch.spec, 60_000), 4)
     [term] = fleet.registry.take("n003", new.seq, 5)
     assert (term.kind, term.signal) == ("signal", 15)
@@ -300,7 +300,8 @@ def test_the_removed_node_of_an_elastic_run_is_killed_after_its_grace() -> None:
     spec = dataclasses.replace(launch.spec, nodes_min=1, elastic=True)
     fleet.launch(launch.replace(spec=spec), 0)
     [started] = fleet.registry.take("n002", 0, 1)
-    alloc = dataclasses.replace(launch.alloc, nodes=(0,), devices=((0, 1, 2, 3),))
+    held = launch.alloc
+    alloc = Allocation((0,), ((0, 1, 2, 3),), held.milli, held.cpus, held.mem_mb)
     fleet.resize(Resize(7, 1, alloc, (), (1,), spec, 60_000), 2)
     fleet.resize(Resize(7, 1, alloc, (), (1,), spec, 60_000, kill=True), 3)
     kinds = [c.kind for c in fleet.registry.take("n002", started.seq, 4)]

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import random
+
 import numpy as np
 
 from phalanx.domain.jobspec import MILLI
@@ -88,3 +90,30 @@ def test_whole_gpu_count_follows_the_devices_through_takes_and_gives() -> None:
     for alloc in allocs[3:]:
         cap.give(alloc)
     assert same(cap, before)
+
+
+def test_gpu_rows_are_kept_through_takes_and_gives_and_equal_fresh_ones() -> None:
+    rng = random.Random(11)
+    state = Occupancy(small_cluster(nodes=6, gpus=8, per_leaf=2))
+    cap = state.cap
+    held: list[Allocation] = []
+    kept_through = 0
+    for _ in range(300):
+        if held and (rng.random() < 0.45 or len(held) > 10):
+            cap.give(held.pop(rng.randrange(len(held))))
+        else:
+            node = rng.randrange(6)
+            free = [d for d, left in enumerate(cap.dev[node].tolist()) if left == MILLI]
+            if not free:
+                continue
+            devices = tuple(rng.sample(free, rng.randint(1, len(free))))
+            alloc = Allocation((node,), (devices,), 0, 1, 1)
+            cap.take(alloc)
+            held.append(alloc)
+        kept_through += cap.rows is not None  # kept through the change just made
+        gpus, in_leaf = cap.gpu_rows(state.leaf_list, state.n_leaves)
+        fresh = cap.copy().gpu_rows(state.leaf_list, state.n_leaves)
+        assert (gpus, in_leaf) == fresh
+        assert gpus == cap.gpus.tolist()
+        assert in_leaf == [sum(gpus[2 * leaf : 2 * leaf + 2]) for leaf in range(3)]
+    assert kept_through > 200

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import random
+
 import numpy as np
 
 from phalanx.sched.capacity import Allocation
@@ -86,3 +88,47 @@ def test_an_exclusive_job_holds_its_nodes_whole() -> None:
     assert state.eligible(state.cap, cpu_only).tolist() == [False, True]
     state.finish(1, "x")
     assert state.eligible(state.cap, cpu_only).tolist() == [True, True]
+
+
+def test_kept_masks_survive_takes_and_gives_and_equal_fresh_ones() -> None:
+    # ``eligible`` keeps its masks on the capacity across ``take``/``give`` and brings them
+    # up to date on the nodes moved since: always the mask a fresh capacity gives.
+    rng = random.Random(3)
+    state = Occupancy(small_cluster(nodes=6, gpus=8, per_leaf=3))
+    cap = state.cap
+    shapes = [
+        Shape.of(make_job(gpus=1), "gpu"),
+        Shape.of(make_job(gpus=5), "gpu"),
+        Shape.of(make_job(gpus=1, exclusive=True), "gpu"),
+        Shape(
+            "gpu",
+            1,
+            1,
+            0,
+            300,
+            int(state.node_cpus[0]) // 2,
+            int(state.node_mem[0]) // 3,
+            frozenset(),
+            frozenset(),
+            False,
+            None,
+        ),
+    ]
+    held: list[Allocation] = []
+    kept_through = 0
+    for _ in range(400):
+        if held and (rng.random() < 0.45 or len(held) > 12):
+            cap.give(held.pop(rng.randrange(len(held))))
+        else:
+            shape = rng.choice(shapes)
+            nodes = state.eligible(cap, shape).nonzero()[0].tolist()
+            if not nodes:
+                continue
+            alloc = state.allocation(cap, shape, [rng.choice(nodes)])
+            cap.take(alloc)
+            held.append(alloc)
+        kept_through += len(cap.masks) > 0  # kept through the change just made
+        for shape in shapes:
+            kept = state.eligible(cap, shape)
+            assert kept.tolist() == state.eligible(cap.copy(), shape).tolist()
+    assert kept_through > 300  # dropped only when many nodes moved since they were made

@@ -108,12 +108,17 @@ def transition(subject: Stateful, new: JobState) -> None:
     """Move ``subject`` to ``new``; raise ``BadTransition`` (and change nothing) if the
     table does not allow it. The one place a job's state is set after it is created."""
     old = subject.state
-    if new not in _ALLOWED.get(old, _NOWHERE):
+    # By the members' names: an Enum member hashes by an interpreted ``__hash__`` (this
+    # runs at every start and end; the answer is ``can_transition``'s).
+    if new._name_ not in _ALLOWED_NAMES.get(old._name_, _NOWHERE):
         raise BadTransition(f"a job cannot go from {old.value} to {new.value}")
     subject.state = new
 
 
-_NOWHERE: frozenset[JobState] = frozenset()
+_NOWHERE: frozenset[str] = frozenset()
+_ALLOWED_NAMES: dict[str, frozenset[str]] = {
+    old._name_: frozenset(new._name_ for new in allowed) for old, allowed in _ALLOWED.items()
+}
 
 
 class Reason:

@@ -13,7 +13,7 @@ from collections.abc import Mapping
 import numpy as np
 from mypy_extensions import mypyc_attr
 
-from phalanx.sched.capacity import Capacity, IntArray
+from phalanx.sched.capacity import Capacity
 from phalanx.sched.occupancy import BoolArray, Occupancy
 from phalanx.sched.shape import Shape
 
@@ -37,11 +37,8 @@ def pick_best_fit(state: Occupancy, cap: Capacity, mask: BoolArray, shape: Shape
     # Whole GPUs: the same order (fewest free GPUs on the node, then in its leaf, then the
     # lowest index) by a loop over the row of nodes, which costs less than numpy's calls on
     # a few dozen nodes.
-    gpus: list[int] = cap.gpus.tolist()
-    leaf_of: list[int] = state.leaf_of.tolist()
-    in_leaf = [0] * state.n_leaves
-    for node, free in enumerate(gpus):
-        in_leaf[leaf_of[node]] += free
+    leaf_of = state.leaf_list
+    gpus, in_leaf = cap.gpu_rows(leaf_of, state.n_leaves)
     span = state.total_gpus + 1
     best, best_key = -1, 0
     ok: list[bool] = mask.tolist()
@@ -53,10 +50,10 @@ def pick_best_fit(state: Occupancy, cap: Capacity, mask: BoolArray, shape: Shape
     return best
 
 
-def _best_fit_nodes(cap: Capacity, candidates: IntArray, count: int) -> list[int]:
-    # Fullest nodes first (fewest free GPUs) to keep empty nodes whole; ties by index.
-    order = np.lexsort((candidates, cap.gpus[candidates]))
-    return [int(i) for i in candidates[order[:count]]]
+def _best_fit_nodes(gpus: list[int], candidates: list[int], count: int) -> list[int]:
+    # Fullest nodes first (fewest free GPUs) to keep empty nodes whole; ties by index (the
+    # candidates come in index order and the sort is stable).
+    return sorted(candidates, key=gpus.__getitem__)[:count]
 
 
 @mypyc_attr(allow_interpreted_subclasses=True)
@@ -76,33 +73,40 @@ class TopologySelect:
         if nodes == 1:
             best = pick_best_fit(state, cap, mask, shape)
             return None if best < 0 else [best]
-        idx = mask.nonzero()[0]
+        # Python lists, not numpy: a few dozen nodes and a handful of leaves, where numpy's
+        # per-call costs outweigh its loops.
+        ok: list[bool] = mask.tolist()
+        idx = [node for node, allowed in enumerate(ok) if allowed]
         if len(idx) < nodes:
             return None
+        gpus = cap.gpu_rows(state.leaf_list, state.n_leaves)[0]
         if not self.topology:
-            return _best_fit_nodes(cap, idx, nodes)
-        leaf_count = np.bincount(state.leaf_of[idx], minlength=state.n_leaves)
-        fits = (leaf_count >= nodes).nonzero()[0]
-        if len(fits):
-            leaf = int(fits[np.argmin(leaf_count[fits])])
-            return _best_fit_nodes(cap, idx[state.leaf_of[idx] == leaf], nodes)
+            return _best_fit_nodes(gpus, idx, nodes)
+        leaf_of = state.leaf_list
+        leaf_count = [0] * state.n_leaves
+        for node in idx:
+            leaf_count[leaf_of[node]] += 1
+        # The leaf with the fewest eligible nodes that still holds the gang (the lowest first).
+        best, fewest = -1, 0
+        for leaf, count in enumerate(leaf_count):
+            if count >= nodes and (best < 0 or count < fewest):
+                best, fewest = leaf, count
+        if best >= 0:
+            return _best_fit_nodes(gpus, [i for i in idx if leaf_of[i] == best], nodes)
         leaves = self._fewest_leaves(state, leaf_count, nodes)
         if leaves is None or (max_leaves is not None and len(leaves) > max_leaves):
             return None
         chosen: list[int] = []
         for leaf in leaves:
-            in_leaf = idx[state.leaf_of[idx] == leaf]
-            chosen.extend(_best_fit_nodes(cap, in_leaf, nodes - len(chosen)))
+            in_leaf = [i for i in idx if leaf_of[i] == leaf]
+            chosen.extend(_best_fit_nodes(gpus, in_leaf, nodes - len(chosen)))
         return chosen
 
     @staticmethod
-    def _fewest_leaves(state: Occupancy, leaf_count: IntArray, nodes: int) -> list[int] | None:
-        spine_of = state.spine_of_leaf
-        spines = [s for s in sorted(set(spine_of.tolist())) if s >= 0]  # np.unique's, cheaper
+    def _fewest_leaves(state: Occupancy, leaf_count: list[int], nodes: int) -> list[int] | None:
         best: tuple[int, int, list[int]] | None = None
-        for spine in spines:
-            members = (spine_of == spine).nonzero()[0]
-            total = int(leaf_count[members].sum())
+        for members in state.spine_leaves:
+            total = sum([leaf_count[leaf] for leaf in members])
             if total < nodes:
                 continue
             leaves = _fill(members, leaf_count, nodes)
@@ -111,22 +115,21 @@ class TopologySelect:
                 best = (len(leaves), total, leaves)
         if best is not None:
             return best[2]
-        everything = np.arange(state.n_leaves)
-        if int(leaf_count.sum()) < nodes:
+        if sum(leaf_count) < nodes:
             return None
-        return _fill(everything, leaf_count, nodes)
+        return _fill(list(range(state.n_leaves)), leaf_count, nodes)
 
 
-def _fill(leaves: IntArray, leaf_count: IntArray, nodes: int) -> list[int]:
-    # Fullest leaves (most eligible nodes) first: the fewest switches for the gang.
-    order = np.lexsort((leaves, -leaf_count[leaves]))
+def _fill(leaves: list[int], leaf_count: list[int], nodes: int) -> list[int]:
+    # Fullest leaves (most eligible nodes) first: the fewest switches for the gang; ties by
+    # index (``leaves`` come in index order and the sort is stable).
     out: list[int] = []
     total = 0
-    for leaf in leaves[order]:
+    for leaf in sorted(leaves, key=lambda leaf: -leaf_count[leaf]):
         if leaf_count[leaf] == 0:
             break
-        out.append(int(leaf))
-        total += int(leaf_count[leaf])
+        out.append(leaf)
+        total += leaf_count[leaf]
         if total >= nodes:
             break
     return out

@@ -6,8 +6,7 @@ arrays, cheap) or take and give back an ``Allocation`` (exact undo), never deep-
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import cast
+from typing import ClassVar, cast
 
 import numpy as np
 import numpy.typing as npt
@@ -23,30 +22,66 @@ BoolArray = npt.NDArray[np.bool_]
 _FEW = 16
 """``give_many`` gives back up to this many allocations one by one."""
 
+_MOVED = 64
+"""``Capacity.moved`` is kept up to this many nodes; past it the masks are dropped."""
+
+_PATCH = 8
+"""``gpu_rows`` brings its kept rows up to date node by node for up to this many moved nodes
+(a start or an end moves one or two); past it, it makes them again."""
+
 
 @mypyc_attr(allow_interpreted_subclasses=True)
-@dataclass(frozen=True, slots=True)
 class Allocation:
-    """Resources held by one job: the same CPUs and memory on every node it spans."""
+    """Resources held by one job: the same CPUs and memory on every node it spans.
 
-    nodes: tuple[int, ...]
-    devices: tuple[tuple[int, ...], ...]
-    """GPU device ids per node (what CUDA_VISIBLE_DEVICES lists)."""
-    milli: int
-    """0 for whole GPUs; else the job holds this fraction of its single device."""
-    cpus: int
-    mem_mb: int
-    gpus: float = field(init=False, compare=False)
-    """GPUs held, a share counted as its fraction (computed once: read in hot loops)."""
+    Written out by hand (it was a frozen dataclass, whose generated ``__init__`` ran
+    interpreted: one per start and per what-if placement): same ``repr``, equality and hash
+    (that of the tuple of the five compared fields), pickled as a call of the class. Nothing
+    assigns a field after ``__init__``."""
 
-    def __post_init__(self) -> None:
-        held = self.milli / MILLI if self.milli else float(sum(len(d) for d in self.devices))
-        object.__setattr__(self, "gpus", held)
+    __match_args__: ClassVar[tuple[str, ...]] = ("nodes", "devices", "milli", "cpus", "mem_mb")
+    __slots__ = ("cpus", "devices", "gpus", "mem_mb", "milli", "nodes")
+
+    def __init__(
+        self,
+        nodes: tuple[int, ...],
+        devices: tuple[tuple[int, ...], ...],
+        milli: int,
+        cpus: int,
+        mem_mb: int,
+    ) -> None:
+        self.nodes = nodes
+        self.devices = devices
+        """GPU device ids per node (what CUDA_VISIBLE_DEVICES lists)."""
+        self.milli = milli
+        """0 for whole GPUs; else the job holds this fraction of its single device."""
+        self.cpus = cpus
+        self.mem_mb = mem_mb
+        self.gpus: float = milli / MILLI if milli else float(sum([len(d) for d in devices]))
+        """GPUs held, a share counted as its fraction (computed once: read in hot loops)."""
+
+    def _fields(self) -> tuple[tuple[int, ...], tuple[tuple[int, ...], ...], int, int, int]:
+        return (self.nodes, self.devices, self.milli, self.cpus, self.mem_mb)
+
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not type(self):
+            return NotImplemented
+        assert isinstance(other, Allocation)
+        return self is other or self._fields() == other._fields()
+
+    def __hash__(self) -> int:
+        return hash(self._fields())
+
+    def __repr__(self) -> str:
+        return (
+            f"{type(self).__qualname__}(nodes={self.nodes!r}, devices={self.devices!r}, "
+            f"milli={self.milli!r}, cpus={self.cpus!r}, mem_mb={self.mem_mb!r}, "
+            f"gpus={self.gpus!r})"
+        )
 
     def __reduce__(self) -> tuple[type[Allocation], tuple[object, ...]]:
-        # Pickled as a call of the class with its fields: compiled (tools/native.py), the
-        # default unpickling would set them through the frozen class's ``__setattr__``.
-        return Allocation, (self.nodes, self.devices, self.milli, self.cpus, self.mem_mb)
+        # Pickled as a call of the class with its fields (as it was as a dataclass).
+        return Allocation, self._fields()
 
     def gpus_on(self, position: int) -> float:
         return self.milli / MILLI if self.milli else float(len(self.devices[position]))
@@ -60,6 +95,11 @@ def whole_free(dev: IntArray) -> IntArray:
     """Whole free devices per row of ``dev``: ``(dev == MILLI).sum(axis=1)``, as a product
     with a row of ones (numpy's reductions along a short axis cost more)."""
     width = dev.shape[1]
+    if width == 8:
+        # Eight devices a node (the usual): a row of eight bools is one 64-bit word, and its
+        # count of ones (set bytes hold 1) is the row's count.
+        words: IntArray = np.bitwise_count((dev == MILLI).view(np.uint64)).ravel().astype(np.int64)
+        return words
     ones = _ONES.get(width)
     if ones is None:
         ones = _ONES[width] = np.ones(width, dtype=np.int64)
@@ -71,7 +111,7 @@ def whole_free(dev: IntArray) -> IntArray:
 class Capacity:
     """Free resources per node. ``dev`` is free thousandths per GPU device (-1: no device)."""
 
-    __slots__ = ("cpus", "dev", "gpus", "masks", "mem")
+    __slots__ = ("cpus", "dev", "gpus", "masks", "mem", "moved", "rows")
 
     def __init__(self, gpus: IntArray, cpus: IntArray, mem: IntArray, dev: IntArray) -> None:
         self.gpus = gpus
@@ -79,10 +119,17 @@ class Capacity:
         self.cpus = cpus
         self.mem = mem
         self.dev = dev
-        self.masks: dict[object, tuple[BoolArray, BoolArray]] = {}
-        """``Occupancy.eligible``'s answers on this capacity, emptied by every change made
-        through its methods. Code that writes the arrays directly does so only on a fresh
-        copy, before anything asks it for a mask (``nominations``, ``elastic``, kueue's)."""
+        self.masks: dict[object, tuple[BoolArray, BoolArray, int]] = {}
+        """``Occupancy.eligible``'s answers on this capacity: (base mask, mask, length of
+        ``moved`` when it was made). Code that writes the arrays directly does so only on a
+        fresh copy, before anything asks it for a mask (``nominations``, ``elastic``,
+        kueue's)."""
+        self.rows: tuple[int, list[int], list[int]] | None = None
+        """``gpu_rows``' answer: (length of ``moved`` when it was made, whole free GPUs per
+        node, per leaf switch). Same rule as for ``masks``."""
+        self.moved: list[int] = []
+        """Nodes changed by ``take``/``give`` since the masks (or rows) were made (one entry per
+        node of each allocation): a kept mask is brought up to date on those nodes only."""
 
     def __getstate__(self) -> dict[str, object]:
         # The masks are a cache: not saved.
@@ -96,6 +143,8 @@ class Capacity:
         self.mem = state["mem"]
         self.dev = state["dev"]
         self.masks = {}
+        self.rows = None
+        self.moved = []
 
     def copy(self) -> Capacity:
         return Capacity(self.gpus.copy(), self.cpus.copy(), self.mem.copy(), self.dev.copy())
@@ -137,13 +186,42 @@ class Capacity:
                 nodes.append(node)
                 cpus.append(alloc.cpus)
                 mem.append(alloc.mem_mb)
-        if self.masks:
+        if self.masks or self.rows is not None:
             self.masks = {}
+            self.rows = None
+            self.moved = []
         np.add.at(self.dev, (dev_nodes, dev_ids), amounts)
         np.add.at(self.cpus, nodes, cpus)
         np.add.at(self.mem, nodes, mem)
         touched = sorted(set(nodes))  # np.unique's, for a fraction of its cost
         self.gpus[touched] = whole_free(self.dev[touched])
+
+    def gpu_rows(self, leaf_of: list[int], n_leaves: int) -> tuple[list[int], list[int]]:
+        """Whole free GPUs per node (``gpus`` as a list) and their sums per leaf switch
+        (``leaf_of``: each node's leaf, of ``n_leaves``): lists the caller reads and neither
+        changes nor keeps. Kept and brought up to date on the nodes moved since, as the masks
+        are."""
+        moved = self.moved
+        kept = self.rows
+        if kept is not None:
+            since, gpus, in_leaf = kept
+            if since == len(moved):
+                return gpus, in_leaf
+            if len(moved) - since <= _PATCH:
+                row = self.gpus
+                for i in range(since, len(moved)):
+                    node = moved[i]
+                    free: int = row.item(node)
+                    in_leaf[leaf_of[node]] += free - gpus[node]
+                    gpus[node] = free
+                self.rows = (len(moved), gpus, in_leaf)
+                return gpus, in_leaf
+        gpus = self.gpus.tolist()
+        in_leaf = [0] * n_leaves
+        for node, free in enumerate(gpus):
+            in_leaf[leaf_of[node]] += free
+        self.rows = (len(moved), gpus, in_leaf)
+        return gpus, in_leaf
 
     def take(self, alloc: Allocation) -> None:
         self._apply(alloc, -1)
@@ -156,8 +234,14 @@ class Capacity:
         # a Python int: a node has a handful of devices, and a row's ``tolist`` and write
         # back cost more than its few scalars; this runs for every start and end, every
         # what-if.
-        if self.masks:
-            self.masks = {}
+        if self.masks or self.rows is not None:
+            moved = self.moved
+            if len(moved) >= _MOVED:
+                self.masks = {}
+                self.rows = None
+                self.moved = []
+            else:
+                moved.extend(alloc.nodes)
         amount = sign * (alloc.milli or MILLI)
         dev, gpus, cpus, mem = self.dev, self.gpus, self.cpus, self.mem
         d_cpus, d_mem = sign * alloc.cpus, sign * alloc.mem_mb

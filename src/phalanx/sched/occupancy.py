@@ -23,6 +23,10 @@ __all__ = ["BoolArray", "Occupancy", "Running"]
 _MASKS = 64
 """``eligible``'s masks kept at most per capacity."""
 
+_PATCH = 8
+"""``eligible`` brings a kept mask up to date node by node for up to this many moved nodes
+(a start or an end moves one or two); past it, it makes the mask again."""
+
 
 @mypyc_attr(allow_interpreted_subclasses=True)
 class Running:
@@ -49,12 +53,16 @@ class Occupancy:
         self.node_cpus: IntArray = np.array([nd.cpus for nd in nodes], dtype=np.int64)
         self.node_mem: IntArray = np.array([nd.memory_mb for nd in nodes], dtype=np.int64)
         self.leaf_of: IntArray = np.array([nd.leaf for nd in nodes], dtype=np.int64)
+        self.leaf_list: list[int] = [nd.leaf for nd in nodes]
+        """``leaf_of`` as a list (read node by node in placement's loops)."""
         self.node_ids: IntArray = np.arange(self.n, dtype=np.int64)
         self.total_gpus = int(self.node_gpus.sum())
         self.n_leaves = len(cluster.leaves)
         self.spine_of_leaf: IntArray = np.array(
             [lf.parent if lf.parent is not None else -1 for lf in cluster.leaves], dtype=np.int64
         )
+        self.spine_leaves: list[list[int]] = _spine_leaves(self.spine_of_leaf)
+        """Per spine (in index order, leaves under none left out), its leaves in order."""
         dev = np.full((self.n, max(self.max_gpus, 1)), -1, dtype=np.int64)
         for nd in nodes:
             dev[nd.index, : nd.gpus] = MILLI
@@ -107,6 +115,9 @@ class Occupancy:
             setattr(self, name, value)
         if "_up_masks" not in saved:
             self._up_masks = {}
+        if "leaf_list" not in saved:
+            self.leaf_list = self.leaf_of.tolist()
+            self.spine_leaves = _spine_leaves(self.spine_of_leaf)
         if "node_runs" not in saved:
             self.ready = None
             self.node_version = [0] * self.n
@@ -125,7 +136,7 @@ class Occupancy:
     def base_mask(self, shape: Shape) -> BoolArray:
         """Nodes of the partition, up, with an allowed GPU model and the features asked (a
         read-only array, kept until a node goes up or down)."""
-        key = (shape.partition, shape.models, shape.features)
+        key = shape.base_key
         up = self._up_masks.get(key)
         if up is not None:
             return up
@@ -145,7 +156,7 @@ class Occupancy:
 
     def static_mask(self, shape: Shape) -> BoolArray:
         """Like ``base_mask`` but ignoring node health: where the job could ever run."""
-        key = (shape.partition, shape.models, shape.features)
+        key = shape.base_key
         mask = self._masks.get(key)
         if mask is None:
             self.base_mask(shape)  # made and kept there (its ``up`` copy not needed)
@@ -158,22 +169,25 @@ class Occupancy:
         same of one capacity many times; the base mask itself when ``shape`` needs
         nothing)."""
         base = self.base_mask(shape)
-        if not (shape.gpus or shape.cpus or shape.mem_mb or shape.milli or shape.exclusive):
+        key = shape.need_key
+        if key is None:
             return base
-        key = (
-            shape.partition,
-            shape.models,
-            shape.features,
-            shape.gpus,
-            shape.cpus,
-            shape.mem_mb,
-            shape.milli,
-            shape.exclusive,
-        )
         masks = cap.masks
         hit = masks.get(key)
         if hit is not None and hit[0] is base:  # no node went up or down since
-            return hit[1]
+            moved = cap.moved
+            since = hit[2]
+            if since == len(moved):
+                return hit[1]
+            if len(moved) - since <= _PATCH:
+                # The nodes moved since by ``take``/``give``: only their bits can differ. A
+                # new array, as callers may still hold the old one.
+                mask = hit[1].copy()
+                for i in range(since, len(moved)):
+                    node = moved[i]
+                    mask[node] = self._fits(cap, shape, base, node)
+                masks[key] = (base, mask, len(moved))
+                return mask
         mask = base
         if shape.gpus:
             mask = mask & (cap.gpus >= shape.gpus)
@@ -187,8 +201,29 @@ class Occupancy:
             mask = mask & (cap.gpus == self.node_gpus) & (cap.cpus == self.node_cpus)
         if len(masks) >= _MASKS:
             masks.clear()
-        masks[key] = (base, mask)
+        masks[key] = (base, mask, len(cap.moved))
         return mask
+
+    def _fits(self, cap: Capacity, shape: Shape, base: BoolArray, node: int) -> bool:
+        """``eligible``'s answer for one node: the same tests, on scalars."""
+        if not base.item(node):
+            return False
+        if shape.gpus and cap.gpus.item(node) < shape.gpus:
+            return False
+        if shape.cpus and cap.cpus.item(node) < shape.cpus:
+            return False
+        if shape.mem_mb and cap.mem.item(node) < shape.mem_mb:
+            return False
+        if shape.milli:
+            row: list[int] = cap.dev[node].tolist()
+            if not any([free >= shape.milli for free in row]):
+                return False
+        if shape.exclusive:
+            if cap.gpus.item(node) != self.node_gpus.item(node):
+                return False
+            if cap.cpus.item(node) != self.node_cpus.item(node):
+                return False
+        return True
 
     # -- allocations --------------------------------------------------------------------
     def allocation(self, cap: Capacity, shape: Shape, nodes: list[int]) -> Allocation:
@@ -241,7 +276,7 @@ class Occupancy:
             return
         up = self.up
         for node, devices in zip(alloc.nodes, alloc.devices, strict=True):
-            if up[node]:
+            if up.item(node):
                 self.free_gpus += sign * len(devices)
 
     def start(self, job_id: int, account: str, alloc: Allocation, end: Instant) -> None:
@@ -312,3 +347,9 @@ class Occupancy:
         """Most whole GPUs per node any eligible node has in total (ignoring use)."""
         mask = self.static_mask(shape)
         return int(self.node_gpus[mask].max()) if mask.any() else 0
+
+
+def _spine_leaves(spine_of_leaf: IntArray) -> list[list[int]]:
+    spine_of: list[int] = spine_of_leaf.tolist()
+    spines = sorted({spine for spine in spine_of if spine >= 0})
+    return [[leaf for leaf, s in enumerate(spine_of) if s == spine] for spine in spines]

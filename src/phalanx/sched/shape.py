@@ -6,6 +6,8 @@ lets a pass skip the second one without trying (the equivalence class of Kuberne
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 from mypy_extensions import mypyc_attr
 
 from phalanx.domain.jobspec import MILLI, JobSpec
@@ -20,7 +22,7 @@ class Shape:
     compared on every submission. Same ``repr``, equality and hash (that of the tuple of the
     fields) as the dataclass; nothing assigns a field after ``__init__``."""
 
-    __match_args__ = (
+    __match_args__: ClassVar[tuple[str, ...]] = (
         "partition",
         "nodes_min",
         "nodes_max",
@@ -34,6 +36,7 @@ class Shape:
         "switches",
     )
     __slots__ = (
+        "base_key",
         "cpus",
         "exclusive",
         "features",
@@ -41,6 +44,7 @@ class Shape:
         "mem_mb",
         "milli",
         "models",
+        "need_key",
         "nodes_max",
         "nodes_min",
         "partition",
@@ -74,6 +78,16 @@ class Shape:
         self.features = features
         self.exclusive = exclusive
         self.switches = switches
+        self.base_key: tuple[str, frozenset[str], frozenset[str]] = (partition, models, features)
+        """Where it may run, as ``Occupancy``'s static masks are kept (made once: a tuple
+        hashes anew at every look-up)."""
+        self.need_key: tuple[object, ...] | None = (
+            (partition, models, features, gpus, cpus, mem_mb, milli, exclusive)
+            if gpus or cpus or mem_mb or milli or exclusive
+            else None
+        )
+        """What one node must hold, as ``Occupancy.eligible`` keeps its masks; None when one
+        node's share needs nothing."""
 
     def _fields(
         self,

@@ -29,6 +29,12 @@ __all__ = ["PassView"]
 class PassView:
     """Implements ``GangContext`` (and so ``PassContext``) over the engine's state."""
 
+    _listed: list[Job] | None = None
+    """``running``'s last list, handed out again while the running jobs are the same (a class
+    default: a view pickled before it starts without one)."""
+    _listed_at: tuple[int, int] = (-1, -1)
+    """The occupancy's ``starts`` and the count of running jobs when ``_listed`` was made."""
+
     def __init__(
         self,
         cluster: Cluster,
@@ -76,13 +82,24 @@ class PassView:
         self._narrowed[job.id] = nodes if held is None else held & nodes
 
     def running(self) -> Iterable[Job]:
-        return list(self._running.values())
+        """The running jobs in the order they started (a list the caller must not change).
+
+        The same list while no job started (``Occupancy.starts``: the engine starts a job
+        there as it adds it to its running jobs) and none left (their count)."""
+        running = self._running
+        at = (self.state.starts, len(running))
+        listed = self._listed
+        if listed is None or at != self._listed_at:
+            listed = self._listed = list(running.values())
+            self._listed_at = at
+        return listed
 
     def _mask(self, cap: Capacity, shape: Shape) -> BoolArray:
         filters = self._filters
         mask = filters[0].filter(self.state, cap, shape)
-        for more in filters[1:]:
-            mask = mask & more.filter(self.state, cap, shape)
+        if len(filters) > 1:
+            for more in filters[1:]:
+                mask = mask & more.filter(self.state, cap, shape)
         return mask
 
     def _leaf_limit(self, job: Job) -> tuple[int | None, int]:
