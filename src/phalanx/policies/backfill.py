@@ -287,7 +287,9 @@ class BackfillStep:
         return self.conf.resources
 
     def search(self, job: Job) -> bool:
-        if self.could_preempt(job) or self.searched < self.conf.victim_depth:
+        # (``could_preempt`` is ``_never`` without preemptors: not called then, a Python call
+        # for every blocked job.)
+        if (self.preemptors and self.could_preempt(job)) or self.searched < self.conf.victim_depth:
             self.searched += 1
             return True
         return False
