@@ -132,6 +132,10 @@ def _never(job: Job) -> bool:
     return False
 
 
+_NO_KEY = object()
+"""No job's ``key``: what ``pass_over`` starts comparing keys with."""
+
+
 @mypyc_attr(allow_interpreted_subclasses=True)
 class BackfillStep:
     """One pass of ``BackfillScheduler`` (``phalanx.sched.points.ReservationStep``)."""
@@ -161,9 +165,11 @@ class BackfillStep:
         self.preemptors = could_preempt is not None
         self.could_preempt = could_preempt or _never
         # Shape -> the shortest time limit that failed: a job of the same shape that runs at
-        # least as long fails too (views only shrink with the end of the run and the pass).
-        # Without reservations a placement does not depend on the time limit at all.
-        self.failed: dict[object, tuple[int, Status]] = {}
+        # least as long fails too (views only shrink with the end of the run and the pass),
+        # and waits for Priority as that one did (``conf.priority``, the one status ``settle``
+        # gives them). Without reservations a placement does not depend on the time limit.
+        # (A plain int, not a (limit, status) tuple: compiled, reading it unboxes nothing.)
+        self.failed: dict[object, int] = {}
         self.reserved = 0
         self.by_class = 0
         """Jobs reserved for as their size class's first, beyond ``depth``."""
@@ -197,15 +203,11 @@ class BackfillStep:
         )
 
     def known(self, job: Job) -> Status | None:
-        known = self.failed.get(job.key)
-        if (
-            known is None
-            or job.time_limit < known[0]
-            or (self.preemptors and self.could_preempt(job))
-        ):
+        limit = self.failed.get(job.key)
+        if limit is None or job.time_limit < limit or (self.preemptors and self.could_preempt(job)):
             return None
         self.searched += 1  # a blocked job passed over counts against the search budget
-        return known[1]
+        return self.conf.priority
 
     def pass_over(
         self, jobs: Iterator[Job], wait: Callable[[Job, Status], None], bound: int = -1
@@ -213,22 +215,34 @@ class BackfillStep:
         # ``known`` for each job in turn, inlined (the tail of a deep queue is mostly this);
         # ``searched`` counts the jobs passed over once at the end (nothing here reads it).
         # (``failed.get`` called on the dict, not a bound ``get`` kept aside: compiled, that
-        # is a direct lookup instead of a Python call.)
+        # is a direct lookup instead of a Python call.) Nothing is added to ``failed`` during
+        # the loop, so a job whose key is the very object the last job's was has the same
+        # limit: jobs of one shape often come in runs, and ``is`` costs no hash and lookup.
         failed = self.failed
+        status = self.conf.priority
+        reason = status.reason
         could = self.could_preempt if self.preemptors else None
         passed = 0
         after: Job | None = None
+        last: object = _NO_KEY
+        limit = 0
         for job in jobs:
             if passed == bound:
                 after = job  # beyond the bound (bf_max_job_test): not looked at
                 break
-            known = failed.get(job.key)
-            if known is None or job.time_limit < known[0] or (could is not None and could(job)):
+            key = job.key
+            if key is not last:
+                found = failed.get(key)
+                if found is None:
+                    after = job
+                    break
+                last = key
+                limit = found
+            if job.time_limit < limit or (could is not None and could(job)):
                 after = job
                 break
             passed += 1
-            status = known[1]
-            if job.reason is not status.reason:
+            if job.reason is not reason:
                 wait(job, status)
         self.searched += passed
         return passed, after
@@ -273,7 +287,9 @@ class BackfillStep:
         return self.conf.resources
 
     def search(self, job: Job) -> bool:
-        if self.could_preempt(job) or self.searched < self.conf.victim_depth:
+        # (``could_preempt`` is ``_never`` without preemptors: not called then, a Python call
+        # for every blocked job.)
+        if (self.preemptors and self.could_preempt(job)) or self.searched < self.conf.victim_depth:
             self.searched += 1
             return True
         return False
@@ -294,9 +310,8 @@ class BackfillStep:
             if self.n_classes and self._class_free(job):
                 self._take(job, by_class=True)
                 return status
-        status = self.conf.priority
-        self.failed[job.key] = (job.time_limit if self.depth else 0, status)
-        return status
+        self.failed[job.key] = job.time_limit if self.depth else 0
+        return self.conf.priority
 
     def _size_class(self, job: Job) -> int:
         gpus = job.gpus

@@ -33,6 +33,7 @@ from phalanx.engine.scheduling.members import Holds
 from phalanx.engine.scheduling.points import Points
 from phalanx.engine.scheduling.preemption import Preemption
 from phalanx.engine.scheduling.statuses import Statuses
+from phalanx.policies.backfill import BackfillStep
 from phalanx.sched.capacity import Allocation, Capacity
 from phalanx.sched.job import Job
 from phalanx.sched.members import member_count, merge, pod_shape
@@ -135,6 +136,9 @@ class Recipe:
         nominations.begin()
         could = preemption.could_preempt if preemption.preemptors > 0 else None
         step = points.reservation.begin(view, could_preempt=could)
+        # The usual step, typed as its class: compiled, its methods are then direct calls
+        # (through the protocol each is a Python method call, a few per job of a deep queue).
+        bf = step if isinstance(step, BackfillStep) else None
         self._pre, self._res = points.pre_filter, points.reserve
         may_idle = self._may_idle
         if may_idle is None:
@@ -155,7 +159,10 @@ class Recipe:
         if nominations:
             order = nominations.first(pending, order, self._settle)
         # 3-5. Each job in order.
-        wait, start = statuses.wait, self._start
+        # ``statuses.wait`` and ``self._start`` called on their objects, not bound methods
+        # kept aside: compiled, those are direct calls instead of Python calls. (``wait`` is
+        # handed to ``pass_over``, which calls it only for a job whose reason changes.)
+        wait = statuses.wait
         checks = bool(self._pre) or self.limits.any_rules
         pods = points.pods
         # No node has more free GPUs than this (starts only lower it): a cheap test before
@@ -186,19 +193,26 @@ class Recipe:
             index += 1
             if index == max_jobs:
                 break  # a bound on the jobs a pass looks at: the rest keep what they had
-            if state.free_gpus == 0 and step.exhausted(job):
+            if state.free_gpus == 0 and (step.exhausted(job) if bf is None else bf.exhausted(job)):
                 self._rest(step, itertools.chain((job,), jobs), max_jobs - index)
                 break
-            known = step.known(job) if job.key in failed else None
+            if job.key not in failed:
+                known = None
+            else:
+                known = step.known(job) if bf is None else bf.known(job)
             if known is not None:
                 if job.reason is not known.reason:
-                    wait(job, known)
+                    statuses.wait(job, known)
                 if state.free_gpus > 0:
                     # A long queue behind a failed shape: the step passes over the jobs that
                     # fail as it did in one tight loop (nothing starts meanwhile, so no
                     # ``exhausted`` to ask), within the pass's bound, and hands back the
                     # next job, which the bound check above then ends at if it is past it.
-                    passed, after = step.pass_over(jobs, wait, max_jobs - index - 1)
+                    bound = max_jobs - index - 1
+                    if bf is None:
+                        passed, after = step.pass_over(jobs, wait, bound)
+                    else:
+                        passed, after = bf.pass_over(jobs, wait, bound)
                     index += passed
                 continue
             if (checks or job.spec.array is not None) and not job.holds:
@@ -212,7 +226,7 @@ class Recipe:
                             self._nominate(job, victims)
                             if victims:
                                 step.preempting(job)
-                    wait(job, status)
+                    statuses.wait(job, status)
                     continue
             if pods:
                 self._members(job, full, step)
@@ -222,7 +236,7 @@ class Recipe:
             if job.shape.nodes_min * job.shape.gpus <= state.free_gpus and (
                 job.shape.gpus <= most_free
             ):
-                cap = step.view(job)
+                cap = step.view(job) if bf is None else bf.view(job)
                 if kept and not nominations and view.plain(job):
                     if no_room_at != state.version:
                         no_room.clear()
@@ -240,10 +254,13 @@ class Recipe:
                 if alloc is not None:
                     status = self.reserve(job, alloc) if reserve else OK
                     if status.ok:
-                        start(job, alloc)
-                        step.started(job, alloc)
+                        self._start(job, alloc)
+                        if bf is None:
+                            step.started(job, alloc)
+                        else:
+                            bf.started(job, alloc)
                     else:
-                        wait(job, status)
+                        statuses.wait(job, status)
                     continue
             # 5, first resort: elastic jobs give nodes back (they go on running).
             elastic = self.elastic
@@ -257,26 +274,26 @@ class Recipe:
                 continue
             # 4-5. Blocked: the reservation step names the status; the post-filter looks for
             # victims first (preemption), else the step reserves or remembers the failure.
-            blocked = step.blocked(job)
-            if post_filter is not None and step.search(job):
+            blocked = step.blocked(job) if bf is None else bf.blocked(job)
+            if post_filter is not None and (step.search(job) if bf is None else bf.search(job)):
                 victims = preemption.victims(job, view)
                 if victims is not None:
                     self._nominate(job, victims)
                 if victims:
-                    wait(job, Status.wait(Reason.RESOURCES, points.post_filter_id))
+                    statuses.wait(job, Status.wait(Reason.RESOURCES, points.post_filter_id))
                     step.preempting(job)
                     if step.stop_at_blocked:
                         self._rest(step, jobs, max_jobs - index - 1)
                         break
                     continue
-            if step.stop_at_blocked:
+            if step.stop_at_blocked if bf is None else bf.stop_at_blocked:
                 if blocked is not None:
-                    wait(job, blocked)
+                    statuses.wait(job, blocked)
                 self._rest(step, jobs, max_jobs - index - 1)
                 break
-            settled = step.settle(job, blocked)
+            settled = step.settle(job, blocked) if bf is None else bf.settle(job, blocked)
             if settled is not None:
-                wait(job, settled)
+                statuses.wait(job, settled)
         # 6. Statuses and expected starts of the blocked jobs the step reserved for.
         nominations.finish()
         step.finish()
