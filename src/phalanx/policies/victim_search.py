@@ -5,6 +5,7 @@ dropped, dearest first (``search``). Each step is a what-if on a copy of the fre
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Protocol
 
 import numpy as np
@@ -153,23 +154,13 @@ def search(
     for r in sorted(chosen, key=lambda r: (-lost_work(r, now), r.seq)):
         alloc = r.alloc
         assert alloc is not None
-        if per_node:
-            qualified -= _qualified_of(cap, alloc, per_node)
-            cap.take(alloc)
-            qualified += _qualified_of(cap, alloc, per_node)
-        else:
-            cap.take(alloc)
+        qualified = _moved(cap, alloc, per_node, qualified, cap.take)
         if budget is not None:
             budget.put(r)
         if (not per_node or qualified >= nodes_min) and fits():
             chosen.remove(r)
             continue
-        if per_node:
-            qualified -= _qualified_of(cap, alloc, per_node)
-            cap.give(alloc)
-            qualified += _qualified_of(cap, alloc, per_node)
-        else:
-            cap.give(alloc)
+        qualified = _moved(cap, alloc, per_node, qualified, cap.give)
         if budget is not None:
             budget.take(r)
     if budget is not None:
@@ -271,3 +262,20 @@ def _devices(job: Job) -> int:
     """GPU devices a running job holds (whole, or a share of one)."""
     alloc = job.alloc
     return sum(len(d) for d in alloc.devices) if alloc is not None else 0
+
+
+def _moved(
+    cap: Capacity,
+    alloc: Allocation,
+    per_node: int,
+    qualified: int,
+    move: Callable[[Allocation], None],
+) -> int:
+    """``move`` (take or give) ``alloc`` on ``cap``; the count of nodes with ``per_node`` GPUs
+    free kept in step on the nodes it touched (not kept without ``per_node``)."""
+    if not per_node:
+        move(alloc)
+        return qualified
+    qualified -= _qualified_of(cap, alloc, per_node)
+    move(alloc)
+    return qualified + _qualified_of(cap, alloc, per_node)
