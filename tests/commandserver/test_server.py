@@ -164,6 +164,15 @@ def waiting_shim(bin_dir: Path, state: Path, cwd: Path) -> subprocess.Popen[byte
     return subprocess.Popen([str(bin_dir / "sbatch")], stdin=subprocess.PIPE, env=env, cwd=cwd)
 
 
+def catches(pid: int, number: int) -> bool:
+    """Whether process ``pid`` has a handler for signal ``number`` (``SigCgt``)."""
+    with open(f"/proc/{pid}/status") as status:
+        for line in status:
+            if line.startswith("SigCgt:"):
+                return bool(int(line.split()[1], 16) >> (number - 1) & 1)
+    return False
+
+
 @pytest.mark.parametrize("number", [signal.SIGTERM, signal.SIGINT])
 def test_a_signal_to_the_shim_ends_the_command_and_the_shim_of_it(
     phalanx: LocalCluster, bin_dir: Path, tmp_path: Path, number: int
@@ -171,14 +180,22 @@ def test_a_signal_to_the_shim_ends_the_command_and_the_shim_of_it(
     server = server_pid(phalanx.state_dir / SOCKET_NAME)
     shim = waiting_shim(bin_dir, phalanx.state_dir, tmp_path)
     assert shim.stdin is not None
-    wait_for(lambda: running_in(server, shim.stdin.fileno()) is not None)
-    worker = running_in(server, shim.stdin.fileno())
-    shim.send_signal(number)
-    assert shim.wait(timeout=10) == -number
-    # The command ended, its worker gave the caller's descriptors back and lives on.
-    wait_for(lambda: running_in(server, shim.stdin.fileno()) is None)
-    assert worker in children(server)
-    shim.stdin.close()
+    try:
+        wait_for(lambda: running_in(server, shim.stdin.fileno()) is not None)
+        worker = running_in(server, shim.stdin.fileno())
+        # The shim forwards once the server has its request; before, the signal acts on the
+        # shim as inherited, which a caller that ignores it (a CI runner, nohup) makes a no-op.
+        wait_for(lambda: catches(shim.pid, number))
+        shim.send_signal(number)
+        assert shim.wait(timeout=10) == -number
+        # The command ended, its worker gave the caller's descriptors back and lives on.
+        wait_for(lambda: running_in(server, shim.stdin.fileno()) is None)
+        assert worker in children(server)
+    finally:
+        if shim.poll() is None:
+            shim.kill()
+            shim.wait()
+        shim.stdin.close()
 
 
 def test_a_shim_killed_outright_hangs_its_command_up(
@@ -187,11 +204,13 @@ def test_a_shim_killed_outright_hangs_its_command_up(
     server = server_pid(phalanx.state_dir / SOCKET_NAME)
     shim = waiting_shim(bin_dir, phalanx.state_dir, tmp_path)
     assert shim.stdin is not None
-    wait_for(lambda: running_in(server, shim.stdin.fileno()) is not None)
-    shim.kill()
-    shim.wait(timeout=10)
-    wait_for(lambda: running_in(server, shim.stdin.fileno()) is None)
-    shim.stdin.close()
+    try:
+        wait_for(lambda: running_in(server, shim.stdin.fileno()) is not None)
+        shim.kill()
+        shim.wait(timeout=10)
+        wait_for(lambda: running_in(server, shim.stdin.fileno()) is None)
+    finally:
+        shim.stdin.close()
 
 
 def test_one_worker_serves_a_users_commands_one_after_another(
