@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import signal
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -17,6 +18,23 @@ from phalanx.testing.postgres import TempPostgres, pg_bin_dir
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    _terminal_signals()
+    _refuse_stale_native()
+
+
+def _terminal_signals() -> None:
+    """Signals as a terminal gives them. A runner that starts the suite with SIGINT or
+    SIGTERM ignored (a background job of a script, some CI runners) passes that on to every
+    process a test starts, where an ignored disposition survives exec: a test that signals
+    one would test the runner, not Phalanx."""
+    if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+    for number in (signal.SIGTERM, signal.SIGQUIT):  # not SIGHUP: nohup means it
+        if signal.getsignal(number) == signal.SIG_IGN:
+            signal.signal(number, signal.SIG_DFL)
+
+
+def _refuse_stale_native() -> None:
     """Refuse to test stale compiled modules: Python imports a module's .so (tools/native.py)
     before its .py, so an edited .py beside an old .so would test the old code."""
     spec = importlib.util.spec_from_file_location(
