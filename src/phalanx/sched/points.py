@@ -98,9 +98,9 @@ class Reprioritizes(Protocol):
     engine then writes one number per queued job, not a pair. ``priorities`` returns what
     ``compute_many`` would (the same floats, bit for bit), as a new array the caller may
     change, or None where it cannot (a job never computed), and the engine calls
-    ``compute_many``. ``seqs`` holds each job's submit sequence (``seqs[i] == jobs[i].seq``),
-    which the queue keeps as an array: a sort that keeps per-job state finds it without
-    reading every job."""
+    ``compute_many``. ``seqs`` holds each job's submit sequence (``seqs[i] == jobs[i].seq``)
+    as an array, built once per recalculation: a sort that keeps per-job state finds it by
+    array indexing."""
 
     def priorities(
         self, jobs: Sequence[Job], ctx: PassContext, now: Instant, seqs: IntArray
