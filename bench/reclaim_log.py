@@ -26,6 +26,7 @@ from typing import Any
 from phalanx.config.queues import queues_from_file
 from phalanx.domain.time import HOUR, MINUTE
 from phalanx.engine.decisions import Preempted
+from phalanx.errors import InputError
 from phalanx.policies.catalog import profile
 from phalanx.policies.clusterqueue import preemption as cqp
 from phalanx.sim.experiment import (
@@ -75,9 +76,14 @@ def main() -> int:
         a, b = args.window.split(":")
         window = (int(float(a) * HOUR), int(float(b) * HOUR))
     options = TraceOptions(limit=args.limit, window=window)
-    workload = trace_workload(args.trace, "philly", options)
+    try:
+        workload = trace_workload(args.trace, "philly", options)
+        queues = queues_from_file(args.queues)
+    except InputError as exc:
+        print(f"reclaim_log: {exc}", file=sys.stderr)
+        return 2
     choice = uniform_cluster(64, 8, 8)
-    cluster = dataclasses.replace(choice.cluster, queues=queues_from_file(args.queues))
+    cluster = dataclasses.replace(choice.cluster, queues=queues)
     choice = dataclasses.replace(choice, cluster=cluster)
     prof = profile(args.policy)
     params = {k: dict(v) for k, v in prof.params.items()}

@@ -13,6 +13,7 @@ import time
 from pathlib import Path
 
 from phalanx.config.clusterspec import regular_cluster
+from phalanx.errors import InputError
 from phalanx.policies.catalog import profile
 from phalanx.sim.simulator import Simulator
 from phalanx.sim.traces import read_trace
@@ -26,9 +27,14 @@ def main(argv: list[str]) -> int:
     if len(argv) != 3:
         print(__doc__, file=sys.stderr)
         return 2
-    policy, limit, load = argv[0], int(argv[1]) or None, float(argv[2])
-    workload = read_trace(str(DEFAULT_TRACE), "philly", TraceOptions(limit=limit, load=load))
-    sim = Simulator(regular_cluster(64, 8, 8), profile(policy), workload, keep_segments=False)
+    try:
+        policy, limit, load = argv[0], int(argv[1]) or None, float(argv[2])
+        workload = read_trace(str(DEFAULT_TRACE), "philly", TraceOptions(limit=limit, load=load))
+        chosen = profile(policy)
+    except (InputError, ValueError) as exc:
+        print(f"sim_once: {exc}", file=sys.stderr)
+        return 2
+    sim = Simulator(regular_cluster(64, 8, 8), chosen, workload, keep_segments=False)
     start = time.process_time()
     record = sim.run()
     cpu = time.process_time() - start

@@ -340,7 +340,11 @@ def main(argv: list[str] | None = None) -> int:
         if section in args.skip:
             continue
         t0 = time.perf_counter()
-        workload = read_trace(str(args.trace), "philly", TraceOptions(limit=limit, load=load))
+        try:
+            workload = read_trace(str(args.trace), "philly", TraceOptions(limit=limit, load=load))
+        except InputError as exc:
+            print(f"sim_speed: {exc}", file=sys.stderr)
+            return 2
         read_s = time.perf_counter() - t0
         print()
         print(f"== {section}: load {load:g}")
