@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import signal
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -48,3 +50,29 @@ def test_agents_are_known_by_their_command_line_not_by_pid_files_alone(
     procs[0].kill()
     procs[0].wait()
     assert state.live_agents() == {"n2": [unlisted]}
+
+
+def test_an_agents_child_before_its_exec_is_not_a_second_agent(
+    tmp_path: Path, procs: list[subprocess.Popen[bytes]]
+) -> None:
+    """A task being launched is, between fork and exec, a process with the agent's command
+    line; ``phalanx up`` and the crash test must not count it as a second agent."""
+    state = StateDir(tmp_path / "state")
+    state.make()
+    forking = (
+        "import os, sys, time\n"
+        "child = os.fork()\n"
+        "if child: print(child, flush=True)\n"
+        "time.sleep(60)\n"
+    )
+    argv = ["-m", "phalanx.agent", "--socket", str(state.socket), "--node", "n1"]
+    agent = subprocess.Popen([sys.executable, "-c", forking, *argv], stdout=subprocess.PIPE)
+    procs.append(agent)
+    assert agent.stdout is not None
+    child = int(agent.stdout.readline())
+    try:
+        assert agent_node(child, state.socket) == "n1"  # the same command line
+        assert state.live_agents() == {"n1": [agent.pid]}
+    finally:
+        os.kill(child, signal.SIGKILL)
+        agent.stdout.close()

@@ -58,6 +58,18 @@ def agent_node(pid: int, socket: Path, agents_dir: Path | None = None) -> str | 
     return _flag(argv, "--node") if ours else None
 
 
+def _parent(pid: int) -> int | None:
+    """The parent of ``pid`` (``/proc/PID/stat``), or None when it is gone."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            stat = f.read()
+    except OSError:
+        return None
+    # "pid (comm) state ppid ...": comm may hold spaces and parentheses, so split after it.
+    fields = stat[stat.rfind(b")") + 2 :].split()
+    return int(fields[1]) if len(fields) > 1 else None
+
+
 def _flag(argv: list[str], name: str) -> str | None:
     for i, word in enumerate(argv[:-1]):
         if word == name:
@@ -104,11 +116,18 @@ class StateDir:
                 candidates.update(read_pids(path))
         with contextlib.suppress(OSError):
             candidates.update(int(p) for p in os.listdir("/proc") if p.isdecimal())
-        out: dict[str, list[int]] = {}
+        found: dict[str, list[int]] = {}
         for pid in sorted(candidates):
             node = agent_node(pid, self.socket, self.agents_dir)
             if node is not None:
-                out.setdefault(node, []).append(pid)
+                found.setdefault(node, []).append(pid)
+        # An agent's child between fork and exec (a task being launched) still shows the
+        # agent's command line: it is not a second agent.
+        out: dict[str, list[int]] = {}
+        for node, pids in found.items():
+            agents = [pid for pid in pids if _parent(pid) not in pids]
+            if agents:
+                out[node] = agents
         return out
 
     @property
