@@ -3,10 +3,12 @@ as its caller, with the caller's descriptors, directory, environment and signals
 
 from __future__ import annotations
 
+import contextlib
 import os
 import pwd
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -173,6 +175,32 @@ def catches(pid: int, number: int) -> bool:
     return False
 
 
+def inspect(*pids: int | None) -> str:
+    """What the kernel says of each process: its signal state, where it sleeps, its
+    descriptors; for a failure's message."""
+    out = []
+    for pid in pids:
+        if pid is None:
+            continue
+        facts = [f"pid {pid}"]
+        for name in ("status", "wchan", "stack", "syscall"):
+            try:
+                with open(f"/proc/{pid}/{name}") as f:
+                    text = f.read()
+            except OSError as exc:
+                text = str(exc)
+            if name == "status":
+                text = " ".join(
+                    line for line in text.splitlines() if line.startswith(("State", "Sig", "Shd"))
+                )
+            facts.append(f"{name}: {text.strip()}")
+        with contextlib.suppress(OSError):
+            fds = {fd: os.readlink(f"/proc/{pid}/fd/{fd}") for fd in os.listdir(f"/proc/{pid}/fd")}
+            facts.append(f"fds: {fds}")
+        out.append("; ".join(facts))
+    return "\n".join(out)
+
+
 @pytest.mark.parametrize("number", [signal.SIGTERM, signal.SIGINT])
 def test_a_signal_to_the_shim_ends_the_command_and_the_shim_of_it(
     phalanx: LocalCluster, bin_dir: Path, tmp_path: Path, number: int
@@ -187,7 +215,11 @@ def test_a_signal_to_the_shim_ends_the_command_and_the_shim_of_it(
         # shim as inherited, which a caller that ignores it (a CI runner, nohup) makes a no-op.
         wait_for(lambda: catches(shim.pid, number))
         shim.send_signal(number)
-        assert shim.wait(timeout=10) == -number
+        try:
+            ended = shim.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            pytest.fail(f"the shim outlived its signal: {inspect(shim.pid, worker, server)}")
+        assert ended == -number
         # The command ended, its worker gave the caller's descriptors back and lives on.
         wait_for(lambda: running_in(server, shim.stdin.fileno()) is None)
         assert worker in children(server)
@@ -196,6 +228,71 @@ def test_a_signal_to_the_shim_ends_the_command_and_the_shim_of_it(
             shim.kill()
             shim.wait()
         shim.stdin.close()
+
+
+def test_a_resent_signal_reaches_a_command_that_missed_the_first(
+    phalanx: LocalCluster, tmp_path: Path
+) -> None:
+    """The shim repeats a forwarded signal as "resend N" each second until the answer: a
+    worker that never read the "signal N" acts on the repeat (here the only line sent)."""
+    read_end, write_end = os.pipe()  # sbatch reads its script from it: until the signal
+    words = [b"sbatch", b"1", b"sbatch", b"1", f"PATH={os.environ['PATH']}".encode()]
+    body = b"".join(word + b"\0" for word in words)
+    cwd = os.open(tmp_path, os.O_RDONLY | os.O_DIRECTORY)
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as conn:
+        conn.connect(str(phalanx.state_dir / SOCKET_NAME))
+        try:
+            header = b"PHX1" + f"{len(body):08x}".encode()
+            socket.send_fds(conn, [header], [read_end, 1, 2, cwd])
+            conn.sendall(body)
+            server = server_pid(phalanx.state_dir / SOCKET_NAME)
+            wait_for(lambda: running_in(server, write_end) is not None)
+            conn.sendall(b"resend 15\n")
+            conn.settimeout(10)
+            assert conn.recv(64) == b"signal 15\n"
+        finally:
+            for fd in (read_end, write_end, cwd):
+                os.close(fd)
+
+
+def test_the_shim_resends_a_signal_each_second_until_the_answer(
+    bin_dir: Path, tmp_path: Path
+) -> None:
+    """Against a server that does not answer the first forward, the native shim sends
+    "resend N" about a second later, and dies of the signal once the answer comes."""
+    state = tmp_path / "state"
+    state.mkdir()
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as listener:
+        listener.bind(str(state / SOCKET_NAME))
+        listener.listen(1)
+        listener.settimeout(10)
+        shim = waiting_shim(bin_dir, state, tmp_path)
+        assert shim.stdin is not None
+        try:
+            conn, _ = listener.accept()
+            with conn:
+                conn.settimeout(10)
+                _data, fds, _, _ = socket.recv_fds(conn, 12, 4)
+                for fd in fds:
+                    os.close(fd)
+                wait_for(lambda: catches(shim.pid, signal.SIGTERM))
+                shim.send_signal(signal.SIGTERM)
+                heard = b""
+                started = time.monotonic()
+                while b"resend 15\n" not in heard:
+                    chunk = conn.recv(4096)
+                    assert chunk, heard
+                    heard += chunk
+                waited = time.monotonic() - started
+                assert heard.split(b"\0")[-1].startswith(b"signal 15\nresend 15\n"), heard
+                assert 0.5 < waited < 5, waited
+                conn.sendall(b"signal 15\n")
+                assert shim.wait(timeout=10) == -signal.SIGTERM
+        finally:
+            if shim.poll() is None:
+                shim.kill()
+                shim.wait()
+            shim.stdin.close()
 
 
 def test_a_shim_killed_outright_hangs_its_command_up(

@@ -31,6 +31,8 @@ Protocol (one connection per command, all integers in ASCII)::
     server -> "fallback\\n"                     before reading anything: run the Python shim
     server -> "exit N\\n" | "signal N\\n"       how the command ended
     shim   -> "signal N\\n"                     a signal the shim received, for the command
+    shim   -> "resend N\\n"                     the last one again, each second until the
+                                               answer: acted on only if not had yet
 
 Commands that stay attached for a long time and relay a terminal (``srun``, ``salloc``) are
 not served here; their shims are the Python ones.

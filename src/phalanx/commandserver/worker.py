@@ -280,6 +280,7 @@ def _watch(conn: socket.socket) -> None:
     import fcntl
 
     pending = bytearray()
+    delivered: set[int] = set()
 
     def on_io(*_: object) -> None:
         while True:
@@ -298,10 +299,17 @@ def _watch(conn: socket.socket) -> None:
                 end = pending.index(b"\n")
                 word, _space, number = bytes(pending[:end]).partition(b" ")
                 del pending[: end + 1]
-                if word == b"signal" and number.isdigit() and int(number) in _FORWARDED:
-                    if int(number) == signal.SIGINT:
-                        raise KeyboardInterrupt
-                    raise _Killed(int(number))
+                if word not in (b"signal", b"resend") or not number.isdigit():
+                    continue
+                value = int(number)
+                # "resend": the shim's repeat of a signal until the command ends, in case
+                # its notice was missed; a signal the command already had is not repeated.
+                if value not in _FORWARDED or (word == b"resend" and value in delivered):
+                    continue
+                delivered.add(value)
+                if value == signal.SIGINT:
+                    raise KeyboardInterrupt
+                raise _Killed(value)
 
     signal.signal(signal.SIGIO, on_io)
     fcntl.fcntl(conn.fileno(), fcntl.F_SETOWN, os.getpid())

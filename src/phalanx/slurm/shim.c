@@ -16,6 +16,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <poll.h>
 #include <pwd.h>
 #include <signal.h>
 #include <stdio.h>
@@ -34,6 +35,8 @@ static const char *const served[] = {
 };
 
 static int server = -1;
+/* The last signal forwarded, sent again each second until the command's answer comes. */
+static volatile sig_atomic_t last_forwarded = 0;
 
 /* The Python shim for this command: DIR/.python/<cmd>, DIR being where this binary is. */
 static void fallback(const char *command, char **argv) {
@@ -137,6 +140,7 @@ static void forward(int number) {
     if (server >= 0 && n > 0) {
         (void)!write(server, line, (size_t)n);
     }
+    last_forwarded = number;
     errno = saved;
 }
 
@@ -236,7 +240,23 @@ int main(int argc, char **argv) {
 
     char line[64];
     size_t have = 0;
+    struct pollfd answer = {.fd = server, .events = POLLIN};
     while (have < sizeof line - 1) {
+        /* Until the answer comes, a forwarded signal goes again each second as "resend N",
+           which the worker acts on only if it has not had that signal yet: a notice the
+           worker missed costs a second, not a command that never ends. */
+        int ready = poll(&answer, 1, last_forwarded ? 1000 : -1);
+        if (ready < 0 && errno == EINTR) {
+            continue;
+        }
+        if (ready == 0) {
+            char again[24];
+            int length = snprintf(again, sizeof again, "resend %d\n", (int)last_forwarded);
+            if (length > 0) {
+                (void)!write(server, again, (size_t)length);
+            }
+            continue;
+        }
         ssize_t n = read(server, line + have, sizeof line - 1 - have);
         if (n < 0 && errno == EINTR) {
             continue;
